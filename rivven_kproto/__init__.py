@@ -1,0 +1,1 @@
+"""rivven_kproto: a Kafka-compatible broker in Python."""

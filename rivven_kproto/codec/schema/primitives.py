@@ -1,0 +1,274 @@
+"""Kafka's wire primitives as bounded ``construct`` classes.
+
+construct's own ``VarInt`` is unbounded and its compiled parsers trust their input, so the
+variable-length types that Kafka uses are written here as small ``Construct`` subclasses that
+check every length against the bytes that remain *before* reading or allocating.
+"""
+
+from __future__ import annotations
+
+import io
+import uuid
+from typing import Any
+
+from construct import (
+    Construct,
+    Flag,
+    Float64b,
+    Int8sb,
+    Int16sb,
+    Int16ub,
+    Int32sb,
+    Int32ub,
+    Int64sb,
+    SizeofError,
+    StreamError,
+    ValidationError,
+    stream_read,
+    stream_write,
+)
+
+__all__ = [
+    "Int8sb",
+    "Int16sb",
+    "Int16ub",
+    "Int32sb",
+    "Int32ub",
+    "Int64sb",
+    "Float64b",
+    "Flag",
+    "UVarInt",
+    "VarInt",
+    "UuidCon",
+    "StringCon",
+    "BytesCon",
+    "ArrayCon",
+    "remaining",
+]
+
+MAX_ARRAY_OF_EMPTY = 10_000
+
+
+def remaining(stream: io.BytesIO) -> int:
+    """Bytes left in the stream: the bound every length is checked against."""
+    pos = stream.tell()
+    end = stream.seek(0, io.SEEK_END)
+    stream.seek(pos)
+    return end - pos
+
+
+class UVarInt(Construct):  # type: ignore[misc]
+    """Unsigned LEB128 varint, at most ``max_bytes`` long (5 for int32, 10 for int64)."""
+
+    def __init__(self, max_bytes: int = 5) -> None:
+        super().__init__()
+        self.max_bytes = max_bytes
+        self.limit = 1 << (32 if max_bytes <= 5 else 64)
+
+    def _parse(self, stream: io.BytesIO, context: Any, path: str) -> int:
+        result = 0
+        for shift in range(0, 7 * self.max_bytes, 7):
+            raw = stream.read(1)
+            if not raw:
+                raise StreamError("truncated varint", path=path)
+            byte = raw[0]
+            result |= (byte & 0x7F) << shift
+            if not byte & 0x80:
+                if result >= self.limit:
+                    raise ValidationError("varint out of range", path=path)
+                return result
+        raise ValidationError(f"varint longer than {self.max_bytes} bytes", path=path)
+
+    def _build(self, obj: int, stream: io.BytesIO, context: Any, path: str) -> int:
+        if not isinstance(obj, int) or obj < 0 or obj >= self.limit:
+            raise ValidationError(f"unsigned varint out of range: {obj!r}", path=path)
+        out = bytearray()
+        value = obj
+        while value >= 0x80:
+            out.append((value & 0x7F) | 0x80)
+            value >>= 7
+        out.append(value)
+        stream_write(stream, bytes(out), len(out), path)
+        return obj
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        raise SizeofError("varint has no fixed size", path=path)
+
+
+class VarInt(Construct):  # type: ignore[misc]
+    """Zigzag-encoded signed varint (5 bytes) or varlong (10 bytes)."""
+
+    def __init__(self, max_bytes: int = 5) -> None:
+        super().__init__()
+        self.raw = UVarInt(max_bytes)
+        self.bits = 32 if max_bytes == 5 else 64
+
+    def _parse(self, stream: io.BytesIO, context: Any, path: str) -> int:
+        value: int = self.raw._parse(stream, context, path)
+        return (value >> 1) ^ -(value & 1)
+
+    def _build(self, obj: int, stream: io.BytesIO, context: Any, path: str) -> int:
+        bound = 1 << (self.bits - 1)
+        if not isinstance(obj, int) or not -bound <= obj < bound:
+            raise ValidationError(f"varint out of range: {obj!r}", path=path)
+        self.raw._build((obj << 1) ^ (obj >> (self.bits - 1)), stream, context, path)
+        return obj
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        raise SizeofError("varint has no fixed size", path=path)
+
+
+_UVARINT32 = UVarInt(5)
+
+
+def _read_length(stream: io.BytesIO, compact: bool, wide: bool, path: str) -> int:
+    """Length prefix: int16/int32 classic, or unsigned varint holding length + 1 when compact."""
+    if compact:
+        return int(_UVARINT32._parse(stream, None, path)) - 1
+    if wide:
+        return int(Int32sb._parse(stream, None, path))
+    return int(Int16sb._parse(stream, None, path))
+
+
+def _write_length(stream: io.BytesIO, length: int, compact: bool, wide: bool, path: str) -> None:
+    if compact:
+        _UVARINT32._build(length + 1, stream, None, path)
+    elif wide:
+        Int32sb._build(length, stream, None, path)
+    else:
+        Int16sb._build(length, stream, None, path)
+
+
+def _checked_length(stream: io.BytesIO, length: int, nullable: bool, path: str) -> int | None:
+    if length == -1 and nullable:
+        return None
+    if length < 0:
+        raise ValidationError(f"negative length {length} for a non-nullable field", path=path)
+    if length > remaining(stream):
+        raise StreamError(f"length {length} runs past the end of the frame", path=path)
+    return length
+
+
+class StringCon(Construct):  # type: ignore[misc]
+    """string / nullable string / compact (nullable) string, UTF-8."""
+
+    def __init__(self, compact: bool, nullable: bool) -> None:
+        super().__init__()
+        self.compact = compact
+        self.nullable = nullable
+
+    def _parse(self, stream: io.BytesIO, context: Any, path: str) -> str | None:
+        length = _checked_length(stream, _read_length(stream, self.compact, False, path), self.nullable, path)
+        if length is None:
+            return None
+        try:
+            return stream_read(stream, length, path).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValidationError(f"invalid UTF-8 in string: {exc}", path=path) from None
+
+    def _build(self, obj: str | None, stream: io.BytesIO, context: Any, path: str) -> str | None:
+        if obj is None:
+            if not self.nullable:
+                raise ValidationError("null given for a non-nullable string", path=path)
+            _write_length(stream, -1, self.compact, False, path)
+            return obj
+        if not isinstance(obj, str):
+            raise ValidationError(f"expected str, got {type(obj).__name__}", path=path)
+        data = obj.encode("utf-8")
+        if not self.compact and len(data) > 0x7FFF:
+            raise ValidationError("string longer than 32767 bytes", path=path)
+        _write_length(stream, len(data), self.compact, False, path)
+        stream_write(stream, data, len(data), path)
+        return obj
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        raise SizeofError("strings have no fixed size", path=path)
+
+
+class BytesCon(Construct):  # type: ignore[misc]
+    """bytes / nullable bytes / records, classic int32 length or compact."""
+
+    def __init__(self, compact: bool, nullable: bool) -> None:
+        super().__init__()
+        self.compact = compact
+        self.nullable = nullable
+
+    def _parse(self, stream: io.BytesIO, context: Any, path: str) -> bytes | None:
+        length = _checked_length(stream, _read_length(stream, self.compact, True, path), self.nullable, path)
+        if length is None:
+            return None
+        return stream_read(stream, length, path)
+
+    def _build(self, obj: bytes | None, stream: io.BytesIO, context: Any, path: str) -> bytes | None:
+        if obj is None:
+            if not self.nullable:
+                raise ValidationError("null given for non-nullable bytes", path=path)
+            _write_length(stream, -1, self.compact, True, path)
+            return obj
+        if not isinstance(obj, bytes | bytearray | memoryview):
+            raise ValidationError(f"expected bytes, got {type(obj).__name__}", path=path)
+        size = len(obj) if not isinstance(obj, memoryview) else obj.nbytes
+        _write_length(stream, size, self.compact, True, path)
+        stream.write(obj)
+        return obj
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        raise SizeofError("bytes have no fixed size", path=path)
+
+
+class UuidCon(Construct):  # type: ignore[misc]
+    """16 raw bytes as ``uuid.UUID``."""
+
+    def _parse(self, stream: io.BytesIO, context: Any, path: str) -> uuid.UUID:
+        return uuid.UUID(bytes=stream_read(stream, 16, path))
+
+    def _build(self, obj: uuid.UUID, stream: io.BytesIO, context: Any, path: str) -> uuid.UUID:
+        if not isinstance(obj, uuid.UUID):
+            raise ValidationError(f"expected uuid.UUID, got {type(obj).__name__}", path=path)
+        stream_write(stream, obj.bytes, 16, path)
+        return obj
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        return 16
+
+
+class ArrayCon(Construct):  # type: ignore[misc]
+    """Classic (int32 count) or compact (uvarint count + 1) array, optionally nullable.
+
+    The count is checked against the remaining bytes before any element is read, because every
+    element occupies at least one byte; elements that can encode to zero bytes get a fixed cap.
+    """
+
+    def __init__(self, element: Construct, compact: bool, nullable: bool, zero_size_possible: bool) -> None:
+        super().__init__()
+        self.element = element
+        self.compact = compact
+        self.nullable = nullable
+        self.zero_size_possible = zero_size_possible
+
+    def _parse(self, stream: io.BytesIO, context: Any, path: str) -> list[Any] | None:
+        count = _read_length(stream, self.compact, True, path)
+        if count == -1 and self.nullable:
+            return None
+        if count < 0:
+            raise ValidationError(f"negative array length {count}", path=path)
+        bound = MAX_ARRAY_OF_EMPTY if self.zero_size_possible else remaining(stream)
+        if count > bound:
+            raise StreamError(f"array of {count} elements cannot fit in the frame", path=path)
+        parse = self.element._parse
+        return [parse(stream, context, path) for _ in range(count)]
+
+    def _build(self, obj: list[Any] | None, stream: io.BytesIO, context: Any, path: str) -> Any:
+        if obj is None:
+            if not self.nullable:
+                raise ValidationError("null given for a non-nullable array", path=path)
+            _write_length(stream, -1, self.compact, True, path)
+            return obj
+        _write_length(stream, len(obj), self.compact, True, path)
+        build = self.element._build
+        for item in obj:
+            build(item, stream, context, path)
+        return obj
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        raise SizeofError("arrays have no fixed size", path=path)

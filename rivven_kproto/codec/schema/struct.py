@@ -1,0 +1,269 @@
+"""Structs and messages: one dataclass declaration drives the construct structure of every version.
+
+``@kafka_struct`` / ``@kafka_message`` turn a class whose fields come from :func:`.fields.kf` into a
+keyword-only dataclass. For each (version, flexible) pair the layer builds — once, cached — a
+:class:`StructCon`, a ``construct.Construct`` that parses straight into the dataclass and builds
+from it. Tagged fields are read into their fields; unknown tags are kept in
+``unknown_tagged_fields`` and written back on encode.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+from collections.abc import Callable
+from typing import Any, ClassVar, TypeVar, dataclass_transform
+
+from construct import Construct, ConstructError, SizeofError, StreamError, ValidationError
+
+from .fields import FieldSpec
+from .primitives import UVarInt, remaining
+from .versions import Versions
+
+S = TypeVar("S", bound="Struct")
+T = TypeVar("T")
+
+_UVARINT = UVarInt(5)
+
+
+class DecodeError(ValueError):
+    """Bytes that are not a valid encoding of the message at that version."""
+
+
+class EncodeError(ValueError):
+    """A value that cannot be encoded at the requested version (wrong type, field absent, ...)."""
+
+
+class UnsupportedVersionError(ValueError):
+    """A version outside the message's declared ``validVersions``."""
+
+
+@dataclasses.dataclass(kw_only=True)
+class Struct:
+    """Base of every declared struct; holds tagged fields we do not know, to write them back."""
+
+    unknown_tagged_fields: dict[int, bytes] = dataclasses.field(default_factory=dict, repr=False)
+
+    _kafka_name: ClassVar[str | None] = None
+    _cons: ClassVar[dict[tuple[int, bool], StructCon]]
+
+    @classmethod
+    def kafka_name(cls) -> str:
+        return cls._kafka_name or cls.__name__
+
+    @classmethod
+    def kafka_fields(cls) -> list[FieldSpec]:
+        """Declared Kafka fields in declaration order (the wire order)."""
+        return [f.metadata["kafka"] for f in dataclasses.fields(cls) if "kafka" in f.metadata]
+
+    @classmethod
+    def construct_for(cls, version: int, flexible: bool) -> StructCon:
+        key = (version, flexible)
+        con = cls.__dict__.get("_cons", {}).get(key)
+        if con is None:
+            if "_cons" not in cls.__dict__:
+                cls._cons = {}
+            con = StructCon(cls, version, flexible)
+            cls._cons[key] = con
+        return con
+
+    @classmethod
+    def may_encode_empty(cls, version: int, flexible: bool) -> bool:
+        """True when some instance encodes to zero bytes (bounds array counts differently)."""
+        return not flexible and not any(
+            f.present_in(version) and not f.is_tagged_in(version) for f in cls.kafka_fields()
+        )
+
+
+def _field_flexible(spec: FieldSpec, version: int, flexible: bool) -> bool:
+    if spec.flexible is not None:
+        return version in spec.flexible
+    return flexible
+
+
+class StructCon(Construct):  # type: ignore[misc]
+    """construct structure of one struct at one version; parses into / builds from the dataclass."""
+
+    def __init__(self, cls: type[Struct], version: int, flexible: bool) -> None:
+        super().__init__()
+        self.cls = cls
+        self.version = version
+        self.flexible = flexible
+        self.name = cls.__name__
+        regular: list[tuple[str, Construct]] = []
+        tagged: dict[int, tuple[str, Construct, Any]] = {}
+        absent: list[tuple[str, Any, bool]] = []
+        for spec in cls.kafka_fields():
+            if not spec.present_in(version):
+                absent.append((spec.name, spec.default_value(), spec.ignorable))
+                continue
+            con = spec.type.construct(version, _field_flexible(spec, version, flexible), version in spec.nullable)
+            if flexible and spec.is_tagged_in(version):
+                assert spec.tag is not None
+                tagged[spec.tag] = (spec.name, con, spec.default_value())
+            else:
+                regular.append((spec.name, con))
+        self.regular = regular
+        self.tagged = tagged
+        self.absent = absent
+
+    def _parse(self, stream: io.BytesIO, context: Any, path: str) -> Struct:
+        values: dict[str, Any] = {name: con._parse(stream, context, path) for name, con in self.regular}
+        if self.flexible:
+            self._parse_tagged(stream, values, path)
+        return self.cls(**values)
+
+    def _parse_tagged(self, stream: io.BytesIO, values: dict[str, Any], path: str) -> None:
+        count = _UVARINT._parse(stream, None, path)
+        if count > remaining(stream):
+            raise StreamError(f"{count} tagged fields cannot fit in the frame", path=path)
+        unknown: dict[int, bytes] = {}
+        for _ in range(count):
+            tag = _UVARINT._parse(stream, None, path)
+            size = _UVARINT._parse(stream, None, path)
+            if size > remaining(stream):
+                raise StreamError(f"tagged field {tag} of {size} bytes runs past the frame", path=path)
+            payload = stream.read(size)
+            known = self.tagged.get(tag)
+            if known is None:
+                unknown[tag] = payload
+            else:
+                values[known[0]] = known[1]._parse(io.BytesIO(payload), None, path)
+        if unknown:
+            values["unknown_tagged_fields"] = unknown
+
+    def _build(self, obj: Struct, stream: io.BytesIO, context: Any, path: str) -> Struct:
+        if not isinstance(obj, self.cls):
+            raise ValidationError(f"expected {self.name}, got {type(obj).__name__}", path=path)
+        for name, default, ignorable in self.absent:
+            if not ignorable and getattr(obj, name) != default:
+                raise ValidationError(
+                    f"{self.name}.{name} is set but does not exist in version {self.version}", path=path
+                )
+        for name, con in self.regular:
+            con._build(getattr(obj, name), stream, context, path)
+        if self.flexible:
+            self._build_tagged(obj, stream, path)
+        return obj
+
+    def _build_tagged(self, obj: Struct, stream: io.BytesIO, path: str) -> None:
+        fields: dict[int, bytes] = dict(obj.unknown_tagged_fields)
+        for tag, (name, con, default) in self.tagged.items():
+            value = getattr(obj, name)
+            if value != default:
+                buf = io.BytesIO()
+                con._build(value, buf, None, path)
+                fields[tag] = buf.getvalue()
+        _UVARINT._build(len(fields), stream, None, path)
+        for tag in sorted(fields):
+            payload = fields[tag]
+            _UVARINT._build(tag, stream, None, path)
+            _UVARINT._build(len(payload), stream, None, path)
+            stream.write(payload)
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        raise SizeofError("structs have no fixed size", path=path)
+
+
+def _finish_struct(cls: type[T], name: str | None) -> type[T]:
+    data_cls: Any = dataclasses.dataclass(kw_only=True, eq=True)(cls)
+    for f in dataclasses.fields(data_cls):
+        spec = f.metadata.get("kafka")
+        if spec is not None and not spec.name:
+            object.__setattr__(spec, "name", f.name)
+    if name is not None:
+        data_cls._kafka_name = name
+    return data_cls  # type: ignore[no-any-return]
+
+
+@dataclass_transform(kw_only_default=True)
+def kafka_struct(cls: type[T] | None = None, *, name: str | None = None) -> Any:
+    """Declare a nested struct; ``name`` is the spec's struct name when it differs from the class."""
+    if cls is None:
+        return lambda c: _finish_struct(c, name)
+    return _finish_struct(cls, name)
+
+
+class Message(Struct):
+    """A top-level request or response body."""
+
+    API_KEY: ClassVar[int]
+    VALID_VERSIONS: ClassVar[Versions]
+    FLEXIBLE_VERSIONS: ClassVar[Versions]
+
+    @classmethod
+    def is_flexible(cls, version: int) -> bool:
+        return version in cls.FLEXIBLE_VERSIONS
+
+    @classmethod
+    def structure(cls, version: int) -> StructCon:
+        """The cached construct structure for ``version``."""
+        if version not in cls.VALID_VERSIONS:
+            raise UnsupportedVersionError(f"{cls.__name__} has no version {version}")
+        return cls.construct_for(version, version in cls.FLEXIBLE_VERSIONS)
+
+    def encode(self, version: int) -> bytes:
+        stream = io.BytesIO()
+        self.encode_into(stream, version)
+        return stream.getvalue()
+
+    def encode_into(self, stream: io.BytesIO, version: int) -> None:
+        con = self.structure(version)
+        try:
+            con._build(self, stream, None, "")
+        except ConstructError as exc:
+            raise EncodeError(f"{type(self).__name__} v{version}: {exc}") from None
+
+    @classmethod
+    def decode(cls: type[S], data: bytes | bytearray | memoryview, version: int) -> S:
+        """Decode a whole body; trailing bytes are an error."""
+        stream = io.BytesIO(data)
+        obj = cls.decode_from(stream, version)
+        if stream.tell() != len(data):
+            raise DecodeError(f"{cls.__name__} v{version}: {len(data) - stream.tell()} trailing bytes")
+        return obj
+
+    @classmethod
+    def decode_from(cls: type[S], stream: io.BytesIO, version: int) -> S:
+        con = cls.structure(version)  # type: ignore[attr-defined]
+        try:
+            return con._parse(stream, None, "")  # type: ignore[no-any-return]
+        except (ConstructError, ValueError, TypeError, OverflowError) as exc:
+            raise DecodeError(f"{cls.__name__} v{version}: {exc}") from None
+
+
+class Request(Message):
+    pass
+
+
+class Response(Message):
+    pass
+
+
+class Header(Message):
+    """Request and response headers: versioned like messages, but not registered as APIs."""
+
+
+REQUESTS: dict[int, type[Request]] = {}
+RESPONSES: dict[int, type[Response]] = {}
+
+
+@dataclass_transform(kw_only_default=True)
+def kafka_message(
+    *, api_key: int, valid: str, flexible: str, name: str | None = None
+) -> Callable[[type[T]], type[T]]:
+    """Declare a top-level request or response with its API key and version ranges."""
+
+    def wrap(cls: type[T]) -> type[T]:
+        data_cls: Any = _finish_struct(cls, name)
+        data_cls.API_KEY = api_key
+        data_cls.VALID_VERSIONS = Versions.parse(valid)
+        data_cls.FLEXIBLE_VERSIONS = Versions.parse(flexible)
+        if issubclass(data_cls, Request | Response):
+            registry: dict[int, Any] = REQUESTS if issubclass(data_cls, Request) else RESPONSES
+            if api_key in registry and registry[api_key].__qualname__ != data_cls.__qualname__:
+                raise TypeError(f"API key {api_key} declared twice: {registry[api_key]}, {data_cls}")
+            registry[api_key] = data_cls
+        return data_cls  # type: ignore[no-any-return]
+
+    return wrap

@@ -45,6 +45,8 @@ def expected_default(field: dict[str, Any]) -> Any:
     raw = field.get("default")
     if ftype.startswith("[]") or ftype[:1].isupper():
         return NotImplemented  # arrays and structs: always their empty form
+    if raw is not None:
+        raw = str(raw).lower() if isinstance(raw, bool) else str(raw)
     if raw is None:
         return {"bool": False, "string": "", "bytes": b"", "records": None, "float64": 0.0}.get(
             ftype, "ZERO_UUID" if ftype == "uuid" else 0

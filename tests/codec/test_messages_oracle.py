@@ -77,4 +77,5 @@ def test_every_declared_version_has_an_oracle_or_is_known_missing() -> None:
     assert missing <= allowed | KNOWN_MISSING, sorted(missing - allowed - KNOWN_MISSING)
 
 
-KNOWN_MISSING: set[tuple[str, int]] = set()
+# kio starts WriteTxnMarkers at v1; v0 is v1 without the flexible encoding (tested in test_messages).
+KNOWN_MISSING: set[tuple[str, int]] = {("WriteTxnMarkersRequest", 0), ("WriteTxnMarkersResponse", 0)}

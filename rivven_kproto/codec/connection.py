@@ -1,0 +1,147 @@
+"""Sans-IO server side of a Kafka connection, in the style of h11: bytes in, events out.
+
+The I/O layer feeds whatever it reads to :meth:`ServerConnection.receive_data` and pulls
+:class:`RequestEvent` objects from :meth:`ServerConnection.next_event`; it turns response objects
+into bytes with :meth:`ServerConnection.encode_response`. Anything that means the peer is not
+speaking the protocol (an oversized or negative frame length, an unknown API key, an undecodable
+header or body) raises :class:`ProtocolError`, after which the connection must be closed.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+from dataclasses import dataclass
+
+from .headers import API_VERSIONS_KEY, RequestHeader, ResponseHeader, request_header_version, response_header_version
+from .messages import api_versions
+from .schema import REQUESTS, DecodeError, EncodeError, Request, Response
+
+DEFAULT_MAX_FRAME = 100 * 1024 * 1024  # socket.request.max.bytes
+_SIZE = struct.Struct(">i")
+_KEY_VERSION_CORRELATION = struct.Struct(">hhi")
+
+
+class ProtocolError(Exception):
+    """The peer sent bytes that are not a Kafka request we can frame; close the connection."""
+
+
+@dataclass(slots=True)
+class RequestEvent:
+    """One framed, decoded request.
+
+    ``request`` is None only for an ApiVersions request newer than we implement: the caller answers
+    it with UNSUPPORTED_VERSION in a v0 body (:func:`unsupported_api_versions_response`).
+    """
+
+    header: RequestHeader
+    request: Request | None
+    frame_size: int
+
+    @property
+    def api_key(self) -> int:
+        return self.header.request_api_key
+
+    @property
+    def api_version(self) -> int:
+        return self.header.request_api_version
+
+
+class ServerConnection:
+    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME) -> None:
+        self.max_frame_size = max_frame_size
+        self._buffer = bytearray()
+
+    def receive_data(self, data: bytes) -> None:
+        self._buffer += data
+
+    @property
+    def buffered(self) -> int:
+        return len(self._buffer)
+
+    def pending_frame_size(self) -> int | None:
+        """Size of the frame being received, once its 4-byte prefix is in; checked against the limit."""
+        if len(self._buffer) < 4:
+            return None
+        (size,) = _SIZE.unpack_from(self._buffer, 0)
+        if size < 8 or size > self.max_frame_size:
+            raise ProtocolError(f"frame size {size} outside [8, {self.max_frame_size}]")
+        return size
+
+    def next_event(self) -> RequestEvent | None:
+        """The next complete request, or None if more bytes are needed."""
+        size = self.pending_frame_size()
+        if size is None or len(self._buffer) < 4 + size:
+            return None
+        frame = bytes(self._buffer[4 : 4 + size])
+        del self._buffer[: 4 + size]
+        return decode_request(frame)
+
+    def encode_response(self, header: RequestHeader, response: Response) -> bytes:
+        return encode_response(header, response)
+
+
+def decode_request(frame: bytes) -> RequestEvent:
+    """Decode one frame (without its size prefix) into header and body."""
+    api_key, version, correlation_id = _KEY_VERSION_CORRELATION.unpack_from(frame, 0)
+    request_cls = REQUESTS.get(api_key)
+    if request_cls is None:
+        raise ProtocolError(f"unknown API key {api_key} (correlation id {correlation_id})")
+    if version not in request_cls.VALID_VERSIONS:
+        if api_key == API_VERSIONS_KEY and version > request_cls.VALID_VERSIONS.high:
+            # KIP-511: we cannot parse the body, but must still answer so the client can fall back.
+            header = RequestHeader(request_api_key=api_key, request_api_version=version, correlation_id=correlation_id)
+            return RequestEvent(header, None, len(frame))
+        raise ProtocolError(f"unsupported version {version} of API {api_key} (correlation id {correlation_id})")
+    stream = io.BytesIO(frame)
+    try:
+        header = RequestHeader.decode_from(stream, request_header_version(request_cls, version))
+        request = request_cls.decode_from(stream, version)
+    except DecodeError as exc:
+        raise ProtocolError(f"undecodable request (api {api_key} v{version}): {exc}") from None
+    if stream.tell() != len(frame):
+        raise ProtocolError(f"api {api_key} v{version}: {len(frame) - stream.tell()} trailing bytes in frame")
+    return RequestEvent(header, request, len(frame))
+
+
+def encode_response(header: RequestHeader, response: Response) -> bytes:
+    """Size prefix + response header (version chosen by the request) + body."""
+    request_cls = REQUESTS[header.request_api_key]
+    version = header.request_api_version
+    stream = io.BytesIO()
+    stream.write(b"\0\0\0\0")
+    ResponseHeader(correlation_id=header.correlation_id).encode_into(
+        stream, response_header_version(request_cls, version)
+    )
+    response.encode_into(stream, version)
+    data = stream.getbuffer()
+    _SIZE.pack_into(data, 0, len(data) - 4)
+    del data
+    return stream.getvalue()
+
+
+def encode_request(header: RequestHeader, request: Request) -> bytes:
+    """Client side: size prefix + request header + body (used by our client, tests and tools)."""
+    request_cls = type(request)
+    version = header.request_api_version
+    if header.request_api_key != request_cls.API_KEY:
+        raise EncodeError(f"header api key {header.request_api_key} does not match {request_cls.__name__}")
+    stream = io.BytesIO()
+    stream.write(b"\0\0\0\0")
+    header.encode_into(stream, request_header_version(request_cls, version))
+    request.encode_into(stream, version)
+    data = stream.getbuffer()
+    _SIZE.pack_into(data, 0, len(data) - 4)
+    del data
+    return stream.getvalue()
+
+
+def unsupported_api_versions_response(supported: list[api_versions.ApiVersion]) -> api_versions.ApiVersionsResponse:
+    """UNSUPPORTED_VERSION (35) with our ranges; encoded at v0, which every client can read."""
+    return api_versions.ApiVersionsResponse(error_code=35, api_keys=supported)
+
+
+def encode_unsupported_api_versions(correlation_id: int, supported: list[api_versions.ApiVersion]) -> bytes:
+    body = unsupported_api_versions_response(supported).encode(0)
+    head = ResponseHeader(correlation_id=correlation_id).encode(0)
+    return _SIZE.pack(len(head) + len(body)) + head + body

@@ -58,8 +58,12 @@ class CompressionError(ValueError):
     """Compressed data that is corrupt, or that would decompress to more than allowed."""
 
 
-class UnsupportedCompressionError(ValueError):
-    """A codec id outside 0-4 (ids 5-7 are unassigned in Kafka)."""
+class UnsupportedCompressionError(CompressionError):
+    """A codec id outside 0-4 (ids 5-7 are unassigned in Kafka).
+
+    A CompressionError too, so code decoding hostile batches has one codec error to catch; handlers
+    that answer UNSUPPORTED_COMPRESSION_TYPE rather than CORRUPT_MESSAGE catch this one first.
+    """
 
 
 def codec_of(codec: int) -> Compression:

@@ -13,7 +13,13 @@ import io
 import struct
 from dataclasses import dataclass
 
-from .headers import API_VERSIONS_KEY, RequestHeader, ResponseHeader, request_header_version, response_header_version
+from .headers import (
+    API_VERSIONS_KEY,
+    RequestHeader,
+    ResponseHeader,
+    request_header_version,
+    response_header_version,
+)
 from .messages import api_versions
 from .schema import REQUESTS, DecodeError, EncodeError, Request, Response
 

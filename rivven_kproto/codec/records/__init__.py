@@ -1,0 +1,56 @@
+"""RecordBatch v2: the header-only view for the hot path, full decoding/building, control records."""
+
+from .batch import (
+    CONTROL_MASK,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    TRANSACTIONAL_MASK,
+    BatchFormatError,
+    BatchHeader,
+    compute_crc,
+    crc_ok,
+    iter_headers,
+    parse_header,
+    patch_base_offset,
+    patch_partition_leader_epoch,
+)
+from .control import ControlType, build_control_batch, control_type, parse_control_record
+from .records import (
+    Record,
+    RecordBatch,
+    RecordFormatError,
+    build_batch,
+    decode_batch,
+    decode_batches,
+    encode_batch,
+    encode_record,
+    recompress_batch,
+)
+
+__all__ = [
+    "CONTROL_MASK",
+    "HEADER_SIZE",
+    "LOG_OVERHEAD",
+    "TRANSACTIONAL_MASK",
+    "BatchFormatError",
+    "BatchHeader",
+    "ControlType",
+    "Record",
+    "RecordBatch",
+    "RecordFormatError",
+    "build_batch",
+    "build_control_batch",
+    "compute_crc",
+    "control_type",
+    "crc_ok",
+    "decode_batch",
+    "decode_batches",
+    "encode_batch",
+    "encode_record",
+    "iter_headers",
+    "parse_control_record",
+    "parse_header",
+    "patch_base_offset",
+    "patch_partition_leader_epoch",
+    "recompress_batch",
+]

@@ -1,0 +1,416 @@
+"""Full RecordBatch v2 decoding and building, for tests, the CLI and recompression.
+
+Produce and Fetch never come here: they move batches as bytes using :mod:`.batch`. This module
+decodes the records themselves. Each record, after the 61-byte batch header (and after
+decompression of everything following that header)::
+
+    length          varint   bytes of the record after this field
+    attributes      int8     unused, 0
+    timestamp_delta varlong  relative to the batch's base_timestamp
+    offset_delta    varint   relative to the batch's base_offset
+    key_length      varint   -1 = null
+    key             bytes
+    value_length    varint   -1 = null
+    value           bytes
+    header_count    varint
+    headers         header_key_length varint, header_key utf-8,
+                    header_value_length varint (-1 = null), header_value bytes
+
+Varints are zigzag-encoded (:mod:`rivven_kproto.codec.varint`). Decoding is meant for hostile
+input: every length and count is checked against the bytes that remain before anything is sliced or
+allocated, and every failure surfaces as :class:`RecordFormatError` (or
+:class:`~rivven_kproto.codec.compression.CompressionError` from the codec).
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+import crc32c
+
+from ..compression import DEFAULT_MAX_DECOMPRESSED_SIZE, Compression, codec_of, compress, decompress
+from ..varint import VarintError, decode_varint, decode_varlong, encode_varint, encode_varlong
+from .batch import (
+    COMPRESSION_MASK,
+    CONTROL_MASK,
+    DELETE_HORIZON_MASK,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    NO_SEQUENCE,
+    TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_MASK,
+    BatchFormatError,
+    compute_crc,
+    parse_header,
+)
+
+MAGIC_V2 = 2
+MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD
+# length, attributes, timestamp delta, offset delta, key length, value length, header count
+MIN_RECORD_SIZE = 7
+MIN_HEADER_SIZE = 2
+
+# base_offset, batch_length, partition_leader_epoch, magic, crc: the part the CRC does not cover.
+_PREFIX = struct.Struct(">qiibI")
+# attributes .. records_count: the rest of the header, covered by the CRC with the records.
+_CHECKSUMMED = struct.Struct(">hiqqqhii")
+_INT8 = struct.Struct(">b")
+
+
+class RecordFormatError(BatchFormatError):
+    """Record-batch bytes that cannot be decoded (a ValueError, and a BatchFormatError)."""
+
+
+Header = tuple[str, bytes | None]
+
+
+@dataclass
+class Record:
+    """One record; offsets and timestamps are deltas against its batch."""
+
+    offset_delta: int
+    timestamp_delta: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[Header] = field(default_factory=list)
+    attributes: int = 0
+
+
+@dataclass
+class RecordBatch:
+    """A decoded batch: the header fields in wire order, then the records."""
+
+    base_offset: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records: list[Record]
+
+    @property
+    def compression(self) -> Compression:
+        return codec_of(self.attributes & COMPRESSION_MASK)
+
+    @property
+    def timestamp_type(self) -> int:
+        """0 = CreateTime, 1 = LogAppendTime."""
+        return 1 if self.attributes & TIMESTAMP_TYPE_MASK else 0
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & TRANSACTIONAL_MASK)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & CONTROL_MASK)
+
+    @property
+    def has_delete_horizon(self) -> bool:
+        return bool(self.attributes & DELETE_HORIZON_MASK)
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta + 1
+
+    def offset_of(self, record: Record) -> int:
+        return self.base_offset + record.offset_delta
+
+    def timestamp_of(self, record: Record) -> int:
+        """A record's timestamp; with LogAppendTime every record carries the batch's max_timestamp."""
+        if self.timestamp_type == 1:
+            return self.max_timestamp
+        return self.base_timestamp + record.timestamp_delta
+
+    def iter_absolute(self) -> Iterator[tuple[int, int, Record]]:
+        """Yield (offset, timestamp, record) for each record."""
+        for record in self.records:
+            yield self.offset_of(record), self.timestamp_of(record), record
+
+
+# --- decoding -------------------------------------------------------------------------------------
+
+
+def decode_batch(
+    buf: bytes | bytearray | memoryview,
+    pos: int = 0,
+    *,
+    verify_crc: bool = True,
+    max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
+) -> RecordBatch:
+    """Decode the complete batch at ``pos``, decompressing its records as its attributes say."""
+    if pos < 0 or len(buf) - pos < HEADER_SIZE:
+        raise RecordFormatError(f"truncated batch header at byte {pos}")
+    header = parse_header(buf, pos)
+    if header.magic != MAGIC_V2:
+        raise RecordFormatError(f"unsupported record batch magic {header.magic} at byte {pos}")
+    if header.batch_length < MIN_BATCH_LENGTH:
+        raise RecordFormatError(f"batch length {header.batch_length} below the minimum at byte {pos}")
+    if pos + header.size > len(buf):
+        raise RecordFormatError(f"truncated batch at byte {pos}: {header.size} bytes declared")
+    if verify_crc and compute_crc(buf, pos, header.size) != header.crc:
+        raise RecordFormatError(f"CRC mismatch in batch at byte {pos}")
+    if header.records_count < 0:
+        raise RecordFormatError(f"negative record count {header.records_count}")
+    payload = memoryview(buf)[pos + HEADER_SIZE : pos + header.size]
+    codec = codec_of(header.compression)
+    if codec is not Compression.NONE:
+        payload = memoryview(decompress(codec, payload, max_decompressed_size))
+    records = _decode_records(payload, header.records_count)
+    return RecordBatch(
+        base_offset=header.base_offset,
+        partition_leader_epoch=header.partition_leader_epoch,
+        magic=header.magic,
+        crc=header.crc,
+        attributes=header.attributes,
+        last_offset_delta=header.last_offset_delta,
+        base_timestamp=header.base_timestamp,
+        max_timestamp=header.max_timestamp,
+        producer_id=header.producer_id,
+        producer_epoch=header.producer_epoch,
+        base_sequence=header.base_sequence,
+        records=records,
+    )
+
+
+def decode_batches(
+    buf: bytes | bytearray | memoryview,
+    *,
+    verify_crc: bool = True,
+    max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
+) -> list[RecordBatch]:
+    """Decode every complete batch in ``buf``; a partial trailing batch is ignored, as in Fetch."""
+    batches = []
+    pos = 0
+    end = len(buf)
+    while end - pos >= HEADER_SIZE:
+        header = parse_header(buf, pos)
+        if header.batch_length < MIN_BATCH_LENGTH:
+            raise RecordFormatError(f"batch length {header.batch_length} below the minimum at byte {pos}")
+        if pos + header.size > end:
+            break
+        batches.append(
+            decode_batch(buf, pos, verify_crc=verify_crc, max_decompressed_size=max_decompressed_size)
+        )
+        pos += header.size
+    return batches
+
+
+def _decode_records(data: memoryview, count: int) -> list[Record]:
+    if count > len(data) // MIN_RECORD_SIZE:
+        raise RecordFormatError(f"record count {count} impossible in {len(data)} bytes")
+    records = []
+    pos = 0
+    try:
+        for _ in range(count):
+            length, pos = decode_varint(data, pos)
+            if length < 0 or length > len(data) - pos:
+                raise RecordFormatError(f"record length {length} overruns the batch at byte {pos}")
+            records.append(_decode_record(data[pos : pos + length]))
+            pos += length
+    except VarintError as exc:
+        raise RecordFormatError(f"bad varint in records: {exc}") from None
+    if pos != len(data):
+        raise RecordFormatError(f"{len(data) - pos} bytes left after {count} records")
+    return records
+
+
+def _decode_record(body: memoryview) -> Record:
+    """Decode one record body (after its length); it must consume ``body`` exactly."""
+    if not body:
+        raise RecordFormatError("empty record")
+    (attributes,) = _INT8.unpack_from(body, 0)
+    timestamp_delta, pos = decode_varlong(body, 1)
+    offset_delta, pos = decode_varint(body, pos)
+    key, pos = _read_nullable_bytes(body, pos)
+    value, pos = _read_nullable_bytes(body, pos)
+    count, pos = decode_varint(body, pos)
+    if count < 0 or count > (len(body) - pos) // MIN_HEADER_SIZE:
+        raise RecordFormatError(f"header count {count} impossible in the record")
+    headers: list[Header] = []
+    for _ in range(count):
+        key_length, pos = decode_varint(body, pos)
+        if key_length < 0 or key_length > len(body) - pos:
+            raise RecordFormatError(f"header key length {key_length} invalid")
+        try:
+            header_key = str(body[pos : pos + key_length], "utf-8")
+        except UnicodeDecodeError:
+            raise RecordFormatError("header key is not valid UTF-8") from None
+        header_value, pos = _read_nullable_bytes(body, pos + key_length)
+        headers.append((header_key, header_value))
+    if pos != len(body):
+        raise RecordFormatError(f"record has {len(body) - pos} unread bytes")
+    return Record(offset_delta, timestamp_delta, key, value, headers, attributes)
+
+
+def _read_nullable_bytes(body: memoryview, pos: int) -> tuple[bytes | None, int]:
+    length, pos = decode_varint(body, pos)
+    if length == -1:
+        return None, pos
+    if length < -1 or length > len(body) - pos:
+        raise RecordFormatError(f"field length {length} invalid with {len(body) - pos} bytes left")
+    return bytes(body[pos : pos + length]), pos + length
+
+
+# --- encoding -------------------------------------------------------------------------------------
+
+
+def encode_record(record: Record) -> bytes:
+    """One record with its length prefix."""
+    body = bytearray(_INT8.pack(record.attributes))
+    body += encode_varlong(record.timestamp_delta)
+    body += encode_varint(record.offset_delta)
+    _put_nullable_bytes(body, record.key)
+    _put_nullable_bytes(body, record.value)
+    body += encode_varint(len(record.headers))
+    for header_key, header_value in record.headers:
+        raw_key = header_key.encode("utf-8")
+        body += encode_varint(len(raw_key))
+        body += raw_key
+        _put_nullable_bytes(body, header_value)
+    return encode_varint(len(body)) + bytes(body)
+
+
+def _put_nullable_bytes(out: bytearray, data: bytes | None) -> None:
+    if data is None:
+        out += encode_varint(-1)
+    else:
+        out += encode_varint(len(data))
+        out += data
+
+
+def encode_batch(batch: RecordBatch, compression: int | None = None) -> bytes:
+    """Encode ``batch`` as is (header fields verbatim), recomputing length and CRC.
+
+    ``compression`` replaces the codec bits of ``batch.attributes`` when given.
+    """
+    attributes = batch.attributes
+    if compression is not None:
+        attributes = (attributes & ~COMPRESSION_MASK) | codec_of(compression)
+    payload = b"".join(encode_record(r) for r in batch.records)
+    codec = codec_of(attributes & COMPRESSION_MASK)
+    if codec is not Compression.NONE:
+        payload = compress(codec, payload)
+    return _assemble(
+        base_offset=batch.base_offset,
+        partition_leader_epoch=batch.partition_leader_epoch,
+        attributes=attributes,
+        last_offset_delta=batch.last_offset_delta,
+        base_timestamp=batch.base_timestamp,
+        max_timestamp=batch.max_timestamp,
+        producer_id=batch.producer_id,
+        producer_epoch=batch.producer_epoch,
+        base_sequence=batch.base_sequence,
+        records_count=len(batch.records),
+        payload=payload,
+    )
+
+
+def _assemble(
+    *,
+    base_offset: int,
+    partition_leader_epoch: int,
+    attributes: int,
+    last_offset_delta: int,
+    base_timestamp: int,
+    max_timestamp: int,
+    producer_id: int,
+    producer_epoch: int,
+    base_sequence: int,
+    records_count: int,
+    payload: bytes,
+) -> bytes:
+    try:
+        checksummed = _CHECKSUMMED.pack(
+            attributes,
+            last_offset_delta,
+            base_timestamp,
+            max_timestamp,
+            producer_id,
+            producer_epoch,
+            base_sequence,
+            records_count,
+        )
+        checksummed += payload
+        batch_length = len(checksummed) + _PREFIX.size - LOG_OVERHEAD
+        prefix = _PREFIX.pack(
+            base_offset, batch_length, partition_leader_epoch, MAGIC_V2, crc32c.crc32c(checksummed)
+        )
+    except struct.error as exc:
+        raise ValueError(f"batch field out of range: {exc}") from None
+    return prefix + checksummed
+
+
+def build_batch(
+    records: Sequence[Record],
+    *,
+    base_offset: int = 0,
+    compression: int = Compression.NONE,
+    base_timestamp: int | None = None,
+    producer_id: int = NO_PRODUCER_ID,
+    producer_epoch: int = NO_PRODUCER_EPOCH,
+    base_sequence: int = NO_SEQUENCE,
+    is_transactional: bool = False,
+    is_control: bool = False,
+    partition_leader_epoch: int = -1,
+    timestamp_type: int = 0,
+) -> bytes:
+    """Build a v2 batch from records, computing max_timestamp, last_offset_delta, length and CRC.
+
+    ``base_timestamp`` defaults to the current wall-clock time in milliseconds. With
+    ``timestamp_type=1`` (LogAppendTime) it is taken as the append time and becomes max_timestamp.
+    """
+    if base_timestamp is None:
+        base_timestamp = time.time_ns() // 1_000_000
+    attributes = int(codec_of(compression))
+    if timestamp_type:
+        attributes |= TIMESTAMP_TYPE_MASK
+    if is_transactional:
+        attributes |= TRANSACTIONAL_MASK
+    if is_control:
+        attributes |= CONTROL_MASK
+    if timestamp_type:
+        max_timestamp = base_timestamp
+    else:
+        max_timestamp = base_timestamp + max((r.timestamp_delta for r in records), default=0)
+    batch = RecordBatch(
+        base_offset=base_offset,
+        partition_leader_epoch=partition_leader_epoch,
+        magic=MAGIC_V2,
+        crc=0,
+        attributes=attributes,
+        last_offset_delta=max((r.offset_delta for r in records), default=0),
+        base_timestamp=base_timestamp,
+        max_timestamp=max_timestamp,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+        records=list(records),
+    )
+    return encode_batch(batch)
+
+
+def recompress_batch(
+    buf: bytes | bytearray | memoryview,
+    compression: int,
+    *,
+    verify_crc: bool = True,
+    max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
+) -> bytes:
+    """Re-encode the batch in ``buf`` with another codec, keeping every other header field."""
+    batch = decode_batch(buf, verify_crc=verify_crc, max_decompressed_size=max_decompressed_size)
+    return encode_batch(batch, compression)

@@ -166,7 +166,8 @@ def _xerial_decompress(data: bytes, max_size: int) -> bytes:
 def _xerial_compress(data: bytes | bytearray | memoryview) -> bytes:
     view = memoryview(data)
     out = [_XERIAL_HEADER.pack(XERIAL_MAGIC, XERIAL_VERSION, XERIAL_COMPATIBLE_VERSION)]
-    for start in range(0, len(view), XERIAL_BLOCK_SIZE):
+    # Empty input still gets one (empty) block: some readers reject a header-only stream.
+    for start in range(0, max(len(view), 1), XERIAL_BLOCK_SIZE):
         block = bytes(cramjam.snappy.compress_raw(bytes(view[start : start + XERIAL_BLOCK_SIZE])))
         out.append(_INT32.pack(len(block)))
         out.append(block)

@@ -21,6 +21,7 @@ from .primitives import UVarInt, remaining
 from .versions import Versions
 
 S = TypeVar("S", bound="Struct")
+M = TypeVar("M", bound="Message")
 T = TypeVar("T")
 
 _UVARINT = UVarInt(5)
@@ -215,7 +216,7 @@ class Message(Struct):
             raise EncodeError(f"{type(self).__name__} v{version}: {exc}") from None
 
     @classmethod
-    def decode(cls: type[S], data: bytes | bytearray | memoryview, version: int) -> S:
+    def decode(cls: type[M], data: bytes | bytearray | memoryview, version: int) -> M:
         """Decode a whole body; trailing bytes are an error."""
         stream = io.BytesIO(data)
         obj = cls.decode_from(stream, version)
@@ -224,10 +225,10 @@ class Message(Struct):
         return obj
 
     @classmethod
-    def decode_from(cls: type[S], stream: io.BytesIO, version: int) -> S:
-        con = cls.structure(version)  # type: ignore[attr-defined]
+    def decode_from(cls: type[M], stream: io.BytesIO, version: int) -> M:
+        con = cls.structure(version)
         try:
-            return con._parse(stream, None, "")  # type: ignore[no-any-return]
+            return con._parse(stream, None, "")  # type: ignore[return-value]
         except (ConstructError, ValueError, TypeError, OverflowError) as exc:
             raise DecodeError(f"{cls.__name__} v{version}: {exc}") from None
 

@@ -1,0 +1,481 @@
+"""The native log of one topic-partition: a directory of segments plus three small state files.
+
+Directory layout::
+
+    <20-digit base>.log / .index / .timeindex   one segment each, see ``segment.py``
+    recovery-point      offset checkpoint: every offset below it was fsynced (see ``checkpoint.py``)
+    log-start-offset    offset checkpoint: first offset visible to readers (retention, DeleteRecords)
+    clean-shutdown      empty marker, present only while the log is closed after a clean close()
+
+Opening removes the marker (durably) before anything else. Without it, the segments from the one
+holding the recovery point onwards are recovered: every batch is verified and the first bad one cut
+off together with all later segments. With it, segments are loaded from their indexes and only the
+tail after the last index entry is scanned. Appends are one write per call into the page cache; the
+log never fsyncs on its own, the caller decides when to call ``flush()``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from rivven_kproto.broker.log import checkpoint
+from rivven_kproto.broker.log.config import LogConfig
+from rivven_kproto.broker.log.segment import LOG_SUFFIX, MAX_RELATIVE_OFFSET, Segment
+from rivven_kproto.broker.log.validation import check_offsets, stamp_batches, validate_batches
+from rivven_kproto.codec.errors import Errors, KafkaError
+from rivven_kproto.codec.records.batch import BatchHeader
+
+logger = logging.getLogger(__name__)
+
+MARKER_FILE = "clean-shutdown"
+RECOVERY_POINT_FILE = "recovery-point"
+LOG_START_FILE = "log-start-offset"
+LEADER_EPOCH = 0
+
+
+@dataclass(frozen=True)
+class AppendInfo:
+    """What a produce response (and the producer-state tracker) needs to know about an append."""
+
+    base_offset: int
+    last_offset: int
+    log_append_time: int  # -1 for CreateTime topics
+    log_start_offset: int
+    max_timestamp: int
+    offset_of_max_timestamp: int
+    batches: tuple[BatchHeader, ...]  # headers as written (offsets, timestamps, producer fields)
+    size: int
+
+
+@dataclass(frozen=True)
+class ReadResult:
+    data: bytes
+    log_start_offset: int
+    log_end_offset: int
+
+
+class PartitionLog:
+    """Append, read, search, retain and recover the batches of one partition directory."""
+
+    def __init__(self, directory: Path, config: LogConfig, segments: list[Segment], now_ms: int) -> None:
+        self.directory = directory
+        self.config = config
+        self._segments = segments
+        self._bases = [segment.base_offset for segment in segments]
+        self._log_start_offset = segments[0].base_offset
+        self._recovery_point = 0
+        self._dir_dirty = False
+        self._closed = False
+        self.last_flush_ms = now_ms
+
+    # -- opening ---------------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, directory: Path, config: LogConfig, now_ms: int) -> PartitionLog:
+        """Open (creating if needed) the log in ``directory``, recovering it after a crash."""
+        _make_directory(directory)
+        _remove_strays(directory)
+        clean = checkpoint.remove_marker(directory / MARKER_FILE)
+        recovery_point = checkpoint.read_offset(directory / RECOVERY_POINT_FILE) or 0
+        log_start = checkpoint.read_offset(directory / LOG_START_FILE)
+        bases = sorted(int(path.stem) for path in directory.glob("*" + LOG_SUFFIX) if _is_segment_name(path))
+        segments = [Segment(directory, base, config.index_interval_bytes, now_ms) for base in bases]
+        created = not segments
+        if created:
+            segments = [Segment(directory, log_start or 0, config.index_interval_bytes, now_ms)]
+        first_dirty = len(segments) if clean else max(bisect.bisect_right(bases, recovery_point) - 1, 0)
+        segments, recovered = _load_segments(segments, first_dirty, recovery_point)
+        for sealed in segments[:-1]:
+            sealed.release_indexes()
+        log = cls(directory, config, segments, now_ms)
+        log._dir_dirty = created
+        log._recovery_point = min(recovery_point, log.log_end_offset)
+        # Without a checkpoint the start is the first segment's base, so nothing needs writing.
+        start = min(max(log_start or 0, segments[0].base_offset), log.log_end_offset)
+        log._set_log_start_offset(start, persist=log_start is not None and start != log_start)
+        if recovered:
+            log.flush(now_ms)
+        logger.debug(
+            "opened %s (%s): offsets [%d, %d), %d segments",
+            directory,
+            "clean" if clean else "recovered",
+            log.log_start_offset,
+            log.log_end_offset,
+            len(segments),
+        )
+        return log
+
+    # -- properties ------------------------------------------------------------------------------
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        """The next offset to assign."""
+        return self._segments[-1].next_offset
+
+    @property
+    def recovery_point(self) -> int:
+        return self._recovery_point
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(segment.size for segment in self._segments)
+
+    @property
+    def segment_base_offsets(self) -> list[int]:
+        return list(self._bases)
+
+    @property
+    def unflushed_messages(self) -> int:
+        """Offsets appended since the last flush (Kafka's ``flush.messages`` counter)."""
+        return self.log_end_offset - self._recovery_point
+
+    @property
+    def _active(self) -> Segment:
+        return self._segments[-1]
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ValueError(f"log {self.directory} is closed")
+
+    # -- appending -------------------------------------------------------------------------------
+
+    def append(
+        self, data: bytes | bytearray, now_ms: int, *, assign_offsets: bool = True, from_client: bool = True
+    ) -> AppendInfo:
+        """Validate ``data`` (RecordBatch v2 bytes), give it offsets and write it with one write.
+
+        Nothing is written unless every batch passes. ``assign_offsets=False`` keeps the batches'
+        own offsets (they must follow the log end); ``from_client=False`` is for the broker's own
+        writers (control batches allowed).
+        """
+        self._check_open()
+        batches = validate_batches(data, self.config, from_client=from_client)
+        log_append_time = now_ms if self.config.log_append_time else -1
+        buf: bytes | bytearray = data
+        if assign_offsets:
+            stamped = bytearray(data)
+            batches = stamp_batches(
+                stamped,
+                batches,
+                self.log_end_offset,
+                log_append_time_ms=now_ms if self.config.log_append_time else None,
+                leader_epoch=LEADER_EPOCH,
+            )
+            buf = stamped
+        else:
+            check_offsets(batches, self.log_end_offset)
+        headers = tuple(header for _, header in batches)
+        if headers[-1].last_offset - headers[0].base_offset > MAX_RELATIVE_OFFSET:
+            raise KafkaError(Errors.INVALID_RECORD, "the batches span more offsets than a segment can index")
+        max_timestamp, offset_of_max = -1, -1
+        for header in headers:
+            if header.max_timestamp > max_timestamp:
+                max_timestamp, offset_of_max = header.max_timestamp, header.base_offset
+        self._maybe_roll(len(buf), headers[0].base_offset, headers[-1].last_offset, max_timestamp, now_ms)
+        try:
+            self._active.append(buf, batches)
+        except OSError as exc:
+            logger.exception("append to %s failed", self.directory)
+            raise KafkaError(Errors.KAFKA_STORAGE_ERROR, str(exc)) from exc
+        return AppendInfo(
+            base_offset=headers[0].base_offset,
+            last_offset=headers[-1].last_offset,
+            log_append_time=log_append_time,
+            log_start_offset=self._log_start_offset,
+            max_timestamp=max_timestamp,
+            offset_of_max_timestamp=offset_of_max,
+            batches=headers,
+            size=len(buf),
+        )
+
+    def _maybe_roll(
+        self, size: int, first_offset: int, last_offset: int, max_timestamp: int, now_ms: int
+    ) -> None:
+        """Start a new segment when the active one is full, too old, or cannot index ``last_offset``."""
+        active = self._active
+        full = active.size > 0 and (
+            active.size + size > self.config.segment_bytes
+            or active.time_waited_for_roll(now_ms, max_timestamp) > self.config.segment_ms
+        )
+        if full or not active.can_hold(last_offset):
+            self._roll(first_offset, now_ms)
+
+    def _roll(self, base_offset: int, now_ms: int) -> None:
+        self._active.seal()
+        segment = Segment(self.directory, base_offset, self.config.index_interval_bytes, now_ms)
+        self._segments.append(segment)
+        self._bases.append(base_offset)
+        self._dir_dirty = True
+        logger.debug("rolled %s at offset %d", self.directory, base_offset)
+
+    # -- reading ---------------------------------------------------------------------------------
+
+    def read(
+        self, offset: int, max_bytes: int, *, upper_bound: int | None = None, min_one_batch: bool = True
+    ) -> ReadResult:
+        """Whole batches from the one holding ``offset``, below ``upper_bound``, within ``max_bytes``.
+
+        The first batch is returned whole even when larger than ``max_bytes`` (unless
+        ``min_one_batch`` is False, for later partitions of a fetch), as Kafka does, so a consumer
+        can always make progress. Reads may span segments.
+        """
+        self._check_open()
+        start, end = self._log_start_offset, self.log_end_offset
+        if offset < start or offset > end:
+            raise KafkaError(
+                Errors.OFFSET_OUT_OF_RANGE,
+                f"offset {offset} is outside [{start}, {end}] of {self.directory.name}",
+            )
+        if offset == end or (upper_bound is not None and offset >= upper_bound):
+            return ReadResult(b"", start, end)
+        i = bisect.bisect_right(self._bases, offset) - 1
+        position = self._segments[i].find_position(offset)
+        parts: list[bytes] = []
+        remaining, min_one = max_bytes, min_one_batch
+        while i < len(self._segments):
+            if position is not None:
+                data, at_end = self._segments[i].read(position, remaining, upper_bound, min_one)
+                if data:
+                    parts.append(data)
+                    remaining -= len(data)
+                    min_one = False
+                if not at_end or remaining <= 0:
+                    break
+            i += 1
+            position = 0
+        return ReadResult(b"".join(parts), start, end)
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first batch whose max timestamp >= ``timestamp``.
+
+        Batch granularity: the offset is the batch's base offset (or the log start offset when
+        the batch straddles it) and the timestamp its max timestamp; records are not decoded.
+        """
+        self._check_open()
+        for segment in self._segments:
+            if segment.next_offset <= self._log_start_offset:
+                continue
+            found = segment.find_timestamp(timestamp, self._log_start_offset)
+            if found is not None:
+                return max(found[0], self._log_start_offset), found[1]
+        return None
+
+    def max_timestamp_offset(self) -> tuple[int, int] | None:
+        """(base offset of the batch, timestamp) of the largest timestamp, for ListOffsets -3."""
+        self._check_open()
+        best: tuple[int, int] | None = None
+        for segment in self._segments:
+            if segment.offset_of_max_timestamp >= 0 and (best is None or segment.max_timestamp > best[1]):
+                best = max(segment.offset_of_max_timestamp, self._log_start_offset), segment.max_timestamp
+        return best
+
+    # -- retention and DeleteRecords -------------------------------------------------------------
+
+    def apply_retention(self, now_ms: int) -> int:
+        """Delete old whole segments by retention.ms then retention.bytes; returns how many."""
+        self._check_open()
+        deleted = 0
+        retention_ms = self.config.retention_ms
+        if retention_ms >= 0:
+            deleted += self._delete_oldest(
+                lambda segment: now_ms - _largest_timestamp(segment) > retention_ms
+            )
+        if self.config.retention_bytes >= 0:
+            excess = self.size_bytes - self.config.retention_bytes
+
+            def over_limit(segment: Segment) -> bool:
+                nonlocal excess
+                if excess - segment.size < 0:
+                    return False
+                excess -= segment.size
+                return True
+
+            deleted += self._delete_oldest(over_limit)
+        deleted += self._delete_oldest(lambda segment: segment.next_offset <= self._log_start_offset)
+        return deleted
+
+    def delete_records(self, before_offset: int, *, high_watermark: int | None = None) -> int:
+        """DeleteRecords: hide offsets below ``before_offset`` (-1: the high watermark); returns
+        the new log start offset (the response's low watermark)."""
+        self._check_open()
+        limit = self.log_end_offset if high_watermark is None else high_watermark
+        if before_offset == -1:
+            before_offset = limit
+        if before_offset < 0 or before_offset > limit:
+            raise KafkaError(
+                Errors.OFFSET_OUT_OF_RANGE,
+                f"cannot delete records before {before_offset}: the limit is {limit}",
+            )
+        if before_offset > self._log_start_offset:
+            self._set_log_start_offset(before_offset)
+            self._delete_oldest(lambda segment: segment.next_offset <= self._log_start_offset)
+        return self._log_start_offset
+
+    def _delete_oldest(self, predicate: Callable[[Segment], bool]) -> int:
+        """Delete segments from the oldest while ``predicate(segment)`` holds, never the active one."""
+        doomed: list[Segment] = []
+        for segment in self._segments[:-1]:
+            if not predicate(segment):
+                break
+            doomed.append(segment)
+        if not doomed:
+            return 0
+        # Persist the new start first: a crash then leaves a segment to delete again, never a gap.
+        new_start = max(self._log_start_offset, self._segments[len(doomed)].base_offset)
+        self._set_log_start_offset(new_start)
+        for segment in doomed:
+            logger.info("deleting segment %s (log start offset now %d)", segment.log_path, new_start)
+            segment.delete()
+        del self._segments[: len(doomed)]
+        del self._bases[: len(doomed)]
+        return len(doomed)
+
+    def _set_log_start_offset(self, offset: int, *, persist: bool = True) -> None:
+        self._log_start_offset = offset
+        if persist:
+            checkpoint.write_offset(self.directory / LOG_START_FILE, offset)
+
+    # -- truncation ------------------------------------------------------------------------------
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop every batch at or after ``offset``; a batch straddling it goes whole, so the new
+        log end offset may be below ``offset``. Below the log start the log restarts empty there."""
+        self._check_open()
+        if offset >= self.log_end_offset:
+            return
+        if offset < self._log_start_offset:
+            self._truncate_fully(offset)
+            return
+        while len(self._segments) > 1 and self._segments[-1].base_offset >= offset:
+            self._segments.pop().delete()
+            self._bases.pop()
+        self._active.truncate_to_offset(offset)
+        if self._log_start_offset > self.log_end_offset:
+            self._set_log_start_offset(self.log_end_offset)
+        self._lower_recovery_point()
+
+    def _truncate_fully(self, offset: int) -> None:
+        for segment in self._segments:
+            segment.delete()
+        self._segments = [
+            Segment(self.directory, offset, self.config.index_interval_bytes, self.last_flush_ms)
+        ]
+        self._bases = [offset]
+        self._dir_dirty = True
+        self._set_log_start_offset(offset)
+        self._lower_recovery_point()
+
+    def _lower_recovery_point(self) -> None:
+        if self._recovery_point != self.log_end_offset:
+            self._recovery_point = min(self._recovery_point, self.log_end_offset)
+            checkpoint.write_offset(self.directory / RECOVERY_POINT_FILE, self._recovery_point)
+
+    # -- durability and lifecycle ----------------------------------------------------------------
+
+    def flush(self, now_ms: int | None = None) -> None:
+        """fsync everything appended since the last flush, then advance the recovery point."""
+        self._check_open()
+        end = self.log_end_offset
+        for segment in self._segments:
+            if segment is self._active:
+                segment.flush()
+            elif segment.next_offset > self._recovery_point:
+                segment.flush(release_indexes=True)
+        if self._dir_dirty:
+            checkpoint.fsync_dir(self.directory)
+            self._dir_dirty = False
+        if end != self._recovery_point or not (self.directory / RECOVERY_POINT_FILE).exists():
+            self._recovery_point = end
+            checkpoint.write_offset(self.directory / RECOVERY_POINT_FILE, end)
+        if now_ms is not None:
+            self.last_flush_ms = now_ms
+
+    def close(self) -> None:
+        """Flush, then leave the clean-shutdown marker so the next open skips recovery."""
+        if self._closed:
+            return
+        self._active.seal()
+        self.flush()
+        checkpoint.write_marker(self.directory / MARKER_FILE)
+        for segment in self._segments:
+            segment.close()
+        self._closed = True
+
+    def delete(self) -> None:
+        """Remove the partition directory and everything in it (DeleteTopics)."""
+        for segment in self._segments:
+            segment.close()
+        self._closed = True
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def _largest_timestamp(segment: Segment) -> int:
+    """Kafka's retention clock: the newest batch timestamp, else the file's modification time."""
+    if segment.offset_of_max_timestamp >= 0 and segment.max_timestamp >= 0:
+        return segment.max_timestamp
+    return segment.last_modified_ms()
+
+
+def _make_directory(directory: Path) -> None:
+    """Create the partition directory durably (its entry in the parent is fsynced too)."""
+    if directory.is_dir():
+        return
+    directory.mkdir(parents=True, exist_ok=True)
+    checkpoint.fsync_dir(directory.parent)
+
+
+def _is_segment_name(path: Path) -> bool:
+    return len(path.stem) == 20 and path.stem.isdigit()
+
+
+def _remove_strays(directory: Path) -> None:
+    """Delete half-written checkpoints and index files whose segment is gone."""
+    for path in directory.glob("*" + checkpoint.TMP_SUFFIX):
+        logger.info("removing leftover %s", path)
+        path.unlink(missing_ok=True)
+    for pattern in ("*.index", "*.timeindex"):
+        for path in directory.glob(pattern):
+            if not path.with_suffix(LOG_SUFFIX).exists():
+                logger.info("removing orphan index %s", path)
+                path.unlink(missing_ok=True)
+
+
+def _load_segments(
+    segments: list[Segment], first_dirty: int, recovery_point: int
+) -> tuple[list[Segment], bool]:
+    """Load trusted segments, recover the rest; drop everything after the first damage.
+
+    Returns the surviving segments and whether any recovery ran.
+    """
+    kept: list[Segment] = []
+    recovered = False
+    for i, segment in enumerate(segments):
+        if kept and segment.base_offset < kept[-1].next_offset:
+            logger.warning("%s overlaps the previous segment; dropping it and what follows", segment.log_path)
+            _delete_all(segments[i:])
+            break
+        needs_recovery = i >= first_dirty or not segment.load()
+        cut = 0
+        if needs_recovery:
+            recovered = True
+            cut = segment.recover(recovery_point - 1 if i == first_dirty else None)
+        kept.append(segment)
+        if cut:
+            _delete_all(segments[i + 1 :])
+            break
+    return kept, recovered
+
+
+def _delete_all(segments: list[Segment]) -> None:
+    for segment in segments:
+        logger.warning("deleting segment %s after a damaged predecessor", segment.log_path)
+        segment.delete()

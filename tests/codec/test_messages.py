@@ -1,0 +1,55 @@
+"""Round trips and edge rules of the schema layer that the kio oracle cannot show."""
+
+from __future__ import annotations
+
+import pytest
+
+from rivven_kproto.codec.messages.api_versions import ApiVersionsResponse
+from rivven_kproto.codec.messages.produce import PartitionProduceResponse, ProduceResponse, TopicProduceResponse
+from rivven_kproto.codec.messages.write_txn_markers import (
+    WritableTxnMarker,
+    WritableTxnMarkerTopic,
+    WriteTxnMarkersRequest,
+)
+from rivven_kproto.codec.schema import EncodeError, UnsupportedVersionError
+
+
+def test_write_txn_markers_v0_is_v1_without_flexible_encoding() -> None:
+    request = WriteTxnMarkersRequest(
+        markers=[
+            WritableTxnMarker(
+                producer_id=7, producer_epoch=1, transaction_result=True,
+                topics=[WritableTxnMarkerTopic(name="t", partition_indexes=[0, 2])], coordinator_epoch=3,
+            )
+        ]
+    )
+    v0 = request.encode(0)
+    assert v0 == (
+        b"\x00\x00\x00\x01" + (7).to_bytes(8, "big") + b"\x00\x01" + b"\x01"
+        + b"\x00\x00\x00\x01" + b"\x00\x01t" + b"\x00\x00\x00\x02" + b"\x00\x00\x00\x00\x00\x00\x00\x02"
+        + b"\x00\x00\x00\x03"
+    )
+    assert WriteTxnMarkersRequest.decode(v0, 0) == request
+
+
+def test_unknown_tagged_fields_survive_a_round_trip() -> None:
+    response = ApiVersionsResponse(api_keys=[], unknown_tagged_fields={9: b"future", 42: b""})
+    encoded = response.encode(3)
+    decoded = ApiVersionsResponse.decode(encoded, 3)
+    assert decoded.unknown_tagged_fields == {9: b"future", 42: b""}
+    assert decoded.encode(3) == encoded
+
+
+def test_setting_a_field_absent_from_the_version_raises() -> None:
+    partition = PartitionProduceResponse(index=0, record_errors=[], error_message=None)
+    response = ProduceResponse(responses=[TopicProduceResponse(name="t", partition_responses=[partition])])
+    response.encode(3)  # defaults are fine everywhere
+    from rivven_kproto.codec.messages.metadata import MetadataRequest
+
+    with pytest.raises(EncodeError, match="does not exist in version"):
+        MetadataRequest(topics=None, allow_auto_topic_creation=False).encode(3)  # not ignorable, added in v4
+
+
+def test_unknown_version_raises() -> None:
+    with pytest.raises(UnsupportedVersionError):
+        ApiVersionsResponse().encode(5)

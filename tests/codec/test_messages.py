@@ -5,7 +5,11 @@ from __future__ import annotations
 import pytest
 
 from rivven_kproto.codec.messages.api_versions import ApiVersionsResponse
-from rivven_kproto.codec.messages.produce import PartitionProduceResponse, ProduceResponse, TopicProduceResponse
+from rivven_kproto.codec.messages.produce import (
+    PartitionProduceResponse,
+    ProduceResponse,
+    TopicProduceResponse,
+)
 from rivven_kproto.codec.messages.write_txn_markers import (
     WritableTxnMarker,
     WritableTxnMarkerTopic,

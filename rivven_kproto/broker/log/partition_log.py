@@ -113,6 +113,10 @@ class PartitionLog:
     # -- properties ------------------------------------------------------------------------------
 
     @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
     def log_start_offset(self) -> int:
         return self._log_start_offset
 

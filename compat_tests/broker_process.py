@@ -1,0 +1,86 @@
+"""Start and stop a real ``kproto serve`` process for the compatibility tests.
+
+Only the process boundary is ours here: clients talk to the broker over TCP on 127.0.0.1, exactly
+as they would to any Kafka broker.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+READY = re.compile(r"listening on [\d.]+:(\d+) advertised as")
+START_TIMEOUT_S = 30.0
+
+
+class BrokerProcess:
+    def __init__(self, data_dir: Path, log_path: Path, extra_args: list[str] | None = None) -> None:
+        self.data_dir = data_dir
+        self.log_path = log_path
+        self.extra_args = extra_args or []
+        self.process: subprocess.Popen[bytes] | None = None
+        self.port: int | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        assert self.port is not None, "broker not started"
+        return f"127.0.0.1:{self.port}"
+
+    def start(self, port: int = 0) -> BrokerProcess:
+        """Start on ``port`` (0 = any free port) and wait for the ready line."""
+        offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+        log = self.log_path.open("ab")
+        args = [
+            sys.executable, "-m", "rivven_kproto", "serve",
+            "--listen", f"127.0.0.1:{port}",
+            "--advertised-listener", "127.0.0.1:0",
+            "--data-dir", str(self.data_dir),
+            *self.extra_args,
+        ]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("KPROTO_")}
+        self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+        log.close()
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            text = self.log_path.read_bytes()[offset:].decode(errors="replace")
+            match = READY.search(text)
+            if match:
+                self.port = int(match.group(1))
+                return self
+            if self.process.poll() is not None:
+                raise RuntimeError(f"broker exited with {self.process.returncode}:\n{text}")
+            time.sleep(0.05)
+        self.kill()
+        raise RuntimeError(f"broker did not start within {START_TIMEOUT_S}s:\n{self.log_text()}")
+
+    def stop(self, timeout: float = 20.0) -> int:
+        """SIGTERM and wait: the clean shutdown path."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGTERM)
+        code = self.process.wait(timeout)
+        self.process = None
+        return code
+
+    def kill(self) -> None:
+        """SIGKILL: the crash path."""
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait(10)
+            self.process = None
+
+    def restart(self) -> BrokerProcess:
+        """Stop cleanly and start again on the same port and data directory."""
+        port = self.port
+        self.stop()
+        return self.start(port or 0)
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None

@@ -1,0 +1,3 @@
+from rivven_kproto.cli.main import main
+
+main()

@@ -1,0 +1,331 @@
+"""The broker's engine room: topics, their partition logs and topic configs, in plain Python.
+
+Everything here is synchronous and deterministic (time is an argument); the server layer decides
+when to wait, when to fsync and on which thread. Layout of the data directory::
+
+    <data_dir>/meta/cluster.json      {"cluster_id": ..., "node_id": ...}, written once
+    <data_dir>/meta/topics.json       see broker.topics
+    <data_dir>/<topic>-<partition>/   one PartitionLog each (see broker.log)
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import shutil
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rivven_kproto.codec.errors import Errors, KafkaError
+
+from .config import BrokerConfig
+from .log.checkpoint import write_atomic
+from .log.config import LogConfig
+from .log.partition_log import PartitionLog
+from .topics import (
+    TOPIC_CONFIG_DEFAULTS,
+    ConfigEntry,
+    ConfigSource,
+    ConfigSynonym,
+    ConfigType,
+    TopicMeta,
+    TopicStore,
+    collision_key,
+    describe_topic_configs,
+    validate_topic_config_values,
+    validate_topic_name,
+)
+
+log = logging.getLogger(__name__)
+
+MAX_PARTITIONS = 10_000
+
+
+@dataclass
+class Topic:
+    meta: TopicMeta
+    log_config: LogConfig
+    partitions: list[PartitionLog] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+    @property
+    def compression_type(self) -> str:
+        return self.meta.configs.get("compression.type", "producer").strip()  # Kafka trims values
+
+
+def _log_dir(data_dir: Path, topic: str, partition: int) -> Path:
+    return data_dir / f"{topic}-{partition}"
+
+
+class Broker:
+    """All topics of one node; the single owner of every PartitionLog."""
+
+    def __init__(self, config: BrokerConfig, now_ms: int) -> None:
+        self.config = config
+        self.data_dir = config.data_dir
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        meta_dir = self.data_dir / "meta"
+        meta_dir.mkdir(parents=True, exist_ok=True)
+        self.cluster_id = self._load_cluster_id(meta_dir)
+        self.store = TopicStore(meta_dir)
+        self.topics: dict[str, Topic] = {}
+        for meta in self.store.topics.values():
+            topic = Topic(meta, self._log_config(meta.configs))
+            for index in range(meta.partitions):
+                topic.partitions.append(
+                    PartitionLog.open(_log_dir(self.data_dir, meta.name, index), topic.log_config, now_ms)
+                )
+            self.topics[meta.name] = topic
+
+    def _load_cluster_id(self, meta_dir: Path) -> str:
+        path = meta_dir / "cluster.json"
+        if path.exists():
+            return str(json.loads(path.read_text())["cluster_id"])
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        write_atomic(path, json.dumps({"cluster_id": cluster_id, "node_id": self.config.node_id}).encode())
+        return cluster_id
+
+    def _log_config(self, overrides: dict[str, str]) -> LogConfig:
+        return LogConfig.from_topic_config(overrides, self.config.log)
+
+    # -- topics -------------------------------------------------------------------------------
+
+    def topic(self, name: str) -> Topic:
+        topic = self.topics.get(name)
+        if topic is None:
+            raise KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {name}")
+        return topic
+
+    def partition(self, name: str, index: int) -> PartitionLog:
+        topic = self.topic(name)
+        if not 0 <= index < len(topic.partitions):
+            raise KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"unknown partition {name}-{index}")
+        return topic.partitions[index]
+
+    def validate_topic_configs(self, configs: dict[str, str]) -> LogConfig:
+        """Kafka's topic-config validation (names, types, ranges; INVALID_CONFIG), then the log's."""
+        validate_topic_config_values(configs)
+        return self._log_config(configs)
+
+    def check_new_topic_name(self, name: str) -> None:
+        """CreateTopics' name checks in Kafka's order: legal, not taken, no '.'/'_' collision."""
+        if name in self.topics:
+            raise KafkaError(Errors.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+        validate_topic_name(name)
+        key = collision_key(name)
+        for existing in self.topics:
+            if collision_key(existing) == key:
+                raise KafkaError(
+                    Errors.INVALID_TOPIC_EXCEPTION, f"Topic '{name}' collides with existing topic: {existing}"
+                )
+
+    def create_topic(
+        self,
+        name: str,
+        num_partitions: int,
+        replication_factor: int,
+        configs: dict[str, str],
+        now_ms: int,
+        *,
+        validate_only: bool = False,
+    ) -> Topic | None:
+        """CreateTopics semantics: -1 means the broker default for partitions / replication.
+
+        Checks run in Kafka's (KRaft controller's) order, with its error codes and messages:
+        name, existence, configs, replication factor, partition count.
+        """
+        self.check_new_topic_name(name)
+        log_config = self.validate_topic_configs(configs)
+        if replication_factor < -1 or replication_factor == 0:
+            raise KafkaError(
+                Errors.INVALID_REPLICATION_FACTOR,
+                "Replication factor must be larger than 0, or -1 to use the default value.",
+            )
+        if num_partitions < -1 or num_partitions == 0:
+            raise KafkaError(
+                Errors.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value."
+            )
+        partitions = self.config.num_partitions if num_partitions == -1 else num_partitions
+        replicas = self.config.default_replication_factor if replication_factor == -1 else replication_factor
+        if replicas != 1:
+            raise KafkaError(
+                Errors.INVALID_REPLICATION_FACTOR,
+                f"Unable to replicate the partition {replicas} time(s): The target replication factor of "
+                f"{replicas} cannot be reached because only 1 broker(s) are registered.",
+            )
+        if partitions > MAX_PARTITIONS:
+            raise KafkaError(
+                Errors.INVALID_PARTITIONS, f"Number of partitions {partitions} exceeds the limit of {MAX_PARTITIONS}."
+            )
+        if validate_only:
+            return None
+        meta = TopicMeta(name, uuid.uuid4(), partitions, dict(configs))
+        topic = Topic(meta, log_config)
+        for index in range(partitions):
+            topic.partitions.append(PartitionLog.open(_log_dir(self.data_dir, name, index), log_config, now_ms))
+        self.topics[name] = topic
+        self.store.topics[name] = meta
+        self.store.save()
+        log.info("created topic %s with %d partitions", name, partitions)
+        return topic
+
+    def delete_topic(self, name: str) -> None:
+        topic = self.topic(name)
+        del self.topics[name]
+        del self.store.topics[name]
+        self.store.save()
+        for index, partition in enumerate(topic.partitions):
+            partition.delete()
+            shutil.rmtree(_log_dir(self.data_dir, name, index), ignore_errors=True)
+        log.info("deleted topic %s", name)
+
+    def create_partitions(self, name: str, count: int, now_ms: int, *, validate_only: bool = False) -> None:
+        topic = self.topic(name)
+        current = len(topic.partitions)
+        if count == current:
+            raise KafkaError(Errors.INVALID_PARTITIONS, f"Topic already has {current} partition(s).")
+        if count < current:
+            raise KafkaError(
+                Errors.INVALID_PARTITIONS,
+                f"The topic {name} currently has {current} partition(s); {count} would not be an increase.",
+            )
+        if count > MAX_PARTITIONS:
+            raise KafkaError(
+                Errors.INVALID_PARTITIONS, f"Number of partitions {count} exceeds the limit of {MAX_PARTITIONS}."
+            )
+        if validate_only:
+            return
+        for index in range(current, count):
+            topic.partitions.append(PartitionLog.open(_log_dir(self.data_dir, name, index), topic.log_config, now_ms))
+        topic.meta.partitions = count
+        self.store.save()
+
+    def set_topic_configs(self, name: str, configs: dict[str, str], *, validate_only: bool = False) -> None:
+        """Replace the topic's overrides (AlterConfigs) — IncrementalAlterConfigs computes the dict."""
+        topic = self.topic(name)
+        log_config = self.validate_topic_configs(configs)
+        if validate_only:
+            return
+        topic.meta.configs = dict(configs)
+        topic.log_config = log_config
+        for partition in topic.partitions:
+            partition.config = log_config
+        self.store.save()
+
+    def topic_config_entries(self, name: str) -> list[tuple[str, str, bool]]:
+        """(key, value, is_default) for every topic config we know, as DescribeConfigs lists them."""
+        topic = self.topic(name)
+        defaults = {**TOPIC_CONFIG_DEFAULTS, **log_config_strings(self.config.log)}
+        return [
+            (key, topic.meta.configs.get(key, default), key not in topic.meta.configs)
+            for key, default in sorted(defaults.items())
+        ]
+
+    # -- config descriptions (DescribeConfigs, CreateTopics v5+) ------------------------------
+
+    def describe_topic_configs(self, name: str) -> list[ConfigEntry]:
+        """Every topic config of ``name`` with Kafka's sources and synonyms (canonical values)."""
+        return self.topic_config_description(self.topic(name).meta.configs)
+
+    def topic_config_description(self, overrides: dict[str, str], *, canonical: bool = True) -> list[ConfigEntry]:
+        """What a topic with these overrides would report; CreateTopics passes canonical=False."""
+        effective = log_config_strings(self.config.log)
+        static = {key: value for key, value in effective.items() if _KAFKA_LOG_DEFAULTS.get(key) != value}
+        return describe_topic_configs(overrides, {**TOPIC_CONFIG_DEFAULTS, **effective}, static, canonical=canonical)
+
+    def describe_broker_configs(self) -> list[ConfigEntry]:
+        """The broker settings we honour, sorted by name; all read-only (no dynamic updates).
+
+        The source is STATIC_BROKER_CONFIG where the value differs from our default, else
+        DEFAULT_CONFIG, with the same chain as synonyms (Kafka's describe of a broker id).
+        """
+        current = _broker_settings(self.config)
+        default = _broker_settings(BrokerConfig())
+        entries = []
+        for name in sorted(current):
+            config_type, value = current[name]
+            default_value = default[name][1]
+            synonyms = []
+            if value != default_value:
+                synonyms.append(ConfigSynonym(name, value, ConfigSource.STATIC_BROKER_CONFIG))
+            if default_value is not None:
+                synonyms.append(ConfigSynonym(name, default_value, ConfigSource.DEFAULT_CONFIG))
+            source = synonyms[0].source if synonyms else ConfigSource.DEFAULT_CONFIG
+            entries.append(ConfigEntry(name, value, source, config_type, read_only=True, synonyms=tuple(synonyms)))
+        return entries
+
+    # -- housekeeping -------------------------------------------------------------------------
+
+    def all_partitions(self) -> list[PartitionLog]:
+        return [p for topic in self.topics.values() for p in topic.partitions]
+
+    def apply_retention(self, now_ms: int) -> None:
+        for partition in self.all_partitions():
+            partition.apply_retention(now_ms)
+
+    def flush_all(self) -> None:
+        for partition in self.all_partitions():
+            partition.flush()
+
+    def close(self) -> None:
+        for partition in self.all_partitions():
+            partition.close()
+
+
+def log_config_strings(config: LogConfig) -> dict[str, str]:
+    long_max = str((1 << 63) - 1)
+    return {
+        "segment.bytes": str(config.segment_bytes),
+        "segment.ms": str(config.segment_ms),
+        "retention.ms": str(config.retention_ms),
+        "retention.bytes": str(config.retention_bytes),
+        "max.message.bytes": str(config.max_message_bytes),
+        "index.interval.bytes": str(config.index_interval_bytes),
+        "flush.messages": long_max if config.flush_messages is None else str(config.flush_messages),
+        "flush.ms": long_max if config.flush_ms is None else str(config.flush_ms),
+        "message.timestamp.type": config.message_timestamp_type,
+    }
+
+
+# Kafka's own defaults for the log settings (its LogConfig), to tell a static broker override
+# (log.segment.bytes=... in server.properties) from a default when describing topic configs.
+_KAFKA_LOG_DEFAULTS = log_config_strings(LogConfig())
+
+
+def _broker_settings(config: BrokerConfig) -> dict[str, tuple[ConfigType, str | None]]:
+    """Broker configs we honour, by their Kafka names (``fsync`` is ours), as strings."""
+    log_config = config.log
+    host, port = config.advertised
+    long_max = str((1 << 63) - 1)
+    return {
+        "listeners": (ConfigType.STRING, f"PLAINTEXT://{config.listen_host}:{config.listen_port}"),
+        "advertised.listeners": (ConfigType.STRING, f"PLAINTEXT://{host}:{port}"),
+        "node.id": (ConfigType.INT, str(config.node_id)),
+        "broker.id": (ConfigType.INT, str(config.node_id)),
+        "log.dirs": (ConfigType.STRING, str(config.data_dir)),
+        "num.partitions": (ConfigType.INT, str(config.num_partitions)),
+        "default.replication.factor": (ConfigType.INT, str(config.default_replication_factor)),
+        "auto.create.topics.enable": (ConfigType.BOOLEAN, str(config.auto_create_topics).lower()),
+        "delete.topic.enable": (ConfigType.BOOLEAN, str(config.delete_topic_enable).lower()),
+        "fsync": (ConfigType.STRING, config.fsync),
+        "log.flush.interval.ms": (ConfigType.LONG, str(config.flush_interval_ms)),
+        "log.flush.interval.messages": (
+            ConfigType.LONG,
+            long_max if log_config.flush_messages is None else str(log_config.flush_messages),
+        ),
+        "log.retention.check.interval.ms": (ConfigType.LONG, str(config.retention_check_interval_ms)),
+        "socket.request.max.bytes": (ConfigType.INT, str(config.socket_request_max_bytes)),
+        "connections.max.idle.ms": (ConfigType.LONG, str(config.connections_max_idle_ms)),
+        "log.segment.bytes": (ConfigType.INT, str(log_config.segment_bytes)),
+        "log.roll.ms": (ConfigType.LONG, str(log_config.segment_ms)),
+        "log.retention.ms": (ConfigType.LONG, str(log_config.retention_ms)),
+        "log.retention.bytes": (ConfigType.LONG, str(log_config.retention_bytes)),
+        "message.max.bytes": (ConfigType.INT, str(log_config.max_message_bytes)),
+        "log.index.interval.bytes": (ConfigType.INT, str(log_config.index_interval_bytes)),
+        "log.message.timestamp.type": (ConfigType.STRING, log_config.message_timestamp_type),
+    }

@@ -1,0 +1,187 @@
+"""The broker's one typed configuration object, filled from a properties file, env and flags.
+
+Precedence: command-line flags > ``KPROTO_*`` environment variables > ``--config`` file > defaults.
+The file uses Kafka's ``server.properties`` keys where one exists (``num.partitions``,
+``auto.create.topics.enable``, ``log.segment.bytes``, ``log.retention.ms``, ...); an environment
+variable is the same key upper-cased with dots as underscores behind ``KPROTO_``
+(``KPROTO_NUM_PARTITIONS=3``), plus ``KPROTO_LISTEN``, ``KPROTO_ADVERTISED_LISTENER``,
+``KPROTO_DATA_DIR`` and ``KPROTO_FSYNC``.
+
+Durability (``fsync``): ``interval`` (default) acknowledges a write once it is in the operating
+system, so it survives ``kill -9`` of the broker, and fsyncs every ``log.flush.interval.ms``
+(1 s), so a power loss can lose at most about that much. ``always`` acknowledges acks=all/1 writes
+only after fsync (group commit: concurrent producers share one fsync). ``never`` leaves flushing
+to the OS (still safe against a broker crash, not against power loss).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from rivven_kproto.codec.errors import KafkaError
+
+from .log.config import LogConfig
+
+FsyncPolicy = Literal["always", "interval", "never"]
+FSYNC_POLICIES: tuple[FsyncPolicy, ...] = ("always", "interval", "never")
+
+
+class ConfigError(ValueError):
+    """A configuration value that cannot be used; the CLI prints it as one line."""
+
+
+@dataclass(frozen=True)
+class BrokerConfig:
+    listen_host: str = "127.0.0.1"
+    listen_port: int = 9092
+    advertised_host: str = "localhost"
+    advertised_port: int | None = None  # None: the actual listening port
+    data_dir: Path = Path("kproto-data")
+    node_id: int = 0
+    num_partitions: int = 1
+    default_replication_factor: int = 1
+    auto_create_topics: bool = True
+    delete_topic_enable: bool = True
+    fsync: FsyncPolicy = "interval"
+    flush_interval_ms: int = 1000
+    socket_request_max_bytes: int = 100 * 1024 * 1024
+    connections_max_idle_ms: int = 600_000
+    retention_check_interval_ms: int = 300_000
+    log: LogConfig = field(default_factory=LogConfig)
+
+    def with_port(self, port: int) -> BrokerConfig:
+        return dataclasses.replace(self, listen_port=port)
+
+    @property
+    def advertised(self) -> tuple[str, int]:
+        return self.advertised_host, self.advertised_port or self.listen_port
+
+
+def parse_host_port(text: str) -> tuple[str, int]:
+    """``HOST:PORT``, tolerating Kafka's ``PLAINTEXT://HOST:PORT`` listener form."""
+    text = text.strip().split(",")[0]
+    if "://" in text:
+        text = text.split("://", 1)[1]
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ConfigError(f"expected HOST:PORT, got {text!r}")
+    return host or "0.0.0.0", int(port)
+
+
+def read_properties(path: Path) -> dict[str, str]:
+    """Java-style ``key=value`` lines; ``#``/``!`` comments; ``:`` also separates."""
+    props: dict[str, str] = {}
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+    for line in lines:
+        line = line.strip()
+        if not line or line[0] in "#!":
+            continue
+        for sep in ("=", ":"):
+            if sep in line:
+                key, value = line.split(sep, 1)
+                props[key.strip()] = value.strip()
+                break
+    return props
+
+
+_BROKER_LOG_KEYS = {
+    "log.segment.bytes": "segment.bytes",
+    "log.roll.ms": "segment.ms",
+    "log.retention.ms": "retention.ms",
+    "log.retention.bytes": "retention.bytes",
+    "message.max.bytes": "max.message.bytes",
+    "log.index.interval.bytes": "index.interval.bytes",
+    "log.flush.interval.messages": "flush.messages",
+    "log.message.timestamp.type": "message.timestamp.type",
+}
+
+
+def _bool(key: str, value: str) -> bool:
+    lowered = value.strip().lower()
+    if lowered not in ("true", "false"):
+        raise ConfigError(f"{key} must be true or false, got {value!r}")
+    return lowered == "true"
+
+
+def _int(key: str, value: str, low: int = 0) -> int:
+    try:
+        number = int(value.strip())
+    except ValueError:
+        raise ConfigError(f"{key} must be an integer, got {value!r}") from None
+    if number < low:
+        raise ConfigError(f"{key} must be >= {low}, got {number}")
+    return number
+
+
+def _apply(config: BrokerConfig, props: Mapping[str, str]) -> BrokerConfig:
+    """Overlay Kafka-named properties on ``config``."""
+    changes: dict[str, object] = {}
+    log_props: dict[str, str] = {}
+    for key, value in props.items():
+        if key in ("listeners", "listen"):
+            changes["listen_host"], changes["listen_port"] = parse_host_port(value)
+        elif key in ("advertised.listeners", "advertised.listener"):
+            changes["advertised_host"], changes["advertised_port"] = parse_host_port(value)
+        elif key in ("log.dirs", "log.dir", "data.dir"):
+            changes["data_dir"] = Path(value.split(",")[0])
+        elif key in ("node.id", "broker.id"):
+            changes["node_id"] = _int(key, value)
+        elif key == "num.partitions":
+            changes["num_partitions"] = _int(key, value, 1)
+        elif key == "default.replication.factor":
+            changes["default_replication_factor"] = _int(key, value, 1)
+        elif key == "auto.create.topics.enable":
+            changes["auto_create_topics"] = _bool(key, value)
+        elif key == "delete.topic.enable":
+            changes["delete_topic_enable"] = _bool(key, value)
+        elif key == "fsync":
+            if value not in FSYNC_POLICIES:
+                raise ConfigError(f"fsync must be one of {', '.join(FSYNC_POLICIES)}, got {value!r}")
+            changes["fsync"] = value
+        elif key == "log.flush.interval.ms":
+            changes["flush_interval_ms"] = _int(key, value, 1)
+        elif key == "socket.request.max.bytes":
+            changes["socket_request_max_bytes"] = _int(key, value, 1)
+        elif key == "connections.max.idle.ms":
+            changes["connections_max_idle_ms"] = _int(key, value, 1)
+        elif key == "log.retention.check.interval.ms":
+            changes["retention_check_interval_ms"] = _int(key, value, 1)
+        elif key in ("log.retention.hours", "log.retention.minutes"):
+            factor = 3_600_000 if key.endswith("hours") else 60_000
+            log_props.setdefault("retention.ms", str(_int(key, value) * factor))
+        elif key in _BROKER_LOG_KEYS:
+            log_props[_BROKER_LOG_KEYS[key]] = value
+    if log_props:
+        try:
+            changes["log"] = LogConfig.from_topic_config(log_props, config.log)
+        except KafkaError as exc:
+            raise ConfigError(exc.message) from None
+    return dataclasses.replace(config, **changes)  # type: ignore[arg-type]
+
+
+def load_config(
+    config_file: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    flags: Mapping[str, str | None] | None = None,
+) -> BrokerConfig:
+    """Build the config from file, then ``KPROTO_*`` env, then flags (Kafka-named keys)."""
+    config = BrokerConfig()
+    if config_file is not None:
+        config = _apply(config, read_properties(config_file))
+    if env:
+        from_env = {
+            key[len("KPROTO_") :].lower().replace("_", "."): value
+            for key, value in env.items()
+            if key.startswith("KPROTO_") and key != "KPROTO_BOOTSTRAP"
+        }
+        config = _apply(config, from_env)
+    if flags:
+        config = _apply(config, {k: v for k, v in flags.items() if v is not None})
+    return config

@@ -1,0 +1,187 @@
+"""The trio shell around the broker: listeners, one task per connection, background duties.
+
+``serve(config, task_status=...)`` opens the broker, starts listening, reports the bound port
+through ``task_status`` and runs until cancelled or :meth:`Server.shutdown` is called; on the way
+out it stops accepting, lets in-flight requests finish, flushes and marks a clean shutdown.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import trio
+
+from rivven_kproto.broker.broker import Broker
+from rivven_kproto.broker.config import BrokerConfig
+from rivven_kproto.codec.connection import (
+    ProtocolError,
+    RequestEvent,
+    ServerConnection,
+    encode_response,
+    encode_unsupported_api_versions,
+)
+
+from .context import RequestContext
+from .durability import Durability
+from .handlers import HANDLERS, fetch, produce
+from .handlers.api_versions import supported_versions
+
+log = logging.getLogger(__name__)
+
+RECEIVE_SIZE = 256 * 1024
+SHUTDOWN_GRACE_S = 5.0
+
+
+def wall_clock_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class Server:
+    def __init__(self, broker: Broker, config: BrokerConfig) -> None:
+        self.broker = broker
+        self.config = config
+        self.durability = Durability(broker, config)
+        self._append_event = trio.Event()
+        self._idle_scopes: set[trio.CancelScope] = set()
+        self._busy = 0
+        self.stopping = False
+
+    # -- appends wake fetch long-polls --------------------------------------------------------
+
+    def notify_append(self) -> None:
+        event, self._append_event = self._append_event, trio.Event()
+        event.set()
+
+    # -- connections --------------------------------------------------------------------------
+
+    async def handle_connection(self, stream: trio.SocketStream) -> None:
+        peer = _peer_name(stream)
+        connection = ServerConnection(self.config.socket_request_max_bytes)
+        idle_s = self.config.connections_max_idle_ms / 1000
+        try:
+            while not self.stopping:
+                with trio.CancelScope() as waiting:
+                    self._idle_scopes.add(waiting)
+                    with trio.move_on_after(idle_s) as idle:
+                        data = await stream.receive_some(RECEIVE_SIZE)
+                self._idle_scopes.discard(waiting)
+                if waiting.cancelled_caught:
+                    return
+                if idle.cancelled_caught:
+                    log.info("closing idle connection from %s", peer)
+                    return
+                if not data:
+                    return
+                connection.receive_data(data)
+                while (event := connection.next_event()) is not None:
+                    self._busy += 1
+                    try:
+                        reply = await self.dispatch(event)
+                    finally:
+                        self._busy -= 1
+                    if reply is not None:
+                        await stream.send_all(reply)
+        except ProtocolError as exc:
+            log.warning("closing connection from %s: %s", peer, exc)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        except Exception:
+            log.exception("closing connection from %s after an internal error", peer)
+        finally:
+            await trio.aclose_forcefully(stream)
+
+    async def dispatch(self, event: RequestEvent) -> bytes | None:
+        if event.request is None:
+            log.info("ApiVersions v%d is newer than ours; answering UNSUPPORTED_VERSION", event.api_version)
+            return encode_unsupported_api_versions(event.header.correlation_id, supported_versions())
+        handler = HANDLERS.get(event.api_key)
+        if handler is None or event.api_version not in handler.versions:
+            raise ProtocolError(f"API {event.api_key} v{event.api_version} is not served")
+        ctx = RequestContext(self.broker, self.config, wall_clock_ms(), event.header.client_id)
+        request: Any = event.request
+        if event.api_key == fetch.API_KEY:
+            response = await self._fetch(ctx, request, event.api_version)
+        else:
+            response = handler.handle(ctx, request, event.api_version)
+        if ctx.appended:
+            self.notify_append()
+            if event.api_key == produce.API_KEY:
+                await self.durability.after_produce(ctx, request.acks)
+        if event.api_key == produce.API_KEY and request.acks == 0:
+            return None
+        return encode_response(event.header, response)
+
+    async def _fetch(self, ctx: RequestContext, request: Any, version: int) -> Any:
+        """Long-poll: answer once min_bytes are there, an error occurs or max_wait_ms passes."""
+        deadline = trio.current_time() + max(request.max_wait_ms, 0) / 1000
+        while True:
+            wake = self._append_event
+            response, size, has_error = fetch.fetch(ctx, request, version)
+            if size >= request.min_bytes or has_error or trio.current_time() >= deadline or self.stopping:
+                return response
+            with trio.move_on_at(deadline):
+                await wake.wait()
+            ctx.now_ms = wall_clock_ms()
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    async def background(self) -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self.durability.run)
+            nursery.start_soon(self._retention_loop)
+
+    async def _retention_loop(self) -> None:
+        while True:
+            await trio.sleep(self.config.retention_check_interval_ms / 1000)
+            self.broker.apply_retention(wall_clock_ms())
+
+    async def drain(self) -> None:
+        """Stop reading new requests; wait (bounded) for in-flight ones to finish."""
+        self.stopping = True
+        self.notify_append()
+        for scope in list(self._idle_scopes):
+            scope.cancel()
+        with trio.move_on_after(SHUTDOWN_GRACE_S):
+            while self._busy:
+                await trio.sleep(0.01)
+
+
+def _peer_name(stream: trio.SocketStream) -> str:
+    try:
+        host, port = stream.socket.getpeername()[:2]
+        return f"{host}:{port}"
+    except OSError:
+        return "?"
+
+
+async def serve(config: BrokerConfig, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+    """Run the broker until cancelled; ``task_status.started(port)`` once listening."""
+    broker = Broker(config, wall_clock_ms())
+    listeners = await trio.open_tcp_listeners(config.listen_port, host=config.listen_host)
+    port = listeners[0].socket.getsockname()[1]
+    config = config.with_port(port)
+    server = Server(broker, config)
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(server.background)
+            async with trio.open_nursery() as connections:
+                await connections.start(trio.serve_listeners, server.handle_connection, listeners)
+                host, advertised_port = config.advertised
+                log.info(
+                    "listening on %s:%d advertised as %s:%d", config.listen_host, port, host, advertised_port
+                )
+                task_status.started(port)
+                try:
+                    await trio.sleep_forever()
+                finally:
+                    with trio.CancelScope(shield=True):
+                        for listener in listeners:
+                            await listener.aclose()
+                        await server.drain()
+                    connections.cancel_scope.cancel()
+            nursery.cancel_scope.cancel()
+    finally:
+        broker.close()
+        log.info("shut down cleanly")

@@ -1,0 +1,60 @@
+"""DescribeCluster (key 60), versions 0-1: cluster id, controller and brokers for admin clients.
+
+This node is the whole cluster and its controller. We are a broker endpoint: a v1 request for
+controllers answers MISMATCHED_ENDPOINT_TYPE and an unknown endpoint type
+UNSUPPORTED_ENDPOINT_TYPE (INVALID_REQUEST in v0), as Kafka's brokers do.
+
+Not implemented: authorization (the authorized-operations bitfield, when asked for, grants what a
+Kafka broker without an authorizer grants), racks.
+"""
+
+from __future__ import annotations
+
+from rivven_kproto.codec.errors import Errors
+from rivven_kproto.codec.messages.describe_cluster import (
+    DescribeClusterBroker,
+    DescribeClusterRequest,
+    DescribeClusterResponse,
+)
+from rivven_kproto.server.context import RequestContext
+
+from .metadata import CLUSTER_AUTHORIZED_OPERATIONS, OPERATIONS_NOT_REQUESTED
+
+API_KEY = DescribeClusterRequest.API_KEY
+
+BROKER_ENDPOINT = 1
+CONTROLLER_ENDPOINT = 2
+
+
+def handle(ctx: RequestContext, request: DescribeClusterRequest, version: int) -> DescribeClusterResponse:
+    if request.endpoint_type not in (BROKER_ENDPOINT, CONTROLLER_ENDPOINT):
+        return _error(
+            Errors.INVALID_REQUEST if version == 0 else Errors.UNSUPPORTED_ENDPOINT_TYPE,
+            f"Unsupported endpoint type {request.endpoint_type}",
+        )
+    if request.endpoint_type != BROKER_ENDPOINT:
+        return _error(
+            Errors.INVALID_REQUEST if version == 0 else Errors.MISMATCHED_ENDPOINT_TYPE,
+            "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER",
+        )
+    host, port = ctx.advertised
+    node = ctx.config.node_id
+    operations = OPERATIONS_NOT_REQUESTED
+    if request.include_cluster_authorized_operations:
+        operations = CLUSTER_AUTHORIZED_OPERATIONS
+    return DescribeClusterResponse(
+        throttle_time_ms=0,
+        error_code=Errors.NONE,
+        error_message=None,
+        endpoint_type=BROKER_ENDPOINT,
+        cluster_id=ctx.broker.cluster_id,
+        controller_id=node,
+        brokers=[DescribeClusterBroker(broker_id=node, host=host, port=port, rack=None)],
+        cluster_authorized_operations=operations,
+    )
+
+
+def _error(error: Errors, message: str) -> DescribeClusterResponse:
+    return DescribeClusterResponse(
+        throttle_time_ms=0, error_code=error, error_message=message, endpoint_type=BROKER_ENDPOINT, cluster_id=""
+    )

@@ -1,0 +1,136 @@
+"""DescribeConfigs (key 32), versions 1-4: topic configs and the broker's own settings.
+
+TOPIC (2): every topic config we know (Kafka 3.9's topic config set), or only the requested keys
+(unknown keys are silently left out, as Kafka does); the source is DYNAMIC_TOPIC_CONFIG for an
+override, STATIC_BROKER_CONFIG where the broker's configuration sets the synonym
+(log.segment.bytes, ...), else DEFAULT_CONFIG; ``include_synonyms`` adds Kafka's chain (override,
+static broker setting, default); v3+ answers the config type, documentation is null. An illegal
+name is INVALID_TOPIC_EXCEPTION, an unknown topic UNKNOWN_TOPIC_OR_PARTITION.
+
+BROKER (4): named by this node's id, the broker settings we honour, all read-only (no dynamic
+broker configs), sourced STATIC_BROKER_CONFIG or DEFAULT_CONFIG. The empty name asks Kafka for
+the cluster-wide dynamic defaults, of which we have none: an empty list. Another id, or a name
+that is not a number, is INVALID_REQUEST with Kafka's message.
+
+A resource type Kafka does not know fails the whole request with INVALID_REQUEST (Kafka's
+behaviour); BROKER_LOGGER (8) and CLIENT_METRICS (16) are INVALID_REQUEST per resource.
+
+Not implemented: authorization, config documentation, BROKER_LOGGER and CLIENT_METRICS resources.
+"""
+
+from __future__ import annotations
+
+from rivven_kproto.broker.topics import ConfigEntry, validate_topic_name
+from rivven_kproto.codec.errors import Errors, KafkaError
+from rivven_kproto.codec.messages.describe_configs import (
+    DescribeConfigsRequest,
+    DescribeConfigsResource,
+    DescribeConfigsResourceResult,
+    DescribeConfigsResponse,
+    DescribeConfigsResult,
+    DescribeConfigsSynonym,
+)
+from rivven_kproto.server.context import RequestContext
+
+API_KEY = DescribeConfigsRequest.API_KEY
+
+TOPIC = 2
+BROKER = 4
+BROKER_LOGGER = 8
+CLIENT_METRICS = 16
+RESOURCE_TYPE_NAMES = {
+    TOPIC: "TOPIC",
+    BROKER: "BROKER",
+    BROKER_LOGGER: "BROKER_LOGGER",
+    CLIENT_METRICS: "CLIENT_METRICS",
+}
+
+
+def handle(ctx: RequestContext, request: DescribeConfigsRequest, version: int) -> DescribeConfigsResponse:
+    if any(resource.resource_type not in RESOURCE_TYPE_NAMES for resource in request.resources):
+        # Kafka throws while sorting resources for authorization: the whole request fails.
+        return DescribeConfigsResponse(
+            results=[
+                _error(r, Errors.INVALID_REQUEST, Errors.INVALID_REQUEST.message) for r in request.resources
+            ]
+        )
+    results = []
+    for resource in request.resources:
+        try:
+            entries = _describe(ctx, resource)
+        except KafkaError as exc:
+            results.append(_error(resource, exc.error, exc.message))
+            continue
+        if resource.configuration_keys:
+            wanted = set(resource.configuration_keys)
+            entries = [entry for entry in entries if entry.name in wanted]
+        results.append(
+            DescribeConfigsResult(
+                error_code=0,
+                error_message=None,
+                resource_type=resource.resource_type,
+                resource_name=resource.resource_name,
+                configs=[_config(entry, request.include_synonyms, version) for entry in entries],
+            )
+        )
+    return DescribeConfigsResponse(results=results)
+
+
+def _describe(ctx: RequestContext, resource: DescribeConfigsResource) -> list[ConfigEntry]:
+    name = resource.resource_name
+    if resource.resource_type == TOPIC:
+        validate_topic_name(name)
+        if name not in ctx.broker.topics:
+            raise KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
+        return ctx.broker.describe_topic_configs(name)
+    if resource.resource_type == BROKER:
+        if not name:
+            return []  # cluster-wide dynamic defaults: we have none
+        node_id = broker_id(name, "Broker id")
+        if node_id != ctx.config.node_id:
+            raise KafkaError(
+                Errors.INVALID_REQUEST,
+                f"Unexpected broker id, expected {ctx.config.node_id} or empty string, but received {name}",
+            )
+        return ctx.broker.describe_broker_configs()
+    raise KafkaError(
+        Errors.INVALID_REQUEST, f"Unsupported resource type: {RESOURCE_TYPE_NAMES[resource.resource_type]}"
+    )
+
+
+def broker_id(name: str, what: str) -> int:
+    """Parse a broker resource name like Java's Integer.parseInt, with Kafka's message on failure."""
+    digits = name[1:] if name[:1] in "+-" else name
+    if digits.isascii() and digits.isdigit() and -(1 << 31) <= int(name) < (1 << 31):
+        return int(name)
+    raise KafkaError(Errors.INVALID_REQUEST, f"{what} must be an integer, but it is: {name}")
+
+
+def _config(entry: ConfigEntry, include_synonyms: bool, version: int) -> DescribeConfigsResourceResult:
+    result = DescribeConfigsResourceResult(
+        name=entry.name,
+        value=entry.value,
+        read_only=entry.read_only,
+        config_source=int(entry.source),
+        is_sensitive=entry.sensitive,
+        synonyms=[
+            DescribeConfigsSynonym(name=synonym.name, value=synonym.value, source=int(synonym.source))
+            for synonym in entry.synonyms
+        ]
+        if include_synonyms
+        else [],
+    )
+    if version >= 3:
+        result.config_type = int(entry.config_type)
+        result.documentation = None
+    return result
+
+
+def _error(resource: DescribeConfigsResource, error: Errors, message: str | None) -> DescribeConfigsResult:
+    return DescribeConfigsResult(
+        error_code=int(error),
+        error_message=message,
+        resource_type=resource.resource_type,
+        resource_name=resource.resource_name,
+        configs=[],
+    )

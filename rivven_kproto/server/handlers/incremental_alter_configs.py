@@ -1,0 +1,141 @@
+"""IncrementalAlterConfigs (key 44), versions 0-1: SET/DELETE/APPEND/SUBTRACT on topic configs.
+
+The operations are applied to the topic's current overrides, then the result is validated and
+saved as a whole (``Broker.set_topic_configs``), as Kafka 3.9's controller does: SET (0) sets,
+DELETE (1) removes the override (deleting an unknown or absent key is a no-op), APPEND (2) and
+SUBTRACT (3) edit the comma-separated value of a LIST config (cleanup.policy, the throttled
+replica lists), starting from the default when there is no override; on any other config they
+are INVALID_CONFIG ("Can't APPEND to key x because its type is not LIST."). Checks and messages
+otherwise match AlterConfigs: duplicate resource or key and a null value for anything but DELETE
+are INVALID_REQUEST, an unknown operation INVALID_REQUEST, bad configs INVALID_CONFIG, an unknown
+topic UNKNOWN_TOPIC_OR_PARTITION. ``validate_only`` checks without saving.
+
+BROKER resources: deletes succeed (there is nothing to delete), any other operation is
+INVALID_REQUEST "Cannot update these configs dynamically: Set(...)": we have no dynamic broker
+configs. BROKER_LOGGER and other resource types are INVALID_REQUEST.
+
+Not implemented: authorization, alter-config policies, dynamic broker configs, BROKER_LOGGER
+(log4j levels) and CLIENT_METRICS resources.
+"""
+
+from __future__ import annotations
+
+import enum
+
+from rivven_kproto.broker.topics import TOPIC_CONFIGS, is_list_config
+from rivven_kproto.codec.errors import Errors, KafkaError
+from rivven_kproto.codec.messages.incremental_alter_configs import (
+    AlterableConfig,
+    AlterConfigsResource,
+    AlterConfigsResourceResponse,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+)
+from rivven_kproto.server.context import RequestContext
+
+from .alter_configs import (
+    check_broker_resource,
+    check_config_names,
+    check_nulls,
+    duplicate_resources,
+    refuse_broker_changes,
+    save_topic_configs,
+)
+from .describe_configs import BROKER, TOPIC
+
+API_KEY = IncrementalAlterConfigsRequest.API_KEY
+
+
+class OpType(enum.IntEnum):
+    SET = 0
+    DELETE = 1
+    APPEND = 2
+    SUBTRACT = 3
+
+
+_OP_CODES = frozenset(int(op) for op in OpType)
+
+
+def handle(
+    ctx: RequestContext, request: IncrementalAlterConfigsRequest, version: int
+) -> IncrementalAlterConfigsResponse:
+    duplicates = duplicate_resources(request.resources)
+    responses = []
+    for resource in request.resources:
+        try:
+            if (resource.resource_type, resource.resource_name) in duplicates:
+                raise KafkaError(Errors.INVALID_REQUEST, "Each resource must appear at most once.")
+            check_config_names([config.name for config in resource.configs])
+            check_nulls(
+                [c.name for c in resource.configs if c.config_operation != OpType.DELETE and c.value is None]
+            )
+            for config in resource.configs:
+                if config.config_operation not in _OP_CODES:
+                    raise KafkaError(
+                        Errors.INVALID_REQUEST, f"Unknown operations type {config.config_operation}"
+                    )
+            _alter(ctx, resource, request.validate_only)
+        except KafkaError as exc:
+            responses.append(_response(resource, exc.error, exc.message))
+        else:
+            responses.append(_response(resource, Errors.NONE, None))
+    return IncrementalAlterConfigsResponse(responses=responses)
+
+
+def _alter(ctx: RequestContext, resource: AlterConfigsResource, validate_only: bool) -> None:
+    if resource.resource_type == BROKER:
+        check_broker_resource(ctx, resource.resource_name)
+        refuse_broker_changes([c.name for c in resource.configs if c.config_operation != OpType.DELETE])
+    elif resource.resource_type == TOPIC:
+        topic = ctx.broker.topics.get(resource.resource_name)
+        current = dict(topic.meta.configs) if topic is not None else {}
+        configs = apply_operations(current, resource.configs)
+        save_topic_configs(ctx, resource.resource_name, configs, validate_only)
+    else:
+        raise KafkaError(Errors.INVALID_REQUEST, f"Unknown resource type {resource.resource_type}")
+
+
+def apply_operations(current: dict[str, str], operations: list[AlterableConfig]) -> dict[str, str]:
+    """The overrides after the operations (Kafka's incrementalAlterConfigResource), unvalidated."""
+    configs = dict(current)
+    for op in operations:
+        kind = OpType(op.config_operation)
+        if kind == OpType.SET:
+            configs[op.name] = op.value or ""
+        elif kind == OpType.DELETE:
+            configs.pop(op.name, None)
+        else:
+            if not is_list_config(op.name):
+                raise KafkaError(
+                    Errors.INVALID_CONFIG, f"Can't {kind.name} to key {op.name} because its type is not LIST."
+                )
+            base = configs.get(op.name, TOPIC_CONFIGS[op.name].default)
+            items = [item for item in base.split(",") if item]
+            for value in _java_split(op.value or ""):
+                if kind == OpType.APPEND and value not in items:
+                    items.append(value)
+                elif kind == OpType.SUBTRACT and value in items:
+                    items.remove(value)
+            configs[op.name] = ",".join(items)
+    return configs
+
+
+def _java_split(text: str) -> list[str]:
+    """Java's String.split(","): trailing empty strings dropped; without a comma, [text]."""
+    if "," not in text:
+        return [text]
+    parts = text.split(",")
+    while parts and parts[-1] == "":
+        parts.pop()
+    return parts
+
+
+def _response(
+    resource: AlterConfigsResource, error: Errors, message: str | None
+) -> AlterConfigsResourceResponse:
+    return AlterConfigsResourceResponse(
+        error_code=int(error),
+        error_message=message,
+        resource_type=resource.resource_type,
+        resource_name=resource.resource_name,
+    )

@@ -1,0 +1,95 @@
+"""ListOffsets (key 2), versions 1-7: find offsets by timestamp, or the log's bounds.
+
+Timestamps: -1 latest (the high watermark, or the last stable offset for read_committed from v2),
+-2 earliest (the log start offset), -3 (v7) the batch holding the largest timestamp, >= 0 the
+first batch whose max timestamp reaches it. As in Kafka, a lookup that finds nothing (or only
+offsets past what the isolation level may see) answers offset -1, timestamp -1, leader epoch -1;
+the same partition named twice answers INVALID_REQUEST for both.
+
+Not implemented: v0's ``old_style_offsets`` (not served), v8+'s -4/-5 (tiered storage). Timestamp
+lookups work at batch granularity: the offset is the found batch's base offset (or the log start
+offset), as the log does not decode records.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+
+from rivven_kproto.broker.log.partition_log import LEADER_EPOCH
+from rivven_kproto.codec.errors import Errors, KafkaError
+from rivven_kproto.codec.messages.list_offsets import (
+    ListOffsetsPartition,
+    ListOffsetsPartitionResponse,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    ListOffsetsTopicResponse,
+)
+from rivven_kproto.server.context import RequestContext
+
+from .fetch import READ_COMMITTED, check_leader_epoch, high_watermark, last_stable_offset
+
+log = logging.getLogger(__name__)
+
+API_KEY = ListOffsetsRequest.API_KEY
+
+LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = -2
+MAX_TIMESTAMP = -3
+UNKNOWN = -1
+
+
+def handle(ctx: RequestContext, request: ListOffsetsRequest, version: int) -> ListOffsetsResponse:
+    counts = Counter((topic.name, p.partition_index) for topic in request.topics for p in topic.partitions)
+    read_committed = version >= 2 and request.isolation_level == READ_COMMITTED
+    topics = []
+    for topic in request.topics:
+        partitions = []
+        for wanted in topic.partitions:
+            if counts[(topic.name, wanted.partition_index)] > 1:
+                partitions.append(_error(wanted.partition_index, Errors.INVALID_REQUEST))
+            else:
+                partitions.append(_list_offset(ctx, topic.name, wanted, read_committed, version))
+        topics.append(ListOffsetsTopicResponse(name=topic.name, partitions=partitions))
+    return ListOffsetsResponse(throttle_time_ms=0, topics=topics)
+
+
+def _list_offset(
+    ctx: RequestContext, topic: str, wanted: ListOffsetsPartition, read_committed: bool, version: int
+) -> ListOffsetsPartitionResponse:
+    try:
+        partition = ctx.broker.partition(topic, wanted.partition_index)
+        check_leader_epoch(wanted.current_leader_epoch)
+        fetchable = last_stable_offset(partition) if read_committed else high_watermark(partition)
+        found: tuple[int, int] | None
+        if wanted.timestamp == LATEST_TIMESTAMP:
+            found = fetchable, UNKNOWN
+        elif wanted.timestamp == EARLIEST_TIMESTAMP:
+            found = partition.log_start_offset, UNKNOWN
+        else:
+            if wanted.timestamp == MAX_TIMESTAMP:
+                found = partition.max_timestamp_offset()
+            else:
+                found = partition.offset_for_timestamp(wanted.timestamp)
+            # Kafka hides what a consumer of this isolation level could not fetch yet.
+            if found is not None and found[0] >= fetchable:
+                found = None
+    except KafkaError as exc:
+        log.debug("list offsets %s-%d: %s", topic, wanted.partition_index, exc)
+        return _error(wanted.partition_index, exc.error)
+    if found is None:
+        return _error(wanted.partition_index, Errors.NONE)
+    offset, timestamp = found
+    return ListOffsetsPartitionResponse(
+        partition_index=wanted.partition_index,
+        error_code=Errors.NONE,
+        timestamp=timestamp,
+        offset=offset,
+        leader_epoch=LEADER_EPOCH if version >= 4 else -1,
+    )
+
+
+def _error(index: int, error: Errors) -> ListOffsetsPartitionResponse:
+    return ListOffsetsPartitionResponse(
+        partition_index=index, error_code=error, timestamp=UNKNOWN, offset=UNKNOWN, leader_epoch=-1
+    )

@@ -1,0 +1,150 @@
+"""Metadata (key 3), versions 0-12: brokers, cluster id, controller and topic layout.
+
+This node is the only broker, the controller and the leader of every partition (replicas and ISR
+are just this node, leader epoch 0). A request naming topics that do not exist creates them when
+``auto.create.topics.enable`` is on and the client allows it (v4+; always before v4), as Kafka
+does. Kafka answers LEADER_NOT_AVAILABLE for a topic it has just started creating; we create it
+synchronously, so we answer NONE with its partitions at once and save the client a retry.
+
+Not implemented: topic ids (every topic id is zero, so a lookup by id in v12 answers
+UNKNOWN_TOPIC_ID), authorization (authorized-operation bitfields, when asked for, grant everything
+a Kafka broker without an authorizer grants), racks. Kafka's internal topic names
+(``__consumer_offsets``, ``__transaction_state``) are never auto-created: our coordinators do not
+live in topics, and a user topic by that name would only confuse tools.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+from rivven_kproto.broker.broker import Topic
+from rivven_kproto.broker.log.partition_log import LEADER_EPOCH
+from rivven_kproto.broker.topics import validate_topic_name
+from rivven_kproto.codec.errors import Errors, KafkaError
+from rivven_kproto.codec.messages.metadata import (
+    MetadataRequest,
+    MetadataRequestTopic,
+    MetadataResponse,
+    MetadataResponseBroker,
+    MetadataResponsePartition,
+    MetadataResponseTopic,
+)
+from rivven_kproto.server.context import RequestContext
+
+log = logging.getLogger(__name__)
+
+API_KEY = MetadataRequest.API_KEY
+
+ZERO_TOPIC_ID = uuid.UUID(int=0)
+# Schema default meaning "not requested" for authorized-operation fields.
+OPERATIONS_NOT_REQUESTED = -2147483648
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
+def _bitfield(*operations: int) -> int:
+    """Kafka's Utils.to32BitField over AclOperation codes."""
+    field = 0
+    for code in operations:
+        field |= 1 << code
+    return field
+
+
+# AclOperation codes: CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9, DESCRIBE_CONFIGS 10,
+# ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12, READ 3, WRITE 4. These are the operations Kafka supports
+# on each resource type, all granted by a broker without an authorizer.
+TOPIC_AUTHORIZED_OPERATIONS = _bitfield(3, 4, 5, 6, 7, 8, 10, 11)
+CLUSTER_AUTHORIZED_OPERATIONS = _bitfield(5, 7, 8, 9, 10, 11, 12)
+
+
+def handle(ctx: RequestContext, request: MetadataRequest, version: int) -> MetadataResponse:
+    broker = ctx.broker
+    all_topics = request.topics is None or (version == 0 and not request.topics)
+    if all_topics:
+        topics = [describe_topic(ctx, topic) for _, topic in sorted(broker.topics.items())]
+    else:
+        allow_create = ctx.config.auto_create_topics and request.allow_auto_topic_creation
+        topics = _requested_topics(ctx, request.topics or [], allow_create, version)
+    if version >= 8 and request.include_topic_authorized_operations:
+        for entry in topics:
+            entry.topic_authorized_operations = TOPIC_AUTHORIZED_OPERATIONS
+    cluster_operations = OPERATIONS_NOT_REQUESTED
+    if 8 <= version <= 10 and request.include_cluster_authorized_operations:
+        cluster_operations = CLUSTER_AUTHORIZED_OPERATIONS
+    return MetadataResponse(
+        throttle_time_ms=0,
+        brokers=[this_broker(ctx)],
+        cluster_id=broker.cluster_id,
+        controller_id=ctx.config.node_id,
+        topics=topics,
+        cluster_authorized_operations=cluster_operations,
+    )
+
+
+def this_broker(ctx: RequestContext) -> MetadataResponseBroker:
+    host, port = ctx.advertised
+    return MetadataResponseBroker(node_id=ctx.config.node_id, host=host, port=port, rack=None)
+
+
+def describe_topic(ctx: RequestContext, topic: Topic) -> MetadataResponseTopic:
+    node = ctx.config.node_id
+    partitions = [
+        MetadataResponsePartition(
+            error_code=Errors.NONE,
+            partition_index=index,
+            leader_id=node,
+            leader_epoch=LEADER_EPOCH,
+            replica_nodes=[node],
+            isr_nodes=[node],
+            offline_replicas=[],
+        )
+        for index in range(len(topic.partitions))
+    ]
+    return MetadataResponseTopic(
+        error_code=Errors.NONE, name=topic.name, topic_id=ZERO_TOPIC_ID, is_internal=False, partitions=partitions
+    )
+
+
+def _error_topic(error: Errors, name: str | None) -> MetadataResponseTopic:
+    return MetadataResponseTopic(
+        error_code=error, name=name, topic_id=ZERO_TOPIC_ID, is_internal=name in INTERNAL_TOPICS, partitions=[]
+    )
+
+
+def _requested_topics(
+    ctx: RequestContext, requested: list[MetadataRequestTopic], allow_create: bool, version: int
+) -> list[MetadataResponseTopic]:
+    """Answer each named topic once, in request order (Kafka dedupes through a set)."""
+    answers: list[MetadataResponseTopic] = []
+    seen: set[str] = set()
+    for entry in requested:
+        if entry.name is None:
+            # By id (v12): no topic has a non-zero id, so none is ever found. Before v12 a null
+            # name is malformed, and the response cannot carry a null name.
+            answers.append(_error_topic(Errors.UNKNOWN_TOPIC_ID, None) if version >= 12
+                           else _error_topic(Errors.INVALID_REQUEST, ""))
+            continue
+        if entry.name in seen:
+            continue
+        seen.add(entry.name)
+        answers.append(_named_topic(ctx, entry.name, allow_create))
+    return answers
+
+
+def _named_topic(ctx: RequestContext, name: str, allow_create: bool) -> MetadataResponseTopic:
+    topic = ctx.broker.topics.get(name)
+    if topic is not None:
+        return describe_topic(ctx, topic)
+    try:
+        validate_topic_name(name)
+    except KafkaError as exc:
+        return _error_topic(exc.error, name)
+    if not allow_create or name in INTERNAL_TOPICS:
+        return _error_topic(Errors.UNKNOWN_TOPIC_OR_PARTITION, name)
+    try:
+        ctx.broker.create_topic(name, -1, -1, {}, ctx.now_ms)
+    except KafkaError as exc:
+        log.warning("auto-creating topic %s failed: %s", name, exc)
+        return _error_topic(exc.error, name)
+    log.info("auto-created topic %s for client %s", name, ctx.client_id)
+    return describe_topic(ctx, ctx.broker.topic(name))

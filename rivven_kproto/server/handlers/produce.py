@@ -1,0 +1,101 @@
+"""Produce (0): v3-11 served; v0-2 are decoded only to answer UNSUPPORTED_VERSION, as Kafka 4 does.
+
+Each partition's data must be exactly one RecordBatch v2 (Kafka's rule for v3+); the log validates
+and appends it as bytes. A topic whose ``compression.type`` is not ``producer`` gets the batch
+recompressed, as Kafka does. Not yet implemented: idempotent/transactional producer state (the
+transactional batches of a producer without a coordinator are refused with INVALID_TXN_STATE).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from rivven_kproto.codec.compression import Compression
+from rivven_kproto.codec.errors import Errors, KafkaError
+from rivven_kproto.codec.messages.produce import (
+    PartitionProduceData,
+    PartitionProduceResponse,
+    ProduceRequest,
+    ProduceResponse,
+    TopicProduceResponse,
+)
+from rivven_kproto.codec.records.batch import BatchFormatError, iter_headers, parse_header
+from rivven_kproto.codec.records.records import recompress_batch
+
+from ..context import RequestContext
+
+API_KEY = 0
+MIN_SERVED_VERSION = 3
+log = logging.getLogger(__name__)
+
+_TOPIC_COMPRESSION = {
+    "uncompressed": Compression.NONE,
+    "gzip": Compression.GZIP,
+    "snappy": Compression.SNAPPY,
+    "lz4": Compression.LZ4,
+    "zstd": Compression.ZSTD,
+}
+
+
+def handle(ctx: RequestContext, request: ProduceRequest, version: int) -> ProduceResponse:
+    responses = []
+    for topic_data in request.topic_data:
+        partitions = [
+            _produce_partition(ctx, request, version, topic_data.name, data) for data in topic_data.partition_data
+        ]
+        responses.append(TopicProduceResponse(name=topic_data.name, partition_responses=partitions))
+    return ProduceResponse(responses=responses, throttle_time_ms=0)
+
+
+def _error(index: int, error: Errors, message: str | None = None) -> PartitionProduceResponse:
+    return PartitionProduceResponse(
+        index=index, error_code=error, base_offset=-1, log_append_time_ms=-1, log_start_offset=-1,
+        error_message=message,
+    )
+
+
+def _produce_partition(
+    ctx: RequestContext, request: ProduceRequest, version: int, topic: str, data: PartitionProduceData
+) -> PartitionProduceResponse:
+    if version < MIN_SERVED_VERSION:
+        return _error(data.index, Errors.UNSUPPORTED_VERSION, "Produce v0-2 (message format v0/v1) is not supported")
+    if request.acks not in (-1, 0, 1):
+        return _error(data.index, Errors.INVALID_REQUIRED_ACKS)
+    try:
+        log_ = ctx.broker.partition(topic, data.index)
+        records = _single_batch(data.records)
+        header = parse_header(records)
+        if header.is_transactional:
+            raise KafkaError(Errors.INVALID_TXN_STATE, "no transaction is ongoing for this producer")
+        codec = _TOPIC_COMPRESSION.get(ctx.broker.topic(topic).compression_type)
+        if codec is not None and codec != header.compression:
+            records = recompress_batch(records, codec)
+        info = log_.append(records, ctx.now_ms)
+    except KafkaError as exc:
+        return _error(data.index, exc.error, exc.message)
+    except (BatchFormatError, ValueError) as exc:
+        log.info("rejecting a corrupt batch for %s-%d: %s", topic, data.index, exc)
+        return _error(data.index, Errors.CORRUPT_MESSAGE, str(exc))
+    ctx.appended = True
+    ctx.touched.append(log_)
+    return PartitionProduceResponse(
+        index=data.index,
+        error_code=Errors.NONE,
+        base_offset=info.base_offset,
+        log_append_time_ms=info.log_append_time,
+        log_start_offset=info.log_start_offset,
+        error_message=None,
+    )
+
+
+def _single_batch(records: bytes | None) -> bytes:
+    """Kafka: produce v3+ carries exactly one record batch per partition."""
+    if not records:
+        raise KafkaError(Errors.INVALID_RECORD, "Produce request carries no record batch")
+    batches = list(iter_headers(records))
+    if len(batches) != 1 or batches[0][1].size != len(records):
+        raise KafkaError(
+            Errors.INVALID_RECORD,
+            f"Produce requests with version 3+ must contain exactly one record batch, got {len(batches)}",
+        )
+    return records

@@ -24,6 +24,7 @@ from . import (
     describe_cluster,
     describe_configs,
     fetch,
+    find_coordinator,
     incremental_alter_configs,
     list_offsets,
     metadata,
@@ -44,6 +45,7 @@ _MODULES: list[ModuleType] = [
     incremental_alter_configs,
     describe_cluster,
     delete_records,
+    find_coordinator,
 ]
 
 

@@ -240,11 +240,12 @@ def test_timestamp_lookups(tmp_path: Path) -> None:
     log = open_log(tmp_path, segment_bytes=400, index_interval_bytes=50)
     for i in range(20):
         log.append(make_batch(2, ts=NOW + 10 * i), NOW)
-    assert log.offset_for_timestamp(0) == (0, NOW + 1)
-    assert log.offset_for_timestamp(NOW + 55) == (12, NOW + 61)
-    assert log.offset_for_timestamp(NOW + 60) == (12, NOW + 61)
+    # record-exact, as Kafka: batch i holds offsets 2i, 2i+1 stamped NOW+10i, NOW+10i+1
+    assert log.offset_for_timestamp(0) == (0, NOW)
+    assert log.offset_for_timestamp(NOW + 55) == (12, NOW + 60)
+    assert log.offset_for_timestamp(NOW + 61) == (13, NOW + 61)
     assert log.offset_for_timestamp(NOW + 10_000) is None
-    assert log.max_timestamp_offset() == (38, NOW + 191)
+    assert log.max_timestamp_offset() == (39, NOW + 191)
 
 
 def test_flush_moves_the_recovery_point(tmp_path: Path) -> None:

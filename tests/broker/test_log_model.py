@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from rivven_kproto.broker.log.partition_log import PartitionLog
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.records.batch import parse_header
+from rivven_kproto.codec.records.records import decode_batch
 
 from .log_helpers import NOW, crash, make_batch, open_log, segment_files, with_offset
 
@@ -55,20 +56,20 @@ class Model:
             total += len(batch)
         return b"".join(out)
 
+    def _records(self) -> list[tuple[int, int]]:
+        return [(o, ts) for batch in self.batches for o, ts, _ in decode_batch(batch, verify_crc=False).iter_absolute()]
+
     def for_timestamp(self, ts: int) -> tuple[int, int] | None:
-        for batch in self.batches:
-            header = parse_header(batch)
-            if header.next_offset > self.start and header.max_timestamp >= ts:
-                return max(header.base_offset, self.start), header.max_timestamp
-        return None
+        return next(((o, t) for o, t in self._records() if o >= self.start and t >= ts), None)
 
     def max_timestamp(self) -> tuple[int, int] | None:
-        best = None
-        for batch in self.batches:
-            header = parse_header(batch)
-            if best is None or header.max_timestamp > best[1]:
-                best = header.base_offset, header.max_timestamp
-        return best
+        records = self._records()
+        if not records:
+            return None
+        top = max(t for _, t in records)
+        return next((o, t) for o, t in records if t == top and o >= self.start) if any(
+            o >= self.start and t == top for o, t in records
+        ) else (max(self.start, next(o for o, t in records if t == top)), top)
 
 
 def _check_read(log: PartitionLog, model: Model, offset: int, max_bytes: int, upper: int | None) -> None:

@@ -123,7 +123,7 @@ def test_damaged_indexes_are_rebuilt(tmp_path: Path, damage: str) -> None:
     for offset in range(log.log_end_offset):
         first = headers(log.read(offset, 1).data)[0]
         assert first.base_offset <= offset < first.next_offset
-    assert log.offset_for_timestamp(NOW + 17) == (32, NOW + 17)
+    assert log.offset_for_timestamp(NOW + 17) == (33, NOW + 17)
     assert all(p.stat().st_size > 0 for p in segment_files(tmp_path, ".index"))
 
 

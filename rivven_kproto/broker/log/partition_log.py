@@ -29,6 +29,7 @@ from rivven_kproto.broker.log.segment import LOG_SUFFIX, MAX_RELATIVE_OFFSET, Se
 from rivven_kproto.broker.log.validation import check_offsets, stamp_batches, validate_batches
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.records.batch import BatchHeader
+from rivven_kproto.codec.records.records import decode_batch
 
 logger = logging.getLogger(__name__)
 
@@ -259,10 +260,9 @@ class PartitionLog:
         return ReadResult(b"".join(parts), start, end)
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
-        """(offset, timestamp) of the first batch whose max timestamp >= ``timestamp``.
+        """(offset, timestamp) of the first record whose timestamp >= ``timestamp``.
 
-        Batch granularity: the offset is the batch's base offset (or the log start offset when
-        the batch straddles it) and the timestamp its max timestamp; records are not decoded.
+        The indexes find the batch; that one batch is then decoded for the exact record.
         """
         self._check_open()
         for segment in self._segments:
@@ -270,17 +270,41 @@ class PartitionLog:
                 continue
             found = segment.find_timestamp(timestamp, self._log_start_offset)
             if found is not None:
-                return max(found[0], self._log_start_offset), found[1]
+                return self._exact_record(found[0], lambda ts: ts >= timestamp) or (
+                    max(found[0], self._log_start_offset),
+                    found[1],
+                )
         return None
 
     def max_timestamp_offset(self) -> tuple[int, int] | None:
-        """(base offset of the batch, timestamp) of the largest timestamp, for ListOffsets -3."""
+        """(offset, timestamp) of the record with the largest timestamp, for ListOffsets -3."""
         self._check_open()
         best: tuple[int, int] | None = None
         for segment in self._segments:
             if segment.offset_of_max_timestamp >= 0 and (best is None or segment.max_timestamp > best[1]):
                 best = max(segment.offset_of_max_timestamp, self._log_start_offset), segment.max_timestamp
-        return best
+        if best is None:
+            return None
+        target = best[1]
+        return self._exact_record(best[0], lambda ts: ts == target) or best
+
+    def _exact_record(self, batch_offset: int, wanted: Callable[[int], bool]) -> tuple[int, int] | None:
+        """Narrow a batch-level answer to the first record in that batch matching ``wanted``.
+
+        Only ListOffsets by timestamp comes here (never produce or fetch), so decoding the one
+        batch is affordable and gives Kafka's record-exact answer.
+        """
+        data = self.read(max(batch_offset, self._log_start_offset), 1).data
+        if not data:
+            return None
+        try:
+            batch = decode_batch(data, 0, verify_crc=False)
+        except ValueError:
+            return None
+        for offset, ts, _record in batch.iter_absolute():
+            if offset >= self._log_start_offset and wanted(ts):
+                return offset, ts
+        return None
 
     # -- retention and DeleteRecords -------------------------------------------------------------
 

@@ -1,0 +1,66 @@
+"""The typed broker config: defaults, server.properties, KPROTO_* env and flags, in that precedence."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rivven_kproto.broker.config import BrokerConfig, ConfigError, load_config, parse_host_port
+
+
+def test_defaults() -> None:
+    config = load_config()
+    assert (config.listen_host, config.listen_port) == ("127.0.0.1", 9092)
+    assert config.advertised == ("localhost", 9092)
+    assert config.data_dir == Path("kproto-data")
+    assert config.node_id == 0 and config.fsync == "interval" and config.auto_create_topics
+    assert config.socket_request_max_bytes == 100 * 1024 * 1024
+
+
+def test_file_then_env_then_flags(tmp_path: Path) -> None:
+    props = tmp_path / "server.properties"
+    props.write_text(
+        "# comment\nnum.partitions=3\nauto.create.topics.enable=false\nlog.segment.bytes: 1048576\n"
+        "log.retention.hours=2\nlisteners=PLAINTEXT://0.0.0.0:9093\nlog.dirs=/var/kproto\n"
+    )
+    config = load_config(props)
+    assert config.num_partitions == 3 and not config.auto_create_topics
+    assert config.log.segment_bytes == 1048576 and config.log.retention_ms == 2 * 3_600_000
+    assert (config.listen_host, config.listen_port) == ("0.0.0.0", 9093)
+    assert config.data_dir == Path("/var/kproto")
+
+    env = {"KPROTO_NUM_PARTITIONS": "5", "KPROTO_FSYNC": "always", "HOME": "/root"}
+    config = load_config(props, env)
+    assert config.num_partitions == 5 and config.fsync == "always"
+
+    config = load_config(props, env, {"listen": "127.0.0.1:0", "fsync": "never", "data.dir": None})
+    assert config.listen_port == 0 and config.fsync == "never" and config.data_dir == Path("/var/kproto")
+    assert config.with_port(4242).advertised == ("localhost", 4242)
+
+
+@pytest.mark.parametrize(
+    "props",
+    [
+        {"num.partitions": "zero"},
+        {"num.partitions": "0"},
+        {"auto.create.topics.enable": "maybe"},
+        {"fsync": "sometimes"},
+        {"log.segment.bytes": "-5"},
+        {"listen": "nohostport"},
+    ],
+)
+def test_bad_values_are_config_errors(props: dict[str, str]) -> None:
+    with pytest.raises(ConfigError):
+        load_config(None, None, props)
+
+
+def test_missing_file_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_config(tmp_path / "missing.properties")
+
+
+def test_parse_host_port() -> None:
+    assert parse_host_port("PLAINTEXT://example:19092") == ("example", 19092)
+    assert parse_host_port(":9092") == ("0.0.0.0", 9092)
+    assert BrokerConfig(advertised_port=1).advertised == ("localhost", 1)

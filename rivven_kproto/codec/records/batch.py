@@ -56,25 +56,13 @@ _INT64 = struct.Struct(">q")
 _INT32 = struct.Struct(">i")
 
 
-class BatchHeader(NamedTuple):
-    base_offset: int
-    batch_length: int
-    partition_leader_epoch: int
-    magic: int
-    crc: int
-    attributes: int
-    last_offset_delta: int
-    base_timestamp: int
-    max_timestamp: int
-    producer_id: int
-    producer_epoch: int
-    base_sequence: int
-    records_count: int
+class BatchAttributes:
+    """What the attribute bits and offset deltas mean; shared by the header view and full batches."""
 
-    @property
-    def size(self) -> int:
-        """Bytes the whole batch occupies, header included."""
-        return LOG_OVERHEAD + self.batch_length
+    attributes: int
+    base_offset: int
+    last_offset_delta: int
+    base_sequence: int
 
     @property
     def last_offset(self) -> int:
@@ -102,10 +90,41 @@ class BatchHeader(NamedTuple):
         return bool(self.attributes & CONTROL_MASK)
 
     @property
+    def has_delete_horizon(self) -> bool:
+        return bool(self.attributes & DELETE_HORIZON_MASK)
+
+    @property
     def last_sequence(self) -> int:
         if self.base_sequence == NO_SEQUENCE:
             return NO_SEQUENCE
         return (self.base_sequence + self.last_offset_delta) & 0x7FFFFFFF
+
+
+class _HeaderFields(NamedTuple):
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records_count: int
+
+
+class BatchHeader(_HeaderFields, BatchAttributes):
+    """The 61-byte header as a tuple (one ``struct.unpack_from``)."""
+
+    __slots__ = ()
+
+    @property
+    def size(self) -> int:
+        """Bytes the whole batch occupies, header included."""
+        return LOG_OVERHEAD + self.batch_length
 
 
 class BatchFormatError(ValueError):

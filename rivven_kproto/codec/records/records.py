@@ -36,7 +36,6 @@ from ..varint import VarintError, decode_varint, decode_varlong, encode_varint, 
 from .batch import (
     COMPRESSION_MASK,
     CONTROL_MASK,
-    DELETE_HORIZON_MASK,
     HEADER_SIZE,
     LOG_OVERHEAD,
     NO_PRODUCER_EPOCH,
@@ -44,6 +43,7 @@ from .batch import (
     NO_SEQUENCE,
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_MASK,
+    BatchAttributes,
     BatchFormatError,
     compute_crc,
     parse_header,
@@ -82,7 +82,7 @@ class Record:
 
 
 @dataclass
-class RecordBatch:
+class RecordBatch(BatchAttributes):
     """A decoded batch: the header fields in wire order, then the records."""
 
     base_offset: int
@@ -99,33 +99,8 @@ class RecordBatch:
     records: list[Record]
 
     @property
-    def compression(self) -> Compression:
+    def compression(self) -> Compression:  # type: ignore[override]
         return codec_of(self.attributes & COMPRESSION_MASK)
-
-    @property
-    def timestamp_type(self) -> int:
-        """0 = CreateTime, 1 = LogAppendTime."""
-        return 1 if self.attributes & TIMESTAMP_TYPE_MASK else 0
-
-    @property
-    def is_transactional(self) -> bool:
-        return bool(self.attributes & TRANSACTIONAL_MASK)
-
-    @property
-    def is_control(self) -> bool:
-        return bool(self.attributes & CONTROL_MASK)
-
-    @property
-    def has_delete_horizon(self) -> bool:
-        return bool(self.attributes & DELETE_HORIZON_MASK)
-
-    @property
-    def last_offset(self) -> int:
-        return self.base_offset + self.last_offset_delta
-
-    @property
-    def next_offset(self) -> int:
-        return self.base_offset + self.last_offset_delta + 1
 
     def offset_of(self, record: Record) -> int:
         return self.base_offset + record.offset_delta

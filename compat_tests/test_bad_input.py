@@ -73,8 +73,9 @@ def test_advertised_apis_are_exactly_those_served(broker: BrokerProcess) -> None
     sock = raw_client.connect(broker.bootstrap)
     response = raw_client.call(sock, ApiVersionsRequest(client_software_name="raw", client_software_version="1"), 3)
     keys = {k.api_key for k in response.api_keys}
-    assert {0, 1, 2, 3, 18, 19, 20, 21, 32, 33, 37, 44, 60} <= keys
-    assert 22 not in keys  # InitProducerId is not advertised until idempotence is served
+    assert {0, 1, 2, 3, 10, 18, 19, 20, 21, 22, 32, 33, 37, 44, 60} <= keys
+    assert 22 in keys  # InitProducerId: idempotent producers
+    assert 24 not in keys  # AddPartitionsToTxn is not advertised until transactions are served
     for key in keys:  # every advertised API answers its highest version
         assert key in raw_client.REQUESTS
 

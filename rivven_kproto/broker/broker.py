@@ -24,6 +24,7 @@ from .config import BrokerConfig
 from .log.checkpoint import write_atomic
 from .log.config import LogConfig
 from .log.partition_log import PartitionLog
+from .producer_ids import ProducerIdAllocator
 from .topics import (
     TOPIC_CONFIG_DEFAULTS,
     ConfigEntry,
@@ -73,6 +74,7 @@ class Broker:
         meta_dir.mkdir(parents=True, exist_ok=True)
         self.cluster_id = self._load_cluster_id(meta_dir)
         self.store = TopicStore(meta_dir)
+        self.producer_ids = ProducerIdAllocator(meta_dir)
         self.topics: dict[str, Topic] = {}
         for meta in self.store.topics.values():
             topic = Topic(meta, self._log_config(meta.configs))
@@ -267,6 +269,19 @@ class Broker:
     def apply_retention(self, now_ms: int) -> None:
         for partition in self.all_partitions():
             partition.apply_retention(now_ms)
+
+    def expire_producers(self, now_ms: int) -> int:
+        """Drop idempotent producers idle past ``producer.id.expiration.ms``."""
+        expiration = self.config.producer_id_expiration_ms
+        return sum(p.producers.expire(now_ms, expiration) for p in self.all_partitions())
+
+    @property
+    def idempotent_producers_active(self) -> int:
+        return sum(p.producers.active for p in self.all_partitions())
+
+    @property
+    def idempotent_duplicates_total(self) -> int:
+        return sum(p.producers.duplicates for p in self.all_partitions())
 
     def flush_all(self) -> None:
         for partition in self.all_partitions():

@@ -51,6 +51,7 @@ class BrokerConfig:
     socket_request_max_bytes: int = 100 * 1024 * 1024
     connections_max_idle_ms: int = 600_000
     retention_check_interval_ms: int = 300_000
+    producer_id_expiration_ms: int = 86_400_000
     log: LogConfig = field(default_factory=LogConfig)
 
     def with_port(self, port: int) -> BrokerConfig:
@@ -151,6 +152,8 @@ def _apply(config: BrokerConfig, props: Mapping[str, str]) -> BrokerConfig:
             changes["socket_request_max_bytes"] = _int(key, value, 1)
         elif key == "connections.max.idle.ms":
             changes["connections_max_idle_ms"] = _int(key, value, 1)
+        elif key == "producer.id.expiration.ms":
+            changes["producer_id_expiration_ms"] = _int(key, value, 1)
         elif key == "log.retention.check.interval.ms":
             changes["retention_check_interval_ms"] = _int(key, value, 1)
         elif key in ("log.retention.hours", "log.retention.minutes"):

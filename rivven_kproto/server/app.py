@@ -135,7 +135,9 @@ class Server:
     async def _retention_loop(self) -> None:
         while True:
             await trio.sleep(self.config.retention_check_interval_ms / 1000)
-            self.broker.apply_retention(wall_clock_ms())
+            now = wall_clock_ms()
+            self.broker.apply_retention(now)
+            self.broker.expire_producers(now)
 
     async def drain(self) -> None:
         """Stop reading new requests; wait (bounded) for in-flight ones to finish."""

@@ -27,8 +27,9 @@ from rivven_kproto.broker.log import checkpoint
 from rivven_kproto.broker.log.config import LogConfig
 from rivven_kproto.broker.log.segment import LOG_SUFFIX, MAX_RELATIVE_OFFSET, Segment
 from rivven_kproto.broker.log.validation import check_offsets, stamp_batches, validate_batches
+from rivven_kproto.broker.producer_state import BatchMeta, ProducerStateManager
 from rivven_kproto.codec.errors import Errors, KafkaError
-from rivven_kproto.codec.records.batch import BatchHeader
+from rivven_kproto.codec.records.batch import BatchHeader, iter_headers
 from rivven_kproto.codec.records.records import decode_batch
 
 logger = logging.getLogger(__name__)
@@ -37,6 +38,7 @@ MARKER_FILE = "clean-shutdown"
 RECOVERY_POINT_FILE = "recovery-point"
 LOG_START_FILE = "log-start-offset"
 LEADER_EPOCH = 0
+REBUILD_CHUNK_BYTES = 8 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,7 @@ class AppendInfo:
     offset_of_max_timestamp: int
     batches: tuple[BatchHeader, ...]  # headers as written (offsets, timestamps, producer fields)
     size: int
+    duplicate: bool = False  # an idempotent retry: nothing written, offsets are the original ones
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,7 @@ class PartitionLog:
         self._dir_dirty = False
         self._closed = False
         self.last_flush_ms = now_ms
+        self.producers = ProducerStateManager(directory)
 
     # -- opening ---------------------------------------------------------------------------------
 
@@ -101,6 +105,7 @@ class PartitionLog:
         log._set_log_start_offset(start, persist=log_start is not None and start != log_start)
         if recovered:
             log.flush(now_ms)
+        log._rebuild_producer_state()
         logger.debug(
             "opened %s (%s): offsets [%d, %d), %d segments",
             directory,
@@ -165,6 +170,11 @@ class PartitionLog:
         self._check_open()
         batches = validate_batches(data, self.config, from_client=from_client)
         log_append_time = now_ms if self.config.log_append_time else -1
+        if from_client:
+            for _, header in batches:
+                duplicate = self.producers.check(header)
+                if duplicate is not None:
+                    return self._duplicate_info(duplicate, header)
         buf: bytes | bytearray = data
         if assign_offsets:
             stamped = bytearray(data)
@@ -191,6 +201,7 @@ class PartitionLog:
         except OSError as exc:
             logger.exception("append to %s failed", self.directory)
             raise KafkaError(Errors.KAFKA_STORAGE_ERROR, str(exc)) from exc
+        self.producers.update(headers)
         return AppendInfo(
             base_offset=headers[0].base_offset,
             last_offset=headers[-1].last_offset,
@@ -201,6 +212,33 @@ class PartitionLog:
             batches=headers,
             size=len(buf),
         )
+
+    def _duplicate_info(self, original: BatchMeta, header: BatchHeader) -> AppendInfo:
+        """Kafka answers a retried batch with the offsets it was first written at."""
+        return AppendInfo(
+            base_offset=original.first_offset,
+            last_offset=original.last_offset,
+            log_append_time=-1,
+            log_start_offset=self._log_start_offset,
+            max_timestamp=original.timestamp,
+            offset_of_max_timestamp=original.first_offset,
+            batches=(header,),
+            size=0,
+            duplicate=True,
+        )
+
+    def _rebuild_producer_state(self) -> None:
+        """Newest snapshot, then the batch headers written after it (records are not decoded)."""
+        end = self.log_end_offset
+        loaded = self.producers.load_latest_snapshot(end)
+        offset = max(loaded if loaded is not None else 0, self._log_start_offset)
+        while offset < end:
+            data = self.read(offset, REBUILD_CHUNK_BYTES).data
+            if not data:
+                break
+            headers = [header for _, header in iter_headers(data)]
+            self.producers.update(h for h in headers if h.next_offset > offset)
+            offset = headers[-1].next_offset
 
     def _maybe_roll(
         self, size: int, first_offset: int, last_offset: int, max_timestamp: int, now_ms: int
@@ -215,6 +253,7 @@ class PartitionLog:
             self._roll(first_offset, now_ms)
 
     def _roll(self, base_offset: int, now_ms: int) -> None:
+        self.producers.write_snapshot(base_offset)
         self._active.seal()
         segment = Segment(self.directory, base_offset, self.config.index_interval_bytes, now_ms)
         self._segments.append(segment)
@@ -390,6 +429,12 @@ class PartitionLog:
         if self._log_start_offset > self.log_end_offset:
             self._set_log_start_offset(self.log_end_offset)
         self._lower_recovery_point()
+        self._reset_producer_state()
+
+    def _reset_producer_state(self) -> None:
+        """After a truncation the producer table must forget the batches that are gone."""
+        self.producers = ProducerStateManager(self.directory)
+        self._rebuild_producer_state()
 
     def _truncate_fully(self, offset: int) -> None:
         for segment in self._segments:
@@ -401,6 +446,7 @@ class PartitionLog:
         self._dir_dirty = True
         self._set_log_start_offset(offset)
         self._lower_recovery_point()
+        self._reset_producer_state()
 
     def _lower_recovery_point(self) -> None:
         if self._recovery_point != self.log_end_offset:
@@ -433,6 +479,7 @@ class PartitionLog:
             return
         self._active.seal()
         self.flush()
+        self.producers.write_snapshot(self.log_end_offset)
         checkpoint.write_marker(self.directory / MARKER_FILE)
         for segment in self._segments:
             segment.close()

@@ -26,6 +26,7 @@ from . import (
     fetch,
     find_coordinator,
     incremental_alter_configs,
+    init_producer_id,
     list_offsets,
     metadata,
     produce,
@@ -46,6 +47,7 @@ _MODULES: list[ModuleType] = [
     describe_cluster,
     delete_records,
     find_coordinator,
+    init_producer_id,
 ]
 
 

@@ -2,8 +2,9 @@
 
 Each partition's data must be exactly one RecordBatch v2 (Kafka's rule for v3+); the log validates
 and appends it as bytes. A topic whose ``compression.type`` is not ``producer`` gets the batch
-recompressed, as Kafka does. Not yet implemented: idempotent/transactional producer state (the
-transactional batches of a producer without a coordinator are refused with INVALID_TXN_STATE).
+recompressed, as Kafka does. Idempotent batches are checked against the partition's producer
+state by the log (a retried duplicate is answered with its original offsets and not written).
+Not yet implemented: transactions (transactional batches are refused with INVALID_TXN_STATE).
 """
 
 from __future__ import annotations
@@ -76,8 +77,9 @@ def _produce_partition(
     except (BatchFormatError, ValueError) as exc:
         log.info("rejecting a corrupt batch for %s-%d: %s", topic, data.index, exc)
         return _error(data.index, Errors.CORRUPT_MESSAGE, str(exc))
-    ctx.appended = True
-    ctx.touched.append(log_)
+    if not info.duplicate:
+        ctx.appended = True
+        ctx.touched.append(log_)
     return PartitionProduceResponse(
         index=data.index,
         error_code=Errors.NONE,

@@ -1,0 +1,228 @@
+"""Per-partition idempotent-producer state: epochs and the last five batches of each producer id.
+
+Kafka's rules (ProducerStateManager / ProducerAppendInfo), applied before anything is written:
+
+* a batch whose (epoch, first sequence, last sequence) matches one of the producer's cached five
+  is a duplicate: nothing is written, and the caller answers with the original offsets;
+* an epoch older than the producer's current one is INVALID_PRODUCER_EPOCH;
+* a new epoch must start at sequence 0 (else OUT_OF_ORDER_SEQUENCE_NUMBER); an unknown producer
+  id with a sequence other than 0 is UNKNOWN_PRODUCER_ID;
+* within an epoch the first sequence must follow the last one (wrapping after int32 max), else
+  OUT_OF_ORDER_SEQUENCE_NUMBER (which is also what a duplicate older than the cache gets).
+
+Snapshot file (``<20-digit offset>.snapshot`` in the partition directory; the state of every
+batch below that offset): a JSON document ``{"version": 1, "offset": N, "producers": [[pid,
+epoch, last_timestamp, [[first_seq, last_seq, first_offset, last_offset, timestamp], ...]], ...]}``
+followed by the 8-byte big-endian xxh64 of the JSON bytes. Written atomically (temp file, fsync,
+rename); a snapshot whose checksum fails is ignored and the state is rebuilt from the log.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import struct
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import xxhash
+
+from rivven_kproto.codec.errors import Errors, KafkaError
+from rivven_kproto.codec.records.batch import NO_PRODUCER_ID, BatchHeader
+
+from .log.checkpoint import write_atomic
+
+log = logging.getLogger(__name__)
+
+CACHED_BATCHES = 5
+INT32_MAX = 0x7FFFFFFF
+SNAPSHOT_SUFFIX = ".snapshot"
+SNAPSHOTS_KEPT = 2
+_CHECKSUM = struct.Struct(">Q")
+
+
+@dataclass(frozen=True, slots=True)
+class BatchMeta:
+    first_seq: int
+    last_seq: int
+    first_offset: int
+    last_offset: int
+    timestamp: int
+
+
+@dataclass
+class ProducerEntry:
+    producer_id: int
+    epoch: int
+    last_timestamp: int = -1
+    batches: deque[BatchMeta] = field(default_factory=lambda: deque(maxlen=CACHED_BATCHES))
+
+    @property
+    def last_seq(self) -> int:
+        return self.batches[-1].last_seq if self.batches else -1
+
+    def find_duplicate(self, header: BatchHeader) -> BatchMeta | None:
+        if header.producer_epoch != self.epoch:
+            return None
+        for meta in self.batches:
+            if meta.first_seq == header.base_sequence and meta.last_seq == header.last_sequence:
+                return meta
+        return None
+
+
+def in_sequence(last_seq: int, next_seq: int) -> bool:
+    return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == INT32_MAX)
+
+
+class ProducerStateManager:
+    """The producer table of one partition; the log calls ``check`` before and ``update`` after writing."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.producers: dict[int, ProducerEntry] = {}
+        self.duplicates = 0
+
+    # -- the append path ----------------------------------------------------------------------
+
+    def check(self, header: BatchHeader) -> BatchMeta | None:
+        """Validate one client batch; return the cached batch if it is a duplicate, else None."""
+        if header.producer_id == NO_PRODUCER_ID:
+            return None
+        entry = self.producers.get(header.producer_id)
+        if entry is not None:
+            duplicate = entry.find_duplicate(header)
+            if duplicate is not None:
+                self.duplicates += 1
+                return duplicate
+        self._check_epoch_and_sequence(entry, header)
+        return None
+
+    def _check_epoch_and_sequence(self, entry: ProducerEntry | None, header: BatchHeader) -> None:
+        pid, epoch, first_seq = header.producer_id, header.producer_epoch, header.base_sequence
+        if entry is None:
+            if first_seq != 0:
+                raise KafkaError(
+                    Errors.UNKNOWN_PRODUCER_ID,
+                    f"Found no record of producerId={pid} on the broker; first sequence is {first_seq}",
+                )
+            return
+        if epoch < entry.epoch:
+            raise KafkaError(
+                Errors.INVALID_PRODUCER_EPOCH,
+                f"Epoch of producer {pid} is {epoch}, which is smaller than the last seen epoch {entry.epoch}",
+            )
+        if epoch > entry.epoch:
+            if first_seq != 0:
+                raise KafkaError(
+                    Errors.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                    f"Invalid sequence number for new epoch of producer {pid}: {epoch} (request epoch), "
+                    f"{first_seq} (seq. number), {entry.epoch} (current producer epoch)",
+                )
+            return
+        if entry.batches and not in_sequence(entry.last_seq, first_seq):
+            raise KafkaError(
+                Errors.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                f"Out of order sequence number for producer {pid} at epoch {epoch}: "
+                f"{first_seq} (incoming seq. number), {entry.last_seq} (current end sequence number)",
+            )
+
+    def update(self, headers: Iterable[BatchHeader]) -> None:
+        """Record batches as written (with their final offsets); also used to replay the log."""
+        for header in headers:
+            if header.producer_id == NO_PRODUCER_ID or header.is_control:
+                continue
+            entry = self.producers.get(header.producer_id)
+            if entry is None or header.producer_epoch > entry.epoch:
+                entry = ProducerEntry(header.producer_id, header.producer_epoch)
+                self.producers[header.producer_id] = entry
+            elif header.producer_epoch < entry.epoch:
+                continue  # a replayed batch from a fenced epoch: it changes nothing
+            entry.batches.append(
+                BatchMeta(
+                    header.base_sequence, header.last_sequence, header.base_offset, header.last_offset,
+                    header.max_timestamp,
+                )
+            )
+            entry.last_timestamp = max(entry.last_timestamp, header.max_timestamp)
+
+    def expire(self, now_ms: int, expiration_ms: int) -> int:
+        """Forget producers idle longer than ``producer.id.expiration.ms``; returns how many."""
+        stale = [pid for pid, e in self.producers.items() if e.last_timestamp < now_ms - expiration_ms]
+        for pid in stale:
+            del self.producers[pid]
+        return len(stale)
+
+    @property
+    def active(self) -> int:
+        return len(self.producers)
+
+    # -- snapshots ----------------------------------------------------------------------------
+
+    def snapshot_path(self, offset: int) -> Path:
+        return self.directory / f"{offset:020d}{SNAPSHOT_SUFFIX}"
+
+    def write_snapshot(self, offset: int) -> None:
+        doc = {
+            "version": 1,
+            "offset": offset,
+            "producers": [
+                [e.producer_id, e.epoch, e.last_timestamp, [list(_meta_tuple(m)) for m in e.batches]]
+                for e in self.producers.values()
+            ],
+        }
+        payload = json.dumps(doc, separators=(",", ":")).encode()
+        write_atomic(self.snapshot_path(offset), payload + _CHECKSUM.pack(xxhash.xxh64_intdigest(payload)))
+        for old in self.snapshot_offsets()[:-SNAPSHOTS_KEPT]:
+            self.snapshot_path(old).unlink(missing_ok=True)
+
+    def snapshot_offsets(self) -> list[int]:
+        offsets = []
+        for path in self.directory.glob(f"*{SNAPSHOT_SUFFIX}"):
+            stem = path.name[: -len(SNAPSHOT_SUFFIX)]
+            if stem.isdigit():
+                offsets.append(int(stem))
+        return sorted(offsets)
+
+    def load_latest_snapshot(self, log_end_offset: int) -> int | None:
+        """Load the newest valid snapshot at or below the log end; returns its offset.
+
+        Snapshots above the log end (the log was truncated in recovery) are deleted.
+        """
+        for offset in reversed(self.snapshot_offsets()):
+            path = self.snapshot_path(offset)
+            if offset > log_end_offset:
+                path.unlink(missing_ok=True)
+                continue
+            state = _read_snapshot(path)
+            if state is None:
+                log.warning("ignoring corrupt producer snapshot %s", path)
+                continue
+            self.producers = state
+            return offset
+        return None
+
+
+def _meta_tuple(meta: BatchMeta) -> tuple[int, int, int, int, int]:
+    return meta.first_seq, meta.last_seq, meta.first_offset, meta.last_offset, meta.timestamp
+
+
+def _read_snapshot(path: Path) -> dict[int, ProducerEntry] | None:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    payload, tail = data[:-8], data[-8:]
+    if len(data) < 8 or _CHECKSUM.unpack(tail)[0] != xxhash.xxh64_intdigest(payload):
+        return None
+    try:
+        doc = json.loads(payload)
+        producers = {}
+        for pid, epoch, last_timestamp, batches in doc["producers"]:
+            entry = ProducerEntry(pid, epoch, last_timestamp)
+            entry.batches.extend(BatchMeta(*b) for b in batches)
+            producers[pid] = entry
+        return producers
+    except (ValueError, KeyError, TypeError):
+        return None

@@ -1,0 +1,155 @@
+"""The idempotent-producer rules, through the real partition log (real files, no sockets)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rivven_kproto.broker.log.partition_log import PartitionLog
+from rivven_kproto.broker.producer_ids import ProducerIdAllocator
+from rivven_kproto.broker.producer_state import INT32_MAX, ProducerStateManager, in_sequence
+from rivven_kproto.codec.errors import Errors, KafkaError
+from rivven_kproto.codec.records.batch import iter_headers
+from rivven_kproto.codec.records.records import Record, build_batch
+
+from .log_helpers import NOW, crash, open_log
+
+PID = 1000
+
+
+def batch(seq: int, count: int = 2, *, pid: int = PID, epoch: int = 0) -> bytes:
+    records = [Record(offset_delta=i, timestamp_delta=i, key=None, value=b"v%d" % (seq + i)) for i in range(count)]
+    return build_batch(records, base_timestamp=NOW, producer_id=pid, producer_epoch=epoch, base_sequence=seq)
+
+
+def error_of(log: PartitionLog, data: bytes) -> Errors:
+    with pytest.raises(KafkaError) as info:
+        log.append(data, NOW)
+    return info.value.error
+
+
+def test_in_order_batches_append_and_duplicates_return_original_offsets(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    first = log.append(batch(0), NOW)
+    second = log.append(batch(2), NOW)
+    assert (first.base_offset, second.base_offset) == (0, 2)
+    again = log.append(batch(0), NOW)
+    assert again.duplicate and (again.base_offset, again.last_offset) == (0, 1)
+    assert log.log_end_offset == 4
+    assert log.producers.duplicates == 1
+
+
+def test_five_batches_are_cached_and_an_older_duplicate_is_out_of_order(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    for i in range(6):
+        log.append(batch(2 * i), NOW)
+    for i in range(1, 6):  # the last five are recognised
+        assert log.append(batch(2 * i), NOW).duplicate
+    assert error_of(log, batch(0)) == Errors.OUT_OF_ORDER_SEQUENCE_NUMBER  # older than the cache
+    assert log.log_end_offset == 12
+
+
+def test_gap_old_epoch_new_epoch_and_unknown_producer(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    log.append(batch(0), NOW)
+    assert error_of(log, batch(5)) == Errors.OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert error_of(log, batch(3, pid=PID + 1)) == Errors.UNKNOWN_PRODUCER_ID
+    assert error_of(log, batch(2, epoch=1)) == Errors.OUT_OF_ORDER_SEQUENCE_NUMBER  # new epoch not at 0
+    log.append(batch(0, epoch=1), NOW)  # epoch bump starting at 0
+    assert error_of(log, batch(2, epoch=0)) == Errors.INVALID_PRODUCER_EPOCH
+    assert log.append(batch(2, epoch=1), NOW).base_offset == 4
+    assert log.log_end_offset == 6  # nothing of the refused batches was written
+
+
+def test_sequence_wraps_after_int32_max(tmp_path: Path) -> None:
+    assert in_sequence(INT32_MAX, 0) and in_sequence(5, 6) and not in_sequence(5, 7)
+    log = open_log(tmp_path)
+    log.append(batch(0), NOW)
+    manager = log.producers
+    entry = manager.producers[PID]
+    # Pretend the producer already wrote up to the last sequence number.
+    last = entry.batches[-1]
+    entry.batches.clear()
+    entry.batches.append(type(last)(INT32_MAX - 1, INT32_MAX, 0, 1, NOW))
+    assert not log.append(batch(0), NOW).duplicate  # 0 follows INT32_MAX
+
+
+def test_state_survives_clean_restart_and_crash(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    log.append(batch(0), NOW)
+    log.append(batch(2), NOW)
+    log.close()
+    log = open_log(tmp_path)  # from the shutdown snapshot
+    assert log.append(batch(2), NOW).duplicate
+    log.append(batch(4), NOW)
+    crash(log)
+    log = open_log(tmp_path)  # snapshot + replay of the headers written after it
+    assert log.append(batch(4), NOW).duplicate
+    assert error_of(log, batch(9)) == Errors.OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert log.append(batch(6), NOW).base_offset == 6
+
+
+def test_snapshots_at_roll_keep_state_after_retention(tmp_path: Path) -> None:
+    log = open_log(tmp_path, segment_bytes=300, retention_ms=1)
+    for i in range(10):
+        log.append(batch(2 * i), NOW)
+    assert len(log.segment_base_offsets) > 2
+    assert log.producers.snapshot_offsets()
+    log.apply_retention(NOW + 10_000)
+    assert log.log_start_offset > 0
+    log.close()
+    log = open_log(tmp_path, segment_bytes=300)
+    assert log.append(batch(18), NOW).duplicate  # still known after old segments went away
+    assert log.append(batch(20), NOW).base_offset == 20
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 3), st.integers(0, 1)), min_size=1, max_size=25), st.integers(0, 25))
+def test_snapshot_plus_tail_replay_equals_full_replay(
+    tmp_path_factory: pytest.TempPathFactory, steps: list[tuple[int, int]], snapshot_at: int
+) -> None:
+    directory = tmp_path_factory.mktemp("replay")
+    log = open_log(directory)
+    seqs = {PID: 0, PID + 1: 0}
+    for i, (count, which) in enumerate(steps):
+        pid = PID + which
+        log.append(batch(seqs[pid], count, pid=pid), NOW)
+        seqs[pid] += count
+        if i == snapshot_at:
+            log.producers.write_snapshot(log.log_end_offset)
+    data = log.read(0, 1 << 20).data
+    full = ProducerStateManager(directory / "unused")
+    full.update(h for _, h in iter_headers(data))
+    crash(log)
+    reopened = open_log(directory)
+    assert reopened.producers.producers == full.producers
+
+
+def test_expiration(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    log.append(batch(0), NOW)
+    assert log.producers.expire(NOW + 1000, 86_400_000) == 0
+    assert log.producers.expire(NOW + 86_400_001 + 1, 86_400_000) == 1
+    assert error_of(log, batch(2)) == Errors.UNKNOWN_PRODUCER_ID
+
+
+def test_corrupt_snapshot_is_ignored_and_state_rebuilt(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    log.append(batch(0), NOW)
+    log.close()
+    (snapshot,) = tmp_path.glob("*.snapshot")
+    snapshot.write_bytes(b"{garbage" + snapshot.read_bytes()[8:])
+    log = open_log(tmp_path)
+    assert log.append(batch(0), NOW).duplicate
+
+
+def test_producer_ids_are_never_reused(tmp_path: Path) -> None:
+    allocator = ProducerIdAllocator(tmp_path, block_size=10)
+    first = [allocator.allocate() for _ in range(3)]
+    assert first == [0, 1, 2]
+    again = ProducerIdAllocator(tmp_path, block_size=10)  # a restart skips the rest of the block
+    assert again.allocate() == 10
+    assert len({*first, *(again.allocate() for _ in range(20))}) == 23

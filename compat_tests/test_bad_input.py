@@ -75,7 +75,7 @@ def test_advertised_apis_are_exactly_those_served(broker: BrokerProcess) -> None
     keys = {k.api_key for k in response.api_keys}
     assert {0, 1, 2, 3, 10, 18, 19, 20, 21, 22, 32, 33, 37, 44, 60} <= keys
     assert 22 in keys  # InitProducerId: idempotent producers
-    assert 24 not in keys  # AddPartitionsToTxn is not advertised until transactions are served
+    assert {24, 25, 26, 27, 61, 65, 66} <= keys  # transactions
     for key in keys:  # every advertised API answers its highest version
         assert key in raw_client.REQUESTS
 

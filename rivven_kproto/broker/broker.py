@@ -15,12 +15,14 @@ import json
 import logging
 import shutil
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from rivven_kproto.codec.errors import Errors, KafkaError
 
 from .config import BrokerConfig
+from .faults import fault_point
 from .log.checkpoint import write_atomic
 from .log.config import LogConfig
 from .log.partition_log import PartitionLog
@@ -38,10 +40,13 @@ from .topics import (
     validate_topic_config_values,
     validate_topic_name,
 )
+from .txn.coordinator import TransactionCoordinator
+from .txn.wal import WriteAheadLog
 
 log = logging.getLogger(__name__)
 
 MAX_PARTITIONS = 10_000
+COORDINATOR_EPOCH = 0  # one broker: the coordinator never moves
 
 
 @dataclass
@@ -83,6 +88,14 @@ class Broker:
                     PartitionLog.open(_log_dir(self.data_dir, meta.name, index), topic.log_config, now_ms)
                 )
             self.topics[meta.name] = topic
+        self.txn = TransactionCoordinator(
+            WriteAheadLog(meta_dir / "txn", fsync=config.fsync == "always"),
+            self.producer_ids.allocate,
+            self.write_markers,
+            max_timeout_ms=config.transaction_max_timeout_ms,
+            id_expiration_ms=config.transactional_id_expiration_ms,
+        )
+        self.txn.recover(now_ms)
 
     def _load_cluster_id(self, meta_dir: Path) -> str:
         path = meta_dir / "cluster.json"
@@ -269,6 +282,27 @@ class Broker:
     def apply_retention(self, now_ms: int) -> None:
         for partition in self.all_partitions():
             partition.apply_retention(now_ms)
+
+    def write_markers(
+        self, producer_id: int, producer_epoch: int, commit: bool, partitions: Iterable[tuple[str, int]], now_ms: int
+    ) -> set[tuple[str, int]]:
+        """Write a COMMIT/ABORT marker to each partition; returns those that failed (to retry).
+
+        A partition whose topic was deleted meanwhile needs no marker and counts as written.
+        """
+        failed: set[tuple[str, int]] = set()
+        for written, (topic, index) in enumerate(partitions, start=1):
+            try:
+                log_ = self.partition(topic, index)
+            except KafkaError:
+                continue
+            try:
+                log_.append_marker(producer_id, producer_epoch, commit, COORDINATOR_EPOCH, now_ms)
+            except (KafkaError, OSError):
+                log.exception("writing a transaction marker to %s-%d failed", topic, index)
+                failed.add((topic, index))
+            fault_point(f"txn-after-marker-{written}")
+        return failed
 
     def expire_producers(self, now_ms: int) -> int:
         """Drop idempotent producers idle past ``producer.id.expiration.ms``."""

@@ -52,6 +52,9 @@ class BrokerConfig:
     connections_max_idle_ms: int = 600_000
     retention_check_interval_ms: int = 300_000
     producer_id_expiration_ms: int = 86_400_000
+    transaction_max_timeout_ms: int = 900_000
+    transactional_id_expiration_ms: int = 7 * 24 * 3_600_000
+    transaction_check_interval_ms: int = 200
     log: LogConfig = field(default_factory=LogConfig)
 
     def with_port(self, port: int) -> BrokerConfig:
@@ -152,6 +155,12 @@ def _apply(config: BrokerConfig, props: Mapping[str, str]) -> BrokerConfig:
             changes["socket_request_max_bytes"] = _int(key, value, 1)
         elif key == "connections.max.idle.ms":
             changes["connections_max_idle_ms"] = _int(key, value, 1)
+        elif key == "transaction.max.timeout.ms":
+            changes["transaction_max_timeout_ms"] = _int(key, value, 1)
+        elif key == "transactional.id.expiration.ms":
+            changes["transactional_id_expiration_ms"] = _int(key, value, 1)
+        elif key == "transaction.abort.timed.out.transaction.cleanup.interval.ms":
+            changes["transaction_check_interval_ms"] = _int(key, value, 1)
         elif key == "producer.id.expiration.ms":
             changes["producer_id_expiration_ms"] = _int(key, value, 1)
         elif key == "log.retention.check.interval.ms":

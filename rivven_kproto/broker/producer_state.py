@@ -10,9 +10,15 @@ Kafka's rules (ProducerStateManager / ProducerAppendInfo), applied before anythi
 * within an epoch the first sequence must follow the last one (wrapping after int32 max), else
   OUT_OF_ORDER_SEQUENCE_NUMBER (which is also what a duplicate older than the cache gets).
 
+Transactions: a transactional batch opens (or extends) its producer's transaction in this
+partition; a COMMIT/ABORT marker closes it. The last stable offset is the first offset of the
+earliest open transaction (or the high watermark), and aborted transactions are kept as
+(producer id, first offset, marker offset), what read_committed fetches return.
+
 Snapshot file (``<20-digit offset>.snapshot`` in the partition directory; the state of every
 batch below that offset): a JSON document ``{"version": 1, "offset": N, "producers": [[pid,
-epoch, last_timestamp, [[first_seq, last_seq, first_offset, last_offset, timestamp], ...]], ...]}``
+epoch, last_timestamp, [[first_seq, last_seq, first_offset, last_offset, timestamp], ...],
+txn_first_offset], ...], "aborted": [[pid, first_offset, marker_offset], ...]}``
 followed by the 8-byte big-endian xxh64 of the JSON bytes. Written atomically (temp file, fsync,
 rename); a snapshot whose checksum fails is ignored and the state is rebuilt from the log.
 """
@@ -52,12 +58,20 @@ class BatchMeta:
     timestamp: int
 
 
+@dataclass(frozen=True, slots=True)
+class AbortedTxn:
+    producer_id: int
+    first_offset: int
+    last_offset: int  # the offset of the ABORT marker
+
+
 @dataclass
 class ProducerEntry:
     producer_id: int
     epoch: int
     last_timestamp: int = -1
     batches: deque[BatchMeta] = field(default_factory=lambda: deque(maxlen=CACHED_BATCHES))
+    txn_first_offset: int | None = None  # first offset of the producer's open transaction here
 
     @property
     def last_seq(self) -> int:
@@ -83,6 +97,7 @@ class ProducerStateManager:
         self.directory = directory
         self.producers: dict[int, ProducerEntry] = {}
         self.duplicates = 0
+        self.aborted: list[AbortedTxn] = []
 
     # -- the append path ----------------------------------------------------------------------
 
@@ -146,10 +161,43 @@ class ProducerStateManager:
                 )
             )
             entry.last_timestamp = max(entry.last_timestamp, header.max_timestamp)
+            if header.is_transactional and entry.txn_first_offset is None:
+                entry.txn_first_offset = header.base_offset
+
+    def complete_txn(self, producer_id: int, producer_epoch: int, marker_offset: int, commit: bool) -> AbortedTxn | None:
+        """Apply a COMMIT/ABORT marker written at ``marker_offset``; returns the aborted range, if any."""
+        entry = self.producers.get(producer_id)
+        if entry is None:
+            entry = ProducerEntry(producer_id, producer_epoch)
+            self.producers[producer_id] = entry
+        elif producer_epoch > entry.epoch:
+            entry.epoch = producer_epoch
+        first = entry.txn_first_offset
+        entry.txn_first_offset = None
+        if first is None or commit:
+            return None
+        aborted = AbortedTxn(producer_id, first, marker_offset)
+        self.aborted.append(aborted)
+        return aborted
+
+    def ongoing_first_offsets(self) -> list[int]:
+        return [e.txn_first_offset for e in self.producers.values() if e.txn_first_offset is not None]
+
+    def last_stable_offset(self, high_watermark: int) -> int:
+        """The first offset of the earliest open transaction, or the high watermark when none is."""
+        return min(self.ongoing_first_offsets(), default=high_watermark)
+
+    def aborted_between(self, start: int, end: int) -> list[AbortedTxn]:
+        """Aborted transactions overlapping offsets [start, end), what Fetch read_committed lists."""
+        return [a for a in self.aborted if a.last_offset >= start and a.first_offset < end]
 
     def expire(self, now_ms: int, expiration_ms: int) -> int:
         """Forget producers idle longer than ``producer.id.expiration.ms``; returns how many."""
-        stale = [pid for pid, e in self.producers.items() if e.last_timestamp < now_ms - expiration_ms]
+        stale = [
+            pid
+            for pid, e in self.producers.items()
+            if e.last_timestamp < now_ms - expiration_ms and e.txn_first_offset is None
+        ]
         for pid in stale:
             del self.producers[pid]
         return len(stale)
@@ -168,9 +216,13 @@ class ProducerStateManager:
             "version": 1,
             "offset": offset,
             "producers": [
-                [e.producer_id, e.epoch, e.last_timestamp, [list(_meta_tuple(m)) for m in e.batches]]
+                [
+                    e.producer_id, e.epoch, e.last_timestamp, [list(_meta_tuple(m)) for m in e.batches],
+                    e.txn_first_offset,
+                ]
                 for e in self.producers.values()
             ],
+            "aborted": [[a.producer_id, a.first_offset, a.last_offset] for a in self.aborted],
         }
         payload = json.dumps(doc, separators=(",", ":")).encode()
         write_atomic(self.snapshot_path(offset), payload + _CHECKSUM.pack(xxhash.xxh64_intdigest(payload)))
@@ -199,7 +251,7 @@ class ProducerStateManager:
             if state is None:
                 log.warning("ignoring corrupt producer snapshot %s", path)
                 continue
-            self.producers = state
+            self.producers, self.aborted = state
             return offset
         return None
 
@@ -208,7 +260,7 @@ def _meta_tuple(meta: BatchMeta) -> tuple[int, int, int, int, int]:
     return meta.first_seq, meta.last_seq, meta.first_offset, meta.last_offset, meta.timestamp
 
 
-def _read_snapshot(path: Path) -> dict[int, ProducerEntry] | None:
+def _read_snapshot(path: Path) -> tuple[dict[int, ProducerEntry], list[AbortedTxn]] | None:
     try:
         data = path.read_bytes()
     except OSError:
@@ -219,10 +271,10 @@ def _read_snapshot(path: Path) -> dict[int, ProducerEntry] | None:
     try:
         doc = json.loads(payload)
         producers = {}
-        for pid, epoch, last_timestamp, batches in doc["producers"]:
-            entry = ProducerEntry(pid, epoch, last_timestamp)
+        for pid, epoch, last_timestamp, batches, txn_first_offset in doc["producers"]:
+            entry = ProducerEntry(pid, epoch, last_timestamp, txn_first_offset=txn_first_offset)
             entry.batches.extend(BatchMeta(*b) for b in batches)
             producers[pid] = entry
-        return producers
+        return producers, [AbortedTxn(*a) for a in doc["aborted"]]
     except (ValueError, KeyError, TypeError):
         return None

@@ -131,6 +131,7 @@ class Server:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self.durability.run)
             nursery.start_soon(self._retention_loop)
+            nursery.start_soon(self._transaction_loop)
 
     async def _retention_loop(self) -> None:
         while True:
@@ -138,6 +139,12 @@ class Server:
             now = wall_clock_ms()
             self.broker.apply_retention(now)
             self.broker.expire_producers(now)
+
+    async def _transaction_loop(self) -> None:
+        """Transaction timeouts and marker retries are the coordinator's clock-driven duties."""
+        while True:
+            await trio.sleep(self.config.transaction_check_interval_ms / 1000)
+            self.broker.txn.tick(wall_clock_ms())
 
     async def drain(self) -> None:
         """Stop reading new requests; wait (bounded) for in-flight ones to finish."""

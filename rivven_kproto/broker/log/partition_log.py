@@ -30,6 +30,7 @@ from rivven_kproto.broker.log.validation import check_offsets, stamp_batches, va
 from rivven_kproto.broker.producer_state import BatchMeta, ProducerStateManager
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.records.batch import BatchHeader, iter_headers
+from rivven_kproto.codec.records.control import ControlType, build_control_batch, parse_control_record
 from rivven_kproto.codec.records.records import decode_batch
 
 logger = logging.getLogger(__name__)
@@ -236,9 +237,51 @@ class PartitionLog:
             data = self.read(offset, REBUILD_CHUNK_BYTES).data
             if not data:
                 break
-            headers = [header for _, header in iter_headers(data)]
-            self.producers.update(h for h in headers if h.next_offset > offset)
-            offset = headers[-1].next_offset
+            last = offset
+            for position, header in iter_headers(data):
+                last = header.next_offset
+                if header.next_offset <= offset:
+                    continue
+                if header.is_control:
+                    self._replay_marker(data, position, header)
+                else:
+                    self.producers.update((header,))
+            offset = last
+
+    def _replay_marker(self, data: bytes, position: int, header: BatchHeader) -> None:
+        try:
+            record = decode_batch(data, position, verify_crc=False).records[0]
+            kind, _ = parse_control_record(record)
+        except (ValueError, IndexError):
+            return  # a control record of a kind that is not a transaction marker
+        self.producers.complete_txn(header.producer_id, header.producer_epoch, header.base_offset, kind == ControlType.COMMIT)
+
+    # -- transactions ----------------------------------------------------------------------------
+
+    def append_marker(
+        self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int, now_ms: int
+    ) -> int:
+        """Write a COMMIT/ABORT control batch ending the producer's transaction here; its offset."""
+        known = self.producers.producers.get(producer_id)
+        if known is not None and producer_epoch < known.epoch:
+            raise KafkaError(
+                Errors.INVALID_PRODUCER_EPOCH,
+                f"marker epoch {producer_epoch} is older than producer {producer_id}'s epoch {known.epoch}",
+            )
+        marker = build_control_batch(
+            ControlType.COMMIT if commit else ControlType.ABORT,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            coordinator_epoch=coordinator_epoch,
+            timestamp=now_ms,
+        )
+        info = self.append(marker, now_ms, from_client=False)
+        self.producers.complete_txn(producer_id, producer_epoch, info.base_offset, commit)
+        return info.base_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        return self.producers.last_stable_offset(self.log_end_offset)
 
     def _maybe_roll(
         self, size: int, first_offset: int, last_offset: int, max_timestamp: int, now_ms: int
@@ -368,6 +411,7 @@ class PartitionLog:
 
             deleted += self._delete_oldest(over_limit)
         deleted += self._delete_oldest(lambda segment: segment.next_offset <= self._log_start_offset)
+        self.producers.aborted = [a for a in self.producers.aborted if a.last_offset >= self._log_start_offset]
         return deleted
 
     def delete_records(self, before_offset: int, *, high_watermark: int | None = None) -> int:

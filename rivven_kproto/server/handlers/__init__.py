@@ -15,6 +15,8 @@ from typing import Any
 from rivven_kproto.codec.schema import REQUESTS, Versions
 
 from . import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     alter_configs,
     api_versions,
     create_partitions,
@@ -23,13 +25,18 @@ from . import (
     delete_topics,
     describe_cluster,
     describe_configs,
+    describe_producers,
+    describe_transactions,
+    end_txn,
     fetch,
     find_coordinator,
     incremental_alter_configs,
     init_producer_id,
     list_offsets,
+    list_transactions,
     metadata,
     produce,
+    write_txn_markers,
 )
 
 _MODULES: list[ModuleType] = [
@@ -48,6 +55,13 @@ _MODULES: list[ModuleType] = [
     delete_records,
     find_coordinator,
     init_producer_id,
+    add_offsets_to_txn,
+    add_partitions_to_txn,
+    describe_producers,
+    describe_transactions,
+    end_txn,
+    list_transactions,
+    write_txn_markers,
 ]
 
 

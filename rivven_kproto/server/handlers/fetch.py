@@ -9,8 +9,10 @@ with data returns its first batch whole, so a consumer always makes progress.
 Not implemented: fetch sessions (we answer session id 0 with full responses every time, and
 FETCH_SESSION_ID_NOT_FOUND to an incremental request, as Kafka does for an unknown session),
 follower fetches and diverging-epoch detection (one node, one leader epoch), topic ids (v13+),
-rack-aware preferred read replicas (always -1). There are no transactions yet, so the last
-stable offset is the high watermark and read_committed sees no aborted transactions.
+rack-aware preferred read replicas (always -1).
+
+read_committed: data only below the last stable offset, with the aborted transactions that
+overlap the returned range (producer id, first offset), so clients drop aborted records.
 """
 
 from __future__ import annotations
@@ -21,12 +23,14 @@ from rivven_kproto.broker.broker import Broker
 from rivven_kproto.broker.log.partition_log import LEADER_EPOCH, PartitionLog
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.fetch import (
+    AbortedTransaction,
     FetchableTopicResponse,
     FetchPartition,
     FetchRequest,
     FetchResponse,
     PartitionData,
 )
+from rivven_kproto.codec.records.batch import iter_headers
 from rivven_kproto.server.context import RequestContext
 
 log = logging.getLogger(__name__)
@@ -46,8 +50,8 @@ def high_watermark(partition: PartitionLog) -> int:
 
 
 def last_stable_offset(partition: PartitionLog) -> int:
-    """No open transactions yet, so the last stable offset is the high watermark."""
-    return high_watermark(partition)
+    """The first offset of the earliest open transaction, or the high watermark."""
+    return partition.last_stable_offset
 
 
 def check_leader_epoch(current_leader_epoch: int) -> None:
@@ -134,10 +138,21 @@ def _read_partition(
         last_stable_offset=lso,
         log_start_offset=result.log_start_offset,
         # Kafka: a list (empty without aborted transactions) for read_committed, null otherwise.
-        aborted_transactions=[] if read_committed else None,
+        aborted_transactions=_aborted(partition, wanted.fetch_offset, result.data) if read_committed else None,
         preferred_read_replica=-1,
         records=result.data,
     )
+
+
+def _aborted(partition: PartitionLog, fetch_offset: int, data: bytes) -> list[AbortedTransaction]:
+    """Aborted transactions overlapping [fetch_offset, the offset after the returned batches)."""
+    end = fetch_offset
+    for _, header in iter_headers(data):
+        end = header.next_offset
+    return [
+        AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset)
+        for a in partition.producers.aborted_between(fetch_offset, end)
+    ]
 
 
 def _error_partition(index: int, error: Errors) -> PartitionData:

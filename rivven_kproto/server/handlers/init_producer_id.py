@@ -1,8 +1,9 @@
-"""InitProducerId (22), v0-4: producer ids for idempotent producers.
+"""InitProducerId (22), v0-4: producer ids for idempotent and transactional producers.
 
 Without a transactional id Kafka always hands out a fresh producer id with epoch 0, including for
-the KIP-360 form (v3+, producer id and epoch in the request), and so do we. Transactional ids need
-the transaction coordinator, which is not implemented yet: they get COORDINATOR_NOT_AVAILABLE.
+the KIP-360 form (v3+, producer id and epoch in the request), and so do we. With one, the
+transaction coordinator bumps the epoch (fencing the previous instance, aborting what it left
+open: CONCURRENT_TRANSACTIONS until done) or recovers a KIP-360 producer.
 """
 
 from __future__ import annotations
@@ -11,12 +12,23 @@ from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
 
 from ..context import RequestContext
+from .txn_errors import fenced_for_version
 
 API_KEY = 22
 
 
 def handle(ctx: RequestContext, request: InitProducerIdRequest, version: int) -> InitProducerIdResponse:
-    if request.transactional_id is not None:
-        return InitProducerIdResponse(error_code=Errors.COORDINATOR_NOT_AVAILABLE, producer_id=-1, producer_epoch=-1)
-    producer_id = ctx.broker.producer_ids.allocate()
-    return InitProducerIdResponse(error_code=Errors.NONE, producer_id=producer_id, producer_epoch=0)
+    if request.transactional_id is None:
+        producer_id = ctx.broker.producer_ids.allocate()
+        return InitProducerIdResponse(error_code=Errors.NONE, producer_id=producer_id, producer_epoch=0)
+    error, producer_id, epoch = ctx.broker.txn.init_producer_id(
+        request.transactional_id,
+        request.transaction_timeout_ms,
+        request.producer_id,
+        request.producer_epoch,
+        ctx.now_ms,
+    )
+    ctx.appended = True  # fencing may have aborted a transaction: markers written, LSO moved
+    return InitProducerIdResponse(
+        error_code=fenced_for_version(error, version, 4), producer_id=producer_id, producer_epoch=epoch
+    )

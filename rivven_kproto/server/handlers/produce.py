@@ -4,7 +4,8 @@ Each partition's data must be exactly one RecordBatch v2 (Kafka's rule for v3+);
 and appends it as bytes. A topic whose ``compression.type`` is not ``producer`` gets the batch
 recompressed, as Kafka does. Idempotent batches are checked against the partition's producer
 state by the log (a retried duplicate is answered with its original offsets and not written).
-Not yet implemented: transactions (transactional batches are refused with INVALID_TXN_STATE).
+A transactional batch is accepted only for a partition the coordinator has in that producer's
+ongoing transaction (KIP-890 part 1), else INVALID_TXN_STATE.
 """
 
 from __future__ import annotations
@@ -67,7 +68,9 @@ def _produce_partition(
         records = _single_batch(data.records)
         header = parse_header(records)
         if header.is_transactional:
-            raise KafkaError(Errors.INVALID_TXN_STATE, "no transaction is ongoing for this producer")
+            verified = ctx.broker.txn.verify_partition(header.producer_id, header.producer_epoch, topic, data.index)
+            if verified != Errors.NONE:
+                raise KafkaError(verified, f"{topic}-{data.index} is not in an ongoing transaction of this producer")
         codec = _TOPIC_COMPRESSION.get(ctx.broker.topic(topic).compression_type)
         if codec is not None and codec != header.compression:
             records = recompress_batch(records, codec)

@@ -1,0 +1,164 @@
+"""The group coordinator's log records and their payload encoding (pure: no I/O).
+
+Like Kafka's ``__consumer_offsets`` records, each one is keyed and self-contained, so the state is
+"the last record per key wins" and a snapshot is simply the current record of every key:
+
+``offset``         (group, topic, partition) -> committed offset, leader epoch, metadata, commit and
+                   expire timestamps
+``offset-delete``  tombstone of one (group, topic, partition)
+``group``          group id -> the group as of its last generation change or assignment: protocol
+                   type and name, generation, leader, state timestamp and every member (ids,
+                   timeouts, client id/host, supported protocols with metadata, assignment)
+``group-delete``   tombstone of a group (its offsets are tombstoned first)
+
+A log entry carries the records of one operation, as a JSON array of objects with a ``"type"``
+field; bytes are base64 text. The transaction issue will add pending transactional offsets as
+new record types next to these.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class OffsetRecord:
+    group_id: str
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int  # -1: none
+    metadata: str
+    commit_timestamp: int
+    expire_timestamp: int = -1  # -1: the retention policy decides (OffsetCommit v2-4 may set one)
+
+
+@dataclass(frozen=True)
+class OffsetTombstone:
+    group_id: str
+    topic: str
+    partition: int
+
+
+@dataclass(frozen=True)
+class MemberRecord:
+    member_id: str
+    instance_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+    assignment: bytes
+
+
+@dataclass(frozen=True)
+class GroupRecord:
+    group_id: str
+    protocol_type: str | None
+    generation_id: int
+    protocol_name: str | None
+    leader_id: str | None
+    state_timestamp: int
+    members: tuple[MemberRecord, ...] = ()
+
+
+@dataclass(frozen=True)
+class GroupTombstone:
+    group_id: str
+
+
+Record = OffsetRecord | OffsetTombstone | GroupRecord | GroupTombstone
+
+
+class RecordError(ValueError):
+    """A payload that passed its checksum but is not a list of records we know."""
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.b64decode(text.encode("ascii"), validate=True)
+
+
+def _member_json(member: MemberRecord) -> dict[str, Any]:
+    return {
+        "member_id": member.member_id,
+        "instance_id": member.instance_id,
+        "client_id": member.client_id,
+        "client_host": member.client_host,
+        "rebalance_timeout_ms": member.rebalance_timeout_ms,
+        "session_timeout_ms": member.session_timeout_ms,
+        "protocols": [[name, _b64(metadata)] for name, metadata in member.protocols],
+        "assignment": _b64(member.assignment),
+    }
+
+
+def _to_json(record: Record) -> dict[str, Any]:
+    if isinstance(record, OffsetRecord):
+        return {
+            "type": "offset", "group": record.group_id, "topic": record.topic, "partition": record.partition,
+            "offset": record.offset, "leader_epoch": record.leader_epoch, "metadata": record.metadata,
+            "commit_timestamp": record.commit_timestamp, "expire_timestamp": record.expire_timestamp,
+        }
+    if isinstance(record, OffsetTombstone):
+        return {"type": "offset-delete", "group": record.group_id, "topic": record.topic, "partition": record.partition}
+    if isinstance(record, GroupRecord):
+        return {
+            "type": "group", "group": record.group_id, "protocol_type": record.protocol_type,
+            "generation": record.generation_id, "protocol": record.protocol_name, "leader": record.leader_id,
+            "state_timestamp": record.state_timestamp, "members": [_member_json(m) for m in record.members],
+        }
+    return {"type": "group-delete", "group": record.group_id}
+
+
+def _member(obj: dict[str, Any]) -> MemberRecord:
+    return MemberRecord(
+        member_id=str(obj["member_id"]),
+        instance_id=obj["instance_id"],
+        client_id=str(obj["client_id"]),
+        client_host=str(obj["client_host"]),
+        rebalance_timeout_ms=int(obj["rebalance_timeout_ms"]),
+        session_timeout_ms=int(obj["session_timeout_ms"]),
+        protocols=tuple((str(name), _unb64(metadata)) for name, metadata in obj["protocols"]),
+        assignment=_unb64(obj["assignment"]),
+    )
+
+
+def _from_json(obj: dict[str, Any]) -> Record:
+    kind = obj["type"]
+    if kind == "offset":
+        return OffsetRecord(
+            str(obj["group"]), str(obj["topic"]), int(obj["partition"]), int(obj["offset"]),
+            int(obj["leader_epoch"]), str(obj["metadata"]), int(obj["commit_timestamp"]),
+            int(obj["expire_timestamp"]),
+        )
+    if kind == "offset-delete":
+        return OffsetTombstone(str(obj["group"]), str(obj["topic"]), int(obj["partition"]))
+    if kind == "group":
+        return GroupRecord(
+            str(obj["group"]), obj["protocol_type"], int(obj["generation"]), obj["protocol"], obj["leader"],
+            int(obj["state_timestamp"]), tuple(_member(m) for m in obj["members"]),
+        )
+    if kind == "group-delete":
+        return GroupTombstone(str(obj["group"]))
+    raise RecordError(f"unknown record type {kind!r}")
+
+
+def encode_records(records: list[Record]) -> bytes:
+    return json.dumps([_to_json(r) for r in records], separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def decode_records(payload: bytes) -> list[Record]:
+    try:
+        items = json.loads(payload)
+        if not isinstance(items, list):
+            raise RecordError("a log entry must be a JSON array")
+        return [_from_json(item) for item in items]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise RecordError(f"undecodable log entry: {exc}") from None

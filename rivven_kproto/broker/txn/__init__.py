@@ -1,0 +1,1 @@
+"""Transaction coordinator: state per transactional id, its durable log, two-phase commit."""

@@ -1,0 +1,284 @@
+"""The transaction coordinator: Kafka's state machine per transactional id, error code for error code.
+
+Every transition is built as a new :class:`TxnMetadata`, appended to the write-ahead log, and only
+then installed in memory (a failed write answers COORDINATOR_NOT_AVAILABLE and changes nothing).
+Ending a transaction is a two-phase commit run synchronously on the caller's thread: log
+PrepareCommit/PrepareAbort, write a COMMIT/ABORT marker to every partition of the transaction
+(through ``write_markers``), then log CompleteCommit/CompleteAbort. Partitions whose marker could
+not be written are retried by :meth:`tick`; a logged commit decision is never turned into an abort.
+On start, :meth:`recover` completes every transaction left in a Prepare state.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from rivven_kproto.codec.errors import Errors
+
+from ..faults import fault_point
+from .state import TxnMetadata, TxnState
+from .wal import WriteAheadLog
+
+log = logging.getLogger(__name__)
+
+MAX_EPOCH = 0x7FFF - 1  # Short.MAX_VALUE - 1: at this epoch a new producer id is allocated
+COMPACT_AFTER_ENTRIES = 10_000
+
+Partition = tuple[str, int]
+# (producer id, epoch, commit, partitions, now_ms) -> partitions whose marker could not be written
+MarkerWriter = Callable[[int, int, bool, Iterable[Partition], int], set[Partition]]
+# (producer id, groups, commit): make pending transactional offsets visible or drop them
+GroupCompleter = Callable[[int, frozenset[str], bool], None]
+
+
+@dataclass
+class TxnCounters:
+    started: int = 0
+    committed: int = 0
+    aborted: int = 0
+    timed_out: int = 0
+
+
+class TransactionCoordinator:
+    def __init__(
+        self,
+        wal: WriteAheadLog,
+        allocate_producer_id: Callable[[], int],
+        write_markers: MarkerWriter,
+        *,
+        max_timeout_ms: int = 900_000,
+        id_expiration_ms: int = 7 * 24 * 3_600_000,
+    ) -> None:
+        self.wal = wal
+        self.allocate_producer_id = allocate_producer_id
+        self.write_markers = write_markers
+        self.complete_groups: GroupCompleter | None = None
+        self.max_timeout_ms = max_timeout_ms
+        self.id_expiration_ms = id_expiration_ms
+        self.txns: dict[str, TxnMetadata] = {}
+        self.by_producer: dict[int, str] = {}
+        self.unwritten: dict[str, set[Partition]] = {}
+        self.counters = TxnCounters()
+
+    # -- persistence --------------------------------------------------------------------------
+
+    def recover(self, now_ms: int) -> None:
+        """Replay the log, then finish transactions whose commit/abort decision was logged."""
+        for doc in self.wal.replay().values():
+            txn = TxnMetadata.from_json(doc)
+            if txn.state is not TxnState.DEAD:
+                self._install(txn)
+        for txn in list(self.txns.values()):
+            if txn.state.is_prepare:
+                log.info("completing %s of %s after restart", txn.state.value, txn.transactional_id)
+                self._write_markers_and_complete(txn, now_ms)
+
+    def _install(self, txn: TxnMetadata) -> None:
+        self.txns[txn.transactional_id] = txn
+        self.by_producer[txn.producer_id] = txn.transactional_id
+
+    def _transition(self, txn: TxnMetadata) -> None:
+        """Log, then install. Raises OSError with memory untouched."""
+        self.wal.append(txn.to_json())
+        if txn.state is TxnState.DEAD:
+            self.txns.pop(txn.transactional_id, None)
+            self.by_producer.pop(txn.producer_id, None)
+        else:
+            self._install(txn)
+        if self.wal.entries >= COMPACT_AFTER_ENTRIES:
+            self.wal.compact({k: v.to_json() for k, v in self.txns.items()})
+
+    # -- the APIs -----------------------------------------------------------------------------
+
+    def init_producer_id(
+        self, transactional_id: str, timeout_ms: int, expected_pid: int, expected_epoch: int, now_ms: int
+    ) -> tuple[Errors, int, int]:
+        """InitProducerId with a transactional id: (error, producer id, epoch)."""
+        if not transactional_id:
+            return Errors.INVALID_REQUEST, -1, -1
+        if timeout_ms <= 0 or timeout_ms > self.max_timeout_ms:
+            return Errors.INVALID_TRANSACTION_TIMEOUT, -1, -1
+        txn = self.txns.get(transactional_id)
+        try:
+            if txn is None:
+                fresh = TxnMetadata(
+                    transactional_id, self.allocate_producer_id(), 0, timeout_ms, last_update_ms=now_ms
+                )
+                self._transition(fresh)
+                return Errors.NONE, fresh.producer_id, fresh.producer_epoch
+            if txn.state.is_prepare:
+                return Errors.CONCURRENT_TRANSACTIONS, -1, -1
+            if expected_pid != -1:
+                if (expected_pid, expected_epoch) == (txn.last_producer_id, txn.last_producer_epoch):
+                    return Errors.NONE, txn.producer_id, txn.producer_epoch  # a retried bump
+                if (expected_pid, expected_epoch) != (txn.producer_id, txn.producer_epoch):
+                    return Errors.PRODUCER_FENCED, -1, -1
+            if txn.state is TxnState.ONGOING:
+                # Fence the previous instance and abort what it left open; the client retries.
+                self._abort(self._bumped(txn, now_ms), now_ms)
+                return Errors.CONCURRENT_TRANSACTIONS, -1, -1
+            ready = self._bumped(txn, now_ms).evolve(
+                state=TxnState.EMPTY, timeout_ms=timeout_ms, partitions=frozenset(), groups=frozenset()
+            )
+            self._transition(ready)
+            return Errors.NONE, ready.producer_id, ready.producer_epoch
+        except OSError:
+            log.exception("transaction log write failed")
+            return Errors.COORDINATOR_NOT_AVAILABLE, -1, -1
+
+    def _bumped(self, txn: TxnMetadata, now_ms: int) -> TxnMetadata:
+        if txn.producer_epoch >= MAX_EPOCH:
+            return txn.evolve(
+                producer_id=self.allocate_producer_id(), producer_epoch=0, last_producer_id=txn.producer_id,
+                last_producer_epoch=txn.producer_epoch, last_update_ms=now_ms,
+            )
+        return txn.evolve(
+            producer_epoch=txn.producer_epoch + 1, last_producer_id=txn.producer_id,
+            last_producer_epoch=txn.producer_epoch, last_update_ms=now_ms,
+        )
+
+    def _check_producer(self, transactional_id: str, producer_id: int, epoch: int) -> tuple[Errors, TxnMetadata | None]:
+        txn = self.txns.get(transactional_id)
+        if txn is None or txn.producer_id != producer_id:
+            return Errors.INVALID_PRODUCER_ID_MAPPING, None
+        if txn.producer_epoch != epoch:
+            return Errors.PRODUCER_FENCED, None
+        return Errors.NONE, txn
+
+    def add_partitions(
+        self, transactional_id: str, producer_id: int, epoch: int, partitions: list[Partition], now_ms: int
+    ) -> Errors:
+        """AddPartitionsToTxn for partitions the caller checked exist."""
+        error, txn = self._check_producer(transactional_id, producer_id, epoch)
+        if txn is None:
+            return error
+        if txn.state.is_prepare:
+            return Errors.CONCURRENT_TRANSACTIONS
+        if txn.state is TxnState.ONGOING and set(partitions) <= txn.partitions:
+            return Errors.NONE
+        return self._extend(txn, now_ms, partitions=txn.partitions | set(partitions))
+
+    def add_offsets(self, transactional_id: str, producer_id: int, epoch: int, group_id: str, now_ms: int) -> Errors:
+        """AddOffsetsToTxn: the group's offsets will be committed or dropped with the transaction."""
+        error, txn = self._check_producer(transactional_id, producer_id, epoch)
+        if txn is None:
+            return error
+        if txn.state.is_prepare:
+            return Errors.CONCURRENT_TRANSACTIONS
+        if txn.state is TxnState.ONGOING and group_id in txn.groups:
+            return Errors.NONE
+        return self._extend(txn, now_ms, groups=txn.groups | {group_id})
+
+    def _extend(self, txn: TxnMetadata, now_ms: int, **changes: object) -> Errors:
+        starting = txn.state is not TxnState.ONGOING
+        if starting:
+            changes.setdefault("partitions", txn.partitions)
+            changes.setdefault("groups", frozenset())
+        updated = txn.evolve(
+            state=TxnState.ONGOING, start_ms=now_ms if starting else txn.start_ms, last_update_ms=now_ms, **changes
+        )
+        try:
+            self._transition(updated)
+        except OSError:
+            log.exception("transaction log write failed")
+            return Errors.COORDINATOR_NOT_AVAILABLE
+        if starting:
+            self.counters.started += 1
+        return Errors.NONE
+
+    def end_txn(self, transactional_id: str, producer_id: int, epoch: int, commit: bool, now_ms: int) -> Errors:
+        error, txn = self._check_producer(transactional_id, producer_id, epoch)
+        if txn is None:
+            return error
+        state = txn.state
+        if state is TxnState.ONGOING:
+            try:
+                self._complete(txn, commit, now_ms)
+            except OSError:
+                log.exception("transaction log write failed")
+                return Errors.COORDINATOR_NOT_AVAILABLE
+            return Errors.NONE
+        if state is (TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT):
+            return Errors.NONE  # a retry of what already happened
+        if state is (TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT):
+            return Errors.CONCURRENT_TRANSACTIONS
+        return Errors.INVALID_TXN_STATE
+
+    def verify_partition(self, producer_id: int, epoch: int, topic: str, partition: int) -> Errors:
+        """KIP-890 part 1: a transactional write must belong to the producer's ongoing transaction."""
+        transactional_id = self.by_producer.get(producer_id)
+        txn = self.txns.get(transactional_id) if transactional_id is not None else None
+        if txn is None:
+            return Errors.INVALID_TXN_STATE
+        if epoch < txn.producer_epoch:
+            return Errors.INVALID_PRODUCER_EPOCH
+        if txn.state is not TxnState.ONGOING or (topic, partition) not in txn.partitions:
+            return Errors.INVALID_TXN_STATE
+        return Errors.NONE
+
+    # -- two-phase commit ---------------------------------------------------------------------
+
+    def _abort(self, txn: TxnMetadata, now_ms: int) -> None:
+        self._complete(txn, False, now_ms)
+
+    def _complete(self, txn: TxnMetadata, commit: bool, now_ms: int) -> None:
+        prepared = txn.evolve(
+            state=TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT, last_update_ms=now_ms
+        )
+        self._transition(prepared)
+        fault_point("txn-after-prepare")
+        self._write_markers_and_complete(prepared, now_ms)
+
+    def _write_markers_and_complete(self, txn: TxnMetadata, now_ms: int) -> None:
+        commit = txn.state is TxnState.PREPARE_COMMIT
+        todo = self.unwritten.get(txn.transactional_id, set(txn.partitions))
+        failed = self.write_markers(txn.producer_id, txn.producer_epoch, commit, sorted(todo), now_ms)
+        if failed:
+            log.warning("%d markers of %s not written yet; will retry", len(failed), txn.transactional_id)
+            self.unwritten[txn.transactional_id] = failed
+            return
+        self.unwritten.pop(txn.transactional_id, None)
+        if txn.groups and self.complete_groups is not None:
+            self.complete_groups(txn.producer_id, txn.groups, commit)
+        fault_point("txn-before-complete")
+        done = txn.evolve(
+            state=TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT,
+            partitions=frozenset(),
+            groups=frozenset(),
+            last_update_ms=now_ms,
+        )
+        try:
+            self._transition(done)
+        except OSError:
+            log.exception("transaction log write failed; completion will be retried")
+            return
+        if commit:
+            self.counters.committed += 1
+        else:
+            self.counters.aborted += 1
+
+    # -- time ---------------------------------------------------------------------------------
+
+    def tick(self, now_ms: int) -> None:
+        """Abort timed-out transactions (fencing their producer), retry markers, expire idle ids."""
+        for txn in list(self.txns.values()):
+            try:
+                if txn.state is TxnState.ONGOING and now_ms - txn.start_ms > txn.timeout_ms:
+                    log.info("aborting transaction %s: timed out after %d ms", txn.transactional_id, txn.timeout_ms)
+                    fenced = txn if txn.producer_epoch >= MAX_EPOCH else txn.evolve(
+                        producer_epoch=txn.producer_epoch + 1, last_update_ms=now_ms
+                    )
+                    self.counters.timed_out += 1
+                    self._abort(fenced, now_ms)
+                elif txn.state.is_prepare:
+                    self._write_markers_and_complete(txn, now_ms)
+                elif txn.state.is_complete and now_ms - txn.last_update_ms > self.id_expiration_ms:
+                    self._transition(txn.evolve(state=TxnState.DEAD, last_update_ms=now_ms))
+            except OSError:
+                log.exception("transaction log write failed during tick")
+
+    @property
+    def active(self) -> int:
+        return sum(1 for t in self.txns.values() if t.state is TxnState.ONGOING)

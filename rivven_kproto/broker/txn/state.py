@@ -1,0 +1,77 @@
+"""Transaction metadata of one transactional id, as the coordinator logs and replays it."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class TxnState(enum.Enum):
+    EMPTY = "Empty"
+    ONGOING = "Ongoing"
+    PREPARE_COMMIT = "PrepareCommit"
+    PREPARE_ABORT = "PrepareAbort"
+    COMPLETE_COMMIT = "CompleteCommit"
+    COMPLETE_ABORT = "CompleteAbort"
+    DEAD = "Dead"
+
+    @property
+    def is_prepare(self) -> bool:
+        return self in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT)
+
+    @property
+    def is_complete(self) -> bool:
+        return self in (TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT)
+
+
+@dataclass(frozen=True)
+class TxnMetadata:
+    """Immutable: every transition builds a new value, logs it, then installs it."""
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    timeout_ms: int
+    state: TxnState = TxnState.EMPTY
+    last_producer_id: int = -1
+    last_producer_epoch: int = -1
+    partitions: frozenset[tuple[str, int]] = field(default_factory=frozenset)
+    groups: frozenset[str] = field(default_factory=frozenset)
+    start_ms: int = -1
+    last_update_ms: int = -1
+
+    def evolve(self, **changes: Any) -> TxnMetadata:
+        return dataclasses.replace(self, **changes)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "transactional_id": self.transactional_id,
+            "producer_id": self.producer_id,
+            "producer_epoch": self.producer_epoch,
+            "timeout_ms": self.timeout_ms,
+            "state": self.state.value,
+            "last_producer_id": self.last_producer_id,
+            "last_producer_epoch": self.last_producer_epoch,
+            "partitions": sorted([t, p] for t, p in self.partitions),
+            "groups": sorted(self.groups),
+            "start_ms": self.start_ms,
+            "last_update_ms": self.last_update_ms,
+        }
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> TxnMetadata:
+        return cls(
+            transactional_id=doc["transactional_id"],
+            producer_id=doc["producer_id"],
+            producer_epoch=doc["producer_epoch"],
+            timeout_ms=doc["timeout_ms"],
+            state=TxnState(doc["state"]),
+            last_producer_id=doc["last_producer_id"],
+            last_producer_epoch=doc["last_producer_epoch"],
+            partitions=frozenset((t, p) for t, p in doc["partitions"]),
+            groups=frozenset(doc["groups"]),
+            start_ms=doc["start_ms"],
+            last_update_ms=doc["last_update_ms"],
+        )

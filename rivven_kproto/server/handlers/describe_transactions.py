@@ -1,0 +1,48 @@
+"""DescribeTransactions (65), v0: the coordinator's view of transactional ids (KIP-664)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from rivven_kproto.broker.txn.state import TxnState
+from rivven_kproto.codec.errors import Errors
+from rivven_kproto.codec.messages.describe_transactions import (
+    DescribeTransactionsRequest,
+    DescribeTransactionsResponse,
+    TopicData,
+    TransactionState,
+)
+
+from ..context import RequestContext
+
+API_KEY = 65
+
+
+def handle(ctx: RequestContext, request: DescribeTransactionsRequest, version: int) -> DescribeTransactionsResponse:
+    states = []
+    for transactional_id in request.transactional_ids:
+        txn = ctx.broker.txn.txns.get(transactional_id)
+        if txn is None:
+            states.append(
+                TransactionState(
+                    error_code=Errors.TRANSACTIONAL_ID_NOT_FOUND, transactional_id=transactional_id,
+                    transaction_start_time_ms=-1, producer_id=-1, producer_epoch=-1,
+                )
+            )
+            continue
+        by_topic: dict[str, list[int]] = defaultdict(list)
+        for topic, index in sorted(txn.partitions):
+            by_topic[topic].append(index)
+        states.append(
+            TransactionState(
+                error_code=Errors.NONE,
+                transactional_id=transactional_id,
+                transaction_state=txn.state.value,
+                transaction_timeout_ms=txn.timeout_ms,
+                transaction_start_time_ms=txn.start_ms if txn.state is TxnState.ONGOING else -1,
+                producer_id=txn.producer_id,
+                producer_epoch=txn.producer_epoch,
+                topics=[TopicData(topic=t, partitions=p) for t, p in by_topic.items()],
+            )
+        )
+    return DescribeTransactionsResponse(transaction_states=states)

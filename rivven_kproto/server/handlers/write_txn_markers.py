@@ -1,0 +1,43 @@
+"""WriteTxnMarkers (27), v0-1: write COMMIT/ABORT markers to named partitions directly.
+
+Admin tools use it to abort a hanging transaction (``kafka-transactions.sh abort``); a marker
+with an epoch older than the producer's current one gets INVALID_PRODUCER_EPOCH.
+"""
+
+from __future__ import annotations
+
+from rivven_kproto.codec.errors import Errors, KafkaError
+from rivven_kproto.codec.messages.write_txn_markers import (
+    WritableTxnMarkerPartitionResult,
+    WritableTxnMarkerResult,
+    WritableTxnMarkerTopicResult,
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersResponse,
+)
+
+from ..context import RequestContext
+
+API_KEY = 27
+
+
+def handle(ctx: RequestContext, request: WriteTxnMarkersRequest, version: int) -> WriteTxnMarkersResponse:
+    results = []
+    for marker in request.markers:
+        topics = []
+        for topic in marker.topics:
+            partitions = []
+            for index in topic.partition_indexes:
+                error = Errors.NONE
+                try:
+                    log_ = ctx.broker.partition(topic.name, index)
+                    log_.append_marker(
+                        marker.producer_id, marker.producer_epoch, marker.transaction_result,
+                        marker.coordinator_epoch, ctx.now_ms,
+                    )
+                    ctx.appended = True
+                except KafkaError as exc:
+                    error = exc.error
+                partitions.append(WritableTxnMarkerPartitionResult(partition_index=index, error_code=error))
+            topics.append(WritableTxnMarkerTopicResult(name=topic.name, partitions=partitions))
+        results.append(WritableTxnMarkerResult(producer_id=marker.producer_id, topics=topics))
+    return WriteTxnMarkersResponse(markers=results)

@@ -1,4 +1,8 @@
-"""The ``kproto`` command. ``kproto serve`` runs the broker; admin verbs arrive with the CLI issue."""
+"""The ``kproto`` command: ``serve`` runs the broker; the admin verbs talk to any Kafka-compatible broker.
+
+Exit status: 0 success, 1 the operation failed (``error: <KAFKA_ERROR_NAME>: <why>`` on stderr),
+2 a usage error (bad flag or argument), always as one line and never as a traceback.
+"""
 
 from __future__ import annotations
 
@@ -7,16 +11,57 @@ import os
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 import trio
 
 from rivven_kproto.broker.config import FSYNC_POLICIES, BrokerConfig, ConfigError, load_config
 
+from . import cluster, configs, consume, logtools, produce, topics
+from .output import FORMATS, Settings, one_line
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-def main() -> None:
-    """rivven_kproto: a Kafka-compatible broker written in Python."""
+
+class KprotoGroup(click.Group):
+    """click's group, with every error reported on one line instead of click's usage block."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        kwargs["standalone_mode"] = False
+        kwargs.setdefault("prog_name", "kproto")
+        try:
+            result = super().main(*args, **kwargs)
+        except click.UsageError as exc:
+            hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
+            click.echo(f"error: usage: {one_line(exc.format_message())}{hint}", err=True)
+            sys.exit(exc.exit_code)
+        except click.ClickException as exc:
+            click.echo(f"error: {one_line(exc.format_message())}", err=True)
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            sys.exit(130)  # Ctrl-C: the usual way to stop a consumer, not an error worth a line
+        sys.exit(result if isinstance(result, int) else 0)
+
+
+@click.group(cls=KprotoGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--bootstrap",
+    envvar="KPROTO_BOOTSTRAP",
+    default="localhost:9092",
+    show_default=True,
+    metavar="HOST:PORT[,...]",
+    help="Broker(s) to bootstrap from (env KPROTO_BOOTSTRAP).",
+)
+@click.option("--format", "output", type=click.Choice(FORMATS), default="table", show_default=True, help="Output for people (table) or scripts (json).")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=30.0, show_default=True, metavar="SECONDS", help="Give up on a request after this long.")
+@click.pass_context
+def main(ctx: click.Context, bootstrap: str, output: str, timeout: float) -> None:
+    """rivven_kproto: a Kafka-compatible broker written in Python, and admin tools for any Kafka cluster.
+
+    \b
+    Example:
+      kproto --bootstrap localhost:9092 --format json topics list
+    """
+    ctx.obj = Settings(bootstrap, output, timeout)
 
 
 @main.command()
@@ -66,3 +111,11 @@ async def _serve_until_signalled(config: BrokerConfig) -> None:
                 logging.getLogger("rivven_kproto").info("received %s, shutting down", signal.Signals(signum).name)
                 nursery.cancel_scope.cancel()
                 break
+
+
+main.add_command(cluster.cluster)
+main.add_command(topics.topics)
+main.add_command(configs.configs)
+main.add_command(produce.produce)
+main.add_command(consume.consume)
+main.add_command(logtools.log)

@@ -1,0 +1,226 @@
+"""The ``kproto`` admin CLI as users run it: a subprocess, ``--format json``, against a real broker."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from rivven_kproto.cli.main import main
+
+from .broker_process import BrokerProcess
+
+RUN_TIMEOUT_S = 60
+
+
+def kproto(bootstrap: str, *args: str, stdin: str | None = None, output: str = "json") -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KPROTO_")}
+    command = [sys.executable, "-m", "rivven_kproto", "--bootstrap", bootstrap, "--format", output, *args]
+    return subprocess.run(command, input=stdin, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, env=env)
+
+
+def ok(bootstrap: str, *args: str, stdin: str | None = None) -> Any:
+    result = kproto(bootstrap, *args, stdin=stdin)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    return json.loads(result.stdout)
+
+
+def failed(result: subprocess.CompletedProcess[str], code: int, starts: str) -> str:
+    """The one stderr line of a failed command, checked for status, prefix and the absence of a traceback."""
+    assert result.returncode == code, (result.returncode, result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr + result.stdout
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(starts), lines[0]
+    return lines[0]
+
+
+def unused_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_cluster_info(broker: BrokerProcess) -> None:
+    info = ok(broker.bootstrap, "cluster", "info")
+    assert sorted(info) == ["api_versions", "brokers", "cluster_id", "controller_id"]
+    assert isinstance(info["cluster_id"], str) and info["cluster_id"]
+    assert info["controller_id"] == 0
+    assert [(b["node_id"], b["port"]) for b in info["brokers"]] == [(0, broker.port)]
+    apis = {a["name"]: a for a in info["api_versions"]}
+    assert apis["Metadata"]["negotiated"] == min(apis["Metadata"]["broker_max"], apis["Metadata"]["client_max"])
+    assert apis["ApiVersions"]["api_key"] == 18 and apis["Fetch"]["negotiated"] is not None
+
+
+def test_topic_lifecycle(broker: BrokerProcess, topic_name: str) -> None:
+    b = broker.bootstrap
+    created = ok(b, "topics", "create", topic_name, "--partitions", "2", "--replication-factor", "1", "--config", "retention.ms=3600000")
+    assert created == {
+        "topic": topic_name,
+        "topic_id": created["topic_id"],
+        "partitions": 2,
+        "replication_factor": 1,
+        "configs": {"retention.ms": "3600000"},
+    }
+    listed = {t["name"]: t for t in ok(b, "topics", "list")["topics"]}
+    assert listed[topic_name]["partitions"] == 2 and listed[topic_name]["internal"] is False
+
+    described = ok(b, "topics", "describe", topic_name)["topics"]
+    assert [t["name"] for t in described] == [topic_name]
+    assert described[0]["partitions"][1] == {
+        "partition": 1,
+        "leader": 0,
+        "leader_epoch": described[0]["partitions"][1]["leader_epoch"],
+        "replicas": [0],
+        "isr": [0],
+        "offline_replicas": [],
+        "log_start_offset": 0,
+        "high_watermark": 0,
+        "last_stable_offset": 0,
+        "size_bytes": None,
+    }
+
+    assert ok(b, "topics", "add-partitions", topic_name, "--total", "3") == {"topic": topic_name, "partitions": 3}
+    assert ok(b, "topics", "add-partitions", topic_name, "--add", "2") == {"topic": topic_name, "partitions": 5}
+    assert len(ok(b, "topics", "describe", topic_name)["topics"][0]["partitions"]) == 5
+
+    again = kproto(b, "topics", "create", topic_name)
+    failed(again, 1, "error: TOPIC_ALREADY_EXISTS: ")
+
+    assert ok(b, "topics", "delete", topic_name) == {"deleted": [topic_name]}
+    assert topic_name not in {t["name"] for t in ok(b, "topics", "list")["topics"]}
+    failed(kproto(b, "topics", "describe", topic_name), 1, "error: UNKNOWN_TOPIC_OR_PARTITION: ")
+
+
+def test_configs_describe_set_delete(broker: BrokerProcess, topic_name: str) -> None:
+    b = broker.bootstrap
+    ok(b, "topics", "create", topic_name, "--partitions", "1")
+    resource = {"type": "topic", "name": topic_name}
+    assert ok(b, "configs", "set", "--topic", topic_name, "retention.ms=5000", "cleanup.policy=compact") == {
+        "resource": resource,
+        "set": {"retention.ms": "5000", "cleanup.policy": "compact"},
+    }
+    described = ok(b, "configs", "describe", "--topic", topic_name, "--key", "retention.ms")
+    assert described == {
+        "resource": resource,
+        "configs": [
+            {"name": "retention.ms", "value": "5000", "source": "DYNAMIC_TOPIC_CONFIG", "read_only": False, "sensitive": False}
+        ],
+    }
+    overrides = ok(b, "configs", "describe", "--topic", topic_name, "--overrides")["configs"]
+    assert {c["name"] for c in overrides} == {"retention.ms", "cleanup.policy"}
+
+    assert ok(b, "configs", "delete", "--topic", topic_name, "retention.ms") == {"resource": resource, "deleted": ["retention.ms"]}
+    after = ok(b, "configs", "describe", "--topic", topic_name, "--key", "retention.ms")["configs"][0]
+    assert after["source"] != "DYNAMIC_TOPIC_CONFIG" and after["value"] != "5000"
+
+    broker_configs = ok(b, "configs", "describe", "--broker", "0")
+    assert broker_configs["resource"] == {"type": "broker", "name": "0"}
+    assert any(c["name"] == "num.partitions" for c in broker_configs["configs"])
+    failed(kproto(b, "configs", "set", "--broker", "0", "num.partitions=3"), 1, "error: INVALID_REQUEST: ")
+    failed(kproto(b, "configs", "set", "--topic", topic_name, "retention.ms=abc"), 1, "error: INVALID_CONFIG: ")
+
+
+def test_produce_then_consume_round_trip(broker: BrokerProcess, topic_name: str) -> None:
+    b = broker.bootstrap
+    ok(b, "topics", "create", topic_name, "--partitions", "3")
+    lines = [f"key{i}|value {i} ünïcode" for i in range(30)]
+    produced = ok(
+        b, "produce", topic_name, "--key-sep", "|", "--header", "source=cli", "--header", "run=1",
+        "--compression", "zstd", stdin="\n".join(lines) + "\n",
+    )
+    assert produced["topic"] == topic_name and produced["records"] == 30
+    assert sum(p["records"] for p in produced["partitions"]) == 30
+    for p in produced["partitions"]:
+        assert (p["first_offset"], p["last_offset"]) == (0, p["records"] - 1)
+
+    result = kproto(b, "consume", topic_name, "--from-beginning", "-n", "30", "--idle-timeout", "10")
+    assert result.returncode == 0, result.stderr
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert sorted(sorted(r) for r in records)[0] == ["headers", "key", "offset", "partition", "timestamp", "topic", "value"]
+    assert sorted((r["key"], r["value"]) for r in records) == sorted(tuple(line.split("|")) for line in lines)
+    assert all(r["headers"] == [{"key": "source", "value": "cli"}, {"key": "run", "value": "1"}] for r in records)
+    by_key = {r["key"]: r["partition"] for r in records}
+    # The same key goes to the same partition on a second produce (murmur2, like the Java client).
+    ok(b, "produce", topic_name, "--key-sep", "|", stdin="key7|again\n")
+    again = kproto(b, "consume", topic_name, "--partition", str(by_key["key7"]), "--from-beginning", "--isolation", "read_committed",
+                   "--idle-timeout", "2")
+    assert "again" in [json.loads(line)["value"] for line in again.stdout.splitlines()]
+
+    # Unkeyed lines to an explicit partition, read back from an offset with a template.
+    ok(b, "produce", topic_name, "--partition", "1", stdin="plain a\nplain b\n")
+    hw = ok(b, "topics", "describe", topic_name)["topics"][0]["partitions"][1]["high_watermark"]
+    template = kproto(b, "consume", topic_name, "--partition", "1", "--offset", str(hw - 2), "-n", "2",
+                      "--format", "{partition}:{offset}:{key}:{value}:{headers}", output="table")
+    assert template.returncode == 0, template.stderr
+    assert template.stdout.splitlines() == [f"1:{hw - 2}::plain a:", f"1:{hw - 1}::plain b:"]
+
+
+def test_log_verify_finds_a_flipped_byte(tmp_path: Path) -> None:
+    own = BrokerProcess(tmp_path / "data", tmp_path / "broker.log").start()
+    topic = "verify-me"
+    try:
+        ok(own.bootstrap, "topics", "create", topic, "--partitions", "1")
+        for chunk in range(3):  # one batch per produce run
+            ok(own.bootstrap, "produce", topic, stdin="".join(f"c{chunk}-{i}\n" for i in range(4)))
+    finally:
+        assert own.stop() == 0
+    data_dir = str(tmp_path / "data")
+    assert ok("unused:1", "log", "verify", data_dir) == {"ok": True, "files": 1, "batches": 3, "records": 12}
+    dumped = [json.loads(line) for line in kproto("unused:1", "log", "dump", data_dir, "--records").stdout.splitlines()]
+    assert [(d["base_offset"], d["last_offset"], d["crc_valid"]) for d in dumped] == [(0, 3, True), (4, 7, True), (8, 11, True)]
+    assert dumped[1]["records"][0]["value"] == "c1-0" and dumped[1]["producer_id"] == -1
+
+    segment = tmp_path / "data" / f"{topic}-0" / ("0" * 20 + ".log")
+    raw = bytearray(segment.read_bytes())
+    second = dumped[1]
+    raw[second["position"] + second["size"] - 3] ^= 0x40  # inside the second batch's records
+    segment.write_bytes(bytes(raw))
+    line = failed(kproto("unused:1", "log", "verify", data_dir), 1, "error: CORRUPT_MESSAGE: ")
+    assert str(segment) in line and "batch at offset 4" in line and "CRC mismatch" in line
+    rows = [json.loads(x) for x in kproto("unused:1", "log", "dump", str(segment)).stdout.splitlines()]
+    assert [r["crc_valid"] for r in rows] == [True, False, True]
+
+    segment.write_bytes(bytes(raw[: second["position"] + 30]))  # torn inside the second header
+    line = failed(kproto("unused:1", "log", "verify", str(segment.parent)), 1, "error: CORRUPT_MESSAGE: ")
+    assert "after offset 3" in line and "torn batch" in line
+
+
+def test_errors_are_one_line_with_the_right_status(broker: BrokerProcess) -> None:
+    b = broker.bootstrap
+    failed(kproto(b, "consume", "no-such-topic", "-n", "1"), 1, "error: UNKNOWN_TOPIC_OR_PARTITION: ")
+    down = failed(kproto(f"127.0.0.1:{unused_port()}", "topics", "list"), 1, "error: NETWORK_EXCEPTION: ")
+    assert "cannot connect" in down
+    failed(kproto(b, "topics", "list", "--bogus"), 2, "error: usage: ")
+    failed(kproto(b, "topics", "create"), 2, "error: usage: ")
+    failed(kproto(b, "topics", "create", "x", "--config", "novalue"), 2, "error: usage: ")
+    failed(kproto(b, "configs", "describe"), 2, "error: usage: ")
+    failed(kproto("host:notaport", "topics", "list"), 2, "error: usage: ")
+    failed(kproto(b, "consume", "t", "--format", "{nope}"), 2, "error: usage: ")
+    with socket.socket() as silent:  # connects, never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        result = kproto(f"127.0.0.1:{silent.getsockname()[1]}", "--timeout", "0.5", "cluster", "info")
+    failed(result, 1, "error: REQUEST_TIMED_OUT: ")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        [], ["cluster"], ["cluster", "info"], ["topics"], ["topics", "list"], ["topics", "describe"], ["topics", "create"],
+        ["topics", "delete"], ["topics", "add-partitions"], ["configs"], ["configs", "describe"], ["configs", "set"],
+        ["configs", "delete"], ["produce"], ["consume"], ["log"], ["log", "dump"], ["log", "verify"], ["serve"],
+    ],
+)
+def test_every_command_has_help_with_an_example(command: list[str]) -> None:
+    result = CliRunner().invoke(main, [*command, "--help"])
+    assert result.exit_code == 0, result.output
+    assert "Example:" in result.output and "kproto" in result.output

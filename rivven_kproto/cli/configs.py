@@ -1,0 +1,113 @@
+"""``kproto configs describe|set|delete`` for a topic (``--topic``) or a broker (``--broker``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from rivven_kproto.client import KafkaClient, admin
+
+from .output import emit, parse_assignments, run, table
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _resource_options(func: F) -> F:
+    func = click.option("--broker", "broker_id", type=click.IntRange(min=0), metavar="ID", help="A broker, by node id.")(func)
+    func = click.option("--topic", metavar="NAME", help="A topic.")(func)
+    return func
+
+
+def _resource(topic: str | None, broker_id: int | None) -> tuple[admin.ResourceType, str]:
+    if (topic is None) == (broker_id is None):
+        raise click.UsageError("give exactly one of --topic NAME and --broker ID")
+    if topic is not None:
+        return admin.ResourceType.TOPIC, topic
+    return admin.ResourceType.BROKER, str(broker_id)
+
+
+def _resource_json(kind: admin.ResourceType, name: str) -> dict[str, str]:
+    return {"type": kind.name.lower(), "name": name}
+
+
+@click.group()
+def configs() -> None:
+    """Show and change topic and broker configs (DescribeConfigs / IncrementalAlterConfigs).
+
+    \b
+    Example:
+      kproto configs set --topic demo retention.ms=3600000
+    """
+
+
+@configs.command()
+@_resource_options
+@click.option("--key", "keys", multiple=True, metavar="NAME", help="Only this config; repeatable.")
+@click.option("--overrides", is_flag=True, help="Only values set on the resource itself.")
+def describe(topic: str | None, broker_id: int | None, keys: tuple[str, ...], overrides: bool) -> None:
+    """Configs with value, source and flags (sensitive values are hidden).
+
+    \b
+    Example:
+      kproto configs describe --topic demo --key retention.ms
+    """
+    kind, name = _resource(topic, broker_id)
+
+    async def operation(client: KafkaClient) -> list[admin.ConfigEntry]:
+        return await admin.describe_configs(client, kind, name, list(keys) or None)
+
+    entries = run(operation)
+    if overrides:
+        entries = [e for e in entries if e.source.startswith("DYNAMIC_")]
+    data = {
+        "resource": _resource_json(kind, name),
+        "configs": [
+            {"name": e.name, "value": e.value, "source": e.source, "read_only": e.read_only, "sensitive": e.sensitive}
+            for e in entries
+        ],
+    }
+    rows = [[e.name, "(sensitive)" if e.sensitive else e.value, e.source, "yes" if e.read_only else "no"] for e in entries]
+    emit(data, lambda: table(f"{kind.name.lower()} {name}", ["name", "value", "source", "read-only"], rows))
+
+
+@configs.command("set")
+@_resource_options
+@click.argument("items", nargs=-1, required=True, metavar="KEY=VALUE...")
+def set_(topic: str | None, broker_id: int | None, items: tuple[str, ...]) -> None:
+    """Set configs; others keep their values.
+
+    \b
+    Example:
+      kproto configs set --topic demo retention.ms=3600000 cleanup.policy=compact
+    """
+    kind, name = _resource(topic, broker_id)
+    values = parse_assignments(items, "KEY=VALUE")
+    changes: list[tuple[str, admin.AlterOp, str | None]] = [(k, admin.AlterOp.SET, v) for k, v in values.items()]
+
+    async def operation(client: KafkaClient) -> None:
+        await admin.alter_configs(client, kind, name, changes)
+
+    run(operation)
+    emit({"resource": _resource_json(kind, name), "set": values}, lambda: f"{kind.name.lower()} {name}: set " + ", ".join(f"{k}={v}" for k, v in values.items()))
+
+
+@configs.command()
+@_resource_options
+@click.argument("keys", nargs=-1, required=True, metavar="KEY...")
+def delete(topic: str | None, broker_id: int | None, keys: tuple[str, ...]) -> None:
+    """Remove overrides, so the configs fall back to their defaults.
+
+    \b
+    Example:
+      kproto configs delete --topic demo retention.ms
+    """
+    kind, name = _resource(topic, broker_id)
+    changes: list[tuple[str, admin.AlterOp, str | None]] = [(k, admin.AlterOp.DELETE, None) for k in keys]
+
+    async def operation(client: KafkaClient) -> None:
+        await admin.alter_configs(client, kind, name, changes)
+
+    run(operation)
+    emit({"resource": _resource_json(kind, name), "deleted": list(keys)}, lambda: f"{kind.name.lower()} {name}: deleted " + ", ".join(keys))

@@ -1,0 +1,118 @@
+"""``kproto produce TOPIC``: one record per stdin line, acks=all.
+
+Stdin is read in chunks as they become available (a pipe gives large chunks, a terminal one line
+at a time), and each chunk's complete lines are sent before the next read, so interactive use
+sees each line acknowledged and a large file is sent in big batches.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import BinaryIO
+
+import click
+import trio
+
+from rivven_kproto.client import ClientError, KafkaClient
+from rivven_kproto.client.producer import Producer, ProducerRecord
+from rivven_kproto.codec.compression import Compression
+from rivven_kproto.codec.errors import Errors
+
+from .output import emit, parse_assignments, run, table
+
+READ_CHUNK = 1 << 20
+COMPRESSIONS = {"none": Compression.NONE, "gzip": Compression.GZIP, "snappy": Compression.SNAPPY, "lz4": Compression.LZ4, "zstd": Compression.ZSTD}
+
+
+def split_lines(pending: bytes, data: bytes) -> tuple[list[bytes], bytes]:
+    """Complete lines (without ``\\n``) from ``pending + data``, and the incomplete rest."""
+    *lines, rest = (pending + data).split(b"\n")
+    return lines, rest
+
+
+def parse_line(line: bytes, key_sep: bytes | None) -> tuple[bytes | None, bytes]:
+    """(key, value) of one line; ValueError when a key separator is expected but missing."""
+    line = line.removesuffix(b"\r")
+    if key_sep is None:
+        return None, line
+    key, sep, value = line.partition(key_sep)
+    if not sep:
+        raise ValueError("no key separator")
+    return key, value
+
+
+@dataclass
+class PartitionTotals:
+    first_offset: int
+    last_offset: int
+    records: int
+
+
+def _read_some(stream: BinaryIO) -> bytes:
+    read1 = getattr(stream, "read1", None)
+    return read1(READ_CHUNK) if read1 is not None else stream.read(READ_CHUNK)
+
+
+@click.command()
+@click.argument("topic")
+@click.option("--key-sep", metavar="SEP", help="Split each line at the first SEP into key and value.")
+@click.option("--header", "header_items", multiple=True, metavar="KEY=VALUE", help="Header on every record; repeatable.")
+@click.option("--partition", type=click.IntRange(min=0), help="Write to this partition (default: by key, else one per chunk).")
+@click.option("--compression", type=click.Choice(list(COMPRESSIONS)), default="none", show_default=True)
+def produce(topic: str, key_sep: str | None, header_items: tuple[str, ...], partition: int | None, compression: str) -> None:
+    """Send each line of stdin as a record (acks=all).
+
+    \b
+    Example:
+      printf 'k1:hello\\nk2:world\\n' | kproto produce demo --key-sep : --header source=cli
+    """
+    if key_sep == "":
+        raise click.BadParameter("must not be empty", param_hint="'--key-sep'")
+    headers: list[tuple[str, bytes | None]] = [
+        (k, v.encode()) for k, v in parse_assignments(header_items, "'--header'").items()
+    ]
+    separator = key_sep.encode() if key_sep is not None else None
+    stdin = sys.stdin.buffer
+
+    async def operation(client: KafkaClient) -> dict[int, PartitionTotals]:
+        producer = Producer(client, topic, compression=COMPRESSIONS[compression])
+        totals: dict[int, PartitionTotals] = {}
+        pending = b""
+        line_number = 0
+        while True:
+            data = await trio.to_thread.run_sync(_read_some, stdin, abandon_on_cancel=True)
+            if data:
+                lines, pending = split_lines(pending, data)
+            else:
+                lines, pending = ([pending] if pending else []), b""
+            records = []
+            for line in lines:
+                line_number += 1
+                try:
+                    key, value = parse_line(line, separator)
+                except ValueError:
+                    raise ClientError(Errors.INVALID_RECORD, f"line {line_number} has no key separator {key_sep!r}") from None
+                records.append(ProducerRecord(value, key=key, headers=headers, partition=partition))
+            for result in await producer.send(records):
+                seen = totals.get(result.partition)
+                if seen is None:
+                    totals[result.partition] = PartitionTotals(result.base_offset, result.last_offset, result.count)
+                else:
+                    seen.last_offset = max(seen.last_offset, result.last_offset)
+                    seen.records += result.count
+            if not data:
+                return totals
+
+    totals = run(operation)
+    count = sum(t.records for t in totals.values())
+    data = {
+        "topic": topic,
+        "records": count,
+        "partitions": [
+            {"partition": p, "first_offset": t.first_offset, "last_offset": t.last_offset, "records": t.records}
+            for p, t in sorted(totals.items())
+        ],
+    }
+    rows = [[p, t.records, t.first_offset, t.last_offset] for p, t in sorted(totals.items())]
+    emit(data, lambda: table(f"{count} records to {topic}", ["partition", "records", "first offset", "last offset"], rows))

@@ -1,0 +1,206 @@
+"""Consume without a group: Fetch from explicit positions, decode records, honour isolation.
+
+Positions start at the log start (``earliest``), the end (``latest``, what the isolation level
+may see) or a given offset; each poll sends one Fetch per leader and advances each partition past
+every batch it received, shown or not. Control batches (transaction markers) are never shown.
+With read_committed the broker stops at the last stable offset and lists the aborted
+transactions overlapping the data it returned; records of those producers' transactional batches
+are dropped until their ABORT marker, exactly as Kafka's Java consumer does (:func:`visible_records`).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+
+import trio
+
+from rivven_kproto.codec.compression import CompressionError
+from rivven_kproto.codec.errors import Errors
+from rivven_kproto.codec.messages.fetch import (
+    FetchPartition,
+    FetchRequest,
+    FetchResponse,
+    FetchTopic,
+    PartitionData,
+)
+from rivven_kproto.codec.records.control import ControlType, control_type
+from rivven_kproto.codec.records.records import Record, RecordBatch, RecordFormatError, decode_batches
+
+from .admin import EARLIEST, LATEST, READ_COMMITTED, READ_UNCOMMITTED, list_offsets
+from .client import KafkaClient, TopicInfo
+from .errors import ClientError, KafkaResponseError, check
+
+FETCH_MIN_VERSION = 4  # isolation level and aborted transactions
+PARTITION_MAX_BYTES = 1024 * 1024
+MAX_PARTITION_MAX_BYTES = 64 * 1024 * 1024
+RESPONSE_MAX_BYTES = 50 * 1024 * 1024
+MAX_WAIT_MS = 500
+
+StartAt = int | str  # an offset, "earliest" or "latest"
+
+
+@dataclass
+class ConsumedRecord:
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes | None]] = field(default_factory=list)
+
+
+def _is_abort_marker(batch: RecordBatch) -> bool:
+    if not batch.records:
+        return False
+    try:
+        return control_type(batch.records[0]) == ControlType.ABORT
+    except RecordFormatError:
+        return False
+
+
+def visible_records(
+    batches: Iterable[RecordBatch], aborted: Iterable[tuple[int, int]] | None, read_committed: bool
+) -> Iterator[tuple[int, int, Record]]:
+    """(offset, timestamp, record) a consumer may see; ``aborted`` holds (producer id, first offset).
+
+    An aborted transaction becomes active once a batch reaches its first offset; from then on
+    that producer's transactional batches are dropped until its ABORT marker closes it.
+    """
+    pending = sorted(aborted or (), key=lambda entry: entry[1])
+    aborted_producers: set[int] = set()
+    next_pending = 0
+    for batch in batches:
+        if read_committed and batch.producer_id >= 0:
+            while next_pending < len(pending) and pending[next_pending][1] <= batch.last_offset:
+                aborted_producers.add(pending[next_pending][0])
+                next_pending += 1
+            if batch.is_control:
+                if _is_abort_marker(batch):
+                    aborted_producers.discard(batch.producer_id)
+                continue
+            if batch.is_transactional and batch.producer_id in aborted_producers:
+                continue
+        if batch.is_control:
+            continue
+        yield from batch.iter_absolute()
+
+
+class Consumer:
+    """Reads some partitions of one topic from chosen positions."""
+
+    def __init__(self, client: KafkaClient, topic: str, *, isolation_level: int = READ_UNCOMMITTED) -> None:
+        self.client = client
+        self.topic = topic
+        self.isolation_level = isolation_level
+        self.positions: dict[int, int] = {}
+        self._info: TopicInfo | None = None
+        self._max_bytes: dict[int, int] = {}
+
+    async def assign(self, partitions: list[int] | None, start: StartAt) -> dict[int, int]:
+        """Choose partitions (None: all) and resolve their start positions."""
+        info = self._info = await self.client.topic(self.topic)
+        chosen = [p.partition for p in info.partitions] if partitions is None else partitions
+        for partition in chosen:
+            info.partition(partition)
+        if isinstance(start, int):
+            self.positions = dict.fromkeys(chosen, start)
+            return self.positions
+        timestamp = EARLIEST if start == "earliest" else LATEST
+        for leader, indexes in self._by_leader(chosen).items():
+            offsets = await list_offsets(self.client, leader, self.topic, indexes, timestamp, self.isolation_level)
+            self.positions.update(offsets)
+        return self.positions
+
+    def _by_leader(self, partitions: Iterable[int]) -> dict[int, list[int]]:
+        assert self._info is not None
+        grouped: dict[int, list[int]] = defaultdict(list)
+        for partition in partitions:
+            grouped[self._info.partition(partition).leader].append(partition)
+        return dict(sorted(grouped.items()))
+
+    async def poll(self, max_wait_ms: int = MAX_WAIT_MS) -> list[ConsumedRecord]:
+        """One Fetch per leader; the records now visible past each position."""
+        records: list[ConsumedRecord] = []
+        for leader, partitions in self._by_leader(self.positions).items():
+            response = await self._fetch(leader, partitions, max_wait_ms)
+            check(response.error_code, context="Fetch")
+            for topic_response in response.responses:
+                for data in topic_response.partitions:
+                    records.extend(self._absorb(data))
+        return records
+
+    async def _fetch(self, leader: int, partitions: list[int], max_wait_ms: int) -> FetchResponse:
+        def build(version: int) -> FetchRequest:
+            wanted = [
+                FetchPartition(
+                    partition=p,
+                    fetch_offset=self.positions[p],
+                    partition_max_bytes=self._max_bytes.get(p, PARTITION_MAX_BYTES),
+                )
+                for p in partitions
+            ]
+            return FetchRequest(
+                max_wait_ms=max_wait_ms,
+                min_bytes=1,
+                max_bytes=RESPONSE_MAX_BYTES,
+                isolation_level=self.isolation_level,
+                topics=[FetchTopic(topic=self.topic, partitions=wanted)],
+                forgotten_topics_data=[],
+            )
+
+        return await self.client.call(FetchRequest, build, FetchResponse, node_id=leader, min_version=FETCH_MIN_VERSION)
+
+    def _absorb(self, data: PartitionData) -> list[ConsumedRecord]:
+        partition = data.partition_index
+        position = self.positions.get(partition)
+        if position is None:
+            return []
+        if data.error_code == Errors.OFFSET_OUT_OF_RANGE:
+            raise KafkaResponseError(data.error_code, context=f"offset {position} of {self.topic}-{partition}")
+        check(data.error_code, context=f"Fetch {self.topic}-{partition}")
+        raw = data.records or b""
+        try:
+            batches = decode_batches(raw)
+        except (RecordFormatError, CompressionError) as exc:
+            raise ClientError(Errors.CORRUPT_MESSAGE, f"{self.topic}-{partition} at offset {position}: {exc}") from None
+        if raw and not batches:  # a batch larger than we asked for: ask for more next time
+            self._max_bytes[partition] = min(MAX_PARTITION_MAX_BYTES, 2 * self._max_bytes.get(partition, PARTITION_MAX_BYTES))
+            return []
+        read_committed = self.isolation_level == READ_COMMITTED
+        aborted = [(a.producer_id, a.first_offset) for a in data.aborted_transactions or ()]
+        out = [
+            ConsumedRecord(self.topic, partition, offset, timestamp, record.key, record.value, list(record.headers))
+            for offset, timestamp, record in visible_records(batches, aborted, read_committed)
+            if offset >= position
+        ]
+        if batches:
+            self.positions[partition] = max(position, batches[-1].next_offset)
+        return out
+
+    async def run(
+        self,
+        on_record: Callable[[ConsumedRecord], None],
+        *,
+        max_records: int | None = None,
+        idle_timeout: float = 5.0,
+    ) -> int:
+        """Poll until ``max_records`` were delivered or nothing new arrived for ``idle_timeout`` s."""
+        delivered = 0
+        last_progress = trio.current_time()
+        while max_records is None or delivered < max_records:
+            idle_left = idle_timeout - (trio.current_time() - last_progress)
+            if idle_left <= 0:
+                break
+            wait_ms = int(min(MAX_WAIT_MS, idle_left * 1000, self.client.timeout * 500))
+            records = await self.poll(max(wait_ms, 0))
+            if records:
+                last_progress = trio.current_time()
+            for record in records:
+                if max_records is not None and delivered >= max_records:
+                    break
+                on_record(record)
+                delivered += 1
+        return delivered

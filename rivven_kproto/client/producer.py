@@ -1,0 +1,206 @@
+"""Produce with acks=all: records to partitions, partitions to leaders, RecordBatch v2 on the wire.
+
+Keyed records go where Kafka's Java client would put them (murmur2 of the key, made positive,
+modulo the partition count), so a key lands on the same partition whichever tool wrote it;
+records without a key all go to one partition per call, rotating between calls (Kafka's sticky
+partitioning, simplified). Batches are built by :func:`~rivven_kproto.codec.records.build_batch`
+and split so no batch exceeds ``max_batch_bytes`` of record data (brokers cap a batch at
+``message.max.bytes``, about 1 MB by default). No idempotence: sequence numbers and producer ids
+are left unset, which every broker accepts.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from rivven_kproto.codec.compression import Compression
+from rivven_kproto.codec.messages.produce import (
+    PartitionProduceData,
+    ProduceRequest,
+    ProduceResponse,
+    TopicProduceData,
+)
+from rivven_kproto.codec.records.records import Record, build_batch, encode_record
+
+from .client import KafkaClient, TopicInfo
+from .errors import check
+
+ACKS_ALL = -1
+PRODUCE_MIN_VERSION = 3  # the first version carrying RecordBatch v2
+DEFAULT_MAX_BATCH_BYTES = 512 * 1024
+PRODUCE_TIMEOUT_MS = 30_000
+
+_M = 0x5BD1E995
+_MASK32 = 0xFFFFFFFF
+
+
+def murmur2(data: bytes) -> int:
+    """Kafka's murmur2 (``org.apache.kafka.common.utils.Utils.murmur2``), as a signed 32-bit int."""
+    length = len(data)
+    h = (0x9747B28C ^ length) & _MASK32
+    tail = length & ~3
+    for i in range(0, tail, 4):
+        k = int.from_bytes(data[i : i + 4], "little")
+        k = (k * _M) & _MASK32
+        k ^= k >> 24
+        k = (k * _M) & _MASK32
+        h = (h * _M) & _MASK32
+        h ^= k
+    rest = length & 3
+    if rest == 3:
+        h ^= data[tail + 2] << 16
+    if rest >= 2:
+        h ^= data[tail + 1] << 8
+    if rest >= 1:
+        h ^= data[tail]
+        h = (h * _M) & _MASK32
+    h ^= h >> 13
+    h = (h * _M) & _MASK32
+    h ^= h >> 15
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def partition_for_key(key: bytes, partitions: int) -> int:
+    """Kafka's default partitioner for keyed records: ``toPositive(murmur2(key)) % partitions``."""
+    return (murmur2(key) & 0x7FFFFFFF) % partitions
+
+
+@dataclass
+class ProducerRecord:
+    value: bytes | None
+    key: bytes | None = None
+    headers: list[tuple[str, bytes | None]] = field(default_factory=list)
+    partition: int | None = None
+    timestamp_ms: int | None = None
+
+
+@dataclass
+class PartitionResult:
+    partition: int
+    base_offset: int
+    count: int
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.count - 1
+
+
+def split_batches(records: Sequence[Record], max_batch_bytes: int) -> list[list[Record]]:
+    """Consecutive runs of records whose encoded size stays within ``max_batch_bytes`` (at least one each)."""
+    batches: list[list[Record]] = []
+    current: list[Record] = []
+    size = 0
+    for record in records:
+        record_size = len(encode_record(record))
+        if current and size + record_size > max_batch_bytes:
+            batches.append(current)
+            current, size = [], 0
+        current.append(record)
+        size += record_size
+    if current:
+        batches.append(current)
+    return batches
+
+
+def _to_batch_record(index: int, record: ProducerRecord, base_timestamp: int) -> Record:
+    delta = 0 if record.timestamp_ms is None else record.timestamp_ms - base_timestamp
+    return Record(offset_delta=index, timestamp_delta=delta, key=record.key, value=record.value, headers=list(record.headers))
+
+
+class Producer:
+    """Sends records of one topic; keeps the topic's layout and the sticky partition between calls."""
+
+    def __init__(
+        self,
+        client: KafkaClient,
+        topic: str,
+        *,
+        compression: Compression = Compression.NONE,
+        max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+    ) -> None:
+        self.client = client
+        self.topic = topic
+        self.compression = compression
+        self.max_batch_bytes = max_batch_bytes
+        self._info: TopicInfo | None = None
+        self._sticky = random.randrange(1 << 30)
+
+    async def _layout(self) -> TopicInfo:
+        if self._info is None:
+            self._info = await self.client.topic(self.topic, auto_create=True)
+        return self._info
+
+    def _assign(self, info: TopicInfo, records: Sequence[ProducerRecord]) -> dict[int, list[ProducerRecord]]:
+        count = len(info.partitions)
+        sticky = info.partitions[self._sticky % count].partition
+        self._sticky += 1
+        assigned: dict[int, list[ProducerRecord]] = defaultdict(list)
+        for record in records:
+            if record.partition is not None:
+                info.partition(record.partition)  # raises for a partition the topic lacks
+                partition = record.partition
+            elif record.key is not None:
+                partition = info.partitions[partition_for_key(record.key, count)].partition
+            else:
+                partition = sticky
+            assigned[partition].append(record)
+        return assigned
+
+    async def send(self, records: Sequence[ProducerRecord]) -> list[PartitionResult]:
+        """Produce ``records`` and wait for acks=all; one result per batch written."""
+        if not records:
+            return []
+        info = await self._layout()
+        assigned = self._assign(info, records)
+        results: list[PartitionResult] = []
+        # One request per leader and round; a partition whose records need several batches takes several rounds.
+        pending: dict[int, list[list[Record]]] = {}
+        timestamp = _now_ms()
+        for partition, items in assigned.items():
+            batch_records = [_to_batch_record(i, r, timestamp) for i, r in enumerate(items)]
+            pending[partition] = split_batches(batch_records, self.max_batch_bytes)
+        while pending:
+            round_batches = {p: batches.pop(0) for p, batches in pending.items()}
+            pending = {p: batches for p, batches in pending.items() if batches}
+            by_leader: dict[int, dict[int, list[Record]]] = defaultdict(dict)
+            for partition, batch_records in round_batches.items():
+                by_leader[info.partition(partition).leader][partition] = batch_records
+            for leader, partitions in sorted(by_leader.items()):
+                results.extend(await self._send_to(leader, partitions, timestamp))
+        return sorted(results, key=lambda r: (r.partition, r.base_offset))
+
+    async def _send_to(self, leader: int, partitions: dict[int, list[Record]], timestamp: int) -> list[PartitionResult]:
+        data = []
+        for partition, batch_records in sorted(partitions.items()):
+            renumbered = [
+                Record(i, r.timestamp_delta, r.key, r.value, r.headers) for i, r in enumerate(batch_records)
+            ]
+            batch = build_batch(renumbered, compression=self.compression, base_timestamp=timestamp)
+            data.append(PartitionProduceData(index=partition, records=batch))
+
+        def build(version: int) -> ProduceRequest:
+            return ProduceRequest(
+                acks=ACKS_ALL,
+                timeout_ms=PRODUCE_TIMEOUT_MS,
+                topic_data=[TopicProduceData(name=self.topic, partition_data=data)],
+            )
+
+        response = await self.client.call(
+            ProduceRequest, build, ProduceResponse, node_id=leader, min_version=PRODUCE_MIN_VERSION
+        )
+        counts = {p: len(r) for p, r in partitions.items()}
+        results = []
+        for topic_response in response.responses:
+            for answer in topic_response.partition_responses:
+                check(answer.error_code, answer.error_message, context=f"{self.topic}-{answer.index}")
+                results.append(PartitionResult(answer.index, answer.base_offset, counts.get(answer.index, 0)))
+        return results
+
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000

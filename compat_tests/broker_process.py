@@ -19,10 +19,19 @@ START_TIMEOUT_S = 30.0
 
 
 class BrokerProcess:
-    def __init__(self, data_dir: Path, log_path: Path, extra_args: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        log_path: Path,
+        extra_args: list[str] | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        """``env``: extra environment for the broker process (e.g. ``KPROTO_FAULT``), applied on
+        every ``start`` until changed; the caller's own ``KPROTO_*`` variables are never inherited."""
         self.data_dir = data_dir
         self.log_path = log_path
         self.extra_args = extra_args or []
+        self.env = dict(env or {})
         self.process: subprocess.Popen[bytes] | None = None
         self.port: int | None = None
 
@@ -43,6 +52,7 @@ class BrokerProcess:
             *self.extra_args,
         ]
         env = {k: v for k, v in os.environ.items() if not k.startswith("KPROTO_")}
+        env.update(self.env)
         self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
         log.close()
         deadline = time.monotonic() + START_TIMEOUT_S
@@ -63,6 +73,16 @@ class BrokerProcess:
         assert self.process is not None
         self.process.send_signal(signal.SIGTERM)
         code = self.process.wait(timeout)
+        self.process = None
+        return code
+
+    def wait(self, timeout: float) -> int | None:
+        """Wait up to ``timeout`` seconds for the process to exit by itself; its exit code, or None."""
+        assert self.process is not None
+        try:
+            code = self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
         self.process = None
         return code
 

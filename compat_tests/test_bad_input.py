@@ -76,6 +76,7 @@ def test_advertised_apis_are_exactly_those_served(broker: BrokerProcess) -> None
     assert {0, 1, 2, 3, 10, 18, 19, 20, 21, 22, 32, 33, 37, 44, 60} <= keys
     assert 22 in keys  # InitProducerId: idempotent producers
     assert {24, 25, 26, 27, 61, 65, 66} <= keys  # transactions
+    assert {8, 9, 11, 12, 13, 14, 15, 16, 42, 47} <= keys  # consumer groups and committed offsets
     for key in keys:  # every advertised API answers its highest version
         assert key in raw_client.REQUESTS
 

@@ -23,6 +23,7 @@ from rivven_kproto.codec.errors import Errors, KafkaError
 
 from .config import BrokerConfig
 from .faults import fault_point
+from .groups import GroupCoordinator
 from .log.checkpoint import write_atomic
 from .log.config import LogConfig
 from .log.partition_log import PartitionLog
@@ -96,6 +97,13 @@ class Broker:
             id_expiration_ms=config.transactional_id_expiration_ms,
         )
         self.txn.recover(now_ms)
+        self.groups = GroupCoordinator(
+            meta_dir / "groups",
+            config.groups,
+            fsync=config.fsync == "always",
+            flush_interval_ms=config.flush_interval_ms if config.fsync == "interval" else None,
+        )
+        self.groups.load(now_ms)
 
     def _load_cluster_id(self, meta_dir: Path) -> str:
         path = meta_dir / "cluster.json"
@@ -197,6 +205,7 @@ class Broker:
         for index, partition in enumerate(topic.partitions):
             partition.delete()
             shutil.rmtree(_log_dir(self.data_dir, name, index), ignore_errors=True)
+        self.groups.delete_topic(name)
         log.info("deleted topic %s", name)
 
     def create_partitions(self, name: str, count: int, now_ms: int, *, validate_only: bool = False) -> None:
@@ -324,6 +333,7 @@ class Broker:
     def close(self) -> None:
         for partition in self.all_partitions():
             partition.close()
+        self.groups.close()
 
 
 def log_config_strings(config: LogConfig) -> dict[str, str]:

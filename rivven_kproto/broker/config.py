@@ -24,6 +24,7 @@ from typing import Literal
 
 from rivven_kproto.codec.errors import KafkaError
 
+from .groups.config import GroupConfig
 from .log.config import LogConfig
 
 FsyncPolicy = Literal["always", "interval", "never"]
@@ -56,6 +57,7 @@ class BrokerConfig:
     transactional_id_expiration_ms: int = 7 * 24 * 3_600_000
     transaction_check_interval_ms: int = 200
     log: LogConfig = field(default_factory=LogConfig)
+    groups: GroupConfig = field(default_factory=GroupConfig)
 
     def with_port(self, port: int) -> BrokerConfig:
         return dataclasses.replace(self, listen_port=port)
@@ -106,6 +108,16 @@ _BROKER_LOG_KEYS = {
     "log.message.timestamp.type": "message.timestamp.type",
 }
 
+# Group coordinator settings: Kafka key -> (GroupConfig field, unit in ms, lowest value).
+_GROUP_KEYS = {
+    "group.min.session.timeout.ms": ("min_session_timeout_ms", 1, 1),
+    "group.max.session.timeout.ms": ("max_session_timeout_ms", 1, 1),
+    "group.initial.rebalance.delay.ms": ("initial_rebalance_delay_ms", 1, 0),
+    "offset.metadata.max.bytes": ("offset_metadata_max_bytes", 1, 0),
+    "offsets.retention.minutes": ("offsets_retention_ms", 60_000, 1),
+    "offsets.retention.check.interval.ms": ("offsets_retention_check_interval_ms", 1, 1),
+}
+
 
 def _bool(key: str, value: str) -> bool:
     lowered = value.strip().lower()
@@ -128,6 +140,7 @@ def _apply(config: BrokerConfig, props: Mapping[str, str]) -> BrokerConfig:
     """Overlay Kafka-named properties on ``config``."""
     changes: dict[str, object] = {}
     log_props: dict[str, str] = {}
+    group_changes: dict[str, int] = {}
     for key, value in props.items():
         if key in ("listeners", "listen"):
             changes["listen_host"], changes["listen_port"] = parse_host_port(value)
@@ -170,6 +183,11 @@ def _apply(config: BrokerConfig, props: Mapping[str, str]) -> BrokerConfig:
             log_props.setdefault("retention.ms", str(_int(key, value) * factor))
         elif key in _BROKER_LOG_KEYS:
             log_props[_BROKER_LOG_KEYS[key]] = value
+        elif key in _GROUP_KEYS:
+            name, unit, low = _GROUP_KEYS[key]
+            group_changes[name] = _int(key, value, low) * unit
+    if group_changes:
+        changes["groups"] = dataclasses.replace(config.groups, **group_changes)  # type: ignore[arg-type]
     if log_props:
         try:
             changes["log"] = LogConfig.from_topic_config(log_props, config.log)

@@ -24,14 +24,17 @@ from rivven_kproto.codec.connection import (
 )
 
 from .context import RequestContext
+from .delayed import DelayedResponses, Pending
 from .durability import Durability
 from .handlers import HANDLERS, fetch, produce
+from .handlers._group_wait import wake_keys
 from .handlers.api_versions import supported_versions
 
 log = logging.getLogger(__name__)
 
 RECEIVE_SIZE = 256 * 1024
 SHUTDOWN_GRACE_S = 5.0
+GROUP_TICK_S = 0.1
 
 
 def wall_clock_ms() -> int:
@@ -43,6 +46,7 @@ class Server:
         self.broker = broker
         self.config = config
         self.durability = Durability(broker, config)
+        self.delayed = DelayedResponses(wall_clock_ms)
         self._append_event = trio.Event()
         self._idle_scopes: set[trio.CancelScope] = set()
         self._busy = 0
@@ -58,6 +62,7 @@ class Server:
 
     async def handle_connection(self, stream: trio.SocketStream) -> None:
         peer = _peer_name(stream)
+        client_host = "/" + peer.rsplit(":", 1)[0]  # Kafka's InetAddress form, for DescribeGroups
         connection = ServerConnection(self.config.socket_request_max_bytes)
         idle_s = self.config.connections_max_idle_ms / 1000
         try:
@@ -78,7 +83,7 @@ class Server:
                 while (event := connection.next_event()) is not None:
                     self._busy += 1
                     try:
-                        reply = await self.dispatch(event)
+                        reply = await self.dispatch(event, client_host)
                     finally:
                         self._busy -= 1
                     if reply is not None:
@@ -92,19 +97,22 @@ class Server:
         finally:
             await trio.aclose_forcefully(stream)
 
-    async def dispatch(self, event: RequestEvent) -> bytes | None:
+    async def dispatch(self, event: RequestEvent, client_host: str = "") -> bytes | None:
         if event.request is None:
             log.info("ApiVersions v%d is newer than ours; answering UNSUPPORTED_VERSION", event.api_version)
             return encode_unsupported_api_versions(event.header.correlation_id, supported_versions())
         handler = HANDLERS.get(event.api_key)
         if handler is None or event.api_version not in handler.versions:
             raise ProtocolError(f"API {event.api_key} v{event.api_version} is not served")
-        ctx = RequestContext(self.broker, self.config, wall_clock_ms(), event.header.client_id)
+        ctx = RequestContext(self.broker, self.config, wall_clock_ms(), event.header.client_id, client_host)
         request: Any = event.request
         if event.api_key == fetch.API_KEY:
             response = await self._fetch(ctx, request, event.api_version)
         else:
             response = handler.handle(ctx, request, event.api_version)
+            self.wake_groups()
+            if isinstance(response, Pending):
+                response = await self.delayed.wait(response)
         if ctx.appended:
             self.notify_append()
             if event.api_key == produce.API_KEY:
@@ -125,6 +133,10 @@ class Server:
                 await wake.wait()
             ctx.now_ms = wall_clock_ms()
 
+    def wake_groups(self) -> None:
+        """Parked JoinGroup/SyncGroup requests of groups that changed may be answerable now."""
+        self.delayed.notify(wake_keys(self.broker.groups.take_changed()))
+
     # -- lifecycle ----------------------------------------------------------------------------
 
     async def background(self) -> None:
@@ -132,6 +144,7 @@ class Server:
             nursery.start_soon(self.durability.run)
             nursery.start_soon(self._retention_loop)
             nursery.start_soon(self._transaction_loop)
+            nursery.start_soon(self._group_loop)
 
     async def _retention_loop(self) -> None:
         while True:
@@ -144,12 +157,24 @@ class Server:
         """Transaction timeouts and marker retries are the coordinator's clock-driven duties."""
         while True:
             await trio.sleep(self.config.transaction_check_interval_ms / 1000)
+            counters = self.broker.txn.counters
+            before = (counters.committed, counters.aborted)
             self.broker.txn.tick(wall_clock_ms())
+            if (counters.committed, counters.aborted) != before:
+                self.notify_append()  # markers moved last stable offsets: wake read_committed fetches
+
+    async def _group_loop(self) -> None:
+        """Session, join and sync timeouts and offset expiry are the group coordinator's clock."""
+        while True:
+            await trio.sleep(GROUP_TICK_S)
+            self.broker.groups.tick(wall_clock_ms())
+            self.wake_groups()
 
     async def drain(self) -> None:
         """Stop reading new requests; wait (bounded) for in-flight ones to finish."""
         self.stopping = True
         self.notify_append()
+        self.delayed.close()
         for scope in list(self._idle_scopes):
             scope.cancel()
         with trio.move_on_after(SHUTDOWN_GRACE_S):

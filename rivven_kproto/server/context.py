@@ -15,6 +15,7 @@ class RequestContext:
     config: BrokerConfig
     now_ms: int
     client_id: str | None = None
+    client_host: str = ""  # Kafka's form, "/127.0.0.1" (DescribeGroups reports it per member)
     # Filled by the server after an append so that waiters (fetch long-poll, fsync) can react.
     appended: bool = False
     # Logs this request wrote to, for the durability policy (fsync, flush.messages).

@@ -19,9 +19,10 @@ that no torn bytes stay in front of later entries.
 
 Opening reads the entries in order and stops at the first one that is short, longer than
 ``MAX_ENTRY`` or fails its checksum; the file is truncated there (and fsynced), so a torn tail is
-dropped and everything before it kept. Compaction writes ``MAGIC`` plus one entry holding the
-current record of every key to ``groups.log.tmp``, fsyncs it and renames it over ``groups.log``
-(then fsyncs the directory): a crash leaves either the old log or the new one.
+dropped and everything before it kept. Compaction writes ``MAGIC`` plus entries holding the
+current record of every key (a group's records together, in bounded chunks) to
+``groups.log.tmp``, fsyncs it and renames it over ``groups.log`` (then fsyncs the directory): a
+crash leaves either the old log or the new one.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from __future__ import annotations
 import logging
 import os
 import struct
+from collections.abc import Iterable
 from pathlib import Path
 
 import xxhash
@@ -108,14 +110,18 @@ class GroupLog:
             os.fsync(self._fd)
             self.dirty = False
 
-    def compact(self, payload: bytes) -> None:
-        """Replace the whole log by one entry holding ``payload`` (the current state)."""
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
-        self._rewrite(frame(payload))
+    def compact(self, payloads: Iterable[bytes]) -> None:
+        """Replace the whole log by entries holding the current state.
+
+        Raises OSError if the new file cannot be written; the old log then stays in use.
+        """
+        entries = b"".join(frame(payload) for payload in payloads)
+        self._rewrite(entries)
+        old, self._fd = self._fd, -1
+        if old >= 0:
+            os.close(old)
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
-        self.size = len(MAGIC) + len(payload) + _HEADER.size
+        self.size = len(MAGIC) + len(entries)
         self.dirty = False
 
     def close(self) -> None:

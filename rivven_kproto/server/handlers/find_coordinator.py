@@ -1,10 +1,10 @@
 """FindCoordinator (10), v0-4, including the batched v4 form.
 
 This broker is the coordinator for every key of the types it coordinates (listed in
-``COORDINATED``): key type 1 (transaction). Key type 0 (group) answers COORDINATOR_NOT_AVAILABLE,
-which clients treat as retriable, until the group coordinator is served; other key types get
-INVALID_REQUEST. The API is advertised even so because librdkafka infers broker features from it:
-without FindCoordinator it silently disables LZ4 compression (see compat_tests/FINDINGS.rst).
+``COORDINATED``): key types 0 (group) and 1 (transaction), answered with this node's id and
+advertised host and port; other key types get INVALID_REQUEST. librdkafka also infers broker
+features from this API: without FindCoordinator it silently disables LZ4 compression (see
+compat_tests/FINDINGS.rst).
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from ..context import RequestContext
 
 API_KEY = 10
 GROUP, TRANSACTION = 0, 1
-COORDINATED = {TRANSACTION}
+COORDINATED = {GROUP, TRANSACTION}
 KNOWN_KEY_TYPES = (GROUP, TRANSACTION)
-NOT_YET = "the group coordinator is not implemented yet"
+NOT_YET = "this broker does not coordinate keys of this type"
 
 
 def _lookup(key_type: int) -> tuple[Errors, str | None]:

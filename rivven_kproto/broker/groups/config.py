@@ -1,0 +1,19 @@
+"""Group coordinator settings, by their Kafka broker config names, with Kafka's defaults."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class GroupConfig:
+    min_session_timeout_ms: int = 6_000  # group.min.session.timeout.ms
+    max_session_timeout_ms: int = 1_800_000  # group.max.session.timeout.ms
+    initial_rebalance_delay_ms: int = 3_000  # group.initial.rebalance.delay.ms
+    offset_metadata_max_bytes: int = 4_096  # offset.metadata.max.bytes (Kafka counts UTF-16 chars)
+    offsets_retention_ms: int = 7 * 24 * 3_600_000  # offsets.retention.minutes
+    offsets_retention_check_interval_ms: int = 600_000  # offsets.retention.check.interval.ms
+    # How long a member that joined but never completed a rebalance may stay (Kafka's constant).
+    new_member_join_timeout_ms: int = 300_000
+    # Rewrite the log as a snapshot once it is this big and twice the last snapshot.
+    compact_bytes: int = 8 * 1024 * 1024

@@ -1,0 +1,434 @@
+"""The group coordinator: classic groups, committed offsets and their durable log, in plain Python.
+
+Operations take ``now_ms`` and never block; the server layer decides when to wait. Offset
+operations follow Kafka's CoordinatorShard pattern strictly: validate, build records, append them
+to the log (see ``wal.py``), then change state only by applying those records — the same
+``_apply`` that replays the log at start-up. Group records are the persisted projection of soft
+membership state (see ``membership.py``). ``tick(now_ms)`` fires session, join and sync timers,
+expires offsets and flushes the log on the broker's interval; ``take_changed()`` names the groups
+whose parked requests may now be answered.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from rivven_kproto.codec.errors import Errors, KafkaError
+
+from .api import (
+    Awaiting,
+    CommitPartition,
+    DescribedMember,
+    FetchedOffset,
+    GroupDescription,
+    GroupListing,
+    JoinParams,
+    JoinResult,
+    LeavingMember,
+    Result,
+    SyncParams,
+    SyncResult,
+)
+from .config import GroupConfig
+from .consumer_protocol import PROTOCOL_TYPE
+from .group import ClassicGroup, GroupState
+from .membership import Membership, Tickets, validate_member
+from .offsets import BY_COMMIT_TIME, OffsetStore
+from .records import (
+    GroupRecord,
+    GroupTombstone,
+    OffsetRecord,
+    OffsetTombstone,
+    Record,
+    decode_records,
+    encode_records,
+)
+from .wal import GroupLog
+
+log = logging.getLogger(__name__)
+
+MAX_TIMER_ROUNDS = 16
+SNAPSHOT_CHUNK = 1000  # records per snapshot entry: entries stay far below the log's size bound
+
+
+def _utf16_length(text: str) -> int:
+    """Java's ``String.length()``, which Kafka compares with offset.metadata.max.bytes."""
+    return len(text.encode("utf-16-le")) // 2
+
+
+class GroupCoordinator:
+    def __init__(
+        self,
+        directory: Path | None,
+        config: GroupConfig | None = None,
+        *,
+        fsync: bool = False,
+        flush_interval_ms: int | None = 1000,
+        new_id: Callable[[], str] = lambda: str(uuid.uuid4()),
+    ) -> None:
+        """``directory=None`` keeps everything in memory (unit tests of the state machine).
+
+        The broker's fsync policy maps to ``fsync`` (``always``: every append is fsynced before
+        the answer) and ``flush_interval_ms`` (``interval``: ``tick`` fsyncs what was written
+        since; ``None`` for ``never``: only ``close`` does).
+        """
+        self.config = config or GroupConfig()
+        self.groups: dict[str, ClassicGroup] = {}
+        self.offsets = OffsetStore()
+        self.tickets = Tickets()
+        self.membership = Membership(self.groups, self.config, self.tickets, self._store_group, new_id)
+        self._log = GroupLog(directory, fsync=fsync) if directory is not None else None
+        self._flush_interval_ms = flush_interval_ms
+        self._last_flush_ms = 0
+        self._last_expiry_ms = 0
+        self._snapshot_size = 0
+
+    # -- start-up -----------------------------------------------------------------------------
+
+    def load(self, now_ms: int) -> None:
+        """Replay the log; loaded members get a fresh session, as Kafka does on load."""
+        self._last_flush_ms = self._last_expiry_ms = now_ms
+        if self._log is None:
+            return
+        payloads = self._log.open()
+        count = 0
+        for payload in payloads:
+            for record in decode_records(payload):
+                self._apply(record)
+                count += 1
+        for group in self.groups.values():
+            for member in group.members.values():
+                member.heartbeat_deadline = now_ms + member.session_timeout_ms
+        self._snapshot_size = self._log.size
+        log.info("group coordinator loaded %d groups and %d committed offsets from %d records",
+                 len(self.groups), sum(1 for _ in self.offsets.records()), count)
+
+    def _apply(self, record: Record) -> None:
+        if isinstance(record, OffsetRecord | OffsetTombstone):
+            if isinstance(record, OffsetRecord) and record.group_id not in self.groups:
+                # A commit to an unknown group creates a "simple" group, live and on replay alike.
+                self.groups[record.group_id] = ClassicGroup(record.group_id, state_timestamp=record.commit_timestamp)
+            self.offsets.apply(record)
+        elif isinstance(record, GroupRecord):
+            self.groups[record.group_id] = ClassicGroup.from_record(record)
+        else:
+            self.groups.pop(record.group_id, None)
+
+    # -- the log ------------------------------------------------------------------------------
+
+    def _write(self, records: list[Record], *, replay: bool) -> None:
+        """Append first, then (for replayable records) apply; a failed append changes nothing."""
+        if not records:
+            return
+        if self._log is not None:
+            try:
+                self._log.append(encode_records(records))
+            except OSError as exc:
+                log.error("group coordinator log write failed: %s", exc)
+                raise KafkaError(Errors.NOT_COORDINATOR, "the group coordinator could not write its log") from exc
+            except ValueError as exc:  # an entry beyond the log's size bound
+                raise KafkaError(Errors.UNKNOWN_SERVER_ERROR, str(exc)) from exc
+        if replay:
+            for record in records:
+                self._apply(record)
+        for record in records:
+            if isinstance(record, GroupRecord) and record.group_id in self.groups:
+                # Before any compaction: the snapshot must include it.
+                self.groups[record.group_id].persisted = record
+        if self._compaction_due():
+            self._compact()
+
+    def _store_group(self, record: GroupRecord) -> bool:
+        try:
+            self._write([record], replay=False)
+        except KafkaError:
+            return False
+        return True
+
+    def _compaction_due(self) -> bool:
+        if self._log is None:
+            return False
+        size = self._log.size
+        return size >= self.config.compact_bytes and size >= 2 * self._snapshot_size
+
+    def _compact(self) -> None:
+        """Rewrite the log as the current state; a failure leaves the old log in use."""
+        assert self._log is not None
+        size = self._log.size
+        records = self.snapshot_records()
+        chunks = [records[i : i + SNAPSHOT_CHUNK] for i in range(0, len(records), SNAPSHOT_CHUNK)]
+        try:
+            self._log.compact(encode_records(chunk) for chunk in chunks)
+        except OSError as exc:
+            log.error("could not compact the group coordinator log (%s); it keeps growing", exc)
+            self._snapshot_size = size  # try again once it has doubled
+            return
+        self._snapshot_size = self._log.size
+        log.info("compacted the group coordinator log from %d to %d bytes", size, self._snapshot_size)
+
+    def snapshot_records(self) -> list[Record]:
+        """The current record of every key: what replay needs to rebuild the durable state."""
+        records: list[Record] = [g.persisted for g in self.groups.values() if g.persisted is not None]
+        records.extend(self.offsets.records())
+        return records
+
+    def flush(self) -> None:
+        if self._log is not None:
+            self._log.flush()
+
+    def close(self) -> None:
+        if self._log is not None:
+            self._log.close()
+
+    # -- membership (see membership.py) -------------------------------------------------------
+
+    def join(self, params: JoinParams, now_ms: int) -> JoinResult | Awaiting:
+        return self.membership.join(params, now_ms)
+
+    def sync(self, params: SyncParams, now_ms: int) -> SyncResult | Awaiting:
+        return self.membership.sync(params, now_ms)
+
+    def heartbeat(self, group_id: str, generation_id: int, member_id: str, instance_id: str | None,
+                  now_ms: int) -> Errors:
+        return self.membership.heartbeat(group_id, generation_id, member_id, instance_id, now_ms)
+
+    def leave(self, group_id: str, members: list[LeavingMember],
+              now_ms: int) -> tuple[Errors, list[tuple[LeavingMember, Errors]]]:
+        return self.membership.leave(group_id, members, now_ms)
+
+    def take_result(self, ticket: int) -> Result | None:
+        return self.tickets.take(ticket)
+
+    def cancel(self, ticket: int) -> None:
+        self.tickets.cancel(ticket)
+
+    def take_changed(self) -> set[str]:
+        """Groups whose parked requests may have been answered since the last call."""
+        changed, self.tickets.changed = self.tickets.changed, set()
+        return changed
+
+    # -- timers -------------------------------------------------------------------------------
+
+    def tick(self, now_ms: int) -> None:
+        """Fire every due timer in deadline order, expire offsets, flush the log when due.
+
+        A timer re-armed for ``now_ms`` or earlier (a zero initial rebalance delay) fires in the
+        same tick; the rounds are bounded in case a bug re-arms one forever.
+        """
+        for _ in range(MAX_TIMER_ROUNDS):
+            due: list[tuple[int, int, str, str, str]] = []
+            for group in self.groups.values():
+                for seq, (kind, member_id, deadline) in enumerate(_timers(group)):
+                    if deadline <= now_ms:
+                        due.append((deadline, seq, group.group_id, kind, member_id))
+            if not due:
+                break
+            for deadline, _, group_id, kind, member_id in sorted(due):
+                target = self.groups.get(group_id)
+                if target is not None and _still_due(target, kind, member_id, deadline):
+                    self._fire(target, kind, member_id, now_ms)
+        if now_ms - self._last_expiry_ms >= self.config.offsets_retention_check_interval_ms:
+            self._last_expiry_ms = now_ms
+            self.expire_offsets(now_ms)
+        if self._flush_interval_ms is not None and now_ms - self._last_flush_ms >= self._flush_interval_ms:
+            self._last_flush_ms = now_ms
+            self.flush()
+
+    def _fire(self, group: ClassicGroup, kind: str, member_id: str, now_ms: int) -> None:
+        if kind == "member":
+            self.membership.expire_member(group, member_id, now_ms)
+        elif kind == "join":
+            self.membership.fire_join_timer(group, now_ms)
+        else:
+            self.membership.fire_sync_timer(group, now_ms)
+
+    # -- offsets ------------------------------------------------------------------------------
+
+    def commit_offsets(
+        self,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        instance_id: str | None,
+        partitions: list[CommitPartition],
+        now_ms: int,
+        *,
+        version: int,
+        retention_ms: int = -1,
+    ) -> list[Errors]:
+        """One error per partition, in order; a group-level problem raises KafkaError."""
+        if not group_id:
+            raise KafkaError(Errors.INVALID_GROUP_ID)
+        group = self.groups.get(group_id)
+        if group is None:
+            if generation_id >= 0:
+                raise KafkaError(Errors.GROUP_ID_NOT_FOUND if version >= 9 else Errors.ILLEGAL_GENERATION)
+        else:
+            self._validate_commit(group, generation_id, member_id, instance_id)
+            if group.is_(GroupState.STABLE, GroupState.PREPARING_REBALANCE):
+                self.membership.keep_alive(group, member_id, now_ms)  # commits count as heartbeats
+        expire = now_ms + retention_ms if retention_ms >= 0 else -1
+        errors, records = [], []
+        for p in partitions:
+            metadata = p.metadata or ""
+            if _utf16_length(metadata) > self.config.offset_metadata_max_bytes:
+                errors.append(Errors.OFFSET_METADATA_TOO_LARGE)
+                continue
+            errors.append(Errors.NONE)
+            records.append(OffsetRecord(group_id, p.topic, p.partition, p.offset, p.leader_epoch, metadata,
+                                        now_ms, expire))
+        self._write(list(records), replay=True)
+        return errors
+
+    def _validate_commit(self, group: ClassicGroup, generation_id: int, member_id: str,
+                         instance_id: str | None) -> None:
+        if group.is_(GroupState.DEAD):
+            raise KafkaError(Errors.COORDINATOR_NOT_AVAILABLE)
+        if generation_id < 0 and group.is_(GroupState.EMPTY):
+            return  # a standalone ("simple") commit: no group management involved
+        if generation_id >= 0 or member_id or instance_id is not None:
+            error = validate_member(group, member_id, instance_id)
+            if error is not Errors.NONE:
+                raise KafkaError(error)
+            if generation_id != group.generation_id:
+                raise KafkaError(Errors.ILLEGAL_GENERATION)
+        elif not group.is_(GroupState.EMPTY):
+            raise KafkaError(Errors.UNKNOWN_MEMBER_ID)
+        if group.is_(GroupState.COMPLETING_REBALANCE):
+            raise KafkaError(Errors.REBALANCE_IN_PROGRESS)
+
+    def fetch_offsets(
+        self, group_id: str, topics: list[tuple[str, list[int]]] | None
+    ) -> list[tuple[str, list[FetchedOffset]]]:
+        """Committed offsets of the asked partitions; ``topics=None`` means every committed one."""
+        if topics is None:
+            by_topic: dict[str, list[FetchedOffset]] = {}
+            for (topic, partition), value in sorted(self.offsets.of_group(group_id).items()):
+                by_topic.setdefault(topic, []).append(FetchedOffset(partition, value))
+            return list(by_topic.items())
+        return [
+            (topic, [FetchedOffset(p, self.offsets.get(group_id, topic, p)) for p in partitions])
+            for topic, partitions in topics
+        ]
+
+    def delete_offsets(self, group_id: str, topics: list[tuple[str, list[int]]]) -> list[tuple[str, list[tuple[int, Errors]]]]:
+        """OffsetDelete: refused per topic while a consumer group is subscribed to it."""
+        if not group_id:
+            raise KafkaError(Errors.INVALID_GROUP_ID)
+        found = self.groups.get(group_id)
+        if found is None or found.is_(GroupState.DEAD):
+            raise KafkaError(Errors.GROUP_ID_NOT_FOUND)
+        group = found
+        if not group.is_(GroupState.EMPTY) and group.protocol_type != PROTOCOL_TYPE:
+            raise KafkaError(Errors.NON_EMPTY_GROUP)
+        results, records = [], []
+        for topic, partitions in topics:
+            if group.is_subscribed_to(topic):
+                results.append((topic, [(p, Errors.GROUP_SUBSCRIBED_TO_TOPIC) for p in partitions]))
+                continue
+            results.append((topic, [(p, Errors.NONE) for p in partitions]))
+            records += [OffsetTombstone(group_id, topic, p) for p in partitions
+                        if self.offsets.get(group_id, topic, p) is not None]
+        self._write(list(records), replay=True)
+        return results
+
+    def delete_topic(self, topic: str) -> None:
+        """Offsets of a deleted topic go with it (Kafka's onPartitionsDeleted)."""
+        records: list[Record] = [OffsetTombstone(g, topic, p) for g, p in list(self.offsets.of_topic(topic))]
+        try:
+            self._write(records, replay=True)
+        except KafkaError:
+            log.warning("could not delete the committed offsets of deleted topic %s", topic)
+
+    def expire_offsets(self, now_ms: int) -> None:
+        """Kafka's offset retention: Empty groups from when they emptied, simple groups per commit."""
+        retention = self.config.offsets_retention_ms
+        for group in list(self.groups.values()):
+            since: int | None = None
+            if group.protocol_type is None:
+                since = BY_COMMIT_TIME
+            elif group.is_(GroupState.EMPTY):
+                since = group.state_timestamp if group.state_timestamp >= 0 else BY_COMMIT_TIME
+            expired = self.offsets.expired(group.group_id, now_ms, retention, since)
+            records: list[Record] = [OffsetTombstone(group.group_id, t, p) for t, p in expired]
+            removes_all = len(expired) == len(self.offsets.of_group(group.group_id))
+            if group.is_(GroupState.EMPTY) and removes_all and group.join_deadline is None \
+                    and not group.pending_members:
+                records.append(GroupTombstone(group.group_id))
+            if records:
+                try:
+                    self._write(records, replay=True)
+                except KafkaError:
+                    return
+                log.info("group %s: expired %d offsets%s", group.group_id, len(expired),
+                         " and the group" if isinstance(records[-1], GroupTombstone) else "")
+
+    # -- admin --------------------------------------------------------------------------------
+
+    def describe(self, group_id: str) -> GroupDescription:
+        group = self.groups.get(group_id)
+        if group is None:
+            return GroupDescription(group_id, GroupState.DEAD.value, "", "", ())
+        stable = group.is_(GroupState.STABLE)
+        members = tuple(
+            DescribedMember(m.member_id, m.instance_id, m.client_id, m.client_host,
+                            m.metadata(group.protocol_name) if stable else b"", m.assignment)
+            for m in group.members.values()
+        )
+        protocol = (group.protocol_name or "") if stable else ""
+        return GroupDescription(group_id, group.state.value, group.protocol_type or "", protocol, members)
+
+    def list_groups(self, states: Iterable[str] = ()) -> list[GroupListing]:
+        wanted = {s.strip().lower() for s in states}
+        return [
+            GroupListing(g.group_id, g.protocol_type or "", g.state.value)
+            for g in self.groups.values()
+            if not wanted or g.state.value.lower() in wanted
+        ]
+
+    def delete_groups(self, group_ids: list[str]) -> list[tuple[str, Errors]]:
+        results = []
+        for group_id in group_ids:
+            group = self.groups.get(group_id)
+            if group is None or group.is_(GroupState.DEAD):
+                error = Errors.GROUP_ID_NOT_FOUND
+            elif not group.is_(GroupState.EMPTY):
+                error = Errors.NON_EMPTY_GROUP
+            else:
+                records: list[Record] = [OffsetTombstone(group_id, t, p) for t, p in self.offsets.of_group(group_id)]
+                records.append(GroupTombstone(group_id))
+                try:
+                    self._write(records, replay=True)
+                    error = Errors.NONE
+                    log.info("deleted group %s and %d committed offsets", group_id, len(records) - 1)
+                except KafkaError as exc:
+                    error = exc.error
+            results.append((group_id, error))
+        return results
+
+
+def _timers(group: ClassicGroup) -> Iterable[tuple[str, str, int]]:
+    for member in group.members.values():
+        if member.heartbeat_deadline is not None:
+            yield "member", member.member_id, member.heartbeat_deadline
+    for member_id, deadline in group.pending_members.items():
+        yield "member", member_id, deadline
+    if group.join_deadline is not None:
+        yield "join", "", group.join_deadline
+    if group.sync_deadline is not None:
+        yield "sync", "", group.sync_deadline
+
+
+def _still_due(group: ClassicGroup, kind: str, member_id: str, deadline: int) -> bool:
+    """A timer fired earlier in the same tick may have moved or cancelled this one."""
+    if kind == "member":
+        member = group.members.get(member_id)
+        if member is not None:
+            return member.heartbeat_deadline == deadline
+        return group.pending_members.get(member_id) == deadline
+    if kind == "join":
+        return group.join_deadline == deadline
+    return group.sync_deadline == deadline

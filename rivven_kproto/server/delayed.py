@@ -1,0 +1,72 @@
+"""Delayed responses: a handler may return a :class:`Pending` and answer later.
+
+JoinGroup waits for the join phase to complete, SyncGroup for the leader's assignment. The broker
+core stays synchronous: the handler asks the coordinator, gets a ticket back, and returns a
+``Pending`` naming a wake-up key, a deadline and two plain callables. The server parks the
+request; its connection reads nothing more until the response is written (as Kafka mutes a
+channel while a request is in flight), so responses keep request order even when a client
+pipelines. ``complete(now_ms)`` is tried again whenever :meth:`DelayedResponses.notify` names the
+key (the server does so for every group the coordinator reports changed, after each request and
+each coordinator tick) and at the deadline, when ``expire(now_ms)`` answers instead. ``expire``
+is also called, its answer discarded, when the wait is abandoned (connection closed, shutdown),
+so the pending can release what it holds. Nothing in :class:`Pending` is trio-specific.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import trio
+
+
+@dataclass(frozen=True)
+class Pending:
+    key: Hashable
+    deadline_ms: int
+    complete: Callable[[int], Any | None]  # now_ms -> the response, or None if not ready yet
+    expire: Callable[[int], Any]  # now_ms -> the response at the deadline; also the release hook
+
+
+class DelayedResponses:
+    """Parks pending responses and wakes them by key; ``clock()`` is the broker's epoch-ms clock."""
+
+    def __init__(self, clock: Callable[[], int]) -> None:
+        self._clock = clock
+        self._events: dict[Hashable, trio.Event] = {}
+        self._closed = False
+        self.parked = 0
+
+    def notify(self, keys: Iterable[Hashable]) -> None:
+        for key in keys:
+            event = self._events.pop(key, None)
+            if event is not None:
+                event.set()
+
+    def close(self) -> None:
+        """Shutdown: every parked request answers now, through its ``expire``."""
+        self._closed = True
+        self.notify(list(self._events))
+
+    async def wait(self, pending: Pending) -> Any:
+        answered = False
+        self.parked += 1
+        try:
+            while True:
+                now = self._clock()
+                response = pending.complete(now)
+                if response is None and (now >= pending.deadline_ms or self._closed):
+                    response = pending.expire(now)
+                if response is not None:
+                    answered = True
+                    return response
+                event = self._events.get(pending.key)
+                if event is None:
+                    event = self._events[pending.key] = trio.Event()
+                with trio.move_on_after((pending.deadline_ms - now) / 1000):
+                    await event.wait()
+        finally:
+            self.parked -= 1
+            if not answered:
+                pending.expire(self._clock())

@@ -1,0 +1,38 @@
+"""How group handlers park a request the coordinator cannot answer yet (see ``server/delayed.py``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterable
+from typing import Any
+
+from rivven_kproto.broker.groups import Awaiting
+from rivven_kproto.broker.groups.api import Result
+
+from ..context import RequestContext
+from ..delayed import Pending
+
+
+def wake_key(group_id: str) -> Hashable:
+    return ("group", group_id)
+
+
+def wake_keys(group_ids: Iterable[str]) -> list[Hashable]:
+    return [wake_key(group_id) for group_id in group_ids]
+
+
+def park(
+    ctx: RequestContext, awaiting: Awaiting, respond: Callable[[Result], Any], on_expiry: Callable[[], Any]
+) -> Pending:
+    """A Pending that answers with the ticket's result; at expiry (or if abandoned) it gives the
+    ticket back, so a result completed later is dropped rather than kept."""
+    coordinator = ctx.broker.groups
+
+    def complete(now_ms: int) -> Any | None:
+        result = coordinator.take_result(awaiting.ticket)
+        return None if result is None else respond(result)
+
+    def expire(now_ms: int) -> Any:
+        coordinator.cancel(awaiting.ticket)
+        return on_expiry()
+
+    return Pending(wake_key(awaiting.group_id), awaiting.deadline_ms, complete, expire)

@@ -1,0 +1,21 @@
+"""Heartbeat (12), v0-4: keeps a member's session alive and tells it when to rejoin.
+
+REBALANCE_IN_PROGRESS while the group prepares a rebalance, ILLEGAL_GENERATION for a stale
+generation, UNKNOWN_MEMBER_ID / FENCED_INSTANCE_ID for a member the group does not know (or a
+static instance now owned by another member id), as Kafka.
+"""
+
+from __future__ import annotations
+
+from rivven_kproto.codec.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
+
+from ..context import RequestContext
+
+API_KEY = HeartbeatRequest.API_KEY
+
+
+def handle(ctx: RequestContext, request: HeartbeatRequest, version: int) -> HeartbeatResponse:
+    error = ctx.broker.groups.heartbeat(
+        request.group_id, request.generation_id, request.member_id, request.group_instance_id, ctx.now_ms
+    )
+    return HeartbeatResponse(throttle_time_ms=0, error_code=error)

@@ -1,0 +1,41 @@
+"""LeaveGroup (13), v0-5: v0-2 remove one member id; v3+ a batch of members (by id and/or instance id).
+
+A static member may be removed by its instance id alone (member id ""), as the admin client does.
+Below v3 the single member's error is the top-level error, as Kafka's response conversion does.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from rivven_kproto.broker.groups import LeavingMember
+from rivven_kproto.codec.errors import Errors
+from rivven_kproto.codec.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse, MemberResponse
+
+from ..context import RequestContext
+
+API_KEY = LeaveGroupRequest.API_KEY
+log = logging.getLogger(__name__)
+
+
+def handle(ctx: RequestContext, request: LeaveGroupRequest, version: int) -> LeaveGroupResponse:
+    if version >= 3:
+        leaving = [LeavingMember(m.member_id, m.group_instance_id) for m in request.members]
+        reasons = {m.member_id: m.reason for m in request.members if m.reason}
+        if reasons:
+            log.info("group %s: members leaving with reasons %s", request.group_id, reasons)
+    else:
+        leaving = [LeavingMember(request.member_id, None)]
+    error, results = ctx.broker.groups.leave(request.group_id, leaving, ctx.now_ms)
+    if version >= 3:
+        return LeaveGroupResponse(
+            throttle_time_ms=0,
+            error_code=error,
+            members=[
+                MemberResponse(member_id=m.member_id, group_instance_id=m.instance_id, error_code=member_error)
+                for m, member_error in results
+            ],
+        )
+    if error is Errors.NONE and results:
+        error = results[0][1]
+    return LeaveGroupResponse(throttle_time_ms=0, error_code=error)

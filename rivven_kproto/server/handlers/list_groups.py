@@ -1,0 +1,35 @@
+"""ListGroups (16), v0-5: every group with its protocol type; v4+ state filter, v5+ type filter.
+
+The state filter matches Kafka's state names case-insensitively. Every group here is a classic
+group (type "classic"), so a v5 type filter without "classic" lists nothing.
+"""
+
+from __future__ import annotations
+
+from rivven_kproto.codec.errors import Errors
+from rivven_kproto.codec.messages.list_groups import ListedGroup, ListGroupsRequest, ListGroupsResponse
+
+from ..context import RequestContext
+
+API_KEY = ListGroupsRequest.API_KEY
+GROUP_TYPE = "classic"
+
+
+def handle(ctx: RequestContext, request: ListGroupsRequest, version: int) -> ListGroupsResponse:
+    types = {t.strip().lower() for t in request.types_filter} if version >= 5 else set()
+    if types and GROUP_TYPE not in types:
+        return ListGroupsResponse(throttle_time_ms=0, error_code=Errors.NONE, groups=[])
+    states = request.states_filter if version >= 4 else []
+    return ListGroupsResponse(
+        throttle_time_ms=0,
+        error_code=Errors.NONE,
+        groups=[
+            ListedGroup(
+                group_id=g.group_id,
+                protocol_type=g.protocol_type,
+                group_state=g.state if version >= 4 else "",
+                group_type=GROUP_TYPE if version >= 5 else "",
+            )
+            for g in ctx.broker.groups.list_groups(states)
+        ],
+    )

@@ -1,0 +1,41 @@
+"""OffsetDelete (47), v0: remove a group's committed offsets for some partitions.
+
+Top-level errors as Kafka: GROUP_ID_NOT_FOUND for an unknown group, NON_EMPTY_GROUP for an active
+group that does not use the consumer protocol. For an active consumer group each topic its
+members subscribe to (read from the consumer-protocol subscriptions of the current generation)
+answers GROUP_SUBSCRIBED_TO_TOPIC; the others are deleted. Deleting an offset that does not exist
+succeeds.
+"""
+
+from __future__ import annotations
+
+from rivven_kproto.codec.errors import Errors, KafkaError
+from rivven_kproto.codec.messages.offset_delete import (
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
+    OffsetDeleteResponsePartition,
+    OffsetDeleteResponseTopic,
+)
+
+from ..context import RequestContext
+
+API_KEY = OffsetDeleteRequest.API_KEY
+
+
+def handle(ctx: RequestContext, request: OffsetDeleteRequest, version: int) -> OffsetDeleteResponse:
+    wanted = [(t.name, [p.partition_index for p in t.partitions]) for t in request.topics]
+    try:
+        results = ctx.broker.groups.delete_offsets(request.group_id, wanted)
+    except KafkaError as exc:
+        return OffsetDeleteResponse(error_code=exc.error, throttle_time_ms=0, topics=[])
+    return OffsetDeleteResponse(
+        error_code=Errors.NONE,
+        throttle_time_ms=0,
+        topics=[
+            OffsetDeleteResponseTopic(
+                name=topic,
+                partitions=[OffsetDeleteResponsePartition(partition_index=p, error_code=e) for p, e in partitions],
+            )
+            for topic, partitions in results
+        ],
+    )

@@ -1,0 +1,49 @@
+"""SyncGroup (14), v0-5: the leader hands out the assignment; followers wait for it.
+
+In CompletingRebalance a follower's request is parked until the leader's SyncGroup has been
+stored (or a rebalance, removal or fencing answers it with an error); the leader's assignment is
+written to the coordinator log before anyone is answered. v5's protocol type and name are
+checked against the group's (INCONSISTENT_GROUP_PROTOCOL) and returned.
+
+Not implemented: authorization.
+"""
+
+from __future__ import annotations
+
+from rivven_kproto.broker.groups import Awaiting, SyncParams, SyncResult
+from rivven_kproto.broker.groups.api import Result
+from rivven_kproto.codec.errors import Errors
+from rivven_kproto.codec.messages.sync_group import SyncGroupRequest, SyncGroupResponse
+
+from ..context import RequestContext
+from ..delayed import Pending
+from ._group_wait import park
+
+API_KEY = SyncGroupRequest.API_KEY
+
+
+def handle(ctx: RequestContext, request: SyncGroupRequest, version: int) -> SyncGroupResponse | Pending:
+    params = SyncParams(
+        group_id=request.group_id,
+        generation_id=request.generation_id,
+        member_id=request.member_id,
+        instance_id=request.group_instance_id,
+        protocol_type=request.protocol_type,
+        protocol_name=request.protocol_name,
+        assignments=tuple((a.member_id, a.assignment) for a in request.assignments),
+    )
+    outcome = ctx.broker.groups.sync(params, ctx.now_ms)
+    if isinstance(outcome, Awaiting):
+        return park(ctx, outcome, _response, lambda: _response(SyncResult(Errors.COORDINATOR_NOT_AVAILABLE)))
+    return _response(outcome)
+
+
+def _response(result: Result) -> SyncGroupResponse:
+    assert isinstance(result, SyncResult)
+    return SyncGroupResponse(
+        throttle_time_ms=0,
+        error_code=result.error,
+        protocol_type=result.protocol_type,
+        protocol_name=result.protocol_name,
+        assignment=result.assignment,
+    )

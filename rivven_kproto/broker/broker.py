@@ -89,14 +89,6 @@ class Broker:
                     PartitionLog.open(_log_dir(self.data_dir, meta.name, index), topic.log_config, now_ms)
                 )
             self.topics[meta.name] = topic
-        self.txn = TransactionCoordinator(
-            WriteAheadLog(meta_dir / "txn", fsync=config.fsync == "always"),
-            self.producer_ids.allocate,
-            self.write_markers,
-            max_timeout_ms=config.transaction_max_timeout_ms,
-            id_expiration_ms=config.transactional_id_expiration_ms,
-        )
-        self.txn.recover(now_ms)
         self.groups = GroupCoordinator(
             meta_dir / "groups",
             config.groups,
@@ -104,6 +96,17 @@ class Broker:
             flush_interval_ms=config.flush_interval_ms if config.fsync == "interval" else None,
         )
         self.groups.load(now_ms)
+        self.txn = TransactionCoordinator(
+            WriteAheadLog(meta_dir / "txn", fsync=config.fsync == "always"),
+            self.producer_ids.allocate,
+            self.write_markers,
+            max_timeout_ms=config.transaction_max_timeout_ms,
+            id_expiration_ms=config.transactional_id_expiration_ms,
+        )
+        # Transactional offsets become visible (or are dropped) with their transaction; the groups
+        # are loaded first so that recovery can finish transactions that hold offsets.
+        self.txn.complete_groups = self.groups.complete_transaction
+        self.txn.recover(now_ms)
 
     def _load_cluster_id(self, meta_dir: Path) -> str:
         path = meta_dir / "cluster.json"
@@ -307,6 +310,8 @@ class Broker:
                 continue
             try:
                 log_.append_marker(producer_id, producer_epoch, commit, COORDINATOR_EPOCH, now_ms)
+                if self.config.fsync == "always":
+                    log_.flush(now_ms)  # durable before the coordinator logs the completion
             except (KafkaError, OSError):
                 log.exception("writing a transaction marker to %s-%d failed", topic, index)
                 failed.add((topic, index))

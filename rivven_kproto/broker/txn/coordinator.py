@@ -76,6 +76,9 @@ class TransactionCoordinator:
                 self._write_markers_and_complete(txn, now_ms)
 
     def _install(self, txn: TxnMetadata) -> None:
+        previous = self.txns.get(txn.transactional_id)
+        if previous is not None and previous.producer_id != txn.producer_id:
+            self.by_producer.pop(previous.producer_id, None)  # rotated after epoch exhaustion
         self.txns[txn.transactional_id] = txn
         self.by_producer[txn.producer_id] = txn.transactional_id
 
@@ -212,9 +215,21 @@ class TransactionCoordinator:
         txn = self.txns.get(transactional_id) if transactional_id is not None else None
         if txn is None:
             return Errors.INVALID_TXN_STATE
-        if epoch < txn.producer_epoch:
-            return Errors.INVALID_PRODUCER_EPOCH
+        if txn.producer_id != producer_id or epoch < txn.producer_epoch:
+            return Errors.INVALID_PRODUCER_EPOCH  # fenced, also a zombie of a rotated producer id
         if txn.state is not TxnState.ONGOING or (topic, partition) not in txn.partitions:
+            return Errors.INVALID_TXN_STATE
+        return Errors.NONE
+
+    def verify_offsets(self, transactional_id: str, producer_id: int, epoch: int, group_id: str) -> Errors:
+        """TxnOffsetCommit: the producer's ongoing transaction must hold the group (AddOffsetsToTxn).
+
+        Kafka's verification: INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED, else INVALID_TXN_STATE.
+        """
+        error, txn = self._check_producer(transactional_id, producer_id, epoch)
+        if txn is None:
+            return error
+        if txn.state is not TxnState.ONGOING or group_id not in txn.groups:
             return Errors.INVALID_TXN_STATE
         return Errors.NONE
 

@@ -5,8 +5,8 @@ Kafka's rules (ProducerStateManager / ProducerAppendInfo), applied before anythi
 * a batch whose (epoch, first sequence, last sequence) matches one of the producer's cached five
   is a duplicate: nothing is written, and the caller answers with the original offsets;
 * an epoch older than the producer's current one is INVALID_PRODUCER_EPOCH;
-* a new epoch must start at sequence 0 (else OUT_OF_ORDER_SEQUENCE_NUMBER); an unknown producer
-  id with a sequence other than 0 is UNKNOWN_PRODUCER_ID;
+* a new epoch must start at sequence 0 (else OUT_OF_ORDER_SEQUENCE_NUMBER); a producer id with
+  no state in this partition may start at any sequence (Kafka 2.5+, KIP-360);
 * within an epoch the first sequence must follow the last one (wrapping after int32 max), else
   OUT_OF_ORDER_SEQUENCE_NUMBER (which is also what a duplicate older than the cache gets).
 
@@ -117,11 +117,8 @@ class ProducerStateManager:
     def _check_epoch_and_sequence(self, entry: ProducerEntry | None, header: BatchHeader) -> None:
         pid, epoch, first_seq = header.producer_id, header.producer_epoch, header.base_sequence
         if entry is None:
-            if first_seq != 0:
-                raise KafkaError(
-                    Errors.UNKNOWN_PRODUCER_ID,
-                    f"Found no record of producerId={pid} on the broker; first sequence is {first_seq}",
-                )
+            # Kafka 2.5+ (KIP-360): with no state for the producer here (new, expired, or its
+            # batches removed by retention or DeleteRecords) any sequence starts it.
             return
         if epoch < entry.epoch:
             raise KafkaError(

@@ -18,7 +18,7 @@ import trio
 
 from rivven_kproto.broker.config import FSYNC_POLICIES, BrokerConfig, ConfigError, load_config
 
-from . import cluster, configs, consume, logtools, produce, topics
+from . import cluster, configs, consume, groups, logtools, produce, topics, txns
 from .output import FORMATS, Settings, one_line
 
 
@@ -119,3 +119,6 @@ main.add_command(configs.configs)
 main.add_command(produce.produce)
 main.add_command(consume.consume)
 main.add_command(logtools.log)
+main.add_command(txns.txns)
+main.add_command(txns.producers)
+main.add_command(groups.groups)

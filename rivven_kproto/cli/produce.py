@@ -1,8 +1,13 @@
-"""``kproto produce TOPIC``: one record per stdin line, acks=all.
+"""``kproto produce TOPIC``: one record per stdin line, acks=all, optionally in one transaction.
 
 Stdin is read in chunks as they become available (a pipe gives large chunks, a terminal one line
 at a time), and each chunk's complete lines are sent before the next read, so interactive use
 sees each line acknowledged and a large file is sent in big batches.
+
+With ``--transactional-id`` every line goes into one transaction, committed at the end of input
+(or aborted with ``--abort``, or when a send fails). The hidden ``--exit-without-end-txn`` leaves
+the transaction open, as a producer that vanished mid-transaction would: the tests use it to
+make a transaction that blocks read_committed consumers until it times out or is aborted.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import trio
 
 from rivven_kproto.client import ClientError, KafkaClient
 from rivven_kproto.client.producer import Producer, ProducerRecord
+from rivven_kproto.client.transactional import DEFAULT_TRANSACTION_TIMEOUT_MS, Transaction
 from rivven_kproto.codec.compression import Compression
 from rivven_kproto.codec.errors import Errors
 
@@ -60,52 +66,80 @@ def _read_some(stream: BinaryIO) -> bytes:
 @click.option("--header", "header_items", multiple=True, metavar="KEY=VALUE", help="Header on every record; repeatable.")
 @click.option("--partition", type=click.IntRange(min=0), help="Write to this partition (default: by key, else one per chunk).")
 @click.option("--compression", type=click.Choice(list(COMPRESSIONS)), default="none", show_default=True)
-def produce(topic: str, key_sep: str | None, header_items: tuple[str, ...], partition: int | None, compression: str) -> None:
-    """Send each line of stdin as a record (acks=all).
+@click.option("--transactional-id", metavar="ID", help="Write every line in one transaction of this transactional id.")
+@click.option("--transaction-timeout-ms", type=click.IntRange(min=1), default=DEFAULT_TRANSACTION_TIMEOUT_MS, show_default=True,
+              metavar="MS", help="With --transactional-id: abort the transaction if it is not ended within this time.")
+@click.option("--abort", "abort_txn", is_flag=True, help="With --transactional-id: abort the transaction instead of committing it.")
+@click.option("--exit-without-end-txn", "leave_open", is_flag=True, hidden=True)
+def produce(
+    topic: str,
+    key_sep: str | None,
+    header_items: tuple[str, ...],
+    partition: int | None,
+    compression: str,
+    transactional_id: str | None,
+    transaction_timeout_ms: int,
+    abort_txn: bool,
+    leave_open: bool,
+) -> None:
+    """Send each line of stdin as a record (acks=all), optionally as one transaction.
 
     \b
     Example:
       printf 'k1:hello\\nk2:world\\n' | kproto produce demo --key-sep : --header source=cli
+      printf 'a\\nb\\n' | kproto produce demo --transactional-id demo-writer
     """
     if key_sep == "":
         raise click.BadParameter("must not be empty", param_hint="'--key-sep'")
+    if transactional_id == "":
+        raise click.BadParameter("must not be empty", param_hint="'--transactional-id'")
+    if (abort_txn or leave_open) and transactional_id is None:
+        raise click.UsageError(f"{'--abort' if abort_txn else '--exit-without-end-txn'} needs --transactional-id")
+    if abort_txn and leave_open:
+        raise click.UsageError("give at most one of --abort and --exit-without-end-txn")
     headers: list[tuple[str, bytes | None]] = [
         (k, v.encode()) for k, v in parse_assignments(header_items, "'--header'").items()
     ]
     separator = key_sep.encode() if key_sep is not None else None
     stdin = sys.stdin.buffer
 
+    transaction: Transaction | None = None
+    outcome: str | None = None
+
     async def operation(client: KafkaClient) -> dict[int, PartitionTotals]:
-        producer = Producer(client, topic, compression=COMPRESSIONS[compression])
-        totals: dict[int, PartitionTotals] = {}
-        pending = b""
-        line_number = 0
-        while True:
-            data = await trio.to_thread.run_sync(_read_some, stdin, abandon_on_cancel=True)
-            if data:
-                lines, pending = split_lines(pending, data)
+        nonlocal transaction, outcome
+        if transactional_id is not None:
+            transaction = Transaction(client, transactional_id, transaction_timeout_ms)
+            await transaction.init()
+        producer = Producer(client, topic, compression=COMPRESSIONS[compression], transaction=transaction)
+        try:
+            totals = await _send_stdin(producer, stdin, separator, key_sep, headers, partition)
+        except ClientError:
+            if transaction is not None and not leave_open:
+                with trio.CancelScope(shield=True):
+                    try:
+                        await transaction.end(commit=False)
+                    except ClientError:
+                        pass  # the coordinator aborts it at its timeout
+            raise
+        if transaction is not None:
+            if leave_open:
+                outcome = "open"
             else:
-                lines, pending = ([pending] if pending else []), b""
-            records = []
-            for line in lines:
-                line_number += 1
-                try:
-                    key, value = parse_line(line, separator)
-                except ValueError:
-                    raise ClientError(Errors.INVALID_RECORD, f"line {line_number} has no key separator {key_sep!r}") from None
-                records.append(ProducerRecord(value, key=key, headers=headers, partition=partition))
-            for result in await producer.send(records):
-                seen = totals.get(result.partition)
-                if seen is None:
-                    totals[result.partition] = PartitionTotals(result.base_offset, result.last_offset, result.count)
-                else:
-                    seen.last_offset = max(seen.last_offset, result.last_offset)
-                    seen.records += result.count
-            if not data:
-                return totals
+                ended = await transaction.end(commit=not abort_txn)
+                outcome = ("aborted" if abort_txn else "committed") if ended else "empty"
+        return totals
 
     totals = run(operation)
     count = sum(t.records for t in totals.values())
+    txn_json = None
+    if transaction is not None:
+        txn_json = {
+            "transactional_id": transaction.transactional_id,
+            "producer_id": transaction.producer_id,
+            "producer_epoch": transaction.producer_epoch,
+            "result": outcome,
+        }
     data = {
         "topic": topic,
         "records": count,
@@ -113,6 +147,47 @@ def produce(topic: str, key_sep: str | None, header_items: tuple[str, ...], part
             {"partition": p, "first_offset": t.first_offset, "last_offset": t.last_offset, "records": t.records}
             for p, t in sorted(totals.items())
         ],
+        "transaction": txn_json,
     }
     rows = [[p, t.records, t.first_offset, t.last_offset] for p, t in sorted(totals.items())]
-    emit(data, lambda: table(f"{count} records to {topic}", ["partition", "records", "first offset", "last offset"], rows))
+    title = f"{count} records to {topic}"
+    if txn_json is not None:
+        title += f" (transaction {transactional_id}: {outcome})"
+    emit(data, lambda: table(title, ["partition", "records", "first offset", "last offset"], rows))
+
+
+async def _send_stdin(
+    producer: Producer,
+    stdin: BinaryIO,
+    separator: bytes | None,
+    key_sep: str | None,
+    headers: list[tuple[str, bytes | None]],
+    partition: int | None,
+) -> dict[int, PartitionTotals]:
+    """Send stdin's lines until end of input; per-partition totals of what was written."""
+    totals: dict[int, PartitionTotals] = {}
+    pending = b""
+    line_number = 0
+    while True:
+        data = await trio.to_thread.run_sync(_read_some, stdin, abandon_on_cancel=True)
+        if data:
+            lines, pending = split_lines(pending, data)
+        else:
+            lines, pending = ([pending] if pending else []), b""
+        records = []
+        for line in lines:
+            line_number += 1
+            try:
+                key, value = parse_line(line, separator)
+            except ValueError:
+                raise ClientError(Errors.INVALID_RECORD, f"line {line_number} has no key separator {key_sep!r}") from None
+            records.append(ProducerRecord(value, key=key, headers=headers, partition=partition))
+        for result in await producer.send(records):
+            seen = totals.get(result.partition)
+            if seen is None:
+                totals[result.partition] = PartitionTotals(result.base_offset, result.last_offset, result.count)
+            else:
+                seen.last_offset = max(seen.last_offset, result.last_offset)
+                seen.records += result.count
+        if not data:
+            return totals

@@ -5,8 +5,11 @@ modulo the partition count), so a key lands on the same partition whichever tool
 records without a key all go to one partition per call, rotating between calls (Kafka's sticky
 partitioning, simplified). Batches are built by :func:`~rivven_kproto.codec.records.build_batch`
 and split so no batch exceeds ``max_batch_bytes`` of record data (brokers cap a batch at
-``message.max.bytes``, about 1 MB by default). No idempotence: sequence numbers and producer ids
-are left unset, which every broker accepts.
+``message.max.bytes``, about 1 MB by default). Without a :class:`~.transactional.Transaction`
+there is no idempotence: sequence numbers and producer ids are left unset, which every broker
+accepts. With one, every partition is added to the transaction before its first batch, and the
+batches carry the transaction's producer id, epoch and per-partition sequence numbers and the
+transactional flag.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from rivven_kproto.codec.records.records import Record, build_batch, encode_reco
 
 from .client import KafkaClient, TopicInfo
 from .errors import check
+from .transactional import Transaction
 
 ACKS_ALL = -1
 PRODUCE_MIN_VERSION = 3  # the first version carrying RecordBatch v2
@@ -121,11 +125,13 @@ class Producer:
         *,
         compression: Compression = Compression.NONE,
         max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+        transaction: Transaction | None = None,
     ) -> None:
         self.client = client
         self.topic = topic
         self.compression = compression
         self.max_batch_bytes = max_batch_bytes
+        self.transaction = transaction
         self._info: TopicInfo | None = None
         self._sticky = random.randrange(1 << 30)
 
@@ -163,6 +169,8 @@ class Producer:
         for partition, items in assigned.items():
             batch_records = [_to_batch_record(i, r, timestamp) for i, r in enumerate(items)]
             pending[partition] = split_batches(batch_records, self.max_batch_bytes)
+        if self.transaction is not None:
+            await self.transaction.add_partitions(self.topic, sorted(pending))
         while pending:
             round_batches = {p: batches.pop(0) for p, batches in pending.items()}
             pending = {p: batches for p, batches in pending.items() if batches}
@@ -179,11 +187,12 @@ class Producer:
             renumbered = [
                 Record(i, r.timestamp_delta, r.key, r.value, r.headers) for i, r in enumerate(batch_records)
             ]
-            batch = build_batch(renumbered, compression=self.compression, base_timestamp=timestamp)
-            data.append(PartitionProduceData(index=partition, records=batch))
+            data.append(PartitionProduceData(index=partition, records=self._batch(partition, renumbered, timestamp)))
+        txn = self.transaction
 
         def build(version: int) -> ProduceRequest:
             return ProduceRequest(
+                transactional_id=None if txn is None else txn.transactional_id,
                 acks=ACKS_ALL,
                 timeout_ms=PRODUCE_TIMEOUT_MS,
                 topic_data=[TopicProduceData(name=self.topic, partition_data=data)],
@@ -200,6 +209,19 @@ class Producer:
                 results.append(PartitionResult(answer.index, answer.base_offset, counts.get(answer.index, 0)))
         return results
 
+    def _batch(self, partition: int, records: list[Record], timestamp: int) -> bytes:
+        txn = self.transaction
+        if txn is None:
+            return build_batch(records, compression=self.compression, base_timestamp=timestamp)
+        return build_batch(
+            records,
+            compression=self.compression,
+            base_timestamp=timestamp,
+            producer_id=txn.producer_id,
+            producer_epoch=txn.producer_epoch,
+            base_sequence=txn.next_sequence(self.topic, partition, len(records)),
+            is_transactional=True,
+        )
 
 
 def _now_ms() -> int:

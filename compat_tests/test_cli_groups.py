@@ -1,0 +1,178 @@
+"""``kproto groups list|describe|delete|reset-offsets`` against a real broker, with a real consumer
+group (confluent-kafka) as the member whose assignment, offsets and lag are shown."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from confluent_kafka import Consumer
+
+from rivven_kproto.cli.main import main
+
+from .broker_process import BrokerProcess
+from .test_cli import failed, kproto, ok
+
+TIMEOUT_S = 30
+CLIENT_ID = "cli-groups-test"
+
+
+@contextmanager
+def member(bootstrap: str, group: str, topic: str) -> Iterator[Consumer]:
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap,
+        "group.id": group,
+        "client.id": CLIENT_ID,
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",
+        "session.timeout.ms": 6000,
+    })
+    consumer.subscribe([topic])
+    try:
+        yield consumer
+    finally:
+        consumer.close()  # LeaveGroup: the group becomes Empty at once
+
+
+def poll(consumer: Consumer, count: int) -> list[tuple[int, int, str]]:
+    """(partition, offset, value) of ``count`` records, within the timeout."""
+    seen: list[tuple[int, int, str]] = []
+    deadline = time.monotonic() + TIMEOUT_S
+    while len(seen) < count and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and message.error() is None:
+            seen.append((message.partition() or 0, message.offset() or 0, (message.value() or b"").decode()))
+    assert len(seen) == count, seen
+    return seen
+
+
+def describe(bootstrap: str, group: str) -> dict[str, Any]:
+    (described,) = ok(bootstrap, "groups", "describe", group)["groups"]
+    return dict(described)
+
+
+def offsets(described: dict[str, Any]) -> dict[tuple[str, int], tuple[int | None, int | None, int | None]]:
+    return {(o["topic"], o["partition"]): (o["committed_offset"], o["log_end_offset"], o["lag"]) for o in described["offsets"]}
+
+
+def test_groups_list_describe_reset_delete(broker: BrokerProcess, topic_name: str) -> None:
+    b = broker.bootstrap
+    group = f"{topic_name}-group"
+    ok(b, "topics", "create", topic_name, "--partitions", "2")
+    ok(b, "produce", topic_name, "--partition", "0", stdin="".join(f"p0-{i}\n" for i in range(6)))
+    ok(b, "produce", topic_name, "--partition", "1", stdin="".join(f"p1-{i}\n" for i in range(4)))
+
+    with member(b, group, topic_name) as consumer:
+        poll(consumer, 10)
+        consumer.commit(asynchronous=False)
+        listed = {g["group_id"]: g for g in ok(b, "groups", "list")["groups"]}
+        assert listed[group] == {"group_id": group, "protocol_type": "consumer", "state": "Stable", "coordinator": 0}
+        assert group in {g["group_id"] for g in ok(b, "groups", "list", "--state", "Stable")["groups"]}
+        assert group not in {g["group_id"] for g in ok(b, "groups", "list", "--state", "Empty")["groups"]}
+
+        described = describe(b, group)
+        assert (described["state"], described["protocol_type"], described["protocol"], described["coordinator"]) == (
+            "Stable", "consumer", "range", 0,
+        )
+        (one,) = described["members"]
+        assert one["client_id"] == CLIENT_ID and one["member_id"] and one["group_instance_id"] is None
+        assert one["assignment"] == [{"topic": topic_name, "partition": 0}, {"topic": topic_name, "partition": 1}]
+        assert offsets(described) == {(topic_name, 0): (6, 6, 0), (topic_name, 1): (4, 4, 0)}
+        assert {o["member_id"] for o in described["offsets"]} == {one["member_id"]}
+
+        ok(b, "produce", topic_name, "--partition", "1", stdin="late-0\nlate-1\nlate-2\n")
+        assert offsets(describe(b, group))[(topic_name, 1)] == (4, 7, 3)
+
+        # A live member would overwrite whatever is committed: both verbs refuse, like Kafka's tool.
+        line = failed(kproto(b, "groups", "reset-offsets", group, "--all-topics", "--to-earliest"), 1, "error: NON_EMPTY_GROUP: ")
+        assert "Stable" in line
+        failed(kproto(b, "groups", "delete", group), 1, "error: NON_EMPTY_GROUP: ")
+
+    described = describe(b, group)
+    assert described["state"] == "Empty" and described["members"] == []
+    assert offsets(described) == {(topic_name, 0): (6, 6, 0), (topic_name, 1): (4, 7, 3)}
+    assert {o["member_id"] for o in described["offsets"]} == {None}
+
+    dry = ok(b, "groups", "reset-offsets", group, "--all-topics", "--to-earliest")
+    assert dry == {
+        "group": group,
+        "executed": False,
+        "offsets": [
+            {"topic": topic_name, "partition": 0, "previous_offset": 6, "new_offset": 0},
+            {"topic": topic_name, "partition": 1, "previous_offset": 4, "new_offset": 0},
+        ],
+    }
+    assert offsets(describe(b, group))[(topic_name, 0)] == (6, 6, 0)  # a dry run commits nothing
+
+    done = ok(b, "groups", "reset-offsets", group, "--topic", f"{topic_name}:0", "--to-offset", "2", "--execute")
+    assert done["executed"] is True and done["offsets"] == [{"topic": topic_name, "partition": 0, "previous_offset": 6, "new_offset": 2}]
+    clamped = ok(b, "groups", "reset-offsets", group, "--topic", f"{topic_name}:1", "--to-offset", "99", "--execute")
+    assert clamped["offsets"][0]["new_offset"] == 7  # clamped to the log end
+    assert offsets(describe(b, group)) == {(topic_name, 0): (2, 6, 4), (topic_name, 1): (7, 7, 0)}
+
+    # By time: the first record at or after a record's own timestamp is that record (or an earlier
+    # one sharing its millisecond).
+    records = [json.loads(x) for x in kproto(b, "consume", topic_name, "--partition", "1", "--from-beginning", "--idle-timeout", "1").stdout.splitlines()]
+    late = next(r for r in records if r["value"] == "late-0")
+    first_at = min(r["offset"] for r in records if r["timestamp"] >= late["timestamp"])
+    by_time = ok(b, "groups", "reset-offsets", group, "--topic", f"{topic_name}:1", "--to-timestamp", str(late["timestamp"]), "--execute")
+    assert by_time["offsets"][0]["new_offset"] == first_at
+    future = ok(b, "groups", "reset-offsets", group, "--topic", topic_name, "--to-datetime", "2999-01-01T00:00:00Z")
+    assert [o["new_offset"] for o in future["offsets"]] == [6, 7]  # nothing that late: the log end
+    past = ok(b, "groups", "reset-offsets", group, "--topic", topic_name, "--to-datetime", "2001-01-01T00:00:00+00:00")
+    assert [o["new_offset"] for o in past["offsets"]] == [0, 0]
+    ok(b, "groups", "reset-offsets", group, "--topic", topic_name, "--to-latest", "--execute")
+    assert offsets(describe(b, group)) == {(topic_name, 0): (6, 6, 0), (topic_name, 1): (7, 7, 0)}
+
+    # A consumer of the group resumes where the reset put it.
+    ok(b, "groups", "reset-offsets", group, "--topic", f"{topic_name}:0", "--to-offset", "4", "--execute")
+    with member(b, group, topic_name) as consumer:
+        assert sorted(poll(consumer, 2)) == [(0, 4, "p0-4"), (0, 5, "p0-5")]
+
+    assert ok(b, "groups", "delete", group) == {"deleted": [group]}
+    assert group not in {g["group_id"] for g in ok(b, "groups", "list")["groups"]}
+    failed(kproto(b, "groups", "describe", group), 1, "error: GROUP_ID_NOT_FOUND: ")
+    failed(kproto(b, "groups", "delete", group), 1, "error: GROUP_ID_NOT_FOUND: ")
+
+
+def test_reset_offsets_of_a_new_group_creates_it(broker: BrokerProcess, topic_name: str) -> None:
+    """Kafka's tool can seed a group that never consumed: the commit creates it, Empty."""
+    b = broker.bootstrap
+    group = f"{topic_name}-seeded"
+    ok(b, "topics", "create", topic_name, "--partitions", "1")
+    ok(b, "produce", topic_name, stdin="a\nb\nc\n")
+    seeded = ok(b, "groups", "reset-offsets", group, "--topic", topic_name, "--to-offset", "1", "--execute")
+    assert seeded["offsets"] == [{"topic": topic_name, "partition": 0, "previous_offset": None, "new_offset": 1}]
+    described = describe(b, group)
+    assert described["state"] == "Empty" and offsets(described) == {(topic_name, 0): (1, 3, 2)}
+    assert ok(b, "groups", "delete", group) == {"deleted": [group]}
+
+
+def test_group_errors_are_one_line_with_the_right_status(broker: BrokerProcess, topic_name: str) -> None:
+    b = broker.bootstrap
+    ok(b, "topics", "create", topic_name, "--partitions", "1")
+    failed(kproto(b, "groups", "describe", "never-seen-group"), 1, "error: GROUP_ID_NOT_FOUND: ")
+    line = failed(kproto(b, "groups", "delete", "never-seen-a", "never-seen-b"), 1, "error: GROUP_ID_NOT_FOUND: ")
+    assert "never-seen-a" in line and "never-seen-b" in line
+    failed(kproto(b, "groups", "reset-offsets", "g", "--topic", "no-such-topic", "--to-earliest"), 1, "error: UNKNOWN_TOPIC_OR_PARTITION: ")
+    failed(kproto(b, "groups", "reset-offsets", "g", "--topic", f"{topic_name}:5", "--to-earliest"), 1, "error: UNKNOWN_TOPIC_OR_PARTITION: ")
+    failed(kproto(b, "groups", "reset-offsets", "never-seen-group", "--all-topics", "--to-earliest"), 1, "error: INVALID_REQUEST: ")
+    failed(kproto(b, "groups", "reset-offsets", "g", "--topic", topic_name), 2, "error: usage: ")
+    failed(kproto(b, "groups", "reset-offsets", "g", "--to-latest"), 2, "error: usage: ")
+    failed(kproto(b, "groups", "reset-offsets", "g", "--topic", topic_name, "--all-topics", "--to-latest"), 2, "error: usage: ")
+    failed(kproto(b, "groups", "reset-offsets", "g", "--topic", topic_name, "--to-latest", "--to-offset", "1"), 2, "error: usage: ")
+    failed(kproto(b, "groups", "reset-offsets", "g", "--topic", f"{topic_name}:x", "--to-latest"), 2, "error: usage: ")
+    failed(kproto(b, "groups", "reset-offsets", "g", "--topic", topic_name, "--to-datetime", "yesterday"), 2, "error: usage: ")
+    failed(kproto(b, "groups", "describe"), 2, "error: usage: ")
+
+
+@pytest.mark.parametrize("command", [["groups"], ["groups", "list"], ["groups", "describe"], ["groups", "delete"], ["groups", "reset-offsets"]])
+def test_group_commands_have_help_with_an_example(command: list[str]) -> None:
+    result = CliRunner().invoke(main, [*command, "--help"])
+    assert result.exit_code == 0, result.output
+    assert "Example:" in result.output and "kproto" in result.output

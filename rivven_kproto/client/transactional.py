@@ -1,0 +1,149 @@
+"""The transactional producer's conversation with its transaction coordinator.
+
+:class:`Transaction` does what Kafka's ``TransactionManager`` does for one transaction:
+FindCoordinator (key type 1), InitProducerId with the transactional id (fencing any previous
+instance and aborting what it left open), AddPartitionsToTxn before the first write to a
+partition, per-partition sequence numbers for the batches, and EndTxn to commit or abort.
+:class:`~.producer.Producer` takes one and stamps its batches with the producer id, epoch and
+sequences, marked transactional.
+
+Coordinator errors are handled as the Java client does: NOT_COORDINATOR and
+COORDINATOR_NOT_AVAILABLE look the coordinator up again, COORDINATOR_LOAD_IN_PROGRESS and
+CONCURRENT_TRANSACTIONS (the previous transaction is still completing) are retried after a short
+pause, all within the client's deadline; anything else fails the operation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+import trio
+
+from rivven_kproto.codec.errors import Errors
+from rivven_kproto.codec.messages.add_partitions_to_txn import (
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnResponse,
+    AddPartitionsToTxnTopic,
+)
+from rivven_kproto.codec.messages.end_txn import EndTxnRequest, EndTxnResponse
+from rivven_kproto.codec.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
+from rivven_kproto.codec.schema import Request, Response
+
+from .client import RETRY_BACKOFF_S, KafkaClient
+from .coordinator import KeyType, find_coordinator
+from .errors import ClientError, KafkaResponseError
+
+R = TypeVar("R", bound=Response)
+
+DEFAULT_TRANSACTION_TIMEOUT_MS = 60_000
+MAX_SEQUENCE = 0x7FFFFFFF
+REFIND = {Errors.NOT_COORDINATOR, Errors.COORDINATOR_NOT_AVAILABLE}
+WAIT = {Errors.COORDINATOR_LOAD_IN_PROGRESS, Errors.CONCURRENT_TRANSACTIONS}
+
+
+def first_error(codes: list[int]) -> int:
+    """The error that explains a per-partition answer: not OPERATION_NOT_ATTEMPTED if another exists."""
+    errors = [c for c in codes if c]
+    real = [c for c in errors if c != Errors.OPERATION_NOT_ATTEMPTED]
+    return (real or errors or [0])[0]
+
+
+class Transaction:
+    """One transactional id's producer session; :meth:`init` first, then one transaction at a time."""
+
+    def __init__(self, client: KafkaClient, transactional_id: str, timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS) -> None:
+        self.client = client
+        self.transactional_id = transactional_id
+        self.timeout_ms = timeout_ms
+        self.producer_id = -1
+        self.producer_epoch = -1
+        self.coordinator: int | None = None
+        self.partitions: set[tuple[str, int]] = set()
+        self._sequences: dict[tuple[str, int], int] = {}
+
+    async def _call(
+        self, request_cls: type[Request], build: Callable[[int], Request], response_cls: type[R], error_of: Callable[[R], int], what: str
+    ) -> R:
+        """Send to the coordinator, retrying coordinator moves and concurrent-transaction waits."""
+        with self.client.deadline(f"{what} for transactional id {self.transactional_id}"):
+            while True:
+                if self.coordinator is None:
+                    self.coordinator = await find_coordinator(self.client, KeyType.TRANSACTION, self.transactional_id)
+                response = await self.client.call(request_cls, build, response_cls, node_id=self.coordinator)
+                error = Errors.for_code(error_of(response))
+                if error in REFIND:
+                    self.coordinator = None
+                elif error not in WAIT:
+                    return response
+                await trio.sleep(RETRY_BACKOFF_S)
+
+    async def init(self) -> None:
+        """InitProducerId: our producer id and epoch; fences an older instance of the same id."""
+
+        def build(version: int) -> InitProducerIdRequest:
+            return InitProducerIdRequest(transactional_id=self.transactional_id, transaction_timeout_ms=self.timeout_ms)
+
+        response = await self._call(InitProducerIdRequest, build, InitProducerIdResponse, lambda r: r.error_code, "InitProducerId")
+        if response.error_code:
+            raise KafkaResponseError(response.error_code, context=f"InitProducerId for transactional id {self.transactional_id}")
+        self.producer_id, self.producer_epoch = response.producer_id, response.producer_epoch
+        self.partitions.clear()
+        self._sequences.clear()
+
+    async def add_partitions(self, topic: str, partitions: list[int]) -> None:
+        """AddPartitionsToTxn for the partitions not yet in the current transaction."""
+        new = sorted({p for p in partitions if (topic, p) not in self.partitions})
+        if not new:
+            return
+        self._require_init()
+
+        def build(version: int) -> AddPartitionsToTxnRequest:
+            return AddPartitionsToTxnRequest(
+                v3_and_below_transactional_id=self.transactional_id,
+                v3_and_below_producer_id=self.producer_id,
+                v3_and_below_producer_epoch=self.producer_epoch,
+                v3_and_below_topics=[AddPartitionsToTxnTopic(name=topic, partitions=new)],
+            )
+
+        def error_of(response: AddPartitionsToTxnResponse) -> int:
+            return first_error(
+                [p.partition_error_code for t in response.results_by_topic_v3_and_below for p in t.results_by_partition]
+            )
+
+        response = await self._call(AddPartitionsToTxnRequest, build, AddPartitionsToTxnResponse, error_of, "AddPartitionsToTxn")
+        error = error_of(response)
+        if error:
+            raise KafkaResponseError(error, context=f"adding {topic} {new} to transaction {self.transactional_id}")
+        self.partitions.update((topic, p) for p in new)
+
+    def next_sequence(self, topic: str, partition: int, count: int) -> int:
+        """The base sequence of the next batch of ``count`` records to ``topic-partition``."""
+        base = self._sequences.get((topic, partition), 0)
+        self._sequences[(topic, partition)] = (base + count) % (MAX_SEQUENCE + 1)
+        return base
+
+    async def end(self, commit: bool) -> bool:
+        """EndTxn; False (and no request) when the transaction wrote nothing."""
+        if not self.partitions:
+            return False
+        self._require_init()
+
+        def build(version: int) -> EndTxnRequest:
+            return EndTxnRequest(
+                transactional_id=self.transactional_id,
+                producer_id=self.producer_id,
+                producer_epoch=self.producer_epoch,
+                committed=commit,
+            )
+
+        response = await self._call(EndTxnRequest, build, EndTxnResponse, lambda r: r.error_code, "EndTxn")
+        if response.error_code:
+            verb = "committing" if commit else "aborting"
+            raise KafkaResponseError(response.error_code, context=f"{verb} transaction {self.transactional_id}")
+        self.partitions.clear()
+        return True
+
+    def _require_init(self) -> None:
+        if self.producer_id < 0:
+            raise ClientError(Errors.INVALID_TXN_STATE, f"transaction {self.transactional_id} used before InitProducerId")

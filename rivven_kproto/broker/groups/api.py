@@ -92,6 +92,7 @@ class CommitPartition:
 class FetchedOffset:
     partition: int
     committed: CommittedOffset | None  # None: nothing committed (offset -1)
+    error: Errors = Errors.NONE  # UNSTABLE_OFFSET_COMMIT: a transaction's offset is pending
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,13 @@ to the log (see ``wal.py``), then change state only by applying those records â€
 membership state (see ``membership.py``). ``tick(now_ms)`` fires session, join and sync timers,
 expires offsets and flushes the log on the broker's interval; ``take_changed()`` names the groups
 whose parked requests may now be answered.
+
+Transactional offsets (see ``offsets.py``): ``commit_txn_offsets`` logs them as pending per
+(group, producer id) before answering; the transaction coordinator, once every marker of the
+transaction is written and before it logs CompleteCommit/CompleteAbort, calls
+``complete_transaction`` (its ``complete_groups``), which logs one entry of ``txn-end`` records
+that installs or drops them. Recovery may call it again for the same transaction: by then nothing
+is pending for that producer, so it writes nothing.
 """
 
 from __future__ import annotations
@@ -43,6 +50,8 @@ from .records import (
     OffsetRecord,
     OffsetTombstone,
     Record,
+    TxnEndRecord,
+    TxnOffsetRecord,
     decode_records,
     encode_records,
 )
@@ -107,8 +116,8 @@ class GroupCoordinator:
                  len(self.groups), sum(1 for _ in self.offsets.records()), count)
 
     def _apply(self, record: Record) -> None:
-        if isinstance(record, OffsetRecord | OffsetTombstone):
-            if isinstance(record, OffsetRecord) and record.group_id not in self.groups:
+        if isinstance(record, OffsetRecord | OffsetTombstone | TxnOffsetRecord | TxnEndRecord):
+            if isinstance(record, OffsetRecord | TxnOffsetRecord) and record.group_id not in self.groups:
                 # A commit to an unknown group creates a "simple" group, live and on replay alike.
                 self.groups[record.group_id] = ClassicGroup(record.group_id, state_timestamp=record.commit_timestamp)
             self.offsets.apply(record)
@@ -116,6 +125,7 @@ class GroupCoordinator:
             self.groups[record.group_id] = ClassicGroup.from_record(record)
         else:
             self.groups.pop(record.group_id, None)
+            self.offsets.drop_group(record.group_id)
 
     # -- the log ------------------------------------------------------------------------------
 
@@ -173,6 +183,7 @@ class GroupCoordinator:
         """The current record of every key: what replay needs to rebuild the durable state."""
         records: list[Record] = [g.persisted for g in self.groups.values() if g.persisted is not None]
         records.extend(self.offsets.records())
+        records.extend(self.offsets.pending_records())  # after the committed ones (see offsets.py)
         return records
 
     def flush(self) -> None:
@@ -284,7 +295,9 @@ class GroupCoordinator:
         return errors
 
     def _validate_commit(self, group: ClassicGroup, generation_id: int, member_id: str,
-                         instance_id: str | None) -> None:
+                         instance_id: str | None, *, transactional: bool = False) -> None:
+        """Kafka's ``validateOffsetCommit``; transactional commits (TxnOffsetCommit v0-2 carry no
+        member) are accepted without member while the group has members, and during a rebalance."""
         if group.is_(GroupState.DEAD):
             raise KafkaError(Errors.COORDINATOR_NOT_AVAILABLE)
         if generation_id < 0 and group.is_(GroupState.EMPTY):
@@ -295,24 +308,91 @@ class GroupCoordinator:
                 raise KafkaError(error)
             if generation_id != group.generation_id:
                 raise KafkaError(Errors.ILLEGAL_GENERATION)
-        elif not group.is_(GroupState.EMPTY):
+        elif not transactional and not group.is_(GroupState.EMPTY):
             raise KafkaError(Errors.UNKNOWN_MEMBER_ID)
-        if group.is_(GroupState.COMPLETING_REBALANCE):
+        if not transactional and group.is_(GroupState.COMPLETING_REBALANCE):
             raise KafkaError(Errors.REBALANCE_IN_PROGRESS)
 
+    def commit_txn_offsets(
+        self,
+        group_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        generation_id: int,
+        member_id: str,
+        instance_id: str | None,
+        partitions: list[CommitPartition],
+        now_ms: int,
+    ) -> list[Errors]:
+        """TxnOffsetCommit, after the caller verified the producer's transaction holds the group.
+
+        Logs the offsets as pending for ``producer_id`` (one error per partition, in order); a
+        group-level problem raises KafkaError. KIP-447: a request carrying the consumer's
+        generation / member id / instance id is fenced like a plain commit (ILLEGAL_GENERATION,
+        UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID); generation -1 with no member skips the check.
+        """
+        if not group_id:
+            raise KafkaError(Errors.INVALID_GROUP_ID)
+        group = self.groups.get(group_id)
+        if group is None:
+            if generation_id >= 0:
+                raise KafkaError(Errors.ILLEGAL_GENERATION)
+        else:
+            self._validate_commit(group, generation_id, member_id, instance_id, transactional=True)
+        errors: list[Errors] = []
+        records: list[Record] = []
+        for p in partitions:
+            metadata = p.metadata or ""
+            if _utf16_length(metadata) > self.config.offset_metadata_max_bytes:
+                errors.append(Errors.OFFSET_METADATA_TOO_LARGE)
+                continue
+            errors.append(Errors.NONE)
+            records.append(TxnOffsetRecord(group_id, producer_id, producer_epoch, p.topic, p.partition, p.offset,
+                                           p.leader_epoch, metadata, now_ms))
+        self._write(records, replay=True)
+        return errors
+
+    def complete_transaction(self, producer_id: int, group_ids: Iterable[str], commit: bool) -> None:
+        """The transaction coordinator's ``complete_groups``: install (commit) or drop (abort) the
+        producer's pending offsets in every group, in one log entry.
+
+        Idempotent: groups with nothing pending for the producer are skipped, so a second call
+        (recovery after a crash before CompleteCommit/CompleteAbort was logged) writes nothing.
+        Raises OSError when the log cannot be written, leaving everything pending: the caller
+        then does not log its completion and retries.
+        """
+        records = [
+            TxnEndRecord(group_id, producer_id, commit)
+            for group_id in sorted(set(group_ids))
+            if producer_id in self.offsets.pending_producers(group_id)
+        ]
+        try:
+            self._write(list(records), replay=True)
+        except KafkaError as exc:
+            raise OSError(f"could not log the end of producer {producer_id}'s transaction: {exc}") from exc
+        if records:
+            log.debug("producer %d: %s pending offsets of %s", producer_id, "committed" if commit else "dropped",
+                      ", ".join(r.group_id for r in records))
+
     def fetch_offsets(
-        self, group_id: str, topics: list[tuple[str, list[int]]] | None
+        self, group_id: str, topics: list[tuple[str, list[int]]] | None, *, require_stable: bool = False
     ) -> list[tuple[str, list[FetchedOffset]]]:
-        """Committed offsets of the asked partitions; ``topics=None`` means every committed one."""
+        """Committed offsets of the asked partitions; ``topics=None`` means every committed one.
+
+        With ``require_stable`` a partition with a pending transactional offset answers
+        UNSTABLE_OFFSET_COMMIT (and no offset); without it, the last committed offset.
+        """
+        def fetched(topic: str, partition: int) -> FetchedOffset:
+            if require_stable and self.offsets.has_pending(group_id, topic, partition):
+                return FetchedOffset(partition, None, Errors.UNSTABLE_OFFSET_COMMIT)
+            return FetchedOffset(partition, self.offsets.get(group_id, topic, partition))
+
         if topics is None:
             by_topic: dict[str, list[FetchedOffset]] = {}
-            for (topic, partition), value in sorted(self.offsets.of_group(group_id).items()):
-                by_topic.setdefault(topic, []).append(FetchedOffset(partition, value))
+            for topic, partition in sorted(self.offsets.of_group(group_id)):
+                by_topic.setdefault(topic, []).append(fetched(topic, partition))
             return list(by_topic.items())
-        return [
-            (topic, [FetchedOffset(p, self.offsets.get(group_id, topic, p)) for p in partitions])
-            for topic, partitions in topics
-        ]
+        return [(topic, [fetched(topic, p) for p in partitions]) for topic, partitions in topics]
 
     def delete_offsets(self, group_id: str, topics: list[tuple[str, list[int]]]) -> list[tuple[str, list[tuple[int, Errors]]]]:
         """OffsetDelete: refused per topic while a consumer group is subscribed to it."""
@@ -336,8 +416,9 @@ class GroupCoordinator:
         return results
 
     def delete_topic(self, topic: str) -> None:
-        """Offsets of a deleted topic go with it (Kafka's onPartitionsDeleted)."""
-        records: list[Record] = [OffsetTombstone(g, topic, p) for g, p in list(self.offsets.of_topic(topic))]
+        """Offsets of a deleted topic go with it (Kafka's onPartitionsDeleted), pending ones too."""
+        keys = set(self.offsets.of_topic(topic)) | self.offsets.pending_of_topic(topic)
+        records: list[Record] = [OffsetTombstone(g, topic, p) for g, p in sorted(keys)]
         try:
             self._write(records, replay=True)
         except KafkaError:
@@ -356,7 +437,7 @@ class GroupCoordinator:
             records: list[Record] = [OffsetTombstone(group.group_id, t, p) for t, p in expired]
             removes_all = len(expired) == len(self.offsets.of_group(group.group_id))
             if group.is_(GroupState.EMPTY) and removes_all and group.join_deadline is None \
-                    and not group.pending_members:
+                    and not group.pending_members and not self.offsets.has_pending(group.group_id):
                 records.append(GroupTombstone(group.group_id))
             if records:
                 try:

@@ -10,10 +10,17 @@ Like Kafka's ``__consumer_offsets`` records, each one is keyed and self-containe
                    type and name, generation, leader, state timestamp and every member (ids,
                    timeouts, client id/host, supported protocols with metadata, assignment)
 ``group-delete``   tombstone of a group (its offsets are tombstoned first)
+``txn-offset``     (group, producer id, topic, partition) -> a pending transactional offset
+                   (TxnOffsetCommit): producer epoch, offset, leader epoch, metadata, commit
+                   timestamp, and ``overtaken`` (snapshots only: a plain commit of the partition
+                   was written after it, so committing the transaction will not install it)
+``txn-end``        (group, producer id) -> the transaction ended: ``commit`` true moves that
+                   producer's pending offsets of the group into the committed ones, false drops
+                   them; with nothing pending it changes nothing, so a repeated one is harmless
 
 A log entry carries the records of one operation, as a JSON array of objects with a ``"type"``
-field; bytes are base64 text. The transaction issue will add pending transactional offsets as
-new record types next to these.
+field; bytes are base64 text. The ``txn-end`` records of one transaction (one per group) are one
+entry, written before the transaction coordinator logs CompleteCommit/CompleteAbort.
 """
 
 from __future__ import annotations
@@ -71,7 +78,28 @@ class GroupTombstone:
     group_id: str
 
 
-Record = OffsetRecord | OffsetTombstone | GroupRecord | GroupTombstone
+@dataclass(frozen=True)
+class TxnOffsetRecord:
+    group_id: str
+    producer_id: int
+    producer_epoch: int
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int
+    metadata: str
+    commit_timestamp: int
+    overtaken: bool = False
+
+
+@dataclass(frozen=True)
+class TxnEndRecord:
+    group_id: str
+    producer_id: int
+    commit: bool
+
+
+Record = OffsetRecord | OffsetTombstone | GroupRecord | GroupTombstone | TxnOffsetRecord | TxnEndRecord
 
 
 class RecordError(ValueError):
@@ -114,6 +142,16 @@ def _to_json(record: Record) -> dict[str, Any]:
             "generation": record.generation_id, "protocol": record.protocol_name, "leader": record.leader_id,
             "state_timestamp": record.state_timestamp, "members": [_member_json(m) for m in record.members],
         }
+    if isinstance(record, TxnOffsetRecord):
+        return {
+            "type": "txn-offset", "group": record.group_id, "producer_id": record.producer_id,
+            "producer_epoch": record.producer_epoch, "topic": record.topic, "partition": record.partition,
+            "offset": record.offset, "leader_epoch": record.leader_epoch, "metadata": record.metadata,
+            "commit_timestamp": record.commit_timestamp, "overtaken": record.overtaken,
+        }
+    if isinstance(record, TxnEndRecord):
+        return {"type": "txn-end", "group": record.group_id, "producer_id": record.producer_id,
+                "commit": record.commit}
     return {"type": "group-delete", "group": record.group_id}
 
 
@@ -147,6 +185,14 @@ def _from_json(obj: dict[str, Any]) -> Record:
         )
     if kind == "group-delete":
         return GroupTombstone(str(obj["group"]))
+    if kind == "txn-offset":
+        return TxnOffsetRecord(
+            str(obj["group"]), int(obj["producer_id"]), int(obj["producer_epoch"]), str(obj["topic"]),
+            int(obj["partition"]), int(obj["offset"]), int(obj["leader_epoch"]), str(obj["metadata"]),
+            int(obj["commit_timestamp"]), bool(obj["overtaken"]),
+        )
+    if kind == "txn-end":
+        return TxnEndRecord(str(obj["group"]), int(obj["producer_id"]), bool(obj["commit"]))
     raise RecordError(f"unknown record type {kind!r}")
 
 

@@ -46,6 +46,7 @@ from . import (
     offset_fetch,
     produce,
     sync_group,
+    txn_offset_commit,
     write_txn_markers,
 )
 
@@ -71,6 +72,7 @@ _MODULES: list[ModuleType] = [
     describe_transactions,
     end_txn,
     list_transactions,
+    txn_offset_commit,
     write_txn_markers,
     join_group,
     sync_group,

@@ -2,8 +2,10 @@
 
 Null topics (v2+) ask for every partition the group committed. A partition without a committed
 offset answers offset -1, leader epoch -1 and metadata "" with no error, whether the group or the
-topic exists or not, as Kafka does; a null committed metadata was stored as "". ``require_stable``
-is accepted: without transactional offsets (a later issue) every committed offset is stable.
+topic exists or not, as Kafka does; a null committed metadata was stored as "". With
+``require_stable`` (v7+) a partition holding a pending transactional offset (TxnOffsetCommit of a
+transaction not yet ended) answers UNSTABLE_OFFSET_COMMIT with offset -1, a partition-level error
+as in Kafka; without it the last committed offset is returned.
 v9's member id and epoch belong to the new consumer protocol (KIP-848) and are ignored for
 classic groups, as Kafka ignores them.
 
@@ -36,7 +38,7 @@ def handle(ctx: RequestContext, request: OffsetFetchRequest, version: int) -> Of
         groups = []
         for group in request.groups:
             wanted: Wanted = None if group.topics is None else [(t.name, t.partition_indexes) for t in group.topics]
-            fetched = coordinator.fetch_offsets(group.group_id, wanted)
+            fetched = coordinator.fetch_offsets(group.group_id, wanted, require_stable=request.require_stable)
             groups.append(OffsetFetchResponseGroup(
                 group_id=group.group_id,
                 error_code=0,
@@ -47,7 +49,8 @@ def handle(ctx: RequestContext, request: OffsetFetchRequest, version: int) -> Of
             ))
         return OffsetFetchResponse(throttle_time_ms=0, groups=groups)
     wanted = None if request.topics is None else [(t.name, t.partition_indexes) for t in request.topics]
-    fetched = coordinator.fetch_offsets(request.group_id, wanted)
+    stable = version >= 7 and request.require_stable
+    fetched = coordinator.fetch_offsets(request.group_id, wanted, require_stable=stable)
     return OffsetFetchResponse(
         throttle_time_ms=0,
         error_code=0,
@@ -58,20 +61,21 @@ def handle(ctx: RequestContext, request: OffsetFetchRequest, version: int) -> Of
     )
 
 
-def _fields(fetched: FetchedOffset) -> dict[str, object]:
+def _fields(fetched: FetchedOffset) -> tuple[int, int, str]:
+    """(offset, leader epoch, metadata); nothing committed (or unstable) is -1, -1, ""."""
     committed = fetched.committed
     if committed is None:
-        return {"committed_offset": -1, "committed_leader_epoch": -1, "metadata": ""}
-    return {
-        "committed_offset": committed.offset,
-        "committed_leader_epoch": committed.leader_epoch,
-        "metadata": committed.metadata,
-    }
+        return -1, -1, ""
+    return committed.offset, committed.leader_epoch, committed.metadata
 
 
 def _partition(fetched: FetchedOffset) -> OffsetFetchResponsePartition:
-    return OffsetFetchResponsePartition(partition_index=fetched.partition, error_code=0, **_fields(fetched))  # type: ignore[arg-type]
+    offset, epoch, metadata = _fields(fetched)
+    return OffsetFetchResponsePartition(partition_index=fetched.partition, committed_offset=offset,
+                                        committed_leader_epoch=epoch, metadata=metadata, error_code=fetched.error)
 
 
 def _partitions(fetched: FetchedOffset) -> OffsetFetchResponsePartitions:
-    return OffsetFetchResponsePartitions(partition_index=fetched.partition, error_code=0, **_fields(fetched))  # type: ignore[arg-type]
+    offset, epoch, metadata = _fields(fetched)
+    return OffsetFetchResponsePartitions(partition_index=fetched.partition, committed_offset=offset,
+                                         committed_leader_epoch=epoch, metadata=metadata, error_code=fetched.error)

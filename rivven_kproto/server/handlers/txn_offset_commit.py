@@ -1,0 +1,83 @@
+"""TxnOffsetCommit (28), v0-3: a transaction's consumed offsets, committed with the transaction.
+
+Checks in the order of Kafka's (new) group coordinator, each answering for every partition:
+partitions of an unknown topic (or beyond its partition count) answer UNKNOWN_TOPIC_OR_PARTITION
+and take no further part; an empty group id answers INVALID_GROUP_ID; the transaction
+coordinator then verifies that the producer id and epoch are the transactional id's current ones
+and that its ongoing transaction holds the group (AddOffsetsToTxn): else
+INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before v3, KIP-588) or
+INVALID_TXN_STATE. KIP-447 (v3): generation id, member id and group instance id, when given, are
+checked against the group like a plain commit's (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID,
+FENCED_INSTANCE_ID); generation -1 with no member id skips that check, as v0-2 requests always do.
+Too-long metadata answers OFFSET_METADATA_TOO_LARGE for that partition.
+
+The offsets are written to the group coordinator's log as *pending* for the producer id before the
+answer. They are not visible to OffsetFetch (which reports UNSTABLE_OFFSET_COMMIT for them when
+asked ``require_stable``) until the transaction ends: its commit installs them, its abort (also by
+timeout or by a fencing InitProducerId) drops them.
+
+Not implemented: authorization.
+"""
+
+from __future__ import annotations
+
+from rivven_kproto.broker.groups.api import CommitPartition
+from rivven_kproto.codec.errors import Errors, KafkaError
+from rivven_kproto.codec.messages.txn_offset_commit import (
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
+    TxnOffsetCommitResponsePartition,
+    TxnOffsetCommitResponseTopic,
+)
+
+from ..context import RequestContext
+from .txn_errors import fenced_for_version
+
+API_KEY = TxnOffsetCommitRequest.API_KEY
+
+
+def handle(ctx: RequestContext, request: TxnOffsetCommitRequest, version: int) -> TxnOffsetCommitResponse:
+    errors: dict[tuple[str, int], Errors] = {}
+    to_commit: list[CommitPartition] = []
+    for topic in request.topics:
+        known = ctx.broker.topics.get(topic.name)
+        for p in topic.partitions:
+            if known is None or not 0 <= p.partition_index < len(known.partitions):
+                errors[(topic.name, p.partition_index)] = Errors.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                to_commit.append(CommitPartition(topic.name, p.partition_index, p.committed_offset,
+                                                 p.committed_leader_epoch, p.committed_metadata))
+    if to_commit:
+        for commit, error in zip(to_commit, _commit(ctx, request, to_commit, version), strict=True):
+            errors[(commit.topic, commit.partition)] = error
+    return TxnOffsetCommitResponse(
+        throttle_time_ms=0,
+        topics=[
+            TxnOffsetCommitResponseTopic(
+                name=topic.name,
+                partitions=[
+                    TxnOffsetCommitResponsePartition(partition_index=p.partition_index,
+                                                     error_code=errors[(topic.name, p.partition_index)])
+                    for p in topic.partitions
+                ],
+            )
+            for topic in request.topics
+        ],
+    )
+
+
+def _commit(ctx: RequestContext, request: TxnOffsetCommitRequest, partitions: list[CommitPartition],
+            version: int) -> list[Errors]:
+    if not request.group_id:
+        return [Errors.INVALID_GROUP_ID] * len(partitions)
+    error = ctx.broker.txn.verify_offsets(request.transactional_id, request.producer_id, request.producer_epoch,
+                                          request.group_id)
+    if error is not Errors.NONE:
+        return [fenced_for_version(error, version, 3)] * len(partitions)
+    try:
+        return ctx.broker.groups.commit_txn_offsets(
+            request.group_id, request.producer_id, request.producer_epoch, request.generation_id,
+            request.member_id, request.group_instance_id, partitions, ctx.now_ms,
+        )
+    except KafkaError as exc:
+        return [exc.error] * len(partitions)

@@ -1,0 +1,356 @@
+"""kafka-python (3.x): every capability, including ListTransactions/DescribeTransactions."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import kafka
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
+from kafka.structs import OffsetAndMetadata
+
+from ...test_kafka_python import admin as kp_admin
+from ..data import Profile, Rec
+from ..model import Client, Ctx
+from .common import collect, until
+
+
+def _rec(r: Any) -> Rec:
+    return Rec(r.partition, r.key, r.value, tuple(r.headers or ()), r.timestamp, r.offset)
+
+
+class Adapter:
+    # KafkaProducer.send refuses a record with neither key nor value ("Need at least one") and
+    # header values that are not bytes.
+    profile = Profile(null_key_and_value=False, null_header_values=False)
+
+    def _admin(self, ctx: Ctx) -> Any:
+        return kp_admin(ctx)
+
+    def _consumer(self, ctx: Ctx, group: str | None = None, **config: Any) -> KafkaConsumer:
+        return KafkaConsumer(
+            bootstrap_servers=ctx.bootstrap,
+            group_id=group,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            fetch_max_wait_ms=100,
+            request_timeout_ms=15_000,
+            client_id=f"matrix-{ctx.unique}",
+            **config,
+        )
+
+    def _producer(self, ctx: Ctx, **config: Any) -> KafkaProducer:
+        return KafkaProducer(
+            bootstrap_servers=ctx.bootstrap,
+            linger_ms=5,
+            request_timeout_ms=15_000,
+            client_id=f"matrix-{ctx.unique}",
+            **config,
+        )
+
+    @staticmethod
+    def _poll(consumer: KafkaConsumer, timeout_ms: int = 300) -> list[Rec]:
+        return [_rec(r) for records in consumer.poll(timeout_ms=timeout_ms).values() for r in records]
+
+    def api_versions(self, ctx: Ctx) -> dict[int, tuple[int, int]]:
+        client = self._admin(ctx)
+        try:
+            return {int(key): tuple(versions) for key, versions in client.api_versions().items()}
+        finally:
+            client.close()
+
+    def metadata(self, ctx: Ctx, topic: str) -> dict:
+        client = self._admin(ctx)
+        try:
+            cluster = client.describe_cluster()
+            [described] = client.describe_topics([topic])
+        finally:
+            client.close()
+        return {
+            "brokers": {b["broker_id"]: f"{b['host']}:{b['port']}" for b in cluster["brokers"]},
+            "partitions": {p["partition_index"]: p["leader_id"] for p in described["partitions"]},
+        }
+
+    def produce(
+        self, ctx: Ctx, topic: str, records: list[Rec], *, codec: str, acks: str, idempotent: bool
+    ) -> None:
+        producer = self._producer(
+            ctx,
+            compression_type=None if codec == "none" else codec,
+            acks="all" if acks == "all" else int(acks),
+            enable_idempotence=idempotent,
+        )
+        try:
+            futures = [
+                producer.send(
+                    topic,
+                    key=r.key,
+                    value=r.value,
+                    partition=r.partition,
+                    headers=list(r.headers),
+                    timestamp_ms=r.timestamp,
+                )
+                for r in records
+            ]
+            producer.flush(ctx.remaining())
+            for future in futures:
+                future.get(ctx.remaining())
+        finally:
+            producer.close(5)
+
+    def read(
+        self,
+        ctx: Ctx,
+        topic: str,
+        partitions: list[int],
+        count: int,
+        *,
+        read_committed: bool = False,
+        settle_s: float = 0.0,
+    ) -> list[Rec]:
+        consumer = self._consumer(
+            ctx, isolation_level="read_committed" if read_committed else "read_uncommitted"
+        )
+        try:
+            consumer.assign([TopicPartition(topic, p) for p in partitions])
+            consumer.seek_to_beginning()
+            return collect(ctx.wait(), count, lambda: self._poll(consumer, 100), settle_s)
+        finally:
+            consumer.close()
+
+    def _txn_producer(self, ctx: Ctx, txn_id: str) -> KafkaProducer:
+        producer = self._producer(ctx, transactional_id=txn_id, transaction_timeout_ms=60_000)
+        producer.init_transactions()
+        return producer
+
+    def txn_produce(
+        self, ctx: Ctx, topic: str, txn_id: str, transactions: list[tuple[list[Rec], str]]
+    ) -> None:
+        producer = self._txn_producer(ctx, txn_id)
+        try:
+            for records, end in transactions:
+                producer.begin_transaction()
+                for r in records:
+                    producer.send(topic, key=r.key, value=r.value, partition=r.partition)
+                producer.flush(ctx.remaining())
+                if end == "commit":
+                    producer.commit_transaction()
+                else:
+                    producer.abort_transaction()
+        finally:
+            producer.close(5)
+
+    def fence(self, ctx: Ctx, topic: str, txn_id: str) -> str:
+        zombie = self._txn_producer(ctx, txn_id)
+        try:
+            zombie.begin_transaction()
+            zombie.send(topic, value=b"zombie", partition=0).get(ctx.remaining())
+            self.txn_produce(ctx, topic, txn_id, [([Rec(0, None, b"winner")], "commit")])
+            try:
+                zombie.send(topic, value=b"zombie-2", partition=0)
+                zombie.commit_transaction()
+            except Exception as exc:  # noqa: BLE001 - the fencing error is the observation
+                return f"{type(exc).__name__}: {exc}"
+            raise AssertionError("the fenced producer committed")
+        finally:
+            zombie.close(0)
+
+    def group_rebalance(self, ctx: Ctx, topic: str, group: str, phase1: list[Rec], phase2: list[Rec]) -> dict:
+        from ..fixtures import produce_plain  # noqa: PLC0415
+
+        members = {
+            w: self._consumer(
+                ctx, group, session_timeout_ms=10_000, heartbeat_interval_ms=300, max_poll_interval_ms=30_000
+            )
+            for w in "ab"
+        }
+        records: dict[str, list[Rec]] = {"a": [], "b": []}
+
+        def poll(*who: str) -> None:
+            for w in who:
+                records[w] += self._poll(members[w], 100)
+
+        def assigned(w: str) -> set[int]:
+            return {tp.partition for tp in members[w].assignment()}
+
+        deadline = time.monotonic() + ctx.remaining()
+        try:
+            produce_plain(ctx.bootstrap, topic, phase1)
+            members["a"].subscribe([topic])
+            values1 = {r.value for r in phase1}
+            until(
+                deadline,
+                "member A to read the first records",
+                lambda: poll("a") or {r.value for r in records["a"]},
+                lambda seen: values1 <= seen,
+            )
+            a_first = sorted(assigned("a"))
+            members["b"].subscribe([topic])
+            until(
+                deadline,
+                "the rebalance to give B partitions",
+                lambda: poll("a", "b") or (assigned("a"), assigned("b")),
+                lambda ab: bool(ab[0]) and bool(ab[1]) and ab[0] | ab[1] == {0, 1, 2} and not ab[0] & ab[1],
+            )
+            after = {w: sorted(assigned(w)) for w in "ab"}
+            produce_plain(ctx.bootstrap, topic, phase2)
+            values2 = {r.value for r in phase2}
+            until(
+                deadline,
+                "the later records",
+                lambda: poll("a", "b") or {r.value for w in "ab" for r in records[w]},
+                lambda seen: values2 <= seen,
+            )
+            poll("a", "b")
+        finally:
+            for consumer in members.values():
+                consumer.close()
+        return {
+            "a_first": a_first,
+            "a_after": after["a"],
+            "b_after": after["b"],
+            "a_records": records["a"],
+            "b_records": records["b"],
+        }
+
+    def commit_fetch(self, ctx: Ctx, topic: str, group: str) -> dict:
+        tp = TopicPartition(topic, 0)
+        first = self._consumer(ctx, group)
+        try:
+            first.assign([tp])
+            first.seek_to_beginning()
+            got = collect(ctx.wait(), 4, lambda: self._poll(first))
+            first.commit({tp: OffsetAndMetadata(4, "matrix", -1)})
+            committed = first.committed(tp, metadata=True)
+        finally:
+            first.close()
+        second = self._consumer(ctx, group)
+        try:
+            second.assign([tp])  # position from the committed offset
+            resumed = collect(ctx.wait(), 6, lambda: self._poll(second))
+        finally:
+            second.close()
+        return {
+            "consumed": got[:4],
+            "committed": committed and committed.offset,
+            "metadata": committed and committed.metadata,
+            "resumed": resumed,
+            "how": "assign + commit(offsets), committed()",
+        }
+
+    def send_offsets(self, ctx: Ctx, in_topic: str, out_topic: str, group: str, txn_id: str) -> str:
+        tp = TopicPartition(in_topic, 0)
+        consumer = self._consumer(ctx, group, isolation_level="read_committed")
+        producer = self._txn_producer(ctx, txn_id)
+        try:
+            consumer.subscribe([in_topic])  # a live member: its generation goes with the offsets (KIP-447)
+            records = collect(ctx.wait(), 5, lambda: self._poll(consumer))
+            producer.begin_transaction()
+            for r in records[:5]:
+                producer.send(out_topic, key=r.key, value=b"out-" + (r.value or b""), partition=0)
+            producer.send_offsets_to_transaction(
+                {tp: OffsetAndMetadata(5, "", -1)}, consumer.group_metadata()
+            )
+            producer.commit_transaction()
+        finally:
+            producer.close(5)
+            consumer.close()
+        return "subscribed member's group metadata"
+
+    def committed(self, ctx: Ctx, group: str, topic: str, partitions: list[int]) -> dict[int, int | None]:
+        consumer = self._consumer(ctx, group)
+        try:
+            return {p: consumer.committed(TopicPartition(topic, p)) for p in partitions}
+        finally:
+            consumer.close()
+
+    def admin_topics(self, ctx: Ctx, name: str) -> dict:
+        client = self._admin(ctx)
+        try:
+            client.create_topics([NewTopic(name, 2, 1, topic_configs={"retention.ms": "3600000"})])
+            listed = name in client.list_topics()
+            [described] = client.describe_topics([name])
+            configs = client.describe_configs(
+                [ConfigResource(ConfigResourceType.TOPIC, name)], config_filter="all"
+            )
+            retention = configs["topic"][name]["retention.ms"]["value"]
+            client.delete_topics([name])
+            gone = until(
+                time.monotonic() + ctx.remaining(),
+                "the deleted topic to leave the listing",
+                lambda: name in client.list_topics(),
+                lambda listed: not listed,
+            )
+        finally:
+            client.close()
+        return {
+            "listed_after_create": listed,
+            "partitions": [p["partition_index"] for p in described["partitions"]],
+            "retention": retention,
+            "listed_after_delete": gone,
+        }
+
+    def admin_configs(self, ctx: Ctx, topic: str) -> dict:
+        client = self._admin(ctx)
+        resource = ConfigResource(ConfigResourceType.TOPIC, topic)
+
+        def describe() -> dict[str, str]:
+            entries = client.describe_configs([resource], config_filter="all")["topic"][topic]
+            return {key: entry["value"] for key, entry in entries.items()}
+
+        try:
+            before = describe()
+            client.alter_configs(
+                [ConfigResource(ConfigResourceType.TOPIC, topic, configs={"retention.ms": "7200000"})]
+            )
+            return {"before": before, "after": describe()}
+        finally:
+            client.close()
+
+    def offsets_for_times(
+        self, ctx: Ctx, topic: str, partition: int, timestamps: list[int]
+    ) -> dict[int, int | None]:
+        consumer = self._consumer(ctx)
+        tp = TopicPartition(topic, partition)
+        try:
+            out = {}
+            for ts in timestamps:
+                found = consumer.offsets_for_times({tp: ts})[tp]
+                out[ts] = None if found is None else found.offset
+            return out
+        finally:
+            consumer.close()
+
+    def transactions(self, ctx: Ctx, topic: str, txn_id: str) -> dict:
+        client = self._admin(ctx)
+        producer = self._txn_producer(ctx, txn_id)
+        try:
+            producer.begin_transaction()
+            producer.send(topic, value=b"open", partition=0).get(ctx.remaining())
+            listed = {
+                t.transactional_id: str(getattr(t.state, "value", t.state))
+                for listings in client.list_transactions().values()
+                for t in listings
+            }
+            open_ = self._describe(client, txn_id)
+            producer.commit_transaction()
+            done = self._describe(client, txn_id)
+        finally:
+            producer.close(5)
+            client.close()
+        return {"listed": listed, "open": open_, "done": done}
+
+    @staticmethod
+    def _describe(client: Any, txn_id: str) -> dict:
+        description = client.describe_transactions([txn_id])[txn_id]
+        partitions = [(tp.topic, tp.partition) for tp in description.topic_partitions]
+        return {
+            "state": str(getattr(description.state, "value", description.state)),
+            "partitions": partitions,
+        }
+
+
+CLIENT = Client(
+    name="kafka-python", adapter=Adapter(), version=lambda: {"version": kafka.__version__}, not_offered={}
+)

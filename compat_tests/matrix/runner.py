@@ -1,0 +1,207 @@
+"""Run the matrix against one bootstrap address: set-up, one subprocess per cell, bounded in time.
+
+Cells run ``jobs`` at a time (default 2, this project's core count); each has its capability's
+timeout, after which its whole process group is killed and the cell fails with "timed out".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from . import fixtures
+from .cell import MARKER
+from .clients import column_modules, load
+from .model import BY_ID, CAPABILITIES, FAIL, NA, Capability, Client, Outcome, describe_error
+
+ROOT = Path(__file__).resolve().parents[2]
+STARTUP_GRACE_S = 10.0  # interpreter + client imports, on top of the scenario's own budget
+
+
+@dataclass
+class Cell:
+    module: str
+    client: Client
+    capability: Capability
+    topics: list[str] = field(default_factory=list)
+    unique: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
+
+
+@dataclass
+class Report:
+    target: str
+    clients: dict[str, dict[str, str]]
+    outcomes: list[Outcome]
+    started_at: str
+    duration_s: float
+    environment: dict[str, str]
+
+    def outcome(self, client: str, capability: str) -> Outcome:
+        for o in self.outcomes:
+            if o.client == client and o.capability == capability:
+                return o
+        raise KeyError((client, capability))
+
+    def passing(self) -> list[str]:
+        return sorted(o.key() for o in self.outcomes if o.status == "pass")
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "generated_at": self.started_at,
+            "target": self.target,
+            "duration_s": round(self.duration_s, 1),
+            "environment": self.environment,
+            "clients": self.clients,
+            "capabilities": [{"id": c.id, "title": c.title} for c in CAPABILITIES],
+            "cells": [o.as_json() for o in self.outcomes],
+        }
+
+
+def _versions(client: Client) -> dict[str, str]:
+    try:
+        return client.version()
+    except Exception as exc:  # noqa: BLE001 - a missing client still gets a column
+        return {"version": f"unavailable ({describe_error(exc)})"}
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def _run_cell(bootstrap: str, cell: Cell) -> Outcome:
+    spec = {
+        "client": cell.module,
+        "capability": cell.capability.id,
+        "bootstrap": bootstrap,
+        "topics": cell.topics,
+        "unique": cell.unique,
+        "timeout_s": cell.capability.timeout_s,
+    }
+    started = time.monotonic()
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "compat_tests.matrix.cell", json.dumps(spec)],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    limit = cell.capability.timeout_s + STARTUP_GRACE_S
+    try:
+        out, err = process.communicate(timeout=limit)
+    except subprocess.TimeoutExpired:
+        _kill_group(process.pid)
+        out, err = process.communicate()
+        tail = [line for line in err.decode(errors="replace").splitlines() if line.strip()][-1:]
+        detail = f"timed out after {limit:.0f} s" + (f"; last output: {tail[0][:200]}" if tail else "")
+        return Outcome(cell.client.name, cell.capability.id, FAIL, detail, time.monotonic() - started)
+    finally:
+        _kill_group(process.pid)  # the cell's children (kcat, node) go with it
+    results = [
+        line[len(MARKER) :] for line in out.decode(errors="replace").splitlines() if line.startswith(MARKER)
+    ]
+    if not results:
+        tail = err.decode(errors="replace").strip().splitlines()[-3:]
+        return Outcome(
+            cell.client.name,
+            cell.capability.id,
+            FAIL,
+            f"cell process exited {process.returncode} without a result: {' | '.join(tail)[:300]}",
+            time.monotonic() - started,
+        )
+    result = json.loads(results[-1])
+    return Outcome(
+        cell.client.name, cell.capability.id, result["status"], result["detail"], result["duration_s"]
+    )
+
+
+def plan(
+    modules: list[str] | None = None, capabilities: list[str] | None = None
+) -> tuple[list[Client], list[Cell], list[Outcome]]:
+    """Columns, the cells to run, and the n/a outcomes (decided without running anything)."""
+    clients, cells, skipped = [], [], []
+    for module in modules or column_modules():
+        client = load(module)
+        clients.append(client)
+        for capability in CAPABILITIES:
+            if capabilities and capability.id not in capabilities:
+                continue
+            if capability.id in client.not_offered:
+                skipped.append(Outcome(client.name, capability.id, NA, client.not_offered[capability.id]))
+            else:
+                cells.append(Cell(module, client, capability))
+    unknown = set(capabilities or ()) - set(BY_ID)
+    if unknown:
+        raise ValueError(f"unknown capabilities {sorted(unknown)}; known: {sorted(BY_ID)}")
+    return clients, cells, skipped
+
+
+def run_matrix(
+    bootstrap: str,
+    *,
+    target: str | None = None,
+    modules: list[str] | None = None,
+    capabilities: list[str] | None = None,
+    jobs: int = 2,
+    progress: Callable[[str], None] | None = None,
+) -> Report:
+    started_at = datetime.now(UTC).replace(microsecond=0).isoformat()
+    started = time.monotonic()
+    clients, cells, outcomes = plan(modules, capabilities)
+    for cell in cells:
+        cell.topics = [
+            f"matrix-{cell.unique}-{cell.capability.id}-{i}" for i in range(cell.capability.topics)
+        ]
+    fixtures.create_topics(bootstrap, [t for cell in cells for t in cell.topics])
+
+    done = 0
+
+    def run(cell: Cell) -> Outcome:
+        nonlocal done
+        outcome = _run_cell(bootstrap, cell)
+        done += 1
+        if progress:
+            progress(
+                f"[{done:3d}/{len(cells)}] {outcome.client} / {outcome.capability}: {outcome.status} "
+                f"({outcome.duration_s:.1f}s){'' if outcome.status == 'pass' else ' ' + outcome.detail[:160]}"
+            )
+        return outcome
+
+    # Longest first, so the slow group rows do not end up alone at the tail.
+    ordered = sorted(cells, key=lambda c: -c.capability.timeout_s)
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        outcomes += list(pool.map(run, ordered))
+
+    order = {(c.name, cap.id): (i, j) for i, c in enumerate(clients) for j, cap in enumerate(CAPABILITIES)}
+    outcomes.sort(key=lambda o: order[(o.client, o.capability)])
+    return Report(
+        target=target or bootstrap,
+        clients={c.name: _versions(c) for c in clients},
+        outcomes=outcomes,
+        started_at=started_at,
+        duration_s=time.monotonic() - started,
+        environment={
+            "python": platform.python_version(),
+            "platform": platform.platform(terse=True),
+            "jobs": str(jobs),
+        },
+    )

@@ -350,9 +350,9 @@ def test_exactly_once_pipeline_confluent(tmp_path: Path, own_broker: BrokerProce
 
 
 def test_exactly_once_pipeline_kafka_python(tmp_path: Path, own_broker: BrokerProcess) -> None:
-    """kafka-python's transactional API (KafkaProducer(transactional_id=...)); 20,000 records
-    take about 15 s here."""
-    records = int(os.environ.get("EOS_RECORDS_KAFKA_PYTHON", "20000"))
-    stats = run_pipeline(tmp_path, own_broker, "kafka-python", records, app_kills=3, broker_kills=1, deadline_s=240)
+    """kafka-python's transactional API (KafkaProducer(transactional_id=...)); 50,000 records
+    take about 20 s here."""
+    records = int(os.environ.get("EOS_RECORDS_KAFKA_PYTHON", "50000"))
+    stats = run_pipeline(tmp_path, own_broker, "kafka-python", records, app_kills=4, broker_kills=2, deadline_s=240)
     print(f"exactly-once pipeline, kafka-python, {records} records: {stats}")
-    assert stats["runs"] >= 4
+    assert stats["runs"] >= 5

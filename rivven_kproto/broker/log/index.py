@@ -73,6 +73,14 @@ class _IndexFile:
             os.fsync(self._handle())
             self._dirty = False
 
+    def take_dirty_descriptor(self) -> int | None:
+        """A duplicate descriptor to fsync elsewhere if the file was written; it counts as synced."""
+        if not self._dirty:
+            return None
+        duplicate = os.dup(self._handle())
+        self._dirty = False
+        return duplicate
+
     def release(self) -> None:
         """Sync if needed, then close the descriptor until the next write."""
         self.flush()

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from rivven_kproto.broker.log import checkpoint
 from rivven_kproto.broker.log.config import LogConfig
+from rivven_kproto.broker.log.flush import PendingFlush
 from rivven_kproto.broker.log.segment import LOG_SUFFIX, MAX_RELATIVE_OFFSET, Segment
 from rivven_kproto.broker.log.validation import check_offsets, stamp_batches, validate_batches
 from rivven_kproto.broker.producer_state import BatchMeta, ProducerStateManager
@@ -75,6 +76,7 @@ class PartitionLog:
         self._log_start_offset = segments[0].base_offset
         self._recovery_point = 0
         self._dir_dirty = False
+        self._truncations = 0
         self._closed = False
         self.last_flush_ms = now_ms
         self.producers = ProducerStateManager(directory)
@@ -493,6 +495,7 @@ class PartitionLog:
         self._reset_producer_state()
 
     def _lower_recovery_point(self) -> None:
+        self._truncations += 1  # a flush prepared before this covers offsets that may be gone
         if self._recovery_point != self.log_end_offset:
             self._recovery_point = min(self._recovery_point, self.log_end_offset)
             checkpoint.write_offset(self.directory / RECOVERY_POINT_FILE, self._recovery_point)
@@ -501,17 +504,43 @@ class PartitionLog:
 
     def flush(self, now_ms: int | None = None) -> None:
         """fsync everything appended since the last flush, then advance the recovery point."""
+        pending = self.begin_flush()
+        pending.sync()
+        self.finish_flush(pending, now_ms)
+
+    def begin_flush(self) -> PendingFlush:
+        """Capture what a flush must sync now, as duplicated descriptors (see ``flush.py``)."""
         self._check_open()
-        end = self.log_end_offset
-        for segment in self._segments:
-            if segment is self._active:
-                segment.flush()
-            elif segment.next_offset > self._recovery_point:
-                segment.flush(release_indexes=True)
+        pending = PendingFlush(self.log_end_offset, self._truncations)
+        try:
+            for segment in self._segments:
+                if segment is self._active:
+                    pending.descriptors += segment.sync_descriptors()
+                elif segment.next_offset > self._recovery_point:
+                    pending.descriptors += segment.sync_descriptors()
+                    pending.sealed.append(segment)
+        except OSError:
+            pending.release()
+            raise
         if self._dir_dirty:
-            checkpoint.fsync_dir(self.directory)
+            pending.directory = self.directory
             self._dir_dirty = False
-        if end != self._recovery_point or not (self.directory / RECOVERY_POINT_FILE).exists():
+        return pending
+
+    def finish_flush(self, pending: PendingFlush, now_ms: int | None = None) -> None:
+        """After ``pending.sync()``: the offsets it covered are durable, unless truncated since."""
+        if self._closed:
+            return
+        if not pending.synced:
+            self._dir_dirty = self._dir_dirty or pending.directory is not None
+            return
+        for segment in pending.sealed:
+            if segment is not self._active and segment in self._segments:
+                segment.release_indexes()
+        end = min(pending.end_offset, self.log_end_offset)
+        if pending.truncations == self._truncations and (
+            end > self._recovery_point or not (self.directory / RECOVERY_POINT_FILE).exists()
+        ):
             self._recovery_point = end
             checkpoint.write_offset(self.directory / RECOVERY_POINT_FILE, end)
         if now_ms is not None:

@@ -333,6 +333,20 @@ class Segment:
             self.index.flush()
             self.time_index.flush()
 
+    def sync_descriptors(self) -> list[int]:
+        """Duplicates of the descriptors a flush must fsync now: the log and any written index."""
+        descriptors = [os.dup(self._fd)]
+        try:
+            for index in (self.index, self.time_index):
+                duplicate = index.take_dirty_descriptor()
+                if duplicate is not None:
+                    descriptors.append(duplicate)
+        except OSError:
+            for fd in descriptors:
+                os.close(fd)
+            raise
+        return descriptors
+
     def release_indexes(self) -> None:
         """Close the index descriptors of a sealed segment (synced first if written)."""
         self.index.release()

@@ -25,6 +25,7 @@ rename); a snapshot whose checksum fails is ignored and the state is rebuilt fro
 
 from __future__ import annotations
 
+import bisect
 import json
 import logging
 import struct
@@ -63,6 +64,10 @@ class AbortedTxn:
     producer_id: int
     first_offset: int
     last_offset: int  # the offset of the ABORT marker
+
+
+def _marker_offset(aborted: AbortedTxn) -> int:
+    return aborted.last_offset
 
 
 @dataclass
@@ -185,8 +190,18 @@ class ProducerStateManager:
         return min(self.ongoing_first_offsets(), default=high_watermark)
 
     def aborted_between(self, start: int, end: int) -> list[AbortedTxn]:
-        """Aborted transactions overlapping offsets [start, end), what Fetch read_committed lists."""
-        return [a for a in self.aborted if a.last_offset >= start and a.first_offset < end]
+        """Aborted transactions overlapping offsets [start, end), what Fetch read_committed lists.
+
+        ``aborted`` is in marker order, so a bisection skips every transaction that ended before
+        ``start``: a consumer near the tail looks at the few recent ones only."""
+        first = bisect.bisect_left(self.aborted, start, key=_marker_offset)
+        return [a for a in self.aborted[first:] if a.first_offset < end]
+
+    def forget_aborted_before(self, offset: int) -> None:
+        """Drop aborted transactions that ended below the log start offset: no fetch can need them."""
+        cut = bisect.bisect_left(self.aborted, offset, key=_marker_offset)
+        if cut:
+            del self.aborted[:cut]
 
     def expire(self, now_ms: int, expiration_ms: int) -> int:
         """Forget producers idle longer than ``producer.id.expiration.ms``; returns how many."""

@@ -153,3 +153,33 @@ def test_producer_ids_are_never_reused(tmp_path: Path) -> None:
     again = ProducerIdAllocator(tmp_path, block_size=10)  # a restart skips the rest of the block
     assert again.allocate() == 10
     assert len({*first, *(again.allocate() for _ in range(20))}) == 23
+
+
+def test_aborted_between_against_a_brute_force_scan_and_trimmed_by_retention(tmp_path: Path) -> None:
+    """Interleaved transactions of three producers, a third of them aborted; the bisected lookup
+    equals the full scan for every window, and deleting old segments forgets old aborts."""
+    log = open_log(tmp_path, segment_bytes=2_000)
+    pids = [PID, PID + 1, PID + 2]
+    sequences = dict.fromkeys(pids, 0)
+    for round_ in range(30):
+        for pid in pids:
+            for _ in range(1 + (round_ + pid) % 3):
+                log.append(build_batch([Record(offset_delta=0, timestamp_delta=0, key=None, value=b"x")],
+                                       base_timestamp=NOW, producer_id=pid, producer_epoch=0,
+                                       base_sequence=sequences[pid], is_transactional=True), NOW)
+                sequences[pid] += 1
+        for pid in pids:
+            log.append_marker(pid, 0, (round_ + pid) % 3 != 0, 0, NOW)
+    aborted = list(log.producers.aborted)
+    assert len(aborted) == 30 and [a.last_offset for a in aborted] == sorted(a.last_offset for a in aborted)
+    end = log.log_end_offset
+    for start in range(0, end, 7):
+        for stop in (start + 1, start + 13, end):
+            expected = [a for a in aborted if a.last_offset >= start and a.first_offset < stop]
+            assert log.producers.aborted_between(start, stop) == expected
+    cut = aborted[10].last_offset + 1
+    log.delete_records(cut)
+    kept = [a for a in aborted if a.last_offset >= log.log_start_offset]
+    assert log.log_start_offset > aborted[0].last_offset and log.producers.aborted == kept
+    log.close()
+    assert open_log(tmp_path, segment_bytes=2_000).producers.aborted == kept

@@ -234,6 +234,7 @@ class PartitionLog:
         """Newest snapshot, then the batch headers written after it (records are not decoded)."""
         end = self.log_end_offset
         loaded = self.producers.load_latest_snapshot(end)
+        self.producers.forget_aborted_before(self._log_start_offset)
         offset = max(loaded if loaded is not None else 0, self._log_start_offset)
         while offset < end:
             data = self.read(offset, REBUILD_CHUNK_BYTES).data
@@ -454,6 +455,7 @@ class PartitionLog:
 
     def _set_log_start_offset(self, offset: int, *, persist: bool = True) -> None:
         self._log_start_offset = offset
+        self.producers.forget_aborted_before(offset)
         if persist:
             checkpoint.write_offset(self.directory / LOG_START_FILE, offset)
 

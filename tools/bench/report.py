@@ -1,0 +1,131 @@
+"""Medians, per-round ratios and the goals, as a table (stdout, reStructuredText) and JSON."""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+OURS = "rivven_kproto"
+NULL = "null"
+
+
+def _median(values: list[float]) -> float | None:
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def _values(rounds: list[dict[str, Any]], workload: str, key: str) -> list[float]:
+    return [r[workload][key] for r in rounds if workload in r and key in r[workload]]
+
+
+def summarize(results: dict[str, list[dict[str, Any]]], peer: str | None) -> dict[str, Any]:
+    """Per workload: each broker's medians, and ours/peer and ours/null as medians of per-round ratios."""
+    workloads = [name for name in results[OURS][0] if name != "idle"]
+    summary: dict[str, Any] = {}
+    for name in workloads:
+        row: dict[str, Any] = {}
+        for broker, rounds in results.items():
+            keys = {k for r in rounds if name in r for k, v in r[name].items() if isinstance(v, int | float)}
+            if keys:
+                row[broker] = {k: _median(_values(rounds, name, k)) for k in sorted(keys)}
+        for other, label in ((peer, "vs_peer"), (NULL, "vs_null")):
+            if other and other in results:
+                ratios = [
+                    a[name]["msgs_per_s"] / b[name]["msgs_per_s"]
+                    for a, b in zip(results[OURS], results[other], strict=False)
+                    if name in a and name in b and b[name]["msgs_per_s"]
+                ]
+                if ratios:
+                    row[label] = {"per_round": [round(r, 2) for r in ratios], "median": round(_median(ratios) or 0, 2)}
+        summary[name] = row
+    summary["idle"] = {broker: {"rss_mib": _median([r["idle"]["rss_mib"] for r in rounds])}
+                       for broker, rounds in results.items()}
+    return summary
+
+
+def goals(summary: dict[str, Any], peer: str | None) -> list[tuple[str, str, bool | None]]:
+    """(goal, measured, met) for the goals of the benchmarks issue; None when not measurable."""
+    out: list[tuple[str, str, bool | None]] = []
+
+    def get(workload: str, broker: str, key: str) -> float | None:
+        value = summary.get(workload, {}).get(broker, {}).get(key)
+        return float(value) if value is not None else None
+
+    throughput = ("produce-1p", "produce-8p", "consume-uncommitted", "consume-committed")
+    for name in throughput:
+        ratio = summary.get(name, {}).get("vs_peer", {}).get("median")
+        if peer:
+            out.append((f"{name}: msgs/s >= 1.0x peer", f"{ratio}x" if ratio is not None else "n/a",
+                        None if ratio is None else ratio >= 1.0))
+        limit = summary.get(name, {}).get("vs_null", {}).get("median")
+        out.append((f"{name}: >= 0.8x the null-broker limit", f"{limit}x" if limit is not None else "n/a",
+                    None if limit is None else limit >= 0.8))
+    if peer:
+        for name in (*throughput, "transactions", "latency", "connections"):
+            ours, theirs = get(name, OURS, "broker_cpu_s"), get(name, peer, "broker_cpu_s")
+            if ours is not None and theirs:
+                out.append((f"{name}: broker CPU-s <= 2x peer", f"{ours:.2f} vs {theirs:.2f} ({ours / theirs:.1f}x)",
+                            ours <= 2 * theirs))
+        ours, theirs = get("transactions", OURS, "txn_per_s"), get("transactions", peer, "txn_per_s")
+        if ours is not None and theirs:
+            out.append(("transactions/s >= 1.0x peer", f"{ours:.0f} vs {theirs:.0f}", ours >= theirs))
+        ours, theirs = get("transactions", OURS, "p99_ms"), get("transactions", peer, "p99_ms")
+        if ours is not None and theirs is not None:
+            out.append(("commit p99 <= peer", f"{ours:.2f} ms vs {theirs:.2f} ms", ours <= theirs))
+        peaks = [(get(n, OURS, "peak_rss_mib"), get(n, peer, "peak_rss_mib")) for n in throughput]
+        peaks = [(a, b) for a, b in peaks if a is not None and b]
+        if peaks:
+            ours_peak, peer_peak = max(a for a, _ in peaks), max(b for _, b in peaks)  # type: ignore[type-var]
+            out.append(("peak RSS <= 2x peer", f"{ours_peak:.0f} vs {peer_peak:.0f} MiB",
+                        ours_peak <= 2 * peer_peak))  # type: ignore[operator]
+    return out
+
+
+COLUMNS = ("msgs_per_s", "mb_per_s", "broker_cpu_s", "peak_rss_mib", "p50_ms", "p99_ms", "p999_ms")
+
+
+def table(summary: dict[str, Any], brokers: list[str]) -> list[list[str]]:
+    header = ["workload", "broker", "msg/s", "MB/s", "CPU-s", "peak RSS MiB", "p50 ms", "p99 ms", "p999 ms",
+              "ours/broker per round"]
+    rows = [header]
+    for name, row in summary.items():
+        if name == "idle":
+            continue
+        for broker in brokers:
+            figures = row.get(broker)
+            if not figures:
+                continue
+            ratio = ""
+            if broker != OURS:
+                key = "vs_null" if broker == NULL else "vs_peer"
+                if key in row:
+                    ratio = f"{row[key]['median']} ({', '.join(map(str, row[key]['per_round']))})"
+            cells = [_cell(figures.get(c)) for c in COLUMNS]
+            rows.append([name, broker, *cells, ratio])
+    rows.append(["idle", "/".join(brokers), "", "", "", " / ".join(_cell(summary["idle"].get(b, {}).get("rss_mib"))
+                                                             for b in brokers), "", "", "", ""])
+    return rows
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float) and value >= 1000:
+        return f"{value:,.0f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return f"{value:.3g}" if isinstance(value, float) else str(value)
+
+
+def render_plain(rows: list[list[str]]) -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(r, widths, strict=True)).rstrip()
+                     for r in rows)
+
+
+def render_rst(rows: list[list[str]]) -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    rule = "  ".join("=" * w for w in widths)
+    lines = [rule, "  ".join(c.ljust(w) for c, w in zip(rows[0], widths, strict=True)).rstrip(), rule]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows[1:]]
+    return "\n".join([*lines, rule])

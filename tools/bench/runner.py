@@ -1,0 +1,97 @@
+"""Rounds of workloads against each broker, alternating brokers round by round (A B A B ...)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from . import workloads as w
+from .brokers import Running, Target
+from .procstats import reset_peak, usage
+
+log = logging.getLogger(__name__)
+
+WORKLOADS = (
+    "produce-1p", "produce-8p", "consume-uncommitted", "consume-committed", "transactions", "latency",
+    "connections",
+)
+LIMIT_WORKLOADS = {"produce-1p", "produce-8p", "consume-uncommitted", "consume-committed"}
+CONSUMED_TOPIC, CONSUMED_PARTITIONS = "bench-8p", 8
+
+
+@dataclass(frozen=True)
+class Settings:
+    messages: int = 500_000
+    transactions: int = 2_000
+    latency_rate: int = 5_000
+    latency_seconds: float = 10.0
+    connections: int = 200
+    rounds: int = 3
+
+
+def _workload(name: str, bootstrap: str, s: Settings) -> Callable[[], w.Figures]:
+    n = s.messages
+    table: dict[str, Callable[[], w.Figures]] = {
+        "produce-1p": lambda: w.produce(bootstrap, "bench-1p", n, 1),
+        "produce-8p": lambda: w.produce(bootstrap, CONSUMED_TOPIC, n, CONSUMED_PARTITIONS),
+        # The produce workload wrote n messages plus one warm-up message per partition.
+        "consume-uncommitted": lambda: w.consume(bootstrap, CONSUMED_TOPIC, n + CONSUMED_PARTITIONS,
+                                                 CONSUMED_PARTITIONS, "read_uncommitted"),
+        "consume-committed": lambda: w.consume(bootstrap, CONSUMED_TOPIC, n + CONSUMED_PARTITIONS,
+                                               CONSUMED_PARTITIONS, "read_committed"),
+        "transactions": lambda: w.transactions(bootstrap, "bench-txn", s.transactions),
+        "latency": lambda: w.end_to_end(bootstrap, "bench-latency", s.latency_rate, s.latency_seconds),
+        "connections": lambda: w.with_idle_connections(
+            bootstrap, s.connections, lambda: w.produce(bootstrap, "bench-conn", n, CONSUMED_PARTITIONS)),
+    }
+    return table[name]
+
+
+def run_round(target: Target, round_: int, selected: list[str], settings: Settings) -> dict[str, dict[str, Any]]:
+    """Start ``target`` fresh, run the selected workloads in order, stop it; figures per workload."""
+    running = Running(target, round_)
+    results: dict[str, dict[str, Any]] = {}
+    try:
+        time.sleep(0.5)
+        idle = usage(running.pid)
+        results["idle"] = {"rss_mib": round(idle.rss_mib, 1)}
+        names = [name for name in selected if not target.limit_only or name in LIMIT_WORKLOADS]
+        if any(name.startswith("consume") for name in names) and "produce-8p" not in names:
+            w.produce(running.bootstrap, CONSUMED_TOPIC, settings.messages, CONSUMED_PARTITIONS)  # untimed
+        for name in names:
+            exact_peak = reset_peak(running.pid)
+            before = usage(running.pid)
+            figures = _workload(name, running.bootstrap, settings)()
+            after = usage(running.pid)
+            results[name] = _figures(figures, after.cpu_s - before.cpu_s, after.peak_rss_mib, after.rss_mib,
+                                     exact_peak)
+            log.info("%s round %d %s: %.0f msg/s, %.2f CPU-s", target.name, round_, name,
+                     figures.msgs_per_s, after.cpu_s - before.cpu_s)
+    finally:
+        running.stop()
+    return results
+
+
+def _figures(f: w.Figures, cpu_s: float, peak_rss: float, rss: float, exact_peak: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "messages": f.messages, "seconds": round(f.seconds, 3), "msgs_per_s": round(f.msgs_per_s),
+        "mb_per_s": round(f.mb_per_s, 2), "broker_cpu_s": round(cpu_s, 3), "peak_rss_mib": round(peak_rss, 1),
+        "rss_mib": round(rss, 1), "peak_is_workload_only": exact_peak, **f.extra,
+    }
+    if f.latencies_ms:
+        out.update(p50_ms=round(f.percentile(0.50), 3), p99_ms=round(f.percentile(0.99), 3),
+                   p999_ms=round(f.percentile(0.999), 3))
+    return out
+
+
+def run_all(targets: list[Target], selected: list[str], settings: Settings) -> dict[str, list[dict[str, Any]]]:
+    """Round r runs every target once, in the same order: A B A B ..."""
+    rounds: dict[str, list[dict[str, Any]]] = {t.name: [] for t in targets}
+    for round_ in range(settings.rounds):
+        for target in targets:
+            log.info("round %d: %s", round_ + 1, target.name)
+            rounds[target.name].append(run_round(target, round_, selected, settings))
+    return rounds

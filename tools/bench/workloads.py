@@ -1,0 +1,226 @@
+"""The workloads, each a bounded run of confluent-kafka against one bootstrap address.
+
+A workload returns its own figures (messages, seconds, latencies); the runner adds the broker's
+CPU and memory around it. Every loop is bounded by a message count and a deadline.
+"""
+
+from __future__ import annotations
+
+import socket
+import statistics
+import struct
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+DEADLINE_S = 300
+STAMP = struct.Struct(">q")
+
+
+@dataclass
+class Figures:
+    messages: int
+    seconds: float
+    payload_bytes: int
+    latencies_ms: list[float] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def msgs_per_s(self) -> float:
+        return self.messages / self.seconds if self.seconds else 0.0
+
+    @property
+    def mb_per_s(self) -> float:
+        return self.payload_bytes / self.seconds / 1e6 if self.seconds else 0.0
+
+    def percentile(self, q: float) -> float:
+        if not self.latencies_ms:
+            return float("nan")
+        ordered = sorted(self.latencies_ms)
+        return ordered[min(int(q * len(ordered)), len(ordered) - 1)]
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # metadata catches up with the creation
+        found = admin.list_topics(topic, timeout=10).topics.get(topic)
+        if found is not None and found.error is None and len(found.partitions) == partitions:
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"topic {topic} did not appear with {partitions} partitions")
+
+
+def _produce_all(producer: Producer, topic: str, count: int, partitions: int, value: bytes,
+                 failures: list[Any]) -> None:
+    deadline = time.monotonic() + DEADLINE_S
+    for i in range(count):
+        while True:
+            try:
+                producer.produce(topic, value, partition=i % partitions)
+                break
+            except BufferError:
+                producer.poll(0.005)
+                if time.monotonic() > deadline:
+                    raise TimeoutError("produce did not drain before the deadline") from None
+    left = producer.flush(DEADLINE_S)
+    if left or failures:
+        raise RuntimeError(f"{left} messages undelivered, {len(failures)} failed: {failures[:3]}")
+
+
+def _warm_up(producer: Producer, topic: str, partitions: int) -> None:
+    """One delivered message per partition before the clock starts: connections, producer id and
+    leaders are in place, so the figures measure the stream, not the client's start-up."""
+    for partition in range(partitions):
+        producer.produce(topic, b"warm-up", partition=partition)
+    if producer.flush(30):
+        raise RuntimeError(f"warm-up messages to {topic} were not delivered")
+
+
+def produce(bootstrap: str, topic: str, count: int, partitions: int, size: int = 100) -> Figures:
+    """acks=all, idempotent, linger.ms=5, 1 MiB batches."""
+    create_topic(bootstrap, topic, partitions)
+    failures: list[Any] = []
+    producer = Producer({
+        "bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True, "linger.ms": 5,
+        "batch.size": 1 << 20, "queue.buffering.max.messages": 1_000_000,
+        "on_delivery": lambda err, msg: failures.append(err) if err is not None else None,
+    })
+    _warm_up(producer, topic, partitions)
+    start = time.perf_counter()
+    _produce_all(producer, topic, count, partitions, b"v" * size, failures)
+    return Figures(count, time.perf_counter() - start, count * size)
+
+
+def consume(bootstrap: str, topic: str, count: int, partitions: int, isolation: str, size: int = 100) -> Figures:
+    """assign() every partition from offset 0 and read ``count`` messages; the clock starts at the
+    first batch received (connection set-up is not the stream) and counts what follows it."""
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap, "group.id": f"bench-{isolation}", "enable.auto.commit": False,
+        "isolation.level": isolation, "enable.partition.eof": False,
+    })
+    try:
+        consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+        got = timed = 0
+        start = 0.0
+        deadline = time.monotonic() + DEADLINE_S
+        while got < count:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"consumed {got} of {count} before the deadline")
+            batch = consumer.consume(min(10_000, count - got), 1.0)
+            for message in batch:
+                if message.error() is not None:
+                    raise KafkaException(message.error())
+            if batch and not start:
+                start = time.perf_counter()
+            elif batch:
+                timed += len(batch)
+            got += len(batch)
+        return Figures(timed, time.perf_counter() - start, timed * size, extra={"consumed": got})
+    finally:
+        consumer.close()
+
+
+def transactions(bootstrap: str, topic: str, count: int, per_txn: int = 10, size: int = 100) -> Figures:
+    """``count`` transactions of ``per_txn`` messages; latencies are commit_transaction calls."""
+    create_topic(bootstrap, topic, 1)
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"bench-{topic}", "linger.ms": 5})
+    producer.init_transactions(30)
+    value = b"t" * size
+    latencies: list[float] = []
+    start = time.perf_counter()
+    deadline = time.monotonic() + DEADLINE_S
+    for _ in range(count):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{len(latencies)} of {count} transactions before the deadline")
+        producer.begin_transaction()
+        for _ in range(per_txn):
+            producer.produce(topic, value, partition=0)
+        began = time.perf_counter()
+        producer.commit_transaction(30)
+        latencies.append((time.perf_counter() - began) * 1000)
+    seconds = time.perf_counter() - start
+    return Figures(count * per_txn, seconds, count * per_txn * size, latencies,
+                   {"txn_per_s": count / seconds})
+
+
+def end_to_end(bootstrap: str, topic: str, rate: int, seconds: float, size: int = 1024) -> Figures:
+    """``rate`` messages/s of ``size`` bytes for ``seconds``; latency from produce() to consume."""
+    create_topic(bootstrap, topic, 1)
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
+                         "linger.ms": 0})
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-latency", "enable.auto.commit": False,
+                         "fetch.wait.max.ms": 100, "fetch.min.bytes": 1})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    total = int(rate * seconds)
+    latencies: list[float] = []
+    done = threading.Event()
+
+    def read() -> None:
+        deadline = time.monotonic() + seconds + 60
+        while len(latencies) < total and time.monotonic() < deadline:
+            message = consumer.poll(0.2)  # returns at the first message (consume(n) waits for n)
+            if message is not None and message.error() is None:
+                latencies.append((time.perf_counter_ns() - STAMP.unpack_from(message.value())[0]) / 1e6)
+        done.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    padding = b"l" * (size - STAMP.size)
+    start = time.perf_counter()
+    for i in range(total):
+        due = start + i / rate
+        pause = due - time.perf_counter()
+        if pause > 0:
+            time.sleep(pause)
+        producer.produce(topic, STAMP.pack(time.perf_counter_ns()) + padding, partition=0)
+        producer.poll(0)
+    producer.flush(30)
+    done.wait(seconds + 90)
+    consumer.close()
+    return Figures(len(latencies), time.perf_counter() - start, len(latencies) * size, latencies,
+                   {"sent": total})
+
+
+def with_idle_connections(bootstrap: str, connections: int, run: Callable[[], Figures]) -> Figures:
+    """``run`` while ``connections`` idle clients stay connected (each made one ApiVersions call)."""
+    host, port = bootstrap.rsplit(":", 1)
+    # ApiVersions v0, correlation id 1, client id "idle": a real request, so the broker sets up a
+    # full connection, then silence.
+    request = struct.pack(">hhih", 18, 0, 1, 4) + b"idle"
+    frame = struct.pack(">i", len(request)) + request
+    sockets: list[socket.socket] = []
+    try:
+        for _ in range(connections):
+            sock = socket.create_connection((host, int(port)), timeout=10)
+            sock.sendall(frame)
+            sockets.append(sock)
+        for sock in sockets:
+            (length,) = struct.unpack(">i", _read_exactly(sock, 4))
+            _read_exactly(sock, length)
+        figures = run()
+        figures.extra["idle_connections"] = len(sockets)
+        return figures
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def _read_exactly(sock: socket.socket, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        if not chunk:
+            raise ConnectionError("the broker closed an idle connection")
+        data += chunk
+    return data
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")

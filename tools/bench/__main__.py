@@ -42,7 +42,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--transactions", type=int)
     parser.add_argument("--latency-seconds", type=float)
     parser.add_argument("--workloads", help=f"comma-separated subset of {','.join(WORKLOADS)}")
-    parser.add_argument("--profile", action="store_true", help="cProfile our broker in produce and fetch")
+    parser.add_argument("--profile", action="store_true",
+                        help="cProfile our broker (produce and fetch workloads unless --workloads is given)")
     parser.add_argument("--json", type=Path, default=Path("bench-results.json"))
     parser.add_argument("-v", "--verbose", action="store_true")
     return parser.parse_args(argv)
@@ -85,8 +86,8 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(asctime)s %(name)s %(message)s")
     settings = settings_from(args)
     selected = args.workloads.split(",") if args.workloads else list(WORKLOADS)
-    if args.profile:
-        selected = [name for name in selected if name in PROFILE_WORKLOADS] or PROFILE_WORKLOADS
+    if args.profile and not args.workloads:
+        selected = PROFILE_WORKLOADS
     unknown = set(selected) - set(WORKLOADS)
     if unknown:
         print(f"error: unknown workloads {sorted(unknown)}", file=sys.stderr)

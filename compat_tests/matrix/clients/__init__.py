@@ -1,6 +1,6 @@
 """The matrix's columns, in table order: one module per client, each exposing ``CLIENT``.
 
-Adding a column (PySpark, say): write ``clients/<name>.py`` with an adapter and a ``CLIENT =
+Adding a column: write ``clients/<name>.py`` with an adapter and a ``CLIENT =
 Client(...)`` (see :mod:`..model` and an existing module), then append ``"<name>"`` to
 ``COLUMNS``; or, without editing this file, name extra modules in the environment variable
 ``COMPAT_MATRIX_EXTRA_CLIENTS`` (comma-separated module paths, absolute or relative to this
@@ -14,7 +14,7 @@ import os
 
 from ..model import Client, check_client
 
-COLUMNS = ["confluent", "kafka_python", "aiokafka_client", "kafkajs", "kcat"]
+COLUMNS = ["confluent", "kafka_python", "aiokafka_client", "kafkajs", "kcat", "pyspark"]
 
 
 def column_modules() -> list[str]:

@@ -1,0 +1,131 @@
+"""PySpark 4 reading through our Kafka source, by Spark's own name ``format("kafka")`` (the shim).
+
+A consumer-only column: Spark's Kafka source reads. Rows whose scenario produces and reads back
+(the codecs, headers and nulls) produce with confluent-kafka and read through Spark, so they check
+that Spark decodes every codec, header and null exactly. ``connect`` and ``metadata`` report what
+the source's own protocol client (``rivven_kproto.spark.wire``, the code Spark's driver plans
+with) negotiated and saw. Each cell starts its own local[2] Spark session (about 10 s).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ..data import Profile, Rec
+from ..model import Client, Ctx
+from .confluent import Adapter as Confluent
+
+REPO_ROOT = str(Path(__file__).resolve().parents[3])
+_session: Any = None
+
+
+def spark() -> Any:
+    global _session
+    if _session is None:
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+        paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        os.environ["PYTHONPATH"] = os.pathsep.join([REPO_ROOT, *paths])
+        from pyspark.sql import SparkSession
+
+        from rivven_kproto.spark import with_kafka_source
+
+        builder = (SparkSession.builder.master("local[2]").appName("compat-matrix")
+                   .config("spark.ui.enabled", "false").config("spark.sql.session.timeZone", "UTC")
+                   .config("spark.sql.shuffle.partitions", "2"))
+        _session = with_kafka_source(builder).getOrCreate()
+        _session.sparkContext.setLogLevel("ERROR")
+    return _session
+
+
+def _bytes(value: Any) -> bytes | None:
+    return None if value is None else bytes(value)
+
+
+class Adapter:
+    profile = Profile()  # records are written by confluent-kafka
+
+    def api_versions(self, ctx: Ctx) -> dict[int, tuple[int, int]]:
+        from rivven_kproto.codec.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
+        from rivven_kproto.spark.wire import Connection
+
+        host, port = ctx.bootstrap.rsplit(":", 1)
+        connection = Connection(host, int(port))
+        try:
+            answer = connection.request(ApiVersionsRequest(), 3, ApiVersionsResponse)
+        finally:
+            connection.close()
+        return {entry.api_key: (entry.min_version, entry.max_version) for entry in answer.api_keys}
+
+    def metadata(self, ctx: Ctx, topic: str) -> dict[str, Any]:
+        from rivven_kproto.spark.wire import Cluster
+
+        with Cluster(ctx.bootstrap) as cluster:
+            meta = cluster.partitions([topic])[topic]
+            return {"brokers": sorted(cluster.brokers), "partitions": dict(meta.leaders)}
+
+    def produce(self, ctx: Ctx, topic: str, records: list[Rec], *, codec: str, acks: str, idempotent: bool) -> None:
+        Confluent().produce(ctx, topic, records, codec=codec, acks=acks, idempotent=idempotent)
+
+    def _load(self, ctx: Ctx, topic: str, partitions: list[int], read_committed: bool, **options: str) -> Any:
+        reader = (spark().read.format("kafka").option("kafka.bootstrap.servers", ctx.bootstrap)
+                  .option("assign", json.dumps({topic: partitions})).option("includeHeaders", "true")
+                  .option("kafka.isolation.level", "read_committed" if read_committed else "read_uncommitted"))
+        for key, value in options.items():
+            reader = reader.option(key, value)
+        return reader.load().selectExpr("partition", "offset", "key", "value", "unix_millis(timestamp) AS ms",
+                                        "headers")
+
+    def read(self, ctx: Ctx, topic: str, partitions: list[int], count: int, *, read_committed: bool = False,
+             settle_s: float = 0.0) -> list[Rec]:
+        """Batch reads (earliest to latest, or to the last stable offset) until ``count`` rows."""
+        deadline = time.monotonic() + ctx.wait(30.0)
+        while True:
+            rows = [
+                Rec(r["partition"], _bytes(r["key"]), _bytes(r["value"]),
+                    tuple((h["key"], _bytes(h["value"])) for h in (r["headers"] or ())), r["ms"], r["offset"])
+                for r in self._load(ctx, topic, partitions, read_committed).collect()
+            ]
+            if len(rows) >= count or time.monotonic() > deadline:
+                if settle_s:
+                    time.sleep(settle_s)
+                    rows = self.read(ctx, topic, partitions, 0, read_committed=read_committed)
+                return sorted(rows, key=lambda r: (r.partition, r.offset))
+            time.sleep(0.3)
+
+    def offsets_for_times(self, ctx: Ctx, topic: str, partition: int, timestamps: list[int]) -> dict[int, int | None]:
+        """``startingOffsetsByTimestamp``: the first row's offset, none when no record is that new."""
+        out: dict[int, int | None] = {}
+        for ts in timestamps:
+            first = self._load(ctx, topic, [partition], False,
+                               startingOffsetsByTimestamp=json.dumps({topic: {str(partition): ts}}),
+                               startingOffsetsByTimestampStrategy="latest").agg({"offset": "min"}).collect()
+            out[ts] = first[0][0]
+        return out
+
+
+def version() -> dict[str, str]:
+    import pyspark
+
+    return {"version": pyspark.__version__, "source": "format(\"kafka\") via the rivven_kproto shim"}
+
+
+_PRODUCER = "a producer capability: Spark's Kafka source only reads (df.write.format(\"kafka\") is not supported)"
+_NO_GROUP = "Spark's Kafka source uses no consumer group: a query keeps its offsets in its checkpoint"
+_NO_ADMIN = "Spark's Kafka source has no admin operations"
+
+CLIENT = Client(
+    name="pyspark",
+    adapter=Adapter(),
+    version=version,
+    not_offered={
+        **dict.fromkeys(("acks-0", "acks-1", "acks-all", "idempotent", "txn-commit", "txn-abort", "fencing"),
+                        _PRODUCER),
+        **dict.fromkeys(("group-rebalance", "commit-offsets", "send-offsets-txn"), _NO_GROUP),
+        **dict.fromkeys(("admin-topics", "admin-configs", "list-describe-txn"), _NO_ADMIN),
+    },
+)

@@ -339,6 +339,7 @@ class Broker:
         for partition in self.all_partitions():
             partition.close()
         self.groups.close()
+        self.txn.wal.close()
 
 
 def log_config_strings(config: LogConfig) -> dict[str, str]:

@@ -1,8 +1,9 @@
 """When data reaches the disk: the broker-wide fsync policy and per-topic flush settings.
 
-``interval``: fsync dirty logs every ``flush_interval_ms``. ``always``: a produce with acks != 0
-is answered only after an fsync that started after its append; concurrent producers share one
-(group commit). ``never``: only per-topic ``flush.messages``/``flush.ms`` and shutdown flush.
+``interval``: fsync dirty logs and the transaction coordinator's log every
+``flush_interval_ms`` (the group coordinator flushes its own on the same interval). ``always``: a
+produce with acks != 0 is answered only after an fsync that started after its append; concurrent
+producers share one (group commit). ``never``: only per-topic ``flush.messages``/``flush.ms`` and shutdown flush.
 Every policy acknowledges only data already written to the OS, so a broker crash loses nothing
 acknowledged. The fsyncs themselves run on a worker thread (``PartitionLog.begin_flush`` hands
 over duplicated descriptors, see ``broker/log/flush.py``), so the event loop keeps serving
@@ -11,6 +12,7 @@ requests, and appending to the logs, while the disk catches up.
 
 from __future__ import annotations
 
+import os
 import time
 
 import trio
@@ -23,6 +25,17 @@ from rivven_kproto.broker.log.partition_log import PartitionLog
 from .context import RequestContext
 
 TICK_S = 0.1
+
+
+def _sync(pending: list[PendingFlush], wal_descriptor: int | None) -> None:
+    """Worker thread: the partitions' prepared flushes and the transaction log's descriptor."""
+    try:
+        sync_all(pending)
+        if wal_descriptor is not None:
+            os.fsync(wal_descriptor)
+    finally:
+        if wal_descriptor is not None:
+            os.close(wal_descriptor)
 
 
 class Durability:
@@ -62,10 +75,11 @@ class Durability:
             self._dirty.discard(log)
             if not log.closed:
                 pending.append((log, log.begin_flush()))
-        if not pending:
+        wal = self.broker.txn.wal.sync_descriptor() if self.config.fsync == "interval" else None
+        if not pending and wal is None:
             return
         try:
-            await trio.to_thread.run_sync(sync_all, [flush for _, flush in pending])
+            await trio.to_thread.run_sync(_sync, [flush for _, flush in pending], wal)
         finally:
             for log, flush in pending:
                 if not log.closed:

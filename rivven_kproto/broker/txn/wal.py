@@ -41,6 +41,9 @@ class WriteAheadLog:
         self.log_path = directory / "txn.log"
         self.snapshot_path = directory / "txn.snapshot"
         self.entries = 0
+        self.dirty = False  # appended since the last fsync (only without ``fsync``)
+        self._fd = -1
+        self._size = 0
 
     def replay(self) -> dict[str, dict[str, Any]]:
         """The state as of the last good entry; truncates a torn or corrupt tail."""
@@ -73,18 +76,55 @@ class WriteAheadLog:
                     os.fsync(f.fileno())
         return state
 
+    def _handle(self) -> int:
+        if self._fd < 0:
+            self._fd = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            self._size = os.fstat(self._fd).st_size
+        return self._fd
+
     def append(self, entry: dict[str, Any]) -> None:
-        """Durably record one transition; raises OSError, leaving the caller's state untouched."""
+        """Record one transition (durably with ``fsync``, else in the OS until ``flush``); raises
+        OSError, leaving the caller's state untouched and no partial entry behind."""
         payload = json.dumps(entry, separators=(",", ":")).encode()
         record = _ENTRY.pack(len(payload), xxhash.xxh64_intdigest(payload)) + payload
-        fd = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = self._handle()
         try:
-            os.write(fd, record)
+            written = os.write(fd, record)
+            if written != len(record):
+                raise OSError(f"short write to {self.log_path}: {written} of {len(record)} bytes")
             if self.fsync:
                 os.fsync(fd)
-        finally:
-            os.close(fd)
+        except OSError:
+            try:
+                os.ftruncate(fd, self._size)  # a later entry must not follow a torn one
+            except OSError:
+                log.exception("could not cut a failed write off %s", self.log_path)
+            raise
+        self._size += len(record)
+        self.dirty = not self.fsync
         self.entries += 1
+
+    def sync_descriptor(self) -> int | None:
+        """A duplicate descriptor to fsync (on any thread) if entries were appended since the
+        last sync; they count as synced from now on."""
+        if not self.dirty or self._fd < 0:
+            return None
+        self.dirty = False
+        return os.dup(self._fd)
+
+    def flush(self) -> None:
+        fd = self.sync_descriptor()
+        if fd is not None:
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+    def close(self) -> None:
+        self.flush()
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
 
     def compact(self, state: dict[str, dict[str, Any]]) -> None:
         """Snapshot the whole state, then start an empty log."""
@@ -92,4 +132,8 @@ class WriteAheadLog:
         write_atomic(self.snapshot_path, _SUM.pack(xxhash.xxh64_intdigest(payload)) + payload)
         write_atomic(self.log_path, b"")
         fsync_dir(self.directory)
+        if self._fd >= 0:  # the old file was replaced: append to the new one
+            os.close(self._fd)
+            self._fd = -1
         self.entries = 0
+        self.dirty = False

@@ -163,8 +163,9 @@ def end_to_end(bootstrap: str, topic: str, rate: int, seconds: float, size: int 
         deadline = time.monotonic() + seconds + 60
         while len(latencies) < total and time.monotonic() < deadline:
             message = consumer.poll(0.2)  # returns at the first message (consume(n) waits for n)
-            if message is not None and message.error() is None:
-                latencies.append((time.perf_counter_ns() - STAMP.unpack_from(message.value())[0]) / 1e6)
+            value = message.value() if message is not None and message.error() is None else None
+            if value is not None:
+                latencies.append((time.perf_counter_ns() - STAMP.unpack_from(value)[0]) / 1e6)
         done.set()
 
     reader = threading.Thread(target=read, daemon=True)

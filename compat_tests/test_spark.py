@@ -19,6 +19,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 # No skips: the tox env installs the ``spark`` extra and .ci/run a JDK; a missing one is a failure.
 import pyarrow  # noqa: E402, F401
@@ -42,9 +43,9 @@ REPO_ROOT = str(Path(rivven_kproto.__file__).resolve().parent.parent)
 Row = tuple[int, int, bytes | None, bytes | None, int, tuple[tuple[str, bytes | None], ...]]
 
 
-@pytest.fixture(scope="module")
-def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    # Spark's Python workers must run this interpreter and find pyspark_kafka_py (auto-registration).
+def spark_session(master: str, app: str, config: dict[str, str]) -> Any:
+    """A session with the shim jar whose Python workers run this interpreter and find
+    ``pyspark_kafka_py`` (auto-registration); executors inherit the environment."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
     paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     os.environ["PYTHONPATH"] = os.pathsep.join([REPO_ROOT, *paths])
@@ -52,17 +53,22 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
 
     from rivven_kproto.spark import with_kafka_source
 
-    builder = (
-        SparkSession.builder.master("local[2]")
-        .appName("rivven-kproto-compat")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.memory", "1g")
-        .config("spark.local.dir", str(tmp_path_factory.mktemp("spark-local")))
-    )
+    builder = (SparkSession.builder.master(master).appName(app).config("spark.ui.enabled", "false")
+               .config("spark.sql.session.timeZone", "UTC"))
+    for key, value in config.items():
+        builder = builder.config(key, value)
     session = with_kafka_source(builder).getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+@pytest.fixture(scope="module")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    session = spark_session("local[2]", "rivven-kproto-compat", {
+        "spark.sql.shuffle.partitions": "2",
+        "spark.driver.memory": "1g",
+        "spark.local.dir": str(tmp_path_factory.mktemp("spark-local")),
+    })
     yield session
     session.stop()
 

@@ -8,14 +8,13 @@ transactions) happen in different processes, as on a real cluster.
 from __future__ import annotations
 
 import os
-import sys
 import time
 from collections.abc import Iterator
 
 import pytest
 
 from .broker_process import BrokerProcess
-from .test_spark import PARTITIONS, REPO_ROOT, Written, fill, last_stable_offsets, reader, rows_of
+from .test_spark import PARTITIONS, Written, fill, last_stable_offsets, reader, rows_of, spark_session
 
 MASTER = "local-cluster[2,1,1024]"
 EXECUTORS = 2
@@ -23,24 +22,11 @@ EXECUTORS = 2
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    os.environ["PYTHONPATH"] = os.pathsep.join([REPO_ROOT, *paths])  # executors inherit it
-    from pyspark.sql import SparkSession
-
-    from rivven_kproto.spark import with_kafka_source
-
-    builder = (
-        SparkSession.builder.master(MASTER)
-        .appName("rivven-kproto-cluster")
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.memory", "1g")
-        .config("spark.executor.memory", "1g")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.local.dir", str(tmp_path_factory.mktemp("spark-cluster-local")))
-    )
-    session = with_kafka_source(builder).getOrCreate()
-    session.sparkContext.setLogLevel("ERROR")
+    session = spark_session(MASTER, "rivven-kproto-cluster", {
+        "spark.driver.memory": "1g",
+        "spark.executor.memory": "1g",
+        "spark.local.dir": str(tmp_path_factory.mktemp("spark-cluster-local")),
+    })
     assert session.sparkContext.master == MASTER, "another Spark session is still active in this process"
     deadline = time.monotonic() + 120
     while len(session.sparkContext.statusTracker().getExecutorInfos()) < EXECUTORS + 1:  # + the driver

@@ -7,7 +7,6 @@ CPU and memory around it. Every loop is bounded by a message count and a deadlin
 from __future__ import annotations
 
 import socket
-import statistics
 import struct
 import threading
 import time
@@ -218,7 +217,3 @@ def _read_exactly(sock: socket.socket, size: int) -> bytes:
             raise ConnectionError("the broker closed an idle connection")
         data += chunk
     return data
-
-
-def median(values: list[float]) -> float:
-    return statistics.median(values) if values else float("nan")

@@ -10,35 +10,22 @@ with) negotiated and saw. Each cell starts its own local[2] Spark session (about
 from __future__ import annotations
 
 import json
-import os
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
 from ..data import Profile, Rec
 from ..model import Client, Ctx
 from .confluent import Adapter as Confluent
 
-REPO_ROOT = str(Path(__file__).resolve().parents[3])
 _session: Any = None
 
 
 def spark() -> Any:
     global _session
     if _session is None:
-        os.environ["PYSPARK_PYTHON"] = sys.executable
-        paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-        os.environ["PYTHONPATH"] = os.pathsep.join([REPO_ROOT, *paths])
-        from pyspark.sql import SparkSession
+        from ...test_spark import spark_session
 
-        from rivven_kproto.spark import with_kafka_source
-
-        builder = (SparkSession.builder.master("local[2]").appName("compat-matrix")
-                   .config("spark.ui.enabled", "false").config("spark.sql.session.timeZone", "UTC")
-                   .config("spark.sql.shuffle.partitions", "2"))
-        _session = with_kafka_source(builder).getOrCreate()
-        _session.sparkContext.setLogLevel("ERROR")
+        _session = spark_session("local[2]", "compat-matrix", {"spark.sql.shuffle.partitions": "2"})
     return _session
 
 

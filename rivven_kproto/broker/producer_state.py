@@ -1,14 +1,20 @@
 """Per-partition idempotent-producer state: epochs and the last five batches of each producer id.
 
-Kafka's rules (ProducerStateManager / ProducerAppendInfo), applied before anything is written:
+Kafka's rules (ProducerStateManager / ProducerAppendInfo / ProducerStateEntry), applied before
+anything is written:
 
+* every cached batch belongs to the producer's current epoch: whenever a batch or a COMMIT/ABORT
+  marker carries a different epoch, the epoch is replaced and the cache emptied
+  (``maybeUpdateProducerEpoch``), so a marker never leaves state that a later batch can match;
 * a batch whose (epoch, first sequence, last sequence) matches one of the producer's cached five
   is a duplicate: nothing is written, and the caller answers with the original offsets;
 * an epoch older than the producer's current one is INVALID_PRODUCER_EPOCH;
 * a new epoch must start at sequence 0 (else OUT_OF_ORDER_SEQUENCE_NUMBER); a producer id with
   no state in this partition may start at any sequence (Kafka 2.5+, KIP-360);
-* within an epoch the first sequence must follow the last one (wrapping after int32 max), else
-  OUT_OF_ORDER_SEQUENCE_NUMBER (which is also what a duplicate older than the cache gets).
+* within an epoch the first sequence must follow the last cached one, or be 0 when none is
+  cached (wrapping after int32 max), else OUT_OF_ORDER_SEQUENCE_NUMBER (which is also what a
+  duplicate older than the cache gets);
+* a non-transactional batch while the producer's transaction is open here is INVALID_TXN_STATE.
 
 Transactions: a transactional batch opens (or extends) its producer's transaction in this
 partition; a COMMIT/ABORT marker closes it. The last stable offset is the first offset of the
@@ -16,11 +22,14 @@ earliest open transaction (or the high watermark), and aborted transactions are 
 (producer id, first offset, marker offset), what read_committed fetches return.
 
 Snapshot file (``<20-digit offset>.snapshot`` in the partition directory; the state of every
-batch below that offset): a JSON document ``{"version": 1, "offset": N, "producers": [[pid,
+batch below that offset): a JSON document ``{"version": 2, "offset": N, "producers": [[pid,
 epoch, last_timestamp, [[first_seq, last_seq, first_offset, last_offset, timestamp], ...],
 txn_first_offset], ...], "aborted": [[pid, first_offset, marker_offset], ...]}``
 followed by the 8-byte big-endian xxh64 of the JSON bytes. Written atomically (temp file, fsync,
 rename); a snapshot whose checksum fails is ignored and the state is rebuilt from the log.
+Version 1 snapshots were written by code that let a marker raise the epoch without emptying the
+cache (a later batch of the new epoch could then be answered as a duplicate of an old one and
+lost); they are not trusted: the state is rebuilt from the log instead.
 """
 
 from __future__ import annotations
@@ -47,6 +56,7 @@ CACHED_BATCHES = 5
 INT32_MAX = 0x7FFFFFFF
 SNAPSHOT_SUFFIX = ".snapshot"
 SNAPSHOTS_KEPT = 2
+SNAPSHOT_VERSION = 2
 _CHECKSUM = struct.Struct(">Q")
 
 
@@ -82,7 +92,14 @@ class ProducerEntry:
     def last_seq(self) -> int:
         return self.batches[-1].last_seq if self.batches else -1
 
+    def maybe_update_epoch(self, epoch: int) -> None:
+        """A different epoch replaces the current one and empties the cache (Kafka's rule)."""
+        if epoch != self.epoch:
+            self.batches.clear()
+            self.epoch = epoch
+
     def find_duplicate(self, header: BatchHeader) -> BatchMeta | None:
+        """Only a batch of the current epoch can be a duplicate: the cache holds no other."""
         if header.producer_epoch != self.epoch:
             return None
         for meta in self.batches:
@@ -137,12 +154,16 @@ class ProducerStateManager:
                     f"Invalid sequence number for new epoch of producer {pid}: {epoch} (request epoch), "
                     f"{first_seq} (seq. number), {entry.epoch} (current producer epoch)",
                 )
-            return
-        if entry.batches and not in_sequence(entry.last_seq, first_seq):
+        elif not in_sequence(entry.last_seq, first_seq):
             raise KafkaError(
                 Errors.OUT_OF_ORDER_SEQUENCE_NUMBER,
                 f"Out of order sequence number for producer {pid} at epoch {epoch}: "
                 f"{first_seq} (incoming seq. number), {entry.last_seq} (current end sequence number)",
+            )
+        if entry.txn_first_offset is not None and not header.is_transactional:
+            raise KafkaError(
+                Errors.INVALID_TXN_STATE,
+                f"Expected a transactional write from producer {pid}: its transaction is open here",
             )
 
     def update(self, headers: Iterable[BatchHeader]) -> None:
@@ -151,11 +172,12 @@ class ProducerStateManager:
             if header.producer_id == NO_PRODUCER_ID or header.is_control:
                 continue
             entry = self.producers.get(header.producer_id)
-            if entry is None or header.producer_epoch > entry.epoch:
+            if entry is None:
                 entry = ProducerEntry(header.producer_id, header.producer_epoch)
                 self.producers[header.producer_id] = entry
             elif header.producer_epoch < entry.epoch:
                 continue  # a replayed batch from a fenced epoch: it changes nothing
+            entry.maybe_update_epoch(header.producer_epoch)
             entry.batches.append(
                 BatchMeta(
                     header.base_sequence, header.last_sequence, header.base_offset, header.last_offset,
@@ -167,13 +189,18 @@ class ProducerStateManager:
                 entry.txn_first_offset = header.base_offset
 
     def complete_txn(self, producer_id: int, producer_epoch: int, marker_offset: int, commit: bool) -> AbortedTxn | None:
-        """Apply a COMMIT/ABORT marker written at ``marker_offset``; returns the aborted range, if any."""
+        """Apply a COMMIT/ABORT marker written at ``marker_offset``; returns the aborted range, if any.
+
+        A marker of a newer epoch (the coordinator fenced the producer) moves the producer to that
+        epoch with an empty cache, exactly as a batch of that epoch would: no batch of the new
+        epoch can then be mistaken for a duplicate of an older one.
+        """
         entry = self.producers.get(producer_id)
         if entry is None:
             entry = ProducerEntry(producer_id, producer_epoch)
             self.producers[producer_id] = entry
         elif producer_epoch > entry.epoch:
-            entry.epoch = producer_epoch
+            entry.maybe_update_epoch(producer_epoch)
         first = entry.txn_first_offset
         entry.txn_first_offset = None
         if first is None or commit:
@@ -225,7 +252,7 @@ class ProducerStateManager:
 
     def write_snapshot(self, offset: int) -> None:
         doc = {
-            "version": 1,
+            "version": SNAPSHOT_VERSION,
             "offset": offset,
             "producers": [
                 [
@@ -261,7 +288,7 @@ class ProducerStateManager:
                 continue
             state = _read_snapshot(path)
             if state is None:
-                log.warning("ignoring corrupt producer snapshot %s", path)
+                log.warning("ignoring corrupt or outdated producer snapshot %s; rebuilding from the log", path)
                 continue
             self.producers, self.aborted = state
             return offset
@@ -282,6 +309,8 @@ def _read_snapshot(path: Path) -> tuple[dict[int, ProducerEntry], list[AbortedTx
         return None
     try:
         doc = json.loads(payload)
+        if doc["version"] != SNAPSHOT_VERSION:
+            return None
         producers = {}
         for pid, epoch, last_timestamp, batches, txn_first_offset in doc["producers"]:
             entry = ProducerEntry(pid, epoch, last_timestamp, txn_first_offset=txn_first_offset)

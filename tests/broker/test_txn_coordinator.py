@@ -89,7 +89,10 @@ def test_init_allocates_then_bumps_the_epoch_and_fences_the_old_instance(s: Setu
     assert epoch == 0 and s.state().state is TxnState.EMPTY
     again = s.init()
     assert again == (Errors.NONE, pid, 1)
-    assert (s.state().last_producer_id, s.state().last_producer_epoch) == (pid, 0)
+    # A new instance clears the last epoch (Kafka): the old instance cannot claim the new epoch
+    # through a KIP-360 "retry".
+    assert (s.state().last_producer_id, s.state().last_producer_epoch) == (pid, -1)
+    assert s.init(pid=pid, epoch=0)[0] == Errors.PRODUCER_FENCED
     # The first instance is fenced everywhere.
     assert s.coord.add_partitions(TID, pid, 0, [T1], NOW) == Errors.PRODUCER_FENCED
     assert s.coord.end_txn(TID, pid, 0, True, NOW) == Errors.PRODUCER_FENCED
@@ -205,7 +208,8 @@ def test_epoch_exhaustion_rotates_the_producer_id(s: Setup) -> None:
     s.coord.wal.append(s.state().evolve(producer_epoch=MAX_EPOCH - 1).to_json())
     s.restart()
     assert s.init() == (Errors.NONE, pid, MAX_EPOCH)
-    error, new_pid, new_epoch = s.init()
+    # The producer asks to bump its exhausted epoch (KIP-360): a new producer id.
+    error, new_pid, new_epoch = s.init(pid=pid, epoch=MAX_EPOCH)
     assert error == Errors.NONE and new_pid != pid and new_epoch == 0
     txn = s.state()
     assert (txn.last_producer_id, txn.last_producer_epoch) == (pid, MAX_EPOCH)
@@ -213,6 +217,13 @@ def test_epoch_exhaustion_rotates_the_producer_id(s: Setup) -> None:
     # KIP-360 retry of the rotating call (its response was lost): same answer, no new id.
     assert s.init(pid=pid, epoch=MAX_EPOCH) == (Errors.NONE, new_pid, 0)
     assert s.coord.add_partitions(TID, pid, MAX_EPOCH, [T1], NOW) == Errors.INVALID_PRODUCER_ID_MAPPING
+    # A new instance rotating an exhausted id records no last epoch to retry with.
+    s.coord.wal.append(s.state().evolve(producer_epoch=MAX_EPOCH).to_json())
+    s.restart()
+    error, third_pid, epoch = s.init()
+    assert error == Errors.NONE and third_pid not in (pid, new_pid) and epoch == 0
+    assert (s.state().last_producer_id, s.state().last_producer_epoch) == (new_pid, -1)
+    assert s.init(pid=new_pid, epoch=MAX_EPOCH)[0] == Errors.PRODUCER_FENCED
 
 
 def test_rotated_producer_id_cannot_write_into_the_new_transaction(s: Setup) -> None:
@@ -232,14 +243,19 @@ def test_rotated_producer_id_cannot_write_into_the_new_transaction(s: Setup) -> 
     assert pid not in s.coord.by_producer
 
 
-def test_epoch_exhaustion_while_ongoing_aborts_under_a_new_producer_id(s: Setup) -> None:
+def test_epoch_exhaustion_while_ongoing_aborts_under_the_same_producer_id(s: Setup) -> None:
+    """The fencing abort must close the transaction the producer id opened: its markers carry that
+    producer id (a new id's markers would leave the old transaction open and the LSO stuck)."""
     pid, _ = s.ready()
     s.coord.wal.append(s.state().evolve(producer_epoch=MAX_EPOCH).to_json())
     s.restart()
     assert s.coord.add_partitions(TID, pid, MAX_EPOCH, [T1], NOW) == Errors.NONE
     assert s.init()[0] == Errors.CONCURRENT_TRANSACTIONS
     ((abort_pid, abort_epoch, commit, parts),) = s.markers.calls
-    assert abort_pid != pid and abort_epoch == 0 and not commit and parts == (T1,)
+    assert (abort_pid, abort_epoch, commit, parts) == (pid, MAX_EPOCH + 1, False, (T1,))
+    # The retry rotates the exhausted id.
+    error, new_pid, new_epoch = s.init()
+    assert error == Errors.NONE and new_pid != pid and new_epoch == 0
 
 
 def test_kip_360_recovery(s: Setup) -> None:
@@ -262,6 +278,34 @@ def test_kip_360_after_aborted_transaction(s: Setup) -> None:
     assert s.init(pid=pid, epoch=epoch) == (Errors.NONE, pid, epoch + 1)
     assert s.coord.add_partitions(TID, pid, epoch + 1, [T2], NOW) == Errors.NONE
     assert s.state().partitions == {T2}
+
+
+def marker_epochs(s: Setup) -> set[int]:
+    return {epoch for _, epoch, _, _ in s.markers.calls}
+
+
+@pytest.mark.parametrize("how", ["new-instance", "kip-360", "timeout"])
+def test_the_fencing_epoch_of_an_abort_is_never_handed_out(s: Setup, how: str) -> None:
+    """Issue #14: an epoch a fencing ABORT marker used must never be given to a producer, or its
+    first batch in that epoch could be matched against state the marker left behind."""
+    pid, epoch = s.ready()
+    assert s.coord.add_partitions(TID, pid, epoch, [T1], NOW) == Errors.NONE
+    if how == "timeout":
+        s.coord.tick(NOW + TIMEOUT + 1)
+    else:
+        expected = (pid, epoch) if how == "kip-360" else (-1, -1)
+        assert s.init(pid=expected[0], epoch=expected[1])[0] == Errors.CONCURRENT_TRANSACTIONS
+    assert marker_epochs(s) == {epoch + 1}
+    # A KIP-360 retry with the fenced epoch is fenced (Kafka: lastProducerEpoch was cleared).
+    assert s.init(pid=pid, epoch=epoch) == (Errors.PRODUCER_FENCED, -1, -1)
+    # A new instance gets an epoch beyond the marker's.
+    error, new_pid, new_epoch = s.init()
+    assert (error, new_pid) == (Errors.NONE, pid) and new_epoch == epoch + 2
+    # ...and the same after a restart (the state came back from the log).
+    s.restart()
+    assert s.init(pid=pid, epoch=epoch + 1)[0] == Errors.PRODUCER_FENCED
+    assert s.init(pid=pid, epoch=new_epoch) == (Errors.NONE, pid, new_epoch + 1)
+    assert s.init(pid=pid, epoch=new_epoch) == (Errors.NONE, pid, new_epoch + 1)  # retried bump
 
 
 # -- time -------------------------------------------------------------------------------------------

@@ -23,7 +23,9 @@ from .wal import WriteAheadLog
 
 log = logging.getLogger(__name__)
 
-MAX_EPOCH = 0x7FFF - 1  # Short.MAX_VALUE - 1: at this epoch a new producer id is allocated
+INT16_MAX = 0x7FFF
+MAX_EPOCH = INT16_MAX - 1  # Short.MAX_VALUE - 1: at this epoch a new producer id is allocated
+NO_EPOCH = -1
 COMPACT_AFTER_ENTRIES = 10_000
 
 Partition = tuple[str, int]
@@ -98,12 +100,19 @@ class TransactionCoordinator:
     def init_producer_id(
         self, transactional_id: str, timeout_ms: int, expected_pid: int, expected_epoch: int, now_ms: int
     ) -> tuple[Errors, int, int]:
-        """InitProducerId with a transactional id: (error, producer id, epoch)."""
+        """InitProducerId with a transactional id: (error, producer id, epoch).
+
+        Kafka's TransactionCoordinator.handleInitProducerId: an ongoing transaction is aborted under
+        a fencing epoch that is never handed to any client (``last_producer_epoch`` is cleared, so a
+        KIP-360 retry of the fenced epoch is PRODUCER_FENCED and a new instance gets one more bump);
+        the epoch of any marker is therefore never the epoch a producer later writes batches with.
+        """
         if not transactional_id:
             return Errors.INVALID_REQUEST, -1, -1
         if timeout_ms <= 0 or timeout_ms > self.max_timeout_ms:
             return Errors.INVALID_TRANSACTION_TIMEOUT, -1, -1
         txn = self.txns.get(transactional_id)
+        expected = (expected_pid, expected_epoch) if expected_pid != -1 else None
         try:
             if txn is None:
                 fresh = TxnMetadata(
@@ -113,17 +122,18 @@ class TransactionCoordinator:
                 return Errors.NONE, fresh.producer_id, fresh.producer_epoch
             if txn.state.is_prepare:
                 return Errors.CONCURRENT_TRANSACTIONS, -1, -1
-            if expected_pid != -1:
-                if (expected_pid, expected_epoch) == (txn.last_producer_id, txn.last_producer_epoch):
-                    return Errors.NONE, txn.producer_id, txn.producer_epoch  # a retried bump
-                if (expected_pid, expected_epoch) != (txn.producer_id, txn.producer_epoch):
-                    return Errors.PRODUCER_FENCED, -1, -1
+            if expected is not None and not _may_claim(txn, *expected):
+                return Errors.PRODUCER_FENCED, -1, -1
             if txn.state is TxnState.ONGOING:
                 # Fence the previous instance and abort what it left open; the client retries.
-                self._abort(self._bumped(txn, now_ms), now_ms)
+                self._abort(self._fenced(txn, now_ms), now_ms)
                 return Errors.CONCURRENT_TRANSACTIONS, -1, -1
-            ready = self._bumped(txn, now_ms).evolve(
-                state=TxnState.EMPTY, timeout_ms=timeout_ms, partitions=frozenset(), groups=frozenset()
+            bumped = self._next_epoch(txn, expected, now_ms)
+            if bumped is None:
+                return Errors.PRODUCER_FENCED, -1, -1
+            ready = bumped.evolve(
+                state=TxnState.EMPTY, timeout_ms=timeout_ms, partitions=frozenset(), groups=frozenset(),
+                last_update_ms=now_ms,
             )
             self._transition(ready)
             return Errors.NONE, ready.producer_id, ready.producer_epoch
@@ -131,16 +141,31 @@ class TransactionCoordinator:
             log.exception("transaction log write failed")
             return Errors.COORDINATOR_NOT_AVAILABLE, -1, -1
 
-    def _bumped(self, txn: TxnMetadata, now_ms: int) -> TxnMetadata:
-        if txn.producer_epoch >= MAX_EPOCH:
+    def _next_epoch(self, txn: TxnMetadata, expected: tuple[int, int] | None, now_ms: int) -> TxnMetadata | None:
+        """The producer id and epoch a completed transactional id hands out next; None: fenced."""
+        if _epoch_exhausted(txn.producer_epoch) and (expected is None or expected[1] == txn.producer_epoch):
             return txn.evolve(
                 producer_id=self.allocate_producer_id(), producer_epoch=0, last_producer_id=txn.producer_id,
-                last_producer_epoch=txn.producer_epoch, last_update_ms=now_ms,
+                last_producer_epoch=txn.producer_epoch if expected is not None else NO_EPOCH,
             )
-        return txn.evolve(
-            producer_epoch=txn.producer_epoch + 1, last_producer_id=txn.producer_id,
-            last_producer_epoch=txn.producer_epoch, last_update_ms=now_ms,
-        )
+        if expected is None:  # a new instance
+            return txn.evolve(
+                producer_epoch=txn.producer_epoch + 1, last_producer_id=txn.producer_id, last_producer_epoch=NO_EPOCH
+            )
+        if expected[1] == txn.producer_epoch:  # KIP-360: the producer bumps its own epoch
+            return txn.evolve(
+                producer_epoch=txn.producer_epoch + 1, last_producer_id=txn.producer_id,
+                last_producer_epoch=txn.producer_epoch,
+            )
+        if expected[1] == txn.last_producer_epoch:  # a retry of a bump whose answer was lost
+            return txn
+        return None
+
+    @staticmethod
+    def _fenced(txn: TxnMetadata, now_ms: int) -> TxnMetadata:
+        """The epoch that aborts a fenced or timed-out transaction: one more, never handed out."""
+        epoch = txn.producer_epoch + 1 if txn.producer_epoch < INT16_MAX else txn.producer_epoch
+        return txn.evolve(producer_epoch=epoch, last_producer_epoch=NO_EPOCH, last_update_ms=now_ms)
 
     def _check_producer(self, transactional_id: str, producer_id: int, epoch: int) -> tuple[Errors, TxnMetadata | None]:
         txn = self.txns.get(transactional_id)
@@ -282,11 +307,8 @@ class TransactionCoordinator:
             try:
                 if txn.state is TxnState.ONGOING and now_ms - txn.start_ms > txn.timeout_ms:
                     log.info("aborting transaction %s: timed out after %d ms", txn.transactional_id, txn.timeout_ms)
-                    fenced = txn if txn.producer_epoch >= MAX_EPOCH else txn.evolve(
-                        producer_epoch=txn.producer_epoch + 1, last_update_ms=now_ms
-                    )
                     self.counters.timed_out += 1
-                    self._abort(fenced, now_ms)
+                    self._abort(self._fenced(txn, now_ms), now_ms)
                 elif txn.state.is_prepare:
                     self._write_markers_and_complete(txn, now_ms)
                 elif txn.state.is_complete and now_ms - txn.last_update_ms > self.id_expiration_ms:
@@ -297,3 +319,17 @@ class TransactionCoordinator:
     @property
     def active(self) -> int:
         return sum(1 for t in self.txns.values() if t.state is TxnState.ONGOING)
+
+
+def _epoch_exhausted(epoch: int) -> bool:
+    return epoch >= MAX_EPOCH
+
+
+def _may_claim(txn: TxnMetadata, expected_pid: int, expected_epoch: int) -> bool:
+    """Kafka's isValidProducerId: may a KIP-360 caller with this (producer id, epoch) go on?
+
+    Yes for the current producer id (its epoch is checked when bumping), or for the previous one
+    when its epoch was exhausted (a retry of the call that rotated the producer id)."""
+    return txn.producer_id == expected_pid or (
+        txn.last_producer_id == expected_pid and _epoch_exhausted(expected_epoch)
+    )

@@ -130,7 +130,7 @@ class ConfluentTxn(TxnProducer):
                 "bootstrap.servers": bootstrap,
                 "transactional.id": transactional_id,
                 "transaction.timeout.ms": timeout_ms,
-                "linger.ms": 2,
+                "linger.ms": config.pop("linger_ms", 2),
                 **config,
             }
         )
@@ -198,7 +198,7 @@ class KafkaPythonTxn(TxnProducer):
             bootstrap_servers=bootstrap,
             transactional_id=transactional_id,
             transaction_timeout_ms=timeout_ms,
-            linger_ms=2,
+            linger_ms=config.pop("linger_ms", 2),
             max_block_ms=TIMEOUT_S * 1000,
             **config,
         )
@@ -262,8 +262,8 @@ class AioTxn(TxnProducer, AsyncRunner):
                 bootstrap_servers=bootstrap,
                 transactional_id=transactional_id,
                 transaction_timeout_ms=timeout_ms,
-                linger_ms=2,
-                **config,
+                linger_ms=config.get("linger_ms", 2),
+                **{k: v for k, v in config.items() if k != "linger_ms"},
             )
 
         self.producer = self.run(make())
@@ -307,15 +307,17 @@ def txn_producer(
     transactional_id: str,
     timeout_ms: int = 60_000,
     compression_type: str | None = None,
+    linger_ms: int = 2,
 ) -> TxnProducer:
     if client == "confluent-kafka":
         extra = {"compression.type": compression_type} if compression_type else {}
-        return ConfluentTxn(bootstrap, transactional_id, timeout_ms, **extra)
+        return ConfluentTxn(bootstrap, transactional_id, timeout_ms, linger_ms=linger_ms, **extra)
     kind = KafkaPythonTxn if client == "kafka-python" else AioTxn
     return kind(
         bootstrap,
         transactional_id,
         timeout_ms,
+        linger_ms=linger_ms,
         **({"compression_type": compression_type} if compression_type else {}),
     )
 

@@ -280,6 +280,13 @@ def test_kip_360_after_aborted_transaction(s: Setup) -> None:
     assert s.state().partitions == {T2}
 
 
+def test_verify_partition_refuses_an_epoch_never_handed_out(s: Setup) -> None:
+    pid, epoch = s.ready()
+    assert s.coord.add_partitions(TID, pid, epoch, [T1], NOW) == Errors.NONE
+    assert s.coord.verify_partition(pid, epoch, *T1) == Errors.NONE
+    assert s.coord.verify_partition(pid, epoch + 1, *T1) == Errors.INVALID_PRODUCER_EPOCH
+
+
 def marker_epochs(s: Setup) -> set[int]:
     return {epoch for _, epoch, _, _ in s.markers.calls}
 

@@ -240,8 +240,10 @@ class TransactionCoordinator:
         txn = self.txns.get(transactional_id) if transactional_id is not None else None
         if txn is None:
             return Errors.INVALID_TXN_STATE
-        if txn.producer_id != producer_id or epoch < txn.producer_epoch:
-            return Errors.INVALID_PRODUCER_EPOCH  # fenced, also a zombie of a rotated producer id
+        if txn.producer_id != producer_id or epoch != txn.producer_epoch:
+            # Fenced, a zombie of a rotated producer id, or an epoch never handed out (a batch of
+            # it would fence the real producer's epoch in the partition).
+            return Errors.INVALID_PRODUCER_EPOCH
         if txn.state is not TxnState.ONGOING or (topic, partition) not in txn.partitions:
             return Errors.INVALID_TXN_STATE
         return Errors.NONE

@@ -18,7 +18,7 @@ import trio
 
 from rivven_kproto.broker.config import FSYNC_POLICIES, BrokerConfig, ConfigError, load_config
 
-from . import cluster, configs, consume, groups, logtools, produce, topics, txns
+from . import cluster, configs, consume, groups, logtools, produce, topics, txns, verify_eos
 from .output import FORMATS, Settings, one_line
 
 
@@ -122,3 +122,4 @@ main.add_command(logtools.log)
 main.add_command(txns.txns)
 main.add_command(txns.producers)
 main.add_command(groups.groups)
+main.add_command(verify_eos.verify_eos)

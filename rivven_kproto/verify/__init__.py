@@ -1,0 +1,5 @@
+"""``kproto verify-eos``: an exactly-once checker for any Kafka-compatible broker.
+
+:mod:`.workload` drives real transactional producers and read_committed consumers (confluent-kafka)
+under faults from :mod:`.faults`, recording a :class:`~.history.History`; :mod:`.checker` judges it.
+"""

@@ -1,0 +1,93 @@
+"""What a verify-eos run saw, as plain data: the checker's only input, written to a file for replay.
+
+Values are self-describing (``<producer>/<generation>/<transaction>/<index>``), so every record
+read back names the transaction that wrote it. A transaction's outcome is what its client was
+told: ``committed`` (commit returned OK), ``aborted`` (abort returned OK, or the transaction was
+abandoned and a later instance's init fenced it), ``unknown`` (the client died of an error that
+leaves the outcome open), ``zombie`` (a fenced instance tried to commit: it must not succeed).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+COMMITTED, ABORTED, UNKNOWN, ZOMBIE = "committed", "aborted", "unknown", "zombie"
+OUTCOMES = (COMMITTED, ABORTED, UNKNOWN, ZOMBIE)
+
+
+def value_of(producer: int, generation: int, transaction: int, index: int) -> str:
+    return f"{producer}/{generation}/{transaction}/{index}"
+
+
+def transaction_of(value: str) -> str:
+    """The transaction key (``producer/generation/transaction``) a value belongs to."""
+    return value.rsplit("/", 1)[0]
+
+
+@dataclass
+class Transaction:
+    key: str
+    producer: int
+    generation: int
+    values: list[tuple[str, int, str]] = field(default_factory=list)  # (topic, partition, value) in send order
+    outcome: str = UNKNOWN
+    zombie_commit_ok: bool = False  # a fenced instance's commit returned OK: an anomaly by itself
+
+
+@dataclass
+class Read:
+    """One record as a consumer received it."""
+
+    consumer: str
+    topic: str
+    partition: int
+    offset: int
+    value: str
+
+
+@dataclass
+class ClientError:
+    producer: int
+    generation: int
+    call: str
+    error: str  # Kafka's error name
+    fatal: bool
+    expected: bool  # an error Kafka itself gives in this situation (fencing a zombie, ...)
+    detail: str = ""
+
+
+@dataclass
+class History:
+    seed: int
+    bootstrap: str
+    topics: dict[str, int] = field(default_factory=dict)  # topic -> partitions
+    transactions: dict[str, Transaction] = field(default_factory=dict)
+    acks: dict[str, tuple[str, int, int]] = field(default_factory=dict)  # value -> (topic, partition, offset)
+    polls: list[Read] = field(default_factory=list)  # read_committed consumers during the run
+    final_committed: list[Read] = field(default_factory=list)
+    final_uncommitted: list[Read] = field(default_factory=list)
+    errors: list[ClientError] = field(default_factory=list)
+    faults: dict[str, int] = field(default_factory=dict)
+
+    def save(self, path: Path) -> None:
+        path.write_text(json.dumps(asdict(self), separators=(",", ":")))
+
+    @classmethod
+    def load(cls, path: Path) -> History:
+        doc = json.loads(path.read_text())
+        history = cls(seed=doc["seed"], bootstrap=doc["bootstrap"], topics=doc["topics"], faults=doc["faults"])
+        history.transactions = {
+            k: Transaction(
+                key=t["key"], producer=t["producer"], generation=t["generation"],
+                values=[tuple(v) for v in t["values"]], outcome=t["outcome"], zombie_commit_ok=t["zombie_commit_ok"],
+            )
+            for k, t in doc["transactions"].items()
+        }
+        history.acks = {k: tuple(v) for k, v in doc["acks"].items()}  # type: ignore[misc]
+        history.polls = [Read(**r) for r in doc["polls"]]
+        history.final_committed = [Read(**r) for r in doc["final_committed"]]
+        history.final_uncommitted = [Read(**r) for r in doc["final_uncommitted"]]
+        history.errors = [ClientError(**e) for e in doc["errors"]]
+        return history

@@ -1,0 +1,43 @@
+"""The verdict of a run, for people (a table) and for scripts (JSON)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .checker import CHECKS, Finding, passed
+from .history import COMMITTED, History
+
+
+def summary(history: History, findings: dict[str, Finding], elapsed_s: float) -> dict[str, Any]:
+    outcomes: dict[str, int] = {}
+    for txn in history.transactions.values():
+        outcomes[txn.outcome] = outcomes.get(txn.outcome, 0) + 1
+    committed_records = sum(len(t.values) for t in history.transactions.values() if t.outcome == COMMITTED)
+    return {
+        "passed": passed(findings),
+        "seed": history.seed,
+        "bootstrap": history.bootstrap,
+        "seconds": round(elapsed_s, 1),
+        "transactions": outcomes,
+        "committed_records": committed_records,
+        "reads_during_run": len(history.polls),
+        "faults": history.faults,
+        "client_errors": len(history.errors),
+        "checks": {name: {"count": f.count, "examples": f.examples} for name, f in findings.items()},
+    }
+
+
+def table(doc: dict[str, Any]) -> str:
+    lines = [
+        f"seed {doc['seed']} against {doc['bootstrap']}: {doc['seconds']} s, transactions {doc['transactions']}, "
+        f"{doc['committed_records']} committed records, {doc['reads_during_run']} reads during the run",
+        f"faults: {', '.join(f'{k} {v}' for k, v in doc['faults'].items())}; client errors: {doc['client_errors']}",
+        "",
+        f"{'check':<18} {'anomalies':>9}  meaning",
+    ]
+    for name, meaning in CHECKS:
+        lines.append(f"{name:<18} {doc['checks'][name]['count']:>9}  {meaning}")
+        for example in doc["checks"][name]["examples"]:
+            lines.append(f"{'':<30}e.g. {example}")
+    lines += ["", "PASS: exactly-once held" if doc["passed"] else "FAIL: exactly-once violated"]
+    return "\n".join(lines)

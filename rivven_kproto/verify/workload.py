@@ -1,0 +1,347 @@
+"""The verify-eos workload: transactional producers, zombies and read_committed consumers under faults.
+
+Producers are confluent-kafka instances driven one transaction at a time from this thread (the
+order of the run is then the seed's); consumers poll throughout on their own threads. Faults come
+from :mod:`.faults` when the caller supplied the means. Everything the clients were told goes into
+the :class:`~.history.History` that :mod:`.checker` judges.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from .faults import BrokerCommand, CuttingProxy
+from .history import ABORTED, COMMITTED, UNKNOWN, ZOMBIE, ClientError, History, Read, Transaction, value_of
+
+log = logging.getLogger(__name__)
+
+CALL_TIMEOUT_S = 60.0
+TXN_TIMEOUT_MS = 600_000  # the workload ends transactions itself; none may time out by accident
+
+
+@dataclass
+class Plan:
+    producers: int = 3
+    topics: int = 2
+    partitions: int = 3
+    transactions: int = 200
+    duration_s: float | None = None  # stop after this long even if transactions remain
+    records_per_txn: tuple[int, int] = (1, 6)
+    p_abort: float = 0.3
+    p_restart: float = 0.06  # a producer abandoned mid-transaction; the next instance fences it
+    p_zombie: float = 0.5  # of those, kept to try committing after it was fenced
+    p_kill: float = 0.03  # broker SIGKILL + restart (with a broker command)
+    p_pause: float = 0.02  # broker SIGSTOP for a moment (with a broker command)
+    p_cut: float = 0.03  # every connection through the proxy dropped (with a proxy)
+    seed: int = 0
+    topic_prefix: str = "verify-eos"
+
+
+@dataclass
+class Means:
+    bootstrap: str
+    broker: BrokerCommand | None = None
+    proxy: CuttingProxy | None = None
+
+
+class _Instance:
+    def __init__(self, bootstrap: str, tid: str, producer: int, generation: int, linger_ms: int) -> None:
+        from confluent_kafka import Producer
+
+        self.producer_index, self.generation = producer, generation
+        self.delivery_errors: list[Any] = []
+        self.acks: dict[str, tuple[str, int, int]] = {}
+        self.client: Any = Producer(
+            {
+                "bootstrap.servers": bootstrap,
+                "transactional.id": tid,
+                "transaction.timeout.ms": TXN_TIMEOUT_MS,
+                "linger.ms": linger_ms,
+                "message.timeout.ms": 300_000,
+                "reconnect.backoff.max.ms": 500,
+            }
+        )
+
+    def on_delivery(self, err: Any, msg: Any) -> None:
+        if err is not None:
+            self.delivery_errors.append(err)
+        else:
+            self.acks[msg.value().decode()] = (msg.topic(), msg.partition(), msg.offset())
+
+
+class _Poller(threading.Thread):
+    """A read_committed consumer that polls until stopped, in assign or subscribe mode."""
+
+    def __init__(self, bootstrap: str, topics: dict[str, int], mode: str, history: History, lock: threading.Lock) -> None:
+        super().__init__(name=f"verify-eos-{mode}", daemon=True)
+        self.bootstrap, self.topics, self.mode = bootstrap, topics, mode
+        self.history, self.lock = history, lock
+        self.stop = threading.Event()
+        self.session = 0
+        self.failure: BaseException | None = None
+
+    def run(self) -> None:
+        from confluent_kafka import Consumer, TopicPartition
+
+        consumer = Consumer(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "group.id": f"{next(iter(self.topics))}-{self.mode}",
+                "isolation.level": "read_committed",
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": True,
+            }
+        )
+        try:
+            if self.mode == "assign":
+                consumer.assign([TopicPartition(t, p, 0) for t, n in self.topics.items() for p in range(n)])
+            else:
+                consumer.subscribe(list(self.topics), on_assign=self._assigned)
+            while not self.stop.is_set():
+                for msg in consumer.consume(500, 0.2):
+                    if msg.error() is not None:
+                        continue  # broker gone for a moment: librdkafka reports and recovers
+                    read = _read(f"{self.mode}#{self.session}", msg)
+                    with self.lock:
+                        self.history.polls.append(read)
+        except BaseException as exc:  # noqa: BLE001 - reported by the workload
+            self.failure = exc
+        finally:
+            consumer.close()
+
+    def _assigned(self, _consumer: Any, _partitions: Any) -> None:
+        self.session += 1  # a rebalance restarts from committed offsets: a new monotonic sequence
+
+
+def run(plan: Plan, means: Means, progress: Callable[[str], None] | None = None) -> History:
+    """Drive the workload and return its history (final reads included)."""
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    rng = random.Random(plan.seed)
+    history = History(seed=plan.seed, bootstrap=means.bootstrap)
+    history.faults = {"broker_kills": 0, "broker_pauses": 0, "connection_cuts": 0, "producer_restarts": 0}
+    run_id = f"{plan.seed:x}-{int(time.time() * 1000) % 10**8:x}"
+    history.topics = {f"{plan.topic_prefix}-{run_id}-{t}": plan.partitions for t in range(plan.topics)}
+    admin = AdminClient({"bootstrap.servers": means.bootstrap})
+    for future in admin.create_topics([NewTopic(t, n, 1) for t, n in history.topics.items()]).values():
+        future.result(CALL_TIMEOUT_S)
+    targets = [(t, p) for t, n in history.topics.items() for p in range(n)]
+    lock = threading.Lock()
+    pollers = [_Poller(means.bootstrap, history.topics, mode, history, lock) for mode in ("assign", "subscribe")]
+    for poller in pollers:
+        poller.start()
+
+    generations = dict.fromkeys(range(plan.producers), 0)
+    instances: dict[int, _Instance] = {}
+    zombies: list[tuple[_Instance, Transaction]] = []
+
+    def error_entry(inst: _Instance, call: str, error: Any, expected: bool, detail: str = "") -> None:
+        history.errors.append(
+            ClientError(inst.producer_index, inst.generation, call, error.name(), error.fatal(), expected, detail)
+        )
+
+    def retrying(inst: _Instance, call: str, fn: Callable[[], None]) -> None:
+        deadline = time.monotonic() + 300
+        while True:
+            try:
+                fn()
+                return
+            except KafkaException as exc:
+                error = exc.args[0]
+                if not error.fatal() and error.retriable() and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                    continue
+                raise
+
+    def instance(index: int) -> _Instance:
+        if index not in instances:
+            generations[index] += 1
+            made = _Instance(
+                means.bootstrap, f"{plan.topic_prefix}-{run_id}-tid-{index}", index, generations[index],
+                rng.choice([5, 5, 60_000]),
+            )
+            retrying(made, "init_transactions", partial(made.client.init_transactions, CALL_TIMEOUT_S))
+            instances[index] = made
+        return instances[index]
+
+    def fault(kind: str) -> bool:
+        if kind == "kill" and means.broker is not None:
+            means.broker.restart()
+            history.faults["broker_kills"] += 1
+        elif kind == "pause" and means.broker is not None:
+            means.broker.pause(rng.uniform(0.2, 1.5))
+            history.faults["broker_pauses"] += 1
+        elif kind == "cut" and means.proxy is not None:
+            means.proxy.cut()
+            history.faults["connection_cuts"] += 1
+        else:
+            return False
+        return True
+
+    def maybe_faults() -> bool:
+        hit = False
+        for kind, p in (("kill", plan.p_kill), ("pause", plan.p_pause), ("cut", plan.p_cut)):
+            if rng.random() < p:
+                hit = fault(kind) or hit
+        return hit
+
+    started = time.monotonic()
+    for number in range(plan.transactions):
+        if plan.duration_s is not None and time.monotonic() - started > plan.duration_s:
+            break
+        if progress is not None and number % 50 == 0:
+            progress(f"transaction {number}/{plan.transactions}")
+        maybe_faults()
+        index = rng.randrange(plan.producers)
+        current = instance(index)
+        client = current.client
+        txn = Transaction(f"{index}/{current.generation}/{number}", index, current.generation)
+        history.transactions[txn.key] = txn
+        client.begin_transaction()
+        for i in range(rng.randint(*plan.records_per_txn)):
+            topic, partition = rng.choice(targets)
+            value = value_of(index, current.generation, number, i)
+            txn.values.append((topic, partition, value))
+            client.produce(topic, value=value.encode(), partition=partition, on_delivery=current.on_delivery)
+            client.poll(0)
+        faulted_inside = maybe_faults()
+        if rng.random() < plan.p_restart:
+            # Abandoned mid-transaction: the next instance's init fences it and aborts its work.
+            instances.pop(index)
+            txn.outcome = ABORTED
+            history.faults["producer_restarts"] += 1
+            if rng.random() < plan.p_zombie:
+                zombies.append((current, txn))
+            else:
+                current.client = None
+            instance(index)
+            continue
+        commit = rng.random() >= plan.p_abort
+        try:
+            call = client.commit_transaction if commit else client.abort_transaction
+            retrying(current, "commit" if commit else "abort", partial(call, CALL_TIMEOUT_S))
+            txn.outcome = COMMITTED if commit else ABORTED
+        except KafkaException as exc:
+            error = exc.args[0]
+            if error.fatal():
+                # Kafka's own answer when a fault ate AddPartitionsToTxn: EndTxn finds the id
+                # Empty (INVALID_TXN_STATE), fatal to librdkafka; the transaction never existed.
+                lost = faulted_inside and error.code() == KafkaError.INVALID_TXN_STATE
+                error_entry(current, "commit" if commit else "abort", error, lost, "after a fault" if lost else "")
+                txn.outcome = ABORTED if lost else UNKNOWN
+                instances.pop(index).client = None
+            elif error.txn_requires_abort():
+                error_entry(current, "commit", error, True, "abortable")
+                try:
+                    retrying(current, "abort", partial(client.abort_transaction, CALL_TIMEOUT_S))
+                    txn.outcome = ABORTED
+                except KafkaException as again:
+                    error_entry(current, "abort", again.args[0], False)
+                    instances.pop(index).client = None
+            else:
+                error_entry(current, "commit" if commit else "abort", error, False)
+                instances.pop(index).client = None
+        with lock:
+            history.acks.update(current.acks)
+        current.acks.clear()
+        for err in current.delivery_errors:
+            if txn.outcome == COMMITTED and err.fatal():
+                error_entry(current, "produce", err, False)
+        current.delivery_errors.clear()
+        if zombies and rng.random() < 0.5:
+            _zombie_attempt(*zombies.pop(0), targets, rng, history)
+
+    for zombie, txn in zombies:
+        _zombie_attempt(zombie, txn, targets, rng, history)
+    for inst in instances.values():
+        inst.client = None
+    for poller in pollers:
+        poller.stop.set()
+    for poller in pollers:
+        poller.join(60)
+        if poller.failure is not None:
+            raise poller.failure
+    if progress is not None:
+        progress("final reads")
+    history.final_committed = read_all(means.bootstrap, history.topics, committed=True)
+    history.final_uncommitted = read_all(means.bootstrap, history.topics, committed=False)
+    return history
+
+
+def _zombie_attempt(zombie: _Instance, abandoned: Transaction, targets: list[tuple[str, int]], rng: random.Random, history: History) -> None:
+    """A fenced instance writes more and tries to commit: Kafka must refuse (fenced)."""
+    from confluent_kafka import KafkaException
+
+    key = f"{abandoned.key}/zombie"
+    txn = Transaction(key, zombie.producer_index, zombie.generation, outcome=ZOMBIE)
+    history.transactions[key] = txn
+    client = zombie.client
+    try:
+        topic, partition = rng.choice(targets)
+        value = f"{key}/0"
+        txn.values.append((topic, partition, value))
+        client.produce(topic, value=value.encode(), partition=partition)
+        client.commit_transaction(10)
+        txn.zombie_commit_ok = True
+    except KafkaException as exc:
+        error = exc.args[0]
+        # Fenced (or a timeout talking to a coordinator that refuses it) is what Kafka gives.
+        history.errors.append(
+            ClientError(zombie.producer_index, zombie.generation, "zombie commit", error.name(), error.fatal(), True)
+        )
+    except Exception as exc:  # noqa: BLE001 - e.g. a state error raised as another type
+        history.errors.append(
+            ClientError(zombie.producer_index, zombie.generation, "zombie commit", type(exc).__name__, True, True)
+        )
+    finally:
+        zombie.client = None
+
+
+def _read(consumer: str, msg: Any) -> Read:
+    return Read(consumer, msg.topic(), msg.partition(), msg.offset(), msg.value().decode())
+
+
+def read_all(bootstrap: str, topics: dict[str, int], *, committed: bool) -> list[Read]:
+    """Every record of ``topics`` up to the end (the last stable offset under read_committed)."""
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+    name = "final-committed" if committed else "final-uncommitted"
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": name,
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "auto.offset.reset": "earliest",
+            "isolation.level": "read_committed" if committed else "read_uncommitted",
+        }
+    )
+    partitions = [(t, p) for t, n in topics.items() for p in range(n)]
+    consumer.assign([TopicPartition(t, p, 0) for t, p in partitions])
+    found: list[Read] = []
+    at_end: set[tuple[str, int]] = set()
+    deadline = time.monotonic() + 300
+    try:
+        while len(at_end) < len(partitions):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{name}: {len(partitions) - len(at_end)} partitions never reached their end")
+            for msg in consumer.consume(1000, 0.5):
+                error = msg.error()
+                if error is not None:
+                    if error.code() == KafkaError._PARTITION_EOF:
+                        at_end.add((msg.topic() or "", msg.partition() or 0))
+                    continue
+                read = _read(name, msg)
+                at_end.discard((read.topic, read.partition))
+                found.append(read)
+    finally:
+        consumer.close()
+    return found

@@ -38,7 +38,7 @@ def run_verify(*args: str, timeout: float = 900) -> tuple[int, dict, str]:
 @pytest.mark.slow
 def test_verify_eos_passes_against_our_broker_under_faults(tmp_path: Path) -> None:
     seed = int(os.environ.get("VERIFY_EOS_SEED", random.randrange(1 << 30)))
-    transactions = os.environ.get("VERIFY_EOS_TRANSACTIONS", "80")
+    transactions = os.environ.get("VERIFY_EOS_TRANSACTIONS", "60")
     port, proxy = free_port(), free_port()
     serve = (
         f"{sys.executable} -m rivven_kproto serve --listen 127.0.0.1:{port} --data-dir {tmp_path / 'data'} "

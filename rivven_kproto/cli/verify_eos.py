@@ -56,10 +56,11 @@ def verify_eos(
 
     Transactional producers (confluent-kafka) write self-describing records that commit or abort at
     random; producers are abandoned mid-transaction and re-initialised (a zombie then tries to
-    commit); read_committed consumers (assign and subscribe) poll throughout; with --broker-cmd the
+    commit); read_committed consumers (assign and subscribe) poll throughout; a
+    consume-transform-produce stage (send_offsets_to_transaction) is killed and restarted; with --broker-cmd the
     broker is SIGKILLed and paused, with --proxy connections are cut. Then every record is read
     back and checked: lost writes, aborted reads, torn transactions, duplicates, wrong acks, order,
-    non-monotonic reads, zombie writes, unexpected client errors. Exit 1 when any check fails.
+    non-monotonic reads, zombie writes, transform outputs, unexpected client errors. Exit 1 when any check fails.
 
     \b
     Example:

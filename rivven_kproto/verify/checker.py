@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from .history import ABORTED, COMMITTED, UNKNOWN, ZOMBIE, History, Read, transaction_of
+from .transform import PREFIX
 
 EXAMPLES = 5
 
@@ -24,6 +25,7 @@ CHECKS = (
     ("non_monotonic", "a consumer's successive records of a partition went back or repeated"),
     ("phantom", "a record nobody wrote"),
     ("zombie_write", "a fenced producer's transaction committed or became visible"),
+    ("transform", "the consume-transform-produce stage lost, repeated or invented an output"),
     ("unexpected_error", "a client failed with an error Kafka would not give it here"),
 )
 
@@ -71,6 +73,7 @@ def check(history: History) -> dict[str, Finding]:
     _acks(history, findings)
     _order(history, findings)
     _monotonic(history.polls, findings)
+    _transform(history, findings)
     for error in history.errors:
         if not error.expected:
             findings["unexpected_error"].add(
@@ -130,6 +133,24 @@ def _monotonic(polls: list[Read], findings: dict[str, Finding]) -> None:
         if previous is not None and read.offset <= previous:
             findings["non_monotonic"].add(f"{read.consumer} read {read.topic}-{read.partition}@{read.offset} after @{previous}")
         last[key] = read.offset
+
+
+def _transform(history: History, findings: dict[str, Finding]) -> None:
+    """One output per committed input, none for anything else (inputs are the source's committed log)."""
+    if not history.transform:
+        return
+    source = history.transform["source"]
+    expected = {PREFIX + r.value for r in history.final_committed if r.topic == source}
+    seen: dict[str, int] = defaultdict(int)
+    for read in history.transform_output:
+        seen[read.value] += 1
+    for value in sorted(expected - set(seen)):
+        findings["transform"].add(f"no output for the committed input {value[len(PREFIX):]}")
+    for value, count in sorted(seen.items()):
+        if count > 1:
+            findings["transform"].add(f"{value} written {count} times")
+        if value not in expected:
+            findings["transform"].add(f"{value} has no committed input")
 
 
 def passed(findings: dict[str, Finding]) -> bool:

@@ -70,6 +70,8 @@ class History:
     final_uncommitted: list[Read] = field(default_factory=list)
     errors: list[ClientError] = field(default_factory=list)
     faults: dict[str, int] = field(default_factory=dict)
+    transform: dict[str, str | int] = field(default_factory=dict)  # source, sink topics of the stage
+    transform_output: list[Read] = field(default_factory=list)  # the sink, read_committed, at the end
 
     def save(self, path: Path) -> None:
         path.write_text(json.dumps(asdict(self), separators=(",", ":")))
@@ -90,4 +92,6 @@ class History:
         history.final_committed = [Read(**r) for r in doc["final_committed"]]
         history.final_uncommitted = [Read(**r) for r in doc["final_uncommitted"]]
         history.errors = [ClientError(**e) for e in doc["errors"]]
+        history.transform = doc.get("transform", {})
+        history.transform_output = [Read(**r) for r in doc.get("transform_output", [])]
         return history

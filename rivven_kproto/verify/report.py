@@ -21,6 +21,7 @@ def summary(history: History, findings: dict[str, Finding], elapsed_s: float) ->
         "transactions": outcomes,
         "committed_records": committed_records,
         "reads_during_run": len(history.polls),
+        "transformed_outputs": len(history.transform_output),
         "faults": history.faults,
         "client_errors": len(history.errors),
         "checks": {name: {"count": f.count, "examples": f.examples} for name, f in findings.items()},
@@ -30,7 +31,8 @@ def summary(history: History, findings: dict[str, Finding], elapsed_s: float) ->
 def table(doc: dict[str, Any]) -> str:
     lines = [
         f"seed {doc['seed']} against {doc['bootstrap']}: {doc['seconds']} s, transactions {doc['transactions']}, "
-        f"{doc['committed_records']} committed records, {doc['reads_during_run']} reads during the run",
+        f"{doc['committed_records']} committed records, {doc['reads_during_run']} reads during the run, "
+        f"{doc['transformed_outputs']} transformed outputs",
         f"faults: {', '.join(f'{k} {v}' for k, v in doc['faults'].items())}; client errors: {doc['client_errors']}",
         "",
         f"{'check':<18} {'anomalies':>9}  meaning",

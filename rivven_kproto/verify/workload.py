@@ -19,6 +19,7 @@ from typing import Any
 
 from .faults import BrokerCommand, CuttingProxy
 from .history import ABORTED, COMMITTED, UNKNOWN, ZOMBIE, ClientError, History, Read, Transaction, value_of
+from .transform import TransformStage
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +43,8 @@ class Plan:
     p_cut: float = 0.03  # every connection through the proxy dropped (with a proxy)
     seed: int = 0
     topic_prefix: str = "verify-eos"
+    transform: bool = True  # a consume-transform-produce stage on the first topic
+    p_transform_die: float = 0.15  # the stage killed mid-cycle (restarted by the next cycle)
 
 
 @dataclass
@@ -134,6 +137,13 @@ def run(plan: Plan, means: Means, progress: Callable[[str], None] | None = None)
     for future in admin.create_topics([NewTopic(t, n, 1) for t, n in history.topics.items()]).values():
         future.result(CALL_TIMEOUT_S)
     targets = [(t, p) for t, n in history.topics.items() for p in range(n)]
+    stage: TransformStage | None = None
+    if plan.transform:
+        source = next(iter(history.topics))
+        sink = f"{plan.topic_prefix}-{run_id}-transformed"
+        admin.create_topics([NewTopic(sink, plan.partitions, 1)])[sink].result(CALL_TIMEOUT_S)
+        history.transform = {"source": source, "sink": sink, "partitions": plan.partitions}
+        stage = TransformStage(means.bootstrap, source, sink, f"{plan.topic_prefix}-{run_id}-transform")
     lock = threading.Lock()
     pollers = [_Poller(means.bootstrap, history.topics, mode, history, lock) for mode in ("assign", "subscribe")]
     for poller in pollers:
@@ -258,6 +268,8 @@ def run(plan: Plan, means: Means, progress: Callable[[str], None] | None = None)
         current.delivery_errors.clear()
         if zombies and rng.random() < 0.5:
             _zombie_attempt(*zombies.pop(0), targets, rng, history)
+        if stage is not None and rng.random() < 0.5:
+            stage.cycle(die_midway=rng.random() < plan.p_transform_die, poll_s=0.5)
 
     for zombie, txn in zombies:
         _zombie_attempt(zombie, txn, targets, rng, history)
@@ -269,10 +281,18 @@ def run(plan: Plan, means: Means, progress: Callable[[str], None] | None = None)
         poller.join(60)
         if poller.failure is not None:
             raise poller.failure
+    if stage is not None:
+        if progress is not None:
+            progress("draining the transform stage")
+        stage.drain()
+        history.faults["transform_restarts"] = stage.restarts
+        stage.close()
     if progress is not None:
         progress("final reads")
     history.final_committed = read_all(means.bootstrap, history.topics, committed=True)
     history.final_uncommitted = read_all(means.bootstrap, history.topics, committed=False)
+    if stage is not None:
+        history.transform_output = read_all(means.bootstrap, {stage.sink: plan.partitions}, committed=True)
     return history
 
 

@@ -111,3 +111,15 @@ def test_history_round_trips_through_its_file(tmp_path: Path, mutate: str) -> No
     again = History.load(path)
     assert again == h
     assert counts(again) == counts(h)
+
+
+def test_transform_stage_outputs_exactly_once() -> None:
+    h = clean()
+    h.transform = {"source": T, "sink": "out", "partitions": 1}
+    committed = [r.value for r in h.final_committed]
+    h.transform_output = [Read("o", "out", 0, i, "T:" + v) for i, v in enumerate(committed)]
+    assert counts(h) == {}
+    h.transform_output.append(Read("o", "out", 0, 99, "T:" + committed[0]))  # repeated
+    h.transform_output = [r for r in h.transform_output if r.value != "T:" + committed[1]]  # lost
+    h.transform_output.append(Read("o", "out", 0, 100, "T:" + value_of(0, 1, 1, 0)))  # from an aborted input
+    assert counts(h) == {"transform": 3}

@@ -1,0 +1,150 @@
+"""The consume-transform-produce stage of verify-eos: exactly one output per committed input.
+
+A consumer group reads the workload's first topic (read_committed, no auto-commit); each cycle
+writes ``T:<input>`` to the output topic and the consumed offsets in one transaction
+(send_offsets_to_transaction). The stage is killed mid-cycle at random (its records and offsets
+left in an open transaction) and restarted: the new instance's init fences the old one, and the
+group resumes from the last committed offsets. At the end it drains the input.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+PREFIX = "T:"
+CALL_TIMEOUT_S = 60.0
+
+
+def output_of(value: str) -> str:
+    return PREFIX + value
+
+
+class TransformStage:
+    def __init__(self, bootstrap: str, source: str, sink: str, name: str) -> None:
+        self.bootstrap, self.source, self.sink, self.name = bootstrap, source, sink, name
+        self.consumer: Any = None
+        self.producer: Any = None
+        self.restarts = 0
+        self.cycles = 0
+        self.at_end: set[tuple[str, int]] = set()  # partitions this consumer has read to their end
+
+    def _open(self) -> None:
+        from confluent_kafka import Consumer, Producer
+
+        self.consumer = Consumer(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "group.id": f"{self.name}-group",
+                "isolation.level": "read_committed",
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+                "enable.partition.eof": True,
+            }
+        )
+        self.consumer.subscribe([self.source])
+        self.producer = Producer(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "transactional.id": f"{self.name}-tx",
+                "transaction.timeout.ms": 600_000,
+                "linger.ms": 5,
+                # librdkafka#5511: send_offsets_to_transaction can hang after a re-bootstrap
+                # (compat_tests/FINDINGS.rst); a single-address bootstrap loses nothing without it.
+                "metadata.recovery.strategy": "none",
+            }
+        )
+        self._retrying(lambda: self.producer.init_transactions(CALL_TIMEOUT_S))
+
+    @staticmethod
+    def _retrying(call: Any) -> None:
+        from confluent_kafka import KafkaException
+
+        deadline = time.monotonic() + 300
+        while True:
+            try:
+                call()
+                return
+            except KafkaException as exc:
+                error = exc.args[0]
+                if not error.fatal() and error.retriable() and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                    continue
+                raise
+
+    def cycle(self, *, die_midway: bool = False, max_records: int = 50, poll_s: float = 1.0) -> tuple[int, bool]:
+        """One transaction's worth: (records transformed, whether the input looked drained)."""
+        from confluent_kafka import KafkaError, KafkaException
+
+        if self.producer is None:
+            self._open()
+        records: list[Any] = []
+        at_end = self.at_end
+        deadline = time.monotonic() + poll_s
+        while len(records) < max_records and time.monotonic() < deadline:
+            for message in self.consumer.consume(max_records - len(records), 0.2):
+                error = message.error()
+                if error is None:
+                    records.append(message)
+                    at_end.discard((message.topic(), message.partition()))
+                elif error.code() == KafkaError._PARTITION_EOF:
+                    at_end.add((message.topic(), message.partition()))
+            assigned = {(tp.topic, tp.partition) for tp in self.consumer.assignment()}
+            if not records and assigned and assigned <= at_end:
+                return 0, True
+        drained = False
+        if not records:
+            return 0, drained
+        try:
+            self.producer.begin_transaction()
+            for message in records:
+                self.producer.produce(self.sink, output_of(message.value().decode()).encode())
+            if die_midway:
+                self._abandon()
+                return 0, False
+            positions = self.consumer.position(self.consumer.assignment())
+            self._retrying(
+                lambda: self.producer.send_offsets_to_transaction(
+                    positions, self.consumer.consumer_group_metadata(), CALL_TIMEOUT_S
+                )
+            )
+            self._retrying(lambda: self.producer.commit_transaction(CALL_TIMEOUT_S))
+        except KafkaException as exc:
+            error = exc.args[0]
+            log.info("transform stage: %s; restarting it", error)
+            if error.txn_requires_abort() and not error.fatal():
+                try:
+                    self._retrying(lambda: self.producer.abort_transaction(CALL_TIMEOUT_S))
+                except KafkaException:
+                    pass
+            self._abandon()
+            return 0, False
+        self.cycles += 1
+        return len(records), False
+
+    def _abandon(self) -> None:
+        """Die as a killed process would: no commit, no abort, no consumer leave-group handshake."""
+        self.restarts += 1
+        consumer, self.consumer, self.producer = self.consumer, None, None
+        self.at_end = set()
+        try:
+            consumer.close()  # its uncommitted position is lost: the group resumes from committed offsets
+        except Exception:  # noqa: BLE001 - a consumer of a dead broker may fail to close
+            pass
+
+    def drain(self, timeout_s: float = 300.0) -> None:
+        """Transform until the input is exhausted (at least one cycle that found it drained)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            done, drained = self.cycle(poll_s=3.0)
+            if drained and done == 0:
+                return
+        raise TimeoutError("the transform stage did not drain its input")
+
+    def close(self) -> None:
+        if self.consumer is not None:
+            self.consumer.close()
+        self.consumer = self.producer = None

@@ -22,6 +22,7 @@ from pathlib import Path
 from rivven_kproto.codec.errors import Errors, KafkaError
 
 from .config import BrokerConfig
+from .datadir_lock import DataDirLock
 from .faults import fault_point
 from .groups import GroupCoordinator
 from .log.checkpoint import write_atomic
@@ -76,6 +77,15 @@ class Broker:
         self.config = config
         self.data_dir = config.data_dir
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.lock = DataDirLock(self.data_dir)
+        self.lock.acquire()
+        try:
+            self._open(config, now_ms)
+        except BaseException:
+            self.lock.release()
+            raise
+
+    def _open(self, config: BrokerConfig, now_ms: int) -> None:
         meta_dir = self.data_dir / "meta"
         meta_dir.mkdir(parents=True, exist_ok=True)
         self.cluster_id = self._load_cluster_id(meta_dir)
@@ -340,6 +350,7 @@ class Broker:
             partition.close()
         self.groups.close()
         self.txn.wal.close()
+        self.lock.release()
 
 
 def log_config_strings(config: LogConfig) -> dict[str, str]:

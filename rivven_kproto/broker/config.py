@@ -75,6 +75,10 @@ def parse_host_port(text: str) -> tuple[str, int]:
     host, sep, port = text.rpartition(":")
     if not sep or not port.isdigit():
         raise ConfigError(f"expected HOST:PORT, got {text!r}")
+    if int(port) > 65535:
+        raise ConfigError(f"port {port} of {text!r} is outside 0-65535")
+    if host.startswith("[") != host.endswith("]") or any(c.isspace() for c in host):
+        raise ConfigError(f"malformed host in {text!r}")
     return host or "0.0.0.0", int(port)
 
 

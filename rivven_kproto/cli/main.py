@@ -6,6 +6,7 @@ Exit status: 0 success, 1 the operation failed (``error: <KAFKA_ERROR_NAME>: <wh
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import signal
@@ -96,9 +97,34 @@ def serve(
         raise click.UsageError(str(exc)) from None
     try:
         trio.run(_serve_until_signalled, config)
-    except OSError as exc:
-        click.echo(f"kproto: cannot start the broker: {exc.strerror or exc}", err=True)
+    except BaseException as exc:
+        failure = _os_error(exc)
+        if failure is None:
+            raise
+        click.echo(f"error: {_start_failure(failure, config)}", err=True)
         sys.exit(1)
+
+
+def _os_error(exc: BaseException) -> OSError | None:
+    """The OSError that stopped start-up, also from inside trio's exception groups."""
+    if isinstance(exc, OSError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _os_error(inner)
+            if found is not None:
+                return found
+    return None
+
+
+def _start_failure(exc: OSError, config: BrokerConfig) -> str:
+    """One line for why the broker could not start (the traceback helps nobody here)."""
+    address = f"{config.listen_host}:{config.listen_port}"
+    if exc.errno == errno.EADDRINUSE:
+        return f"cannot listen on {address}: address already in use"
+    if exc.errno in (errno.EADDRNOTAVAIL, errno.EACCES):
+        return f"cannot listen on {address}: {os.strerror(exc.errno).lower()}"
+    return f"cannot start the broker: {exc.strerror or exc}"
 
 
 async def _serve_until_signalled(config: BrokerConfig) -> None:

@@ -193,7 +193,11 @@ def _peer_name(stream: trio.SocketStream) -> str:
 async def serve(config: BrokerConfig, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
     """Run the broker until cancelled; ``task_status.started(port)`` once listening."""
     broker = Broker(config, wall_clock_ms())
-    listeners = await trio.open_tcp_listeners(config.listen_port, host=config.listen_host)
+    try:
+        listeners = await trio.open_tcp_listeners(config.listen_port, host=config.listen_host)
+    except BaseException:
+        broker.close()
+        raise
     port = listeners[0].socket.getsockname()[1]
     config = config.with_port(port)
     server = Server(broker, config)

@@ -295,6 +295,7 @@ class Node:
         for partition in self.broker.all_partitions():
             for segment in partition._segments:
                 segment.close()
+        self.broker.lock.release()  # the kernel drops the lock of a killed process
         self.broker = Broker(self.config, self.now)
         return self.broker
 

@@ -37,7 +37,8 @@ from .broker_process import BrokerProcess  # noqa: E402
 
 TIMEOUT_S = 60
 PARTITIONS = 4
-BASE_TS = 1_700_000_000_000
+# Recent timestamps: time-based retention (7 days by default) must not delete the test's segments.
+BASE_TS = int(time.time()) * 1000 - 3_600_000
 REPO_ROOT = str(Path(rivven_kproto.__file__).resolve().parent.parent)
 
 Row = tuple[int, int, bytes | None, bytes | None, int, tuple[tuple[str, bytes | None], ...]]
@@ -95,8 +96,10 @@ class Writer:
         self.plain = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 1})
 
     def transactional(self, name: str) -> Producer:
+        # The broker's maximum transaction timeout: a deliberately open transaction must stay open
+        # for the whole module, however slow the machine (the default 60 s did not).
         producer = Producer({"bootstrap.servers": self.broker.bootstrap, "transactional.id": f"{self.topic}-{name}",
-                             "linger.ms": 1})
+                             "linger.ms": 1, "transaction.timeout.ms": 900_000})
         producer.init_transactions(TIMEOUT_S)
         return producer
 

@@ -107,7 +107,7 @@ class TxnMix:
             **{
                 "transactional.id": transactional_id,
                 "enable.idempotence": True,
-                "transaction.timeout.ms": 60_000,
+                "transaction.timeout.ms": 900_000,  # open across slow readers (PySpark) on a busy machine
             },
         )
         self.plain = _producer(bootstrap)

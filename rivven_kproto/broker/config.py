@@ -50,6 +50,7 @@ class BrokerConfig:
     fsync: FsyncPolicy = "interval"
     flush_interval_ms: int = 1000
     socket_request_max_bytes: int = 100 * 1024 * 1024
+    fetch_max_bytes: int = 55 * 1024 * 1024  # Kafka's fetch.max.bytes: the broker's cap on a Fetch response
     connections_max_idle_ms: int = 600_000
     retention_check_interval_ms: int = 300_000
     producer_id_expiration_ms: int = 86_400_000
@@ -170,6 +171,8 @@ def _apply(config: BrokerConfig, props: Mapping[str, str]) -> BrokerConfig:
             changes["flush_interval_ms"] = _int(key, value, 1)
         elif key == "socket.request.max.bytes":
             changes["socket_request_max_bytes"] = _int(key, value, 1)
+        elif key == "fetch.max.bytes":
+            changes["fetch_max_bytes"] = _int(key, value, 1024)
         elif key == "connections.max.idle.ms":
             changes["connections_max_idle_ms"] = _int(key, value, 1)
         elif key == "transaction.max.timeout.ms":

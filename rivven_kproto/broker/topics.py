@@ -26,7 +26,7 @@ from rivven_kproto.codec.errors import Errors, KafkaError
 from .log.checkpoint import write_atomic
 
 MAX_TOPIC_NAME = 249
-_LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
+_LEGAL = re.compile(r"[a-zA-Z0-9._-]+")  # fullmatch: "$" would accept a trailing newline
 
 COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
 LONG_MAX = (1 << 63) - 1
@@ -47,7 +47,7 @@ def _invalid_topic_reason(name: str) -> str | None:
         return f"'{name}' is not allowed"
     if len(name) > MAX_TOPIC_NAME:
         return f"the length of '{name}' is longer than the max allowed length {MAX_TOPIC_NAME}"
-    if not _LEGAL.match(name):
+    if not _LEGAL.fullmatch(name):
         return f"'{name}' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'"
     return None
 

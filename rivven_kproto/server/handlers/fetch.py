@@ -78,7 +78,9 @@ def fetch(ctx: RequestContext, request: FetchRequest, version: int) -> tuple[Fet
         )
         return response, 0, True
     read_committed = request.isolation_level == READ_COMMITTED
-    remaining = max(request.max_bytes, 0)
+    # The broker's fetch.max.bytes caps what a client may ask for (Kafka: min of the two); the
+    # first batch is still returned whole when it is larger, so a consumer can always progress.
+    remaining = min(max(request.max_bytes, 0), ctx.config.fetch_max_bytes)
     min_one_batch = True
     total, has_error = 0, False
     responses: list[FetchableTopicResponse] = []

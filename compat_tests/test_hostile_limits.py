@@ -1,0 +1,81 @@
+"""Issue #15 (part): limits a hostile or careless client cannot get past, against a real broker.
+
+* ``fetch.max.bytes``: one Fetch asking for 2 GiB gets at most the broker's cap (Kafka's rule:
+  min of the request's max_bytes and the broker's, the first batch whole), not a response the size
+  of the log built in memory.
+* Topic names: a name with a trailing newline is refused (a ``$`` anchor used to accept it and
+  create a ``name\\n-0`` directory).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+
+from rivven_kproto.codec.errors import Errors
+from rivven_kproto.codec.messages.create_topics import CreatableTopic, CreateTopicsRequest
+from rivven_kproto.codec.messages.fetch import FetchPartition, FetchRequest, FetchTopic
+from rivven_kproto.codec.records.batch import iter_headers
+
+from . import raw_client
+from .broker_process import BrokerProcess
+from .txn_helpers import create_topics
+
+FETCH_MAX_BYTES = 64 * 1024
+INT32_MAX = (1 << 31) - 1
+
+
+@pytest.fixture(scope="module")
+def capped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    base: Path = tmp_path_factory.mktemp("capped")
+    config = base / "server.properties"
+    config.write_text(f"fetch.max.bytes={FETCH_MAX_BYTES}\n")
+    broker = BrokerProcess(base / "data", base / "broker.log", ["--config", str(config)]).start()
+    yield broker
+    broker.stop()
+
+
+def fetch(bootstrap: str, topic: str, max_bytes: int) -> bytes:
+    sock = raw_client.connect(bootstrap)
+    try:
+        request = FetchRequest(
+            replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=max_bytes, isolation_level=0,
+            topics=[FetchTopic(topic=topic, partitions=[
+                FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=max_bytes)
+            ])],
+        )
+        partition = raw_client.call(sock, request, 11).responses[0].partitions[0]
+        assert partition.error_code == Errors.NONE
+        return bytes(partition.records or b"")
+    finally:
+        sock.close()
+
+
+def test_fetch_response_is_capped_by_fetch_max_bytes(capped: BrokerProcess) -> None:
+    create_topics(capped.bootstrap, {"big": 1})
+    producer = Producer({"bootstrap.servers": capped.bootstrap, "linger.ms": 5, "batch.size": 16384})
+    for i in range(400):
+        producer.produce("big", b"x" * 1000, partition=0)
+    assert producer.flush(30) == 0
+    data = fetch(capped.bootstrap, "big", INT32_MAX)
+    batches = [h for _, h in iter_headers(data)]
+    assert batches and len(data) <= FETCH_MAX_BYTES  # 400 KB in the log, at most 64 KiB returned
+    # A client asking for less than the cap still gets what it asked for.
+    assert len(fetch(capped.bootstrap, "big", 20_000)) <= 20_000 + batches[0].size
+
+
+def test_topic_name_with_a_trailing_newline_is_refused(capped: BrokerProcess) -> None:
+    sock = raw_client.connect(capped.bootstrap)
+    try:
+        request = CreateTopicsRequest(
+            topics=[CreatableTopic(name="evil\n", num_partitions=1, replication_factor=1, assignments=[], configs=[])],
+            timeout_ms=5000,
+        )
+        (result,) = raw_client.call(sock, request, 4).topics
+    finally:
+        sock.close()
+    assert result.error_code == Errors.INVALID_TOPIC_EXCEPTION
+    assert not any("\n" in path.name for path in capped.data_dir.iterdir())

@@ -57,7 +57,7 @@ def fetch(bootstrap: str, topic: str, max_bytes: int) -> bytes:
 def test_fetch_response_is_capped_by_fetch_max_bytes(capped: BrokerProcess) -> None:
     create_topics(capped.bootstrap, {"big": 1})
     producer = Producer({"bootstrap.servers": capped.bootstrap, "linger.ms": 5, "batch.size": 16384})
-    for i in range(400):
+    for _ in range(400):
         producer.produce("big", b"x" * 1000, partition=0)
     assert producer.flush(30) == 0
     data = fetch(capped.bootstrap, "big", INT32_MAX)

@@ -44,3 +44,16 @@ def test_second_broker_on_the_same_directory_refuses_and_data_survives(tmp_path:
     finally:
         if first.alive():
             first.stop()
+
+
+def test_corrupt_topic_table_stops_start_up_with_one_line(tmp_path: Path) -> None:
+    meta = tmp_path / "data" / "meta"
+    meta.mkdir(parents=True)
+    (meta / "topics.json").write_text('{"a": {"id": 5')
+    result = subprocess.run(
+        [sys.executable, "-m", "rivven_kproto", "serve", "--listen", "127.0.0.1:0", "--data-dir", str(tmp_path / "data")],
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+    )
+    assert result.returncode == 1
+    lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1 and str(meta / "topics.json") in lines[0] and "Traceback" not in result.stderr

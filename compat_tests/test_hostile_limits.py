@@ -22,7 +22,7 @@ from rivven_kproto.codec.records.batch import iter_headers
 
 from . import raw_client
 from .broker_process import BrokerProcess
-from .txn_helpers import create_topics
+from .txn_helpers import Raw, create_topics
 
 FETCH_MAX_BYTES = 64 * 1024
 INT32_MAX = (1 << 31) - 1
@@ -79,3 +79,14 @@ def test_topic_name_with_a_trailing_newline_is_refused(capped: BrokerProcess) ->
         sock.close()
     assert result.error_code == Errors.INVALID_TOPIC_EXCEPTION
     assert not any("\n" in path.name for path in capped.data_dir.iterdir())
+
+
+def test_an_administrative_abort_leaves_a_log_line_naming_the_client(capped: BrokerProcess) -> None:
+    create_topics(capped.bootstrap, {"marked": 1})
+    raw = Raw(capped.bootstrap)
+    try:
+        assert raw.write_txn_markers(4242, 0, False, {"marked": [0]}) == {("marked", 0): Errors.NONE}
+    finally:
+        raw.close()
+    lines = [line for line in capped.log_text().splitlines() if "WriteTxnMarkers ABORT for producer 4242" in line]
+    assert len(lines) == 1 and "127.0.0.1" in lines[0] and "marked[0]" in lines[0]

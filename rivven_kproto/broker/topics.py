@@ -403,6 +403,14 @@ class TopicMeta:
     configs: dict[str, str] = field(default_factory=dict)
 
 
+class CorruptMetadata(OSError):
+    """The topic table cannot be read: the broker must not start and guess."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.strerror = message
+
+
 class TopicStore:
     """The persisted topic table; the broker owns the logs, this owns the names."""
 
@@ -411,8 +419,14 @@ class TopicStore:
         meta_dir.mkdir(parents=True, exist_ok=True)
         self.topics: dict[str, TopicMeta] = {}
         if self.path.exists():
-            for name, entry in json.loads(self.path.read_text()).items():
-                self.topics[name] = TopicMeta(name, uuid.UUID(entry["id"]), entry["partitions"], entry["configs"])
+            try:
+                for name, entry in json.loads(self.path.read_text()).items():
+                    self.topics[name] = TopicMeta(name, uuid.UUID(entry["id"]), entry["partitions"], entry["configs"])
+            except (ValueError, KeyError, TypeError, AttributeError) as exc:
+                raise CorruptMetadata(
+                    f"{self.path} is corrupt ({type(exc).__name__}: {exc}); restore it from a backup "
+                    "(the topics' data directories are intact) or start with an empty data directory"
+                ) from None
 
     def save(self) -> None:
         doc = {

@@ -6,6 +6,8 @@ with an epoch older than the producer's current one gets INVALID_PRODUCER_EPOCH.
 
 from __future__ import annotations
 
+import logging
+
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.write_txn_markers import (
     WritableTxnMarkerPartitionResult,
@@ -18,11 +20,19 @@ from rivven_kproto.codec.messages.write_txn_markers import (
 from ..context import RequestContext
 
 API_KEY = 27
+log = logging.getLogger(__name__)
 
 
 def handle(ctx: RequestContext, request: WriteTxnMarkersRequest, version: int) -> WriteTxnMarkersResponse:
     results = []
     for marker in request.markers:
+        # An administrative commit/abort of someone's transaction: always leave a trace of who did it.
+        log.warning(
+            "WriteTxnMarkers %s for producer %d epoch %d on %s from client %r at %s",
+            "COMMIT" if marker.transaction_result else "ABORT", marker.producer_id, marker.producer_epoch,
+            ", ".join(f"{t.name}{list(t.partition_indexes)}" for t in marker.topics), ctx.client_id,
+            ctx.client_host.lstrip("/") or "?",
+        )
         topics = []
         for topic in marker.topics:
             partitions = []

@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import shutil
 import signal
 import sys
 from pathlib import Path
@@ -68,7 +69,7 @@ def main(ctx: click.Context, bootstrap: str, output: str, timeout: float) -> Non
 @main.command()
 @click.option("--listen", metavar="HOST:PORT", help="Address to listen on (default 127.0.0.1:9092; port 0 = any free port).")
 @click.option("--advertised-listener", metavar="HOST:PORT", help="Address clients are told to connect to (default localhost:<port>).")
-@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), help="Data directory (default ./kproto-data).")
+@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), help="Data directory (default ./kproto-data; ':memory:' for a throwaway one in RAM, removed at exit).")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path), help="server.properties-style file.")
 @click.option("--fsync", type=click.Choice(FSYNC_POLICIES), help="When to fsync (default interval).")
 @click.option("--log-level", default="INFO", show_default=True, type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]))
@@ -85,6 +86,12 @@ def serve(
     Example: kproto serve --listen 127.0.0.1:0 --data-dir /tmp/kproto
     """
     logging.basicConfig(level=log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    throwaway = None
+    if data_dir is not None and str(data_dir) == ":memory:":
+        from rivven_kproto.testing import memory_directory
+
+        data_dir = throwaway = memory_directory()
+        logging.getLogger("rivven_kproto").info("throwaway data directory %s (removed at exit)", throwaway)
     flags = {
         "listen": listen,
         "advertised.listener": advertised_listener,
@@ -103,6 +110,9 @@ def serve(
             raise
         click.echo(f"error: {_start_failure(failure, config)}", err=True)
         sys.exit(1)
+    finally:
+        if throwaway is not None:
+            shutil.rmtree(throwaway, ignore_errors=True)
 
 
 def _os_error(exc: BaseException) -> OSError | None:

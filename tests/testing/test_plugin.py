@@ -4,9 +4,15 @@ from the package's ``pytest11`` entry point), and the ``broker()`` context manag
 from __future__ import annotations
 
 import logging
+import re
+import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
+from confluent_kafka import Producer
 
 from rivven_kproto.testing import EmbeddedBroker, broker
 
@@ -106,3 +112,31 @@ def test_the_context_manager_starts_fast_and_cleans_up() -> None:
     assert not directory.exists()
     # Reported, not asserted: start-up time depends on the machine (the issue's goal is < 0.5 s).
     logging.getLogger(__name__).info("embedded broker start: %.0f ms", start_s * 1000)
+
+
+def test_serve_with_a_throwaway_data_directory(tmp_path: Path) -> None:
+    """``kproto serve --data-dir :memory:`` keeps its data in a fresh directory removed at exit."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "rivven_kproto", "serve", "--listen", "127.0.0.1:0", "--data-dir", ":memory:"],
+        stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+    )
+    try:
+        assert process.stderr is not None
+        directory = port = None
+        deadline = time.monotonic() + 60
+        while port is None and time.monotonic() < deadline:
+            line = process.stderr.readline()
+            if match := re.search(r"throwaway data directory (\S+)", line):
+                directory = Path(match.group(1))
+            if match := re.search(r"listening on [\d.]+:(\d+)", line):
+                port = int(match.group(1))
+        assert directory is not None and port is not None
+        producer = Producer({"bootstrap.servers": f"127.0.0.1:{port}"})
+        producer.produce("in-ram", b"v")
+        assert producer.flush(30) == 0
+        assert (directory / "in-ram-0").is_dir()
+        assert not Path(":memory:").exists()
+    finally:
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(30) == 0
+    assert not directory.exists()

@@ -31,15 +31,15 @@ assert shutil.which("java") is not None, "PySpark needs a Java runtime (.ci/run 
 from confluent_kafka import Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
-import rivven_kproto  # noqa: E402
-
 from .broker_process import BrokerProcess  # noqa: E402
 
 TIMEOUT_S = 60
 PARTITIONS = 4
 # Recent timestamps: time-based retention (7 days by default) must not delete the test's segments.
 BASE_TS = int(time.time()) * 1000 - 3_600_000
-REPO_ROOT = str(Path(rivven_kproto.__file__).resolve().parent.parent)
+# The checkout, not where rivven_kproto was imported from: under tox the package comes from the
+# wheel in site-packages (the pytest11 plugin imports it before pytest adds the rootdir).
+REPO_ROOT = str(Path(__file__).resolve().parents[1])
 
 Row = tuple[int, int, bytes | None, bytes | None, int, tuple[tuple[str, bytes | None], ...]]
 

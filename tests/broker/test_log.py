@@ -9,6 +9,7 @@ import pytest
 
 from rivven_kproto.broker.log.config import LogConfig
 from rivven_kproto.broker.log.partition_log import PartitionLog
+from rivven_kproto.broker.log.validation import RecordValidationError
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.records.batch import TIMESTAMP_TYPE_MASK, compute_crc, crc_ok, parse_header
 from rivven_kproto.codec.records.records import decode_batch
@@ -220,11 +221,25 @@ def test_log_append_time_rewrites_timestamps_with_valid_crc(tmp_path: Path) -> N
     ]
 
 
-def test_create_time_topic_clears_a_log_append_time_bit(tmp_path: Path) -> None:
+def test_producer_set_log_append_time_bit_is_invalid_timestamp(tmp_path: Path) -> None:
+    """Kafka's LogValidator: "Producer should not set timestamp type to LogAppendTime"."""
     log = open_log(tmp_path)
-    log.append(make_batch(2, ts=NOW, timestamp_type=1), NOW + 50)
+    with pytest.raises(RecordValidationError) as raised:
+        log.append(make_batch(2, ts=NOW, timestamp_type=1), NOW + 50)
+    assert raised.value.error == Errors.INVALID_TIMESTAMP
+    assert [index for index, _ in raised.value.record_errors] == [0, 1]
+    assert log.log_end_offset == 0
+
+
+def test_batch_max_timestamp_is_the_records_own(tmp_path: Path) -> None:
+    """A producer's header max timestamp is not trusted: Kafka writes the records' largest."""
+    log = open_log(tmp_path)
+    data = bytearray(make_batch(3, ts=NOW))
+    struct.pack_into(">q", data, 35, NOW + 10**9)
+    struct.pack_into(">I", data, 17, compute_crc(data, 0, len(data)))
+    log.append(bytes(data), NOW)
     header = parse_header(read_all(log))
-    assert header.timestamp_type == 0 and crc_ok(read_all(log), 0, header)
+    assert header.max_timestamp == NOW + 2 and crc_ok(read_all(log), 0, header)
 
 
 def test_append_keeping_offsets(tmp_path: Path) -> None:

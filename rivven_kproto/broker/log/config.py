@@ -40,6 +40,8 @@ class LogConfig:
     flush_messages: int | None = None
     flush_ms: int | None = None
     message_timestamp_type: TimestampType = "CreateTime"
+    # cleanup.policy includes compact: produced records must carry a key (LogValidator's rule).
+    compact: bool = False
 
     @property
     def log_append_time(self) -> bool:
@@ -118,6 +120,10 @@ def _timestamp_type(key: str, value: str | int) -> TimestampType:
     raise _invalid(key, value, f"must be one of {', '.join(TIMESTAMP_TYPES)}")
 
 
+def _compact(key: str, value: str | int) -> bool:
+    return "compact" in (part.strip() for part in str(value).split(","))
+
+
 _PARSERS = {
     "segment.bytes": ("segment_bytes", _segment_bytes),
     "segment.ms": ("segment_ms", _positive_ms),
@@ -128,4 +134,5 @@ _PARSERS = {
     "flush.messages": ("flush_messages", _flush_messages),
     "flush.ms": ("flush_ms", _flush_ms),
     "message.timestamp.type": ("message_timestamp_type", _timestamp_type),
+    "cleanup.policy": ("compact", _compact),
 }

@@ -27,7 +27,13 @@ from rivven_kproto.broker.log import checkpoint
 from rivven_kproto.broker.log.config import LogConfig
 from rivven_kproto.broker.log.flush import PendingFlush
 from rivven_kproto.broker.log.segment import LOG_SUFFIX, MAX_RELATIVE_OFFSET, Segment
-from rivven_kproto.broker.log.validation import check_offsets, stamp_batches, validate_batches
+from rivven_kproto.broker.log.validation import (
+    RecordCheck,
+    check_offsets,
+    stamp_batches,
+    validate_batches,
+    validate_records,
+)
 from rivven_kproto.broker.producer_state import BatchMeta, ProducerStateManager
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.records.batch import BatchHeader, iter_headers
@@ -162,16 +168,28 @@ class PartitionLog:
     # -- appending -------------------------------------------------------------------------------
 
     def append(
-        self, data: bytes | bytearray, now_ms: int, *, assign_offsets: bool = True, from_client: bool = True
+        self,
+        data: bytes | bytearray,
+        now_ms: int,
+        *,
+        assign_offsets: bool = True,
+        from_client: bool = True,
+        record_check: RecordCheck | None = None,
     ) -> AppendInfo:
         """Validate ``data`` (RecordBatch v2 bytes), give it offsets and write it with one write.
 
         Nothing is written unless every batch passes. ``assign_offsets=False`` keeps the batches'
         own offsets (they must follow the log end); ``from_client=False`` is for the broker's own
-        writers (control batches allowed).
+        writers (control batches allowed, records not walked). Client batches have every record
+        walked, here or earlier off the event loop (``record_check`` for exactly this ``data``).
         """
         self._check_open()
         batches = validate_batches(data, self.config, from_client=from_client)
+        max_timestamps = None
+        if from_client:
+            if record_check is None or record_check.data is not data:
+                record_check = validate_records(data, batches, self.config, f" {self.directory.name}")
+            max_timestamps = record_check.max_timestamps
         log_append_time = now_ms if self.config.log_append_time else -1
         if from_client:
             for _, header in batches:
@@ -187,6 +205,7 @@ class PartitionLog:
                 self.log_end_offset,
                 log_append_time_ms=now_ms if self.config.log_append_time else None,
                 leader_epoch=LEADER_EPOCH,
+                max_timestamps=max_timestamps,
             )
             buf = stamped
         else:

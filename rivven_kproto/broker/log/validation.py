@@ -1,14 +1,19 @@
 """Checks and header rewrites applied to produced batches before they reach a segment.
 
-Everything here works on the fixed 61-byte headers; records are never decoded. Validation runs
-over every batch before anything is written, so a rejected append leaves the log untouched.
+Header checks work on the fixed 61-byte headers; :func:`validate_records` then walks every record
+of every client batch, decompressing where needed, as Kafka's LogValidator does (the walk is
+compiled, and the server runs it off the event loop for large or compressed batches). Validation
+runs over every batch before anything is written, so a rejected append leaves the log untouched.
 """
 
 from __future__ import annotations
 
 import struct
 
+from typing import NamedTuple
+
 from rivven_kproto.broker.log.config import LogConfig
+from rivven_kproto.codec.compression import Compression, CompressionError, UnsupportedCompressionError, codec_of, decompress
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.records.batch import (
     ATTRIBUTES_OFFSET,
@@ -26,7 +31,12 @@ from rivven_kproto.codec.records.batch import (
     patch_partition_leader_epoch,
 )
 
+from rivven_kproto.codec.records.scan import ScanCode, null_key_indexes, scan
+
 MAX_TIMESTAMP_OFFSET = 35
+# A compressed batch may not decompress to more than this many times max.message.bytes (at least
+# 1 MiB): bounds a decompression bomb while leaving room for well-compressible legitimate batches.
+DECOMPRESSED_SIZE_FACTOR = 16
 _INT16 = struct.Struct(">h")
 _INT64 = struct.Struct(">q")
 _UINT32 = struct.Struct(">I")
@@ -126,23 +136,26 @@ def stamp_batches(
     *,
     log_append_time_ms: int | None,
     leader_epoch: int = 0,
+    max_timestamps: tuple[int, ...] | None = None,
 ) -> Batches:
     """Give the batches in ``buf`` consecutive offsets from ``first_offset``; fix their timestamps.
 
     With ``log_append_time_ms`` each batch becomes LogAppendTime with that max timestamp, otherwise
-    a stray LogAppendTime bit is cleared (the topic is CreateTime). Attributes and max timestamp are
+    a stray LogAppendTime bit is cleared (the topic is CreateTime) and the max timestamp becomes the
+    records' own (``max_timestamps``, from :func:`validate_records`). Attributes and max timestamp are
     covered by the CRC, so it is recomputed whenever either changes. Returns the new headers.
     """
     stamped: Batches = []
     offset = first_offset
-    for pos, header in batches:
+    for index, (pos, header) in enumerate(batches):
         patch_base_offset(buf, pos, offset)
         patch_partition_leader_epoch(buf, pos, leader_epoch)
         new = header._replace(base_offset=offset, partition_leader_epoch=leader_epoch)
         if log_append_time_ms is not None:
             attributes, max_timestamp = header.attributes | TIMESTAMP_TYPE_MASK, log_append_time_ms
         else:
-            attributes, max_timestamp = header.attributes & ~TIMESTAMP_TYPE_MASK, header.max_timestamp
+            max_timestamp = header.max_timestamp if max_timestamps is None else max_timestamps[index]
+            attributes = header.attributes & ~TIMESTAMP_TYPE_MASK
         if (attributes, max_timestamp) != (header.attributes, header.max_timestamp):
             _INT16.pack_into(buf, pos + ATTRIBUTES_OFFSET, attributes)
             _INT64.pack_into(buf, pos + MAX_TIMESTAMP_OFFSET, max_timestamp)
@@ -152,3 +165,92 @@ def stamp_batches(
         stamped.append((pos, new))
         offset = new.next_offset
     return stamped
+
+
+class RecordValidationError(KafkaError):
+    """Kafka's RecordValidationException: an error plus per-record errors (Produce v8+ record_errors)."""
+
+    def __init__(self, error: Errors, message: str, record_errors: list[tuple[int, str]]) -> None:
+        super().__init__(error, message)
+        self.record_errors = record_errors
+
+
+class RecordCheck(NamedTuple):
+    """Proof that every record of ``data`` passed :func:`validate_records`, computed maybe elsewhere."""
+
+    data: bytes | bytearray
+    max_timestamps: tuple[int, ...]
+
+
+def decompressed_limit(config: LogConfig) -> int:
+    return max(config.max_message_bytes, 1 << 20) * DECOMPRESSED_SIZE_FACTOR
+
+
+def batch_payload(data: bytes | bytearray | memoryview, pos: int, header: BatchHeader, config: LogConfig) -> bytes:
+    """The batch's records section, decompressed (bounded by :func:`decompressed_limit`)."""
+    raw = memoryview(data)[pos + HEADER_SIZE : pos + header.size]
+    try:
+        codec = codec_of(header.compression)
+    except UnsupportedCompressionError as exc:
+        raise KafkaError(Errors.INVALID_RECORD, f"record batch at byte {pos}: {exc}") from None
+    if codec is Compression.NONE:
+        return bytes(raw)
+    try:
+        return decompress(codec, raw, decompressed_limit(config))
+    except UnsupportedCompressionError as exc:
+        raise KafkaError(Errors.INVALID_RECORD, str(exc)) from None
+    except CompressionError as exc:
+        if "exceeds the limit" in str(exc):
+            raise KafkaError(
+                Errors.MESSAGE_TOO_LARGE,
+                f"record batch at byte {pos} decompresses to more than {decompressed_limit(config)} bytes",
+            ) from None
+        raise KafkaError(Errors.CORRUPT_MESSAGE, f"record batch at byte {pos}: {codec.name.lower()} payload: {exc}") from None
+
+
+def validate_records(data: bytes | bytearray, batches: Batches, config: LogConfig, where: str = "") -> RecordCheck:
+    """Walk every record of every client batch as Kafka's LogValidator; raise Kafka's answer.
+
+    Returns each batch's largest record timestamp, which Kafka writes into the batch header
+    (a producer's own max timestamp is not trusted).
+    """
+    max_timestamps = []
+    for index, (pos, header) in enumerate(batches):
+        payload = batch_payload(data, pos, header, config)
+        result = scan(payload, header.records_count, header.base_timestamp)
+        if result.code != ScanCode.OK:
+            raise KafkaError(Errors.INVALID_RECORD, f"record batch {index}{where}: {_describe(result)}")
+        if header.timestamp_type == 1:
+            message = "Invalid timestamp type in message. Producer should not set timestamp type to LogAppendTime."
+            raise RecordValidationError(
+                Errors.INVALID_TIMESTAMP,
+                "One or more records have been rejected due to invalid timestamp",
+                [(i, message) for i in range(header.records_count)],
+            )
+        if config.compact and result.null_keys:
+            message = f"Compacted topic cannot accept message without key in topic partition{where}."
+            raise RecordValidationError(
+                Errors.INVALID_RECORD,
+                "One or more records have been rejected",
+                [(i, message) for i in null_key_indexes(payload, header.records_count)],
+            )
+        max_timestamps.append(result.max_timestamp)
+    return RecordCheck(data, tuple(max_timestamps))
+
+
+def _describe(result: tuple[int, int, int, int, int, int]) -> str:
+    code, index, a, b = result[:4]
+    texts = {
+        ScanCode.PREMATURE_EOF: "Incorrect declared batch size, premature EOF reached",
+        ScanCode.RECORD_SIZE: f"Invalid record size: expected {a} bytes in record payload, "
+        f"but instead the buffer has only {b} remaining bytes.",
+        ScanCode.STRUCTURE: "Found invalid record structure",
+        ScanCode.HEADER_COUNT: f"Found invalid number of record headers {a}",
+        ScanCode.HEADER_KEY: f"Invalid negative header key size {a}",
+        ScanCode.SIZE_MISMATCH: f"Invalid record size: expected to read {a} bytes in record payload, "
+        f"but instead read {b}",
+        ScanCode.OFFSET_DELTA: f"record has offset delta {a}, expected {index}",
+        ScanCode.REMAINING: "Incorrect declared batch size, records still remaining in file",
+        ScanCode.BAD_VARINT: "Found invalid record structure (record size varint too long)",
+    }
+    return f"record {index}: {texts[ScanCode(code)]}"

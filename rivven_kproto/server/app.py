@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 RECEIVE_SIZE = 256 * 1024
 SHUTDOWN_GRACE_S = 5.0
 GROUP_TICK_S = 0.1
+VALIDATION_THREADS = 2
 
 
 def wall_clock_ms() -> int:
@@ -51,6 +52,8 @@ class Server:
         self._idle_scopes: set[trio.CancelScope] = set()
         self._busy = 0
         self.stopping = False
+        # Record validation and recompression of produced batches run on at most this many threads.
+        self.validation_limiter = trio.CapacityLimiter(VALIDATION_THREADS)
 
     # -- appends wake fetch long-polls --------------------------------------------------------
 
@@ -109,6 +112,9 @@ class Server:
         if event.api_key == fetch.API_KEY:
             response = await self._fetch(ctx, request, event.api_version)
         else:
+            if event.api_key == produce.API_KEY:
+                await produce.prepare(ctx, request, self.validation_limiter)
+                ctx.now_ms = wall_clock_ms()
             response = handler.handle(ctx, request, event.api_version)
             self.wake_groups()
             if isinstance(response, Pending):

@@ -7,6 +7,10 @@ from dataclasses import dataclass, field
 from rivven_kproto.broker.broker import Broker
 from rivven_kproto.broker.config import BrokerConfig
 from rivven_kproto.broker.log.partition_log import PartitionLog
+from rivven_kproto.broker.log.validation import RecordCheck
+from rivven_kproto.codec.errors import KafkaError
+
+PartitionKey = tuple[str, int]
 
 
 @dataclass
@@ -20,6 +24,8 @@ class RequestContext:
     appended: bool = False
     # Logs this request wrote to, for the durability policy (fsync, flush.messages).
     touched: list[PartitionLog] = field(default_factory=list)
+    # Produce: each partition's batch validated (and recompressed) before the handler runs, or why not.
+    prepared: dict[PartitionKey, RecordCheck | KafkaError] = field(default_factory=dict)
 
     @property
     def advertised(self) -> tuple[str, int]:

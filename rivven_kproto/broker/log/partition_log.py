@@ -187,7 +187,7 @@ class PartitionLog:
         batches = validate_batches(data, self.config, from_client=from_client)
         max_timestamps = None
         if from_client:
-            if record_check is None or record_check.data is not data:
+            if record_check is None or record_check.data is not data or record_check.config is not self.config:
                 record_check = validate_records(data, batches, self.config, f" {self.directory.name}")
             max_timestamps = record_check.max_timestamps
         log_append_time = now_ms if self.config.log_append_time else -1

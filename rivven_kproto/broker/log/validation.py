@@ -9,11 +9,16 @@ runs over every batch before anything is written, so a rejected append leaves th
 from __future__ import annotations
 
 import struct
-
 from typing import NamedTuple
 
 from rivven_kproto.broker.log.config import LogConfig
-from rivven_kproto.codec.compression import Compression, CompressionError, UnsupportedCompressionError, codec_of, decompress
+from rivven_kproto.codec.compression import (
+    Compression,
+    CompressionError,
+    UnsupportedCompressionError,
+    codec_of,
+    decompress,
+)
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.records.batch import (
     ATTRIBUTES_OFFSET,
@@ -23,6 +28,7 @@ from rivven_kproto.codec.records.batch import (
     MAGIC_OFFSET,
     NO_PRODUCER_ID,
     TIMESTAMP_TYPE_MASK,
+    BatchFormatError,
     BatchHeader,
     compute_crc,
     crc_ok,
@@ -30,7 +36,7 @@ from rivven_kproto.codec.records.batch import (
     patch_base_offset,
     patch_partition_leader_epoch,
 )
-
+from rivven_kproto.codec.records.records import recompress_batch
 from rivven_kproto.codec.records.scan import ScanCode, null_key_indexes, scan
 
 MAX_TIMESTAMP_OFFSET = 35
@@ -176,10 +182,15 @@ class RecordValidationError(KafkaError):
 
 
 class RecordCheck(NamedTuple):
-    """Proof that every record of ``data`` passed :func:`validate_records`, computed maybe elsewhere."""
+    """Proof that every record of ``data`` passed :func:`validate_records` under ``config``.
+
+    It may be computed off the event loop (see :func:`prepare_client_records`); the log trusts it
+    only for exactly this ``data`` object and this ``config`` object.
+    """
 
     data: bytes | bytearray
     max_timestamps: tuple[int, ...]
+    config: LogConfig | None = None
 
 
 def decompressed_limit(config: LogConfig) -> int:
@@ -235,7 +246,28 @@ def validate_records(data: bytes | bytearray, batches: Batches, config: LogConfi
                 [(i, message) for i in null_key_indexes(payload, header.records_count)],
             )
         max_timestamps.append(result.max_timestamp)
-    return RecordCheck(data, tuple(max_timestamps))
+    return RecordCheck(data, tuple(max_timestamps), config)
+
+
+def prepare_client_records(
+    data: bytes | bytearray, config: LogConfig, target_compression: int | None, where: str = ""
+) -> RecordCheck:
+    """Everything a produced batch costs before the append: header and record checks, recompression.
+
+    Pure and thread-safe (it reads only its arguments), so the server runs it on a worker thread
+    for batches that are large, compressed or to be recompressed. ``target_compression`` is the
+    topic's codec when ``compression.type`` is not ``producer``; the recompressed batch keeps the
+    records' timestamps and must still fit ``max.message.bytes`` (checked again at the append).
+    """
+    batches = validate_batches(data, config)
+    check = validate_records(data, batches, config, where)
+    if target_compression is None or all(h.compression == target_compression for _, h in batches):
+        return check
+    try:
+        recompressed = recompress_batch(data, target_compression, max_decompressed_size=decompressed_limit(config))
+    except (BatchFormatError, ValueError) as exc:
+        raise KafkaError(Errors.CORRUPT_MESSAGE, f"record batch{where} cannot be recompressed: {exc}") from None
+    return RecordCheck(recompressed, check.max_timestamps, config)
 
 
 def _describe(result: tuple[int, int, int, int, int, int]) -> str:

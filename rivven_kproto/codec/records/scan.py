@@ -38,7 +38,7 @@ class ScanCode(enum.IntEnum):
 
 class ScanResult(NamedTuple):
     code: int
-    index: int  # the record at fault (the count when all were read)
+    record: int  # the record at fault (the count when all were read)
     detail_a: int
     detail_b: int
     max_timestamp: int  # largest record timestamp, or -1 (Kafka's NO_TIMESTAMP floor)

@@ -6,15 +6,24 @@ recompressed, as Kafka does. Idempotent batches are checked against the partitio
 state by the log (a retried duplicate is answered with its original offsets and not written).
 A transactional batch is accepted only for a partition the coordinator has in that producer's
 ongoing transaction (KIP-890 part 1), else INVALID_TXN_STATE.
+
+Every record is validated as Kafka's LogValidator does. :func:`prepare` does that work (and any
+recompression) before :func:`handle`, on a worker thread when a batch is compressed, large, to be
+recompressed or the compiled scanner is missing, so one client's batch never stalls the event loop.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
+import trio
+
+from rivven_kproto.broker.log.validation import RecordCheck, RecordValidationError, prepare_client_records
 from rivven_kproto.codec.compression import Compression
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.produce import (
+    BatchIndexAndErrorMessage,
     PartitionProduceData,
     PartitionProduceResponse,
     ProduceRequest,
@@ -22,9 +31,9 @@ from rivven_kproto.codec.messages.produce import (
     TopicProduceResponse,
 )
 from rivven_kproto.codec.records.batch import BatchFormatError, iter_headers, parse_header
-from rivven_kproto.codec.records.records import recompress_batch
+from rivven_kproto.codec.records.scan import COMPILED
 
-from ..context import RequestContext
+from ..context import PartitionKey, RequestContext
 
 API_KEY = 0
 MIN_SERVED_VERSION = 3
@@ -37,6 +46,61 @@ _TOPIC_COMPRESSION = {
     "lz4": Compression.LZ4,
     "zstd": Compression.ZSTD,
 }
+# Uncompressed batches up to this size are scanned on the event loop (compiled: microseconds).
+INLINE_SCAN_MAX_BYTES = 64 * 1024
+
+Preparation = Callable[[], RecordCheck]
+
+
+async def prepare(ctx: RequestContext, request: ProduceRequest, limiter: trio.CapacityLimiter) -> None:
+    """Validate (and recompress) the request's batches into ``ctx.prepared``; heavy ones off the loop.
+
+    Anything wrong before the record walk (unknown partition, several batches, ...) is left for
+    :func:`handle` to answer, in Kafka's order.
+    """
+    offloaded: list[tuple[PartitionKey, Preparation]] = []
+    for topic_data in request.topic_data:
+        for data in topic_data.partition_data:
+            job = _preparation(ctx, topic_data.name, data)
+            if job is None:
+                continue
+            key, preparation, heavy = job
+            if heavy:
+                offloaded.append((key, preparation))
+            else:
+                ctx.prepared[key] = _run(preparation)
+    if offloaded:
+        results = await trio.to_thread.run_sync(lambda: [_run(p) for _, p in offloaded], limiter=limiter)
+        ctx.prepared.update((key, result) for (key, _), result in zip(offloaded, results, strict=True))
+
+
+def _preparation(
+    ctx: RequestContext, topic: str, data: PartitionProduceData
+) -> tuple[PartitionKey, Preparation, bool] | None:
+    try:
+        config = ctx.broker.partition(topic, data.index).config
+        records = _single_batch(data.records)
+        header = parse_header(records)
+        codec = _TOPIC_COMPRESSION.get(ctx.broker.topic(topic).compression_type)
+    except (KafkaError, ValueError):
+        return None
+    where = f" {topic}-{data.index}"
+    heavy = (
+        not COMPILED
+        or header.compression != Compression.NONE
+        or (codec is not None and codec != header.compression)
+        or len(records) > INLINE_SCAN_MAX_BYTES
+    )
+    return (topic, data.index), lambda: prepare_client_records(records, config, codec, where), heavy
+
+
+def _run(preparation: Preparation) -> RecordCheck | KafkaError:
+    try:
+        return preparation()
+    except KafkaError as exc:
+        return exc
+    except ValueError as exc:
+        return KafkaError(Errors.CORRUPT_MESSAGE, str(exc))
 
 
 def handle(ctx: RequestContext, request: ProduceRequest, version: int) -> ProduceResponse:
@@ -49,10 +113,15 @@ def handle(ctx: RequestContext, request: ProduceRequest, version: int) -> Produc
     return ProduceResponse(responses=responses, throttle_time_ms=0)
 
 
-def _error(index: int, error: Errors, message: str | None = None) -> PartitionProduceResponse:
+def _error(
+    index: int, error: Errors, message: str | None = None, record_errors: list[tuple[int, str]] | None = None
+) -> PartitionProduceResponse:
     return PartitionProduceResponse(
         index=index, error_code=error, base_offset=-1, log_append_time_ms=-1, log_start_offset=-1,
         error_message=message,
+        record_errors=[
+            BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=text) for i, text in record_errors or ()
+        ],
     )
 
 
@@ -71,10 +140,16 @@ def _produce_partition(
             verified = ctx.broker.txn.verify_partition(header.producer_id, header.producer_epoch, topic, data.index)
             if verified != Errors.NONE:
                 raise KafkaError(verified, f"{topic}-{data.index} is not in an ongoing transaction of this producer")
-        codec = _TOPIC_COMPRESSION.get(ctx.broker.topic(topic).compression_type)
-        if codec is not None and codec != header.compression:
-            records = recompress_batch(records, codec)
-        info = log_.append(records, ctx.now_ms)
+        prepared = ctx.prepared.get((topic, data.index))
+        if prepared is None:
+            codec = _TOPIC_COMPRESSION.get(ctx.broker.topic(topic).compression_type)
+            prepared = prepare_client_records(records, log_.config, codec, f" {topic}-{data.index}")
+        if isinstance(prepared, KafkaError):
+            raise prepared
+        info = log_.append(prepared.data, ctx.now_ms, record_check=prepared)
+    except RecordValidationError as exc:
+        log.info("rejecting records for %s-%d: %s", topic, data.index, exc.message)
+        return _error(data.index, exc.error, exc.message, exc.record_errors)
     except KafkaError as exc:
         return _error(data.index, exc.error, exc.message)
     except (BatchFormatError, ValueError) as exc:

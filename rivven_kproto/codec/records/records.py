@@ -280,7 +280,7 @@ def encode_batch(batch: RecordBatch, compression: int | None = None) -> bytes:
     codec = codec_of(attributes & COMPRESSION_MASK)
     if codec is not Compression.NONE:
         payload = compress(codec, payload)
-    return _assemble(
+    return assemble_batch(
         base_offset=batch.base_offset,
         partition_leader_epoch=batch.partition_leader_epoch,
         attributes=attributes,
@@ -295,7 +295,7 @@ def encode_batch(batch: RecordBatch, compression: int | None = None) -> bytes:
     )
 
 
-def _assemble(
+def assemble_batch(
     *,
     base_offset: int,
     partition_leader_epoch: int,
@@ -309,6 +309,11 @@ def _assemble(
     records_count: int,
     payload: bytes,
 ) -> bytes:
+    """A v2 batch around an already encoded (maybe compressed) records section, with length and CRC.
+
+    The fields are taken as given, consistent or not: tests and the fuzz harness build hostile
+    batches with it.
+    """
     try:
         checksummed = _CHECKSUMMED.pack(
             attributes,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import resource
 import signal
 import subprocess
 import sys
@@ -25,6 +26,7 @@ class BrokerProcess:
         log_path: Path,
         extra_args: list[str] | None = None,
         env: dict[str, str] | None = None,
+        open_files_limit: int | None = None,
     ) -> None:
         """``env``: extra environment for the broker process (e.g. ``KPROTO_FAULT``), applied on
         every ``start`` until changed; the caller's own ``KPROTO_*`` variables are never inherited."""
@@ -32,6 +34,7 @@ class BrokerProcess:
         self.log_path = log_path
         self.extra_args = extra_args or []
         self.env = dict(env or {})
+        self.open_files_limit = open_files_limit  # RLIMIT_NOFILE (soft and hard) of the broker process
         self.process: subprocess.Popen[bytes] | None = None
         self.port: int | None = None
 
@@ -53,7 +56,9 @@ class BrokerProcess:
         ]
         env = {k: v for k, v in os.environ.items() if not k.startswith("KPROTO_")}
         env.update(self.env)
-        self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+        self.process = subprocess.Popen(
+            args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, preexec_fn=self._limit_files
+        )
         log.close()
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
@@ -67,6 +72,10 @@ class BrokerProcess:
             time.sleep(0.05)
         self.kill()
         raise RuntimeError(f"broker did not start within {START_TIMEOUT_S}s:\n{self.log_text()}")
+
+    def _limit_files(self) -> None:
+        if self.open_files_limit is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (self.open_files_limit, self.open_files_limit))
 
     def stop(self, timeout: float = 20.0) -> int:
         """SIGTERM and wait: the clean shutdown path."""

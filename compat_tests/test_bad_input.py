@@ -7,9 +7,12 @@ import struct
 
 from confluent_kafka.admin import AdminClient
 
+from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from rivven_kproto.codec.messages.metadata import MetadataRequest
 from rivven_kproto.codec.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
+from rivven_kproto.codec.messages.sasl_authenticate import SaslAuthenticateRequest
+from rivven_kproto.codec.messages.sasl_handshake import SaslHandshakeRequest
 
 from . import raw_client
 from .broker_process import BrokerProcess
@@ -90,3 +93,34 @@ def test_produce_v2_gets_unsupported_version(broker: BrokerProcess, topic_name: 
     )
     response = raw_client.call(sock, request, 2)
     assert response.responses[0].partition_responses[0].error_code == 35
+
+
+def test_sasl_on_a_plaintext_listener_gets_kafkas_error_and_the_connection_stays(broker: BrokerProcess) -> None:
+    sock = raw_client.connect(broker.bootstrap)
+    try:
+        handshake = raw_client.call(sock, SaslHandshakeRequest(mechanism="PLAIN"), 1)
+        assert handshake.error_code == Errors.ILLEGAL_SASL_STATE
+        authenticate = raw_client.call(sock, SaslAuthenticateRequest(auth_bytes=b"\x00u\x00p"), 2)
+        assert authenticate.error_code == Errors.ILLEGAL_SASL_STATE
+        assert raw_client.call(sock, ApiVersionsRequest(), 2).error_code == 0
+    finally:
+        sock.close()
+
+
+def test_a_sasl_client_fails_fast_instead_of_timing_out(broker: BrokerProcess) -> None:
+    errors: list[str] = []
+    admin = AdminClient(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "PLAIN",
+            "sasl.username": "alice",
+            "sasl.password": "secret",
+            "error_cb": lambda err: errors.append(str(err)),
+        }
+    )
+    for _ in range(100):
+        admin.poll(0.1)
+        if errors:
+            break
+    assert errors and "_AUTHENTICATION" in errors[0] and "Request not valid in current SASL state" in errors[0], errors

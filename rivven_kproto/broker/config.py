@@ -52,6 +52,10 @@ class BrokerConfig:
     socket_request_max_bytes: int = 100 * 1024 * 1024
     fetch_max_bytes: int = 55 * 1024 * 1024  # Kafka's fetch.max.bytes: the broker's cap on a Fetch response
     connections_max_idle_ms: int = 600_000
+    # Kafka's max.connections / max.connections.per.ip; None: as many as the descriptor limit
+    # allows after a reserve for the log (see server/connection_limits.py).
+    max_connections: int | None = None
+    max_connections_per_ip: int | None = None
     retention_check_interval_ms: int = 300_000
     producer_id_expiration_ms: int = 86_400_000
     transaction_max_timeout_ms: int = 900_000
@@ -175,6 +179,10 @@ def _apply(config: BrokerConfig, props: Mapping[str, str]) -> BrokerConfig:
             changes["fetch_max_bytes"] = _int(key, value, 1024)
         elif key == "connections.max.idle.ms":
             changes["connections_max_idle_ms"] = _int(key, value, 1)
+        elif key == "max.connections":
+            changes["max_connections"] = _int(key, value, 1)
+        elif key == "max.connections.per.ip":
+            changes["max_connections_per_ip"] = _int(key, value, 1)
         elif key == "transaction.max.timeout.ms":
             changes["transaction_max_timeout_ms"] = _int(key, value, 1)
         elif key == "transactional.id.expiration.ms":

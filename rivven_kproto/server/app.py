@@ -7,8 +7,11 @@ out it stops accepting, lets in-flight requests finish, flushes and marks a clea
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import logging
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import trio
@@ -23,12 +26,14 @@ from rivven_kproto.codec.connection import (
     encode_unsupported_api_versions,
 )
 
+from .connection_limits import ConnectionLimits, default_max_connections, raise_descriptor_limit
 from .context import RequestContext
 from .delayed import DelayedResponses, Pending
 from .durability import Durability
 from .handlers import HANDLERS, fetch, produce
 from .handlers._group_wait import wake_keys
 from .handlers.api_versions import supported_versions
+from .log_limits import RateLimitedLog
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +41,9 @@ RECEIVE_SIZE = 256 * 1024
 SHUTDOWN_GRACE_S = 5.0
 GROUP_TICK_S = 0.1
 VALIDATION_THREADS = 2
+# accept() errors that mean "out of a resource for now": wait and retry, never crash.
+RESOURCE_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+ACCEPT_RETRY_S = 0.1
 
 
 def wall_clock_ms() -> int:
@@ -54,6 +62,12 @@ class Server:
         self.stopping = False
         # Record validation and recompression of produced batches run on at most this many threads.
         self.validation_limiter = trio.CapacityLimiter(VALIDATION_THREADS)
+        descriptors = raise_descriptor_limit()
+        self.limits = ConnectionLimits(
+            config.max_connections or default_max_connections(descriptors), config.max_connections_per_ip
+        )
+        self._slot_freed = trio.Event()
+        self.warnings = RateLimitedLog(log)
 
     # -- appends wake fetch long-polls --------------------------------------------------------
 
@@ -62,6 +76,40 @@ class Server:
         event.set()
 
     # -- connections --------------------------------------------------------------------------
+
+    async def accept_loop(self, listener: trio.SocketListener, nursery: trio.Nursery) -> None:
+        """Accept within max.connections (else wait for a slot) and max.connections.per.ip (else close)."""
+        while True:
+            while self.limits.full:
+                await self._slot_freed.wait()
+            try:
+                stream = await listener.accept()
+            except trio.ClosedResourceError:
+                return  # shutting down
+            except OSError as exc:
+                if exc.errno not in RESOURCE_ERRNOS:
+                    raise
+                self.warnings.warning(
+                    "accept", "cannot accept a connection (%s); %d open, retrying", exc.strerror, self.limits.total
+                )
+                await trio.sleep(ACCEPT_RETRY_S)
+                continue
+            ip = _peer_name(stream).rsplit(":", 1)[0]
+            if not self.limits.admit(ip):
+                self.warnings.warning(
+                    "per-ip", "refusing a connection from %s: max.connections.per.ip=%d reached", ip, self.limits.max_per_ip
+                )
+                await trio.aclose_forcefully(stream)
+                continue
+            nursery.start_soon(self._connection, stream, ip)
+
+    async def _connection(self, stream: trio.SocketStream, ip: str) -> None:
+        try:
+            await self.handle_connection(stream)
+        finally:
+            self.limits.release(ip)
+            event, self._slot_freed = self._slot_freed, trio.Event()
+            event.set()
 
     async def handle_connection(self, stream: trio.SocketStream) -> None:
         peer = _peer_name(stream)
@@ -92,7 +140,7 @@ class Server:
                     if reply is not None:
                         await stream.send_all(reply)
         except ProtocolError as exc:
-            log.warning("closing connection from %s: %s", peer, exc)
+            self.warnings.warning("protocol", "closing connection from %s: %s", peer, exc)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
         except Exception:
@@ -156,8 +204,9 @@ class Server:
         while True:
             await trio.sleep(self.config.retention_check_interval_ms / 1000)
             now = wall_clock_ms()
-            self.broker.apply_retention(now)
-            self.broker.expire_producers(now)
+            with self._surviving_shortage("retention"):
+                self.broker.apply_retention(now)
+                self.broker.expire_producers(now)
 
     async def _transaction_loop(self) -> None:
         """Transaction timeouts and marker retries are the coordinator's clock-driven duties."""
@@ -165,7 +214,8 @@ class Server:
             await trio.sleep(self.config.transaction_check_interval_ms / 1000)
             counters = self.broker.txn.counters
             before = (counters.committed, counters.aborted)
-            self.broker.txn.tick(wall_clock_ms())
+            with self._surviving_shortage("transactions"):
+                self.broker.txn.tick(wall_clock_ms())
             if (counters.committed, counters.aborted) != before:
                 self.notify_append()  # markers moved last stable offsets: wake read_committed fetches
 
@@ -173,8 +223,19 @@ class Server:
         """Session, join and sync timeouts and offset expiry are the group coordinator's clock."""
         while True:
             await trio.sleep(GROUP_TICK_S)
-            self.broker.groups.tick(wall_clock_ms())
+            with self._surviving_shortage("groups"):
+                self.broker.groups.tick(wall_clock_ms())
             self.wake_groups()
+
+    @contextlib.contextmanager
+    def _surviving_shortage(self, duty: str) -> Iterator[None]:
+        """A background duty out of descriptors or memory logs (rate-limited) and retries next tick."""
+        try:
+            yield
+        except OSError as exc:
+            if exc.errno not in RESOURCE_ERRNOS:
+                raise
+            self.warnings.warning(duty, "%s postponed: %s", duty, exc.strerror)
 
     async def drain(self) -> None:
         """Stop reading new requests; wait (bounded) for in-flight ones to finish."""
@@ -211,7 +272,8 @@ async def serve(config: BrokerConfig, *, task_status: Any = trio.TASK_STATUS_IGN
         async with trio.open_nursery() as nursery:
             nursery.start_soon(server.background)
             async with trio.open_nursery() as connections:
-                await connections.start(trio.serve_listeners, server.handle_connection, listeners)
+                for listener in listeners:
+                    connections.start_soon(server.accept_loop, listener, connections)
                 host, advertised_port = config.advertised
                 log.info(
                     "listening on %s:%d advertised as %s:%d", config.listen_host, port, host, advertised_port

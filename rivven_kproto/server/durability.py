@@ -12,6 +12,8 @@ requests, and appending to the logs, while the disk catches up.
 
 from __future__ import annotations
 
+import errno
+import logging
 import os
 import time
 
@@ -23,8 +25,13 @@ from rivven_kproto.broker.log.flush import PendingFlush, sync_all
 from rivven_kproto.broker.log.partition_log import PartitionLog
 
 from .context import RequestContext
+from .log_limits import RateLimitedLog
 
 TICK_S = 0.1
+# Out of descriptors (or memory for them): the flush is retried after this pause; nothing is acked meanwhile.
+RETRY_AFTER_SHORTAGE_S = 0.1
+SHORTAGE_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM})
+log = logging.getLogger(__name__)
 
 
 def _sync(pending: list[PendingFlush], wal_descriptor: int | None) -> None:
@@ -47,6 +54,7 @@ class Durability:
         self._started = 0
         self._completed = 0
         self._completed_event = trio.Event()
+        self._warnings = RateLimitedLog(log)
 
     async def after_produce(self, ctx: RequestContext, acks: int) -> None:
         now = ctx.now_ms
@@ -68,22 +76,29 @@ class Durability:
     async def _flush(self, only_due: bool) -> None:
         now = int(time.time() * 1000)
         pending: list[tuple[PartitionLog, PendingFlush]] = []
-        for log in list(self._dirty):
-            flush_ms = log.config.flush_ms
-            if only_due and (flush_ms is None or now - log.last_flush_ms < flush_ms):
-                continue
-            self._dirty.discard(log)
-            if not log.closed:
-                pending.append((log, log.begin_flush()))
-        wal = self.broker.txn.wal.sync_descriptor() if self.config.fsync == "interval" else None
+        try:
+            for partition in list(self._dirty):
+                flush_ms = partition.config.flush_ms
+                if only_due and (flush_ms is None or now - partition.last_flush_ms < flush_ms):
+                    continue
+                if not partition.closed:
+                    pending.append((partition, partition.begin_flush()))
+                self._dirty.discard(partition)
+            wal = self.broker.txn.wal.sync_descriptor() if self.config.fsync == "interval" else None
+        except OSError:
+            for partition, flush in pending:  # give the descriptors back; flush them next time
+                flush.release()
+                partition.finish_flush(flush, now)
+                self._dirty.add(partition)
+            raise
         if not pending and wal is None:
             return
         try:
             await trio.to_thread.run_sync(_sync, [flush for _, flush in pending], wal)
         finally:
-            for log, flush in pending:
-                if not log.closed:
-                    log.finish_flush(flush, now)
+            for partition, flush in pending:
+                if not partition.closed:
+                    partition.finish_flush(flush, now)
 
     async def run(self) -> None:
         """The flusher task: group commits on demand, the interval policy and per-topic flush.ms."""
@@ -93,7 +108,17 @@ class Durability:
                 await self._kick.wait()
             self._kick = trio.Event()
             self._started += 1
-            await self._flush(only_due=self.config.fsync == "never")
+            try:
+                await self._flush(only_due=self.config.fsync == "never")
+            except OSError as exc:
+                if exc.errno not in SHORTAGE_ERRNOS:
+                    raise
+                self._warnings.warning(
+                    "flush", "flush postponed: %s; retrying (acks waiting for an fsync wait too)", exc.strerror
+                )
+                self._kick.set()
+                await trio.sleep(RETRY_AFTER_SHORTAGE_S)
+                continue
             self._completed = self._started
             event, self._completed_event = self._completed_event, trio.Event()
             event.set()

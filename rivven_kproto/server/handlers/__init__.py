@@ -45,6 +45,8 @@ from . import (
     offset_delete,
     offset_fetch,
     produce,
+    sasl_authenticate,
+    sasl_handshake,
     sync_group,
     txn_offset_commit,
     write_txn_markers,
@@ -84,6 +86,8 @@ _MODULES: list[ModuleType] = [
     list_groups,
     delete_groups,
     offset_delete,
+    sasl_handshake,
+    sasl_authenticate,
 ]
 
 

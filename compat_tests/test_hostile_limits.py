@@ -18,7 +18,10 @@ from confluent_kafka import Producer
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.create_topics import CreatableTopic, CreateTopicsRequest
 from rivven_kproto.codec.messages.fetch import FetchPartition, FetchRequest, FetchTopic
+from rivven_kproto.codec.messages.metadata import MetadataRequest, MetadataRequestTopic
+from rivven_kproto.codec.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
 from rivven_kproto.codec.records.batch import iter_headers
+from rivven_kproto.codec.records.records import Record, build_batch
 
 from . import raw_client
 from .broker_process import BrokerProcess
@@ -90,3 +93,40 @@ def test_an_administrative_abort_leaves_a_log_line_naming_the_client(capped: Bro
         raw.close()
     lines = [line for line in capped.log_text().splitlines() if "WriteTxnMarkers ABORT for producer 4242" in line]
     assert len(lines) == 1 and "127.0.0.1" in lines[0] and "marked[0]" in lines[0]
+
+
+@pytest.mark.parametrize("internal", ["__consumer_offsets", "__transaction_state", "__cluster_metadata"])
+def test_internal_topic_names_are_never_created_or_appended_to(capped: BrokerProcess, internal: str) -> None:
+    sock = raw_client.connect(capped.bootstrap)
+    try:
+        metadata = raw_client.call(
+            sock, MetadataRequest(
+                topics=[MetadataRequestTopic(name=internal)],
+                allow_auto_topic_creation=True,
+                include_cluster_authorized_operations=False,
+                include_topic_authorized_operations=False,
+            ), 9
+        )
+        assert metadata.topics[0].error_code == Errors.UNKNOWN_TOPIC_OR_PARTITION
+        request = CreateTopicsRequest(
+            topics=[CreatableTopic(name=internal, num_partitions=1, replication_factor=1, assignments=[], configs=[])],
+            timeout_ms=5000,
+        )
+        (created,) = raw_client.call(sock, request, 4).topics
+        assert created.error_code == Errors.INVALID_REQUEST
+        produce = ProduceRequest(
+            transactional_id=None,
+            acks=-1,
+            timeout_ms=5000,
+            topic_data=[
+                TopicProduceData(
+                    name=internal,
+                    partition_data=[PartitionProduceData(index=0, records=build_batch([Record(0, 0, None, b"x")]))],
+                )
+            ],
+        )
+        (answer,) = raw_client.call(sock, produce, 9).responses[0].partition_responses
+        assert answer.error_code == Errors.INVALID_TOPIC_EXCEPTION
+    finally:
+        sock.close()
+    assert not any(path.name.startswith(internal) for path in capped.data_dir.iterdir())

@@ -31,6 +31,9 @@ _LEGAL = re.compile(r"[a-zA-Z0-9._-]+")  # fullmatch: "$" would accept a trailin
 COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
 LONG_MAX = (1 << 63) - 1
 INT_MAX = (1 << 31) - 1
+# Kafka's internal topics. Our coordinators keep their state elsewhere, so these names are never
+# created (explicitly or automatically) and never appended to by clients, as in Kafka.
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__cluster_metadata"})
 
 
 def validate_topic_name(name: str) -> None:

@@ -1,8 +1,9 @@
 """CreateTopics (key 19), versions 2-7: create topics synchronously, Kafka's checks and messages.
 
 Per topic, in the order of Kafka 3.9's KRaft controller: a name used twice in one request is
-INVALID_REQUEST ("Duplicate topic name.", one result for the name); ``__cluster_metadata`` is
-INVALID_REQUEST; then the name (INVALID_TOPIC_EXCEPTION, also for a '.'/'_' collision with an
+INVALID_REQUEST ("Duplicate topic name.", one result for the name); Kafka's internal topic names
+(``__cluster_metadata``, ``__consumer_offsets``, ``__transaction_state``: our coordinators keep
+their state elsewhere) are INVALID_REQUEST; then the name (INVALID_TOPIC_EXCEPTION, also for a '.'/'_' collision with an
 existing topic), TOPIC_ALREADY_EXISTS, null config values and bad configs (INVALID_CONFIG), a
 manual assignment (INVALID_REQUEST unless both counts are -1; each partition's replicas must be
 exactly this node, else INVALID_REPLICA_ASSIGNMENT), the replication factor (1 or -1, else
@@ -21,6 +22,7 @@ import logging
 import uuid
 from collections import Counter
 
+from rivven_kproto.broker.topics import INTERNAL_TOPICS
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.create_topics import (
     CreatableTopic,
@@ -35,7 +37,6 @@ log = logging.getLogger(__name__)
 
 API_KEY = CreateTopicsRequest.API_KEY
 
-CLUSTER_METADATA_TOPIC = "__cluster_metadata"
 ZERO_UUID = uuid.UUID(int=0)
 
 
@@ -45,7 +46,7 @@ def handle(ctx: RequestContext, request: CreateTopicsRequest, version: int) -> C
     for topic in request.topics:
         if counts[topic.name] > 1:
             continue
-        if topic.name == CLUSTER_METADATA_TOPIC:
+        if topic.name in INTERNAL_TOPICS:
             results.append(
                 _error(
                     topic.name,

@@ -9,8 +9,8 @@ synchronously, so we answer NONE with its partitions at once and save the client
 Not implemented: topic ids (every topic id is zero, so a lookup by id in v12 answers
 UNKNOWN_TOPIC_ID), authorization (authorized-operation bitfields, when asked for, grant everything
 a Kafka broker without an authorizer grants), racks. Kafka's internal topic names
-(``__consumer_offsets``, ``__transaction_state``) are never auto-created: our coordinators do not
-live in topics, and a user topic by that name would only confuse tools.
+(``__consumer_offsets``, ``__transaction_state``, ``__cluster_metadata``) are never auto-created:
+our coordinators do not live in topics, and a user topic by that name would only confuse tools.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import uuid
 
 from rivven_kproto.broker.broker import Topic
 from rivven_kproto.broker.log.partition_log import LEADER_EPOCH
-from rivven_kproto.broker.topics import validate_topic_name
+from rivven_kproto.broker.topics import INTERNAL_TOPICS, validate_topic_name
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.metadata import (
     MetadataRequest,
@@ -39,7 +39,6 @@ API_KEY = MetadataRequest.API_KEY
 ZERO_TOPIC_ID = uuid.UUID(int=0)
 # Schema default meaning "not requested" for authorized-operation fields.
 OPERATIONS_NOT_REQUESTED = -2147483648
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
 def _bitfield(*operations: int) -> int:
@@ -101,7 +100,8 @@ def describe_topic(ctx: RequestContext, topic: Topic) -> MetadataResponseTopic:
         for index in range(len(topic.partitions))
     ]
     return MetadataResponseTopic(
-        error_code=Errors.NONE, name=topic.name, topic_id=ZERO_TOPIC_ID, is_internal=False, partitions=partitions
+        error_code=Errors.NONE, name=topic.name, topic_id=ZERO_TOPIC_ID, is_internal=topic.name in INTERNAL_TOPICS,
+        partitions=partitions,
     )
 
 

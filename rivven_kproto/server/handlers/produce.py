@@ -20,6 +20,7 @@ from collections.abc import Callable
 import trio
 
 from rivven_kproto.broker.log.validation import RecordCheck, RecordValidationError, prepare_client_records
+from rivven_kproto.broker.topics import INTERNAL_TOPICS
 from rivven_kproto.codec.compression import Compression
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.produce import (
@@ -132,6 +133,8 @@ def _produce_partition(
         return _error(data.index, Errors.UNSUPPORTED_VERSION, "Produce v0-2 (message format v0/v1) is not supported")
     if request.acks not in (-1, 0, 1):
         return _error(data.index, Errors.INVALID_REQUIRED_ACKS)
+    if topic in INTERNAL_TOPICS:
+        return _error(data.index, Errors.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {topic}")
     try:
         log_ = ctx.broker.partition(topic, data.index)
         records = _single_batch(data.records)

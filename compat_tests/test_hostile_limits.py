@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import pytest
 from confluent_kafka import Producer
 
 from rivven_kproto.codec.errors import Errors
+from rivven_kproto.codec.messages.api_versions import ApiVersionsRequest
 from rivven_kproto.codec.messages.create_topics import CreatableTopic, CreateTopicsRequest
 from rivven_kproto.codec.messages.fetch import FetchPartition, FetchRequest, FetchTopic
 from rivven_kproto.codec.messages.metadata import MetadataRequest, MetadataRequestTopic
@@ -130,3 +132,37 @@ def test_internal_topic_names_are_never_created_or_appended_to(capped: BrokerPro
     finally:
         sock.close()
     assert not any(path.name.startswith(internal) for path in capped.data_dir.iterdir())
+
+
+def test_a_request_with_millions_of_elements_is_refused_without_stalling_others(capped: BrokerProcess) -> None:
+    """Metadata v1 with 4M empty topic names (8 MB): the connection is closed, unread, at once."""
+    count = 4_000_000
+    frame = struct.pack(">hhi", 3, 1, 99) + struct.pack(">h", 3) + b"raw" + struct.pack(">i", count) + b"\x00\x00" * count
+    bystander = raw_client.connect(capped.bootstrap)
+    hostile = raw_client.connect(capped.bootstrap)
+    try:
+        hostile.sendall(struct.pack(">i", len(frame)) + frame)
+        assert raw_client.closed_by_peer(hostile, timeout=60)
+        assert raw_client.call(bystander, ApiVersionsRequest(), 2).error_code == Errors.NONE
+    finally:
+        hostile.close()
+        bystander.close()
+    assert "more array elements than one request may carry" in capped.log_text()
+
+
+def test_a_large_legal_request_is_still_served(capped: BrokerProcess) -> None:
+    """20,000 topics in one Metadata request: within the element budget, decoded off the event loop."""
+    topics = [MetadataRequestTopic(name=f"absent-{i}") for i in range(20_000)]
+    sock = raw_client.connect(capped.bootstrap, timeout=60)
+    try:
+        request = MetadataRequest(
+            topics=topics,
+            allow_auto_topic_creation=False,
+            include_cluster_authorized_operations=False,
+            include_topic_authorized_operations=False,
+        )
+        response = raw_client.call(sock, request, 9)
+    finally:
+        sock.close()
+    assert len(response.topics) == 20_000
+    assert {t.error_code for t in response.topics} == {Errors.UNKNOWN_TOPIC_OR_PARTITION}

@@ -22,8 +22,12 @@ from .headers import (
 )
 from .messages import api_versions
 from .schema import REQUESTS, DecodeError, EncodeError, Request, Response
+from .schema.primitives import element_budget
 
 DEFAULT_MAX_FRAME = 100 * 1024 * 1024  # socket.request.max.bytes
+# Array elements one request may carry in total (topics, partitions, ...): far above what clients
+# send for the largest clusters, far below what would cost seconds of decoding and handling.
+MAX_REQUEST_ELEMENTS = 50_000
 _SIZE = struct.Struct(">i")
 _KEY_VERSION_CORRELATION = struct.Struct(">hhi")
 
@@ -76,18 +80,27 @@ class ServerConnection:
 
     def next_event(self) -> RequestEvent | None:
         """The next complete request, or None if more bytes are needed."""
+        frame = self.next_frame()
+        return None if frame is None else decode_request(frame)
+
+    def next_frame(self) -> bytes | None:
+        """The next complete frame without its size prefix (decode it with :func:`decode_request`)."""
         size = self.pending_frame_size()
         if size is None or len(self._buffer) < 4 + size:
             return None
         frame = bytes(self._buffer[4 : 4 + size])
         del self._buffer[: 4 + size]
-        return decode_request(frame)
+        return frame
 
     def encode_response(self, header: RequestHeader, response: Response) -> bytes:
         return encode_response(header, response)
 
 
-def decode_request(frame: bytes) -> RequestEvent:
+def frame_api_key(frame: bytes) -> int:
+    return int(_KEY_VERSION_CORRELATION.unpack_from(frame, 0)[0])
+
+
+def decode_request(frame: bytes, max_elements: int = MAX_REQUEST_ELEMENTS) -> RequestEvent:
     """Decode one frame (without its size prefix) into header and body."""
     api_key, version, correlation_id = _KEY_VERSION_CORRELATION.unpack_from(frame, 0)
     request_cls = REQUESTS.get(api_key)
@@ -101,8 +114,9 @@ def decode_request(frame: bytes) -> RequestEvent:
         raise ProtocolError(f"unsupported version {version} of API {api_key} (correlation id {correlation_id})")
     stream = io.BytesIO(frame)
     try:
-        header = RequestHeader.decode_from(stream, request_header_version(request_cls, version))
-        request = request_cls.decode_from(stream, version)
+        with element_budget(max_elements):
+            header = RequestHeader.decode_from(stream, request_header_version(request_cls, version))
+            request = request_cls.decode_from(stream, version)
     except DecodeError as exc:
         raise ProtocolError(f"undecodable request (api {api_key} v{version}): {exc}") from None
     # Bytes after the body are ignored, as Kafka does: librdkafka 2.x sends three extra bytes

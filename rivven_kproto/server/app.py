@@ -22,8 +22,10 @@ from rivven_kproto.codec.connection import (
     ProtocolError,
     RequestEvent,
     ServerConnection,
+    decode_request,
     encode_response,
     encode_unsupported_api_versions,
+    frame_api_key,
 )
 
 from .connection_limits import ConnectionLimits, default_max_connections, raise_descriptor_limit
@@ -40,7 +42,10 @@ log = logging.getLogger(__name__)
 RECEIVE_SIZE = 256 * 1024
 SHUTDOWN_GRACE_S = 5.0
 GROUP_TICK_S = 0.1
-VALIDATION_THREADS = 2
+CPU_THREADS = 2
+# Requests (other than Produce, whose bulk is record bytes) larger than this are decoded, and
+# their responses encoded, on a worker thread: tens of thousands of array elements cost Python time.
+OFFLOAD_FRAME_BYTES = 64 * 1024
 # accept() errors that mean "out of a resource for now": wait and retry, never crash.
 RESOURCE_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 ACCEPT_RETRY_S = 0.1
@@ -60,8 +65,9 @@ class Server:
         self._idle_scopes: set[trio.CancelScope] = set()
         self._busy = 0
         self.stopping = False
-        # Record validation and recompression of produced batches run on at most this many threads.
-        self.validation_limiter = trio.CapacityLimiter(VALIDATION_THREADS)
+        # CPU-heavy work kept off the event loop (record validation, recompression, decoding and
+        # encoding of large requests) runs on at most this many threads.
+        self.cpu_limiter = trio.CapacityLimiter(CPU_THREADS)
         descriptors = raise_descriptor_limit()
         self.limits = ConnectionLimits(
             config.max_connections or default_max_connections(descriptors), config.max_connections_per_ip
@@ -131,7 +137,8 @@ class Server:
                 if not data:
                     return
                 connection.receive_data(data)
-                while (event := connection.next_event()) is not None:
+                while (frame := connection.next_frame()) is not None:
+                    event = await self._decode(frame)
                     self._busy += 1
                     try:
                         reply = await self.dispatch(event, client_host)
@@ -148,6 +155,11 @@ class Server:
         finally:
             await trio.aclose_forcefully(stream)
 
+    async def _decode(self, frame: bytes) -> RequestEvent:
+        if len(frame) > OFFLOAD_FRAME_BYTES and frame_api_key(frame) != produce.API_KEY:
+            return await trio.to_thread.run_sync(decode_request, frame, limiter=self.cpu_limiter)
+        return decode_request(frame)
+
     async def dispatch(self, event: RequestEvent, client_host: str = "") -> bytes | None:
         if event.request is None:
             log.info("ApiVersions v%d is newer than ours; answering UNSUPPORTED_VERSION", event.api_version)
@@ -161,7 +173,7 @@ class Server:
             response = await self._fetch(ctx, request, event.api_version)
         else:
             if event.api_key == produce.API_KEY:
-                await produce.prepare(ctx, request, self.validation_limiter)
+                await produce.prepare(ctx, request, self.cpu_limiter)
                 ctx.now_ms = wall_clock_ms()
             response = handler.handle(ctx, request, event.api_version)
             self.wake_groups()
@@ -173,6 +185,8 @@ class Server:
                 await self.durability.after_produce(ctx, request.acks)
         if event.api_key == produce.API_KEY and request.acks == 0:
             return None
+        if event.frame_size > OFFLOAD_FRAME_BYTES and event.api_key != produce.API_KEY:
+            return await trio.to_thread.run_sync(encode_response, event.header, response, limiter=self.cpu_limiter)
         return encode_response(event.header, response)
 
     async def _fetch(self, ctx: RequestContext, request: Any, version: int) -> Any:

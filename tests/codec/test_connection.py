@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from rivven_kproto.codec.connection import (
     ProtocolError,
     ServerConnection,
+    decode_request,
     encode_request,
     encode_response,
     encode_unsupported_api_versions,
@@ -119,3 +120,11 @@ def test_garbage_only_ever_raises_protocol_error(data: bytes) -> None:
         conn.next_event()
     except ProtocolError:
         pass
+
+
+def test_a_request_past_the_element_budget_is_a_protocol_error() -> None:
+    names = struct.pack(">i", 3) + b"\x00\x00" * 3
+    frame = struct.pack(">hhi", 3, 1, 5) + struct.pack(">h", 3) + b"raw" + names
+    assert decode_request(frame, max_elements=3).request.topics is not None  # type: ignore[union-attr]
+    with pytest.raises(ProtocolError, match="more array elements than one request may carry"):
+        decode_request(frame, max_elements=2)

@@ -7,8 +7,11 @@ check every length against the bytes that remain *before* reading or allocating.
 
 from __future__ import annotations
 
+import contextlib
 import io
+import threading
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 from construct import (
@@ -47,6 +50,27 @@ __all__ = [
 ]
 
 MAX_ARRAY_OF_EMPTY = 10_000
+
+
+class _ElementBudget(threading.local):
+    remaining: int | None = None
+
+
+_budget = _ElementBudget()
+
+
+@contextlib.contextmanager
+def element_budget(limit: int) -> Iterator[None]:
+    """Within this block (on this thread), decoding more than ``limit`` array elements in total fails.
+
+    Every element costs Python work however small it is on the wire, so the server bounds the
+    elements of one request instead of letting a few MiB of empty names cost minutes of CPU.
+    """
+    previous, _budget.remaining = _budget.remaining, limit
+    try:
+        yield
+    finally:
+        _budget.remaining = previous
 
 
 def remaining(stream: io.BytesIO) -> int:
@@ -255,6 +279,10 @@ class ArrayCon(Construct):  # type: ignore[misc]
         bound = MAX_ARRAY_OF_EMPTY if self.zero_size_possible else remaining(stream)
         if count > bound:
             raise StreamError(f"array of {count} elements cannot fit in the frame", path=path)
+        if _budget.remaining is not None:
+            _budget.remaining -= count
+            if _budget.remaining < 0:
+                raise StreamError("more array elements than one request may carry", path=path)
         parse = self.element._parse
         return [parse(stream, context, path) for _ in range(count)]
 

@@ -159,9 +159,45 @@ def test_produce_then_consume_round_trip(broker: BrokerProcess, topic_name: str)
     ok(b, "produce", topic_name, "--partition", "1", stdin="plain a\nplain b\n")
     hw = ok(b, "topics", "describe", topic_name)["topics"][0]["partitions"][1]["high_watermark"]
     template = kproto(b, "consume", topic_name, "--partition", "1", "--offset", str(hw - 2), "-n", "2",
-                      "--format", "{partition}:{offset}:{key}:{value}:{headers}", output="table")
+                      "--template", "{partition}:{offset}:{key}:{value}:{headers}", output="table")
     assert template.returncode == 0, template.stderr
-    assert template.stdout.splitlines() == [f"1:{hw - 2}::plain a:", f"1:{hw - 1}::plain b:"]
+    assert template.stdout.splitlines() == [f"1:{hw - 2}:null:plain a:", f"1:{hw - 1}:null:plain b:"]
+    # The old spelling of the template option still works where it cannot mean the output format.
+    old = kproto(b, "consume", topic_name, "--partition", "1", "--offset", str(hw - 1), "-n", "1", "--format", "{value}", output="table")
+    assert old.stdout.splitlines() == ["plain b"]
+
+
+def test_cli_habits_of_kafka_users(broker: BrokerProcess, topic_name: str, tmp_path: Path) -> None:
+    b = broker.bootstrap
+    version = subprocess.run([sys.executable, "-m", "rivven_kproto", "--version"], capture_output=True, text=True, check=True)
+    assert version.stdout.startswith("kproto ") and version.stdout.split()[1][0].isdigit()
+    # Global options after the verb, as kafka-topics users type them.
+    listed = subprocess.run(
+        [sys.executable, "-m", "rivven_kproto", "topics", "list", "--bootstrap", b, "--format", "json"],
+        capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
+    )
+    assert listed.returncode == 0, listed.stderr
+    assert isinstance(json.loads(listed.stdout), (list, dict))
+    # produce keeps stdout clean for pipes: the summary goes to stderr.
+    produced = kproto(b, "produce", topic_name, "--partition", "0", stdin="\x01bin\nplain\n", output="table")
+    assert produced.returncode == 0 and produced.stdout == "", produced
+    assert "2 records" in produced.stderr
+    # consume -e stops at the end (no idle timeout) and counts on stderr like kafka-console-consumer.
+    read = kproto(b, "consume", topic_name, "--from-beginning", "-e", "--print-binary", "hex", output="table")
+    assert read.returncode == 0, read.stderr
+    assert read.stdout.splitlines() == [b"\x01bin".hex(), b"plain".hex()]
+    assert read.stderr.strip() == "Processed a total of 2 messages"
+    nothing = kproto(b, "consume", topic_name, "-e", output="table")  # from the end: nothing, at once
+    assert nothing.stdout == "" and nothing.stderr.strip() == "Processed a total of 0 messages"
+    # Unknown keys in a broker's --config file are named in one warning each, as Kafka does.
+    config = tmp_path / "server.properties"
+    config.write_text("num.partitions=2\nfoo.bar=1\n")
+    own = BrokerProcess(tmp_path / "data", tmp_path / "broker.log", ["--config", str(config)]).start()
+    try:
+        assert "The configuration 'foo.bar' was supplied but isn't a known config." in own.log_text()
+        assert "num.partitions" not in own.log_text()
+    finally:
+        assert own.stop() == 0
 
 
 def test_log_verify_finds_a_flipped_byte(tmp_path: Path) -> None:

@@ -10,7 +10,12 @@ state: the broker is stopped, its transaction log deleted, and started again.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -247,3 +252,34 @@ def test_txn_commands_have_help_with_an_example(command: list[str]) -> None:
     assert result.exit_code == 0, result.output
     assert "Example:" in result.output and "kproto" in result.output
     assert "--exit-without-end-txn" not in CliRunner().invoke(main, ["produce", "--help"]).output
+
+
+def test_ctrl_c_during_a_transactional_produce_aborts_it_and_exits_130(broker: BrokerProcess, topic_name: str) -> None:
+    b = broker.bootstrap
+    ok(b, "topics", "create", topic_name, "--partitions", "1")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KPROTO_")}
+    command = [sys.executable, "-m", "rivven_kproto", "--bootstrap", b, "produce", topic_name,
+               "--transactional-id", "interrupted", "--transaction-timeout-ms", LONG_TIMEOUT_MS]
+    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert process.stdin is not None
+    process.stdin.write(b"one\ntwo\n")
+    process.stdin.flush()  # stdin stays open: the producer waits for more lines inside the transaction
+    for _ in range(300):
+        state = _state(b)
+        if state == "Ongoing":
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError("the transaction never became Ongoing")
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, (process.returncode, stderr)
+    assert b"Traceback" not in stderr and b"Fatal Python error" not in stderr, stderr
+    assert stdout == b""
+    assert _state(b) in ("PrepareAbort", "CompleteAbort")
+    assert consumed(b, topic_name, committed=True) == []
+
+
+def _state(bootstrap: str) -> str | None:
+    result = kproto(bootstrap, "txns", "describe", "interrupted")
+    return json.loads(result.stdout)["transactions"][0]["state"] if result.returncode == 0 else None

@@ -17,6 +17,7 @@ to the OS (still safe against a broker crash, not against power loss).
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +27,8 @@ from rivven_kproto.codec.errors import KafkaError
 
 from .groups.config import GroupConfig
 from .log.config import LogConfig
+
+log = logging.getLogger(__name__)
 
 FsyncPolicy = Literal["always", "interval", "never"]
 FSYNC_POLICIES: tuple[FsyncPolicy, ...] = ("always", "interval", "never")
@@ -145,8 +148,8 @@ def _int(key: str, value: str, low: int = 0) -> int:
     return number
 
 
-def _apply(config: BrokerConfig, props: Mapping[str, str]) -> BrokerConfig:
-    """Overlay Kafka-named properties on ``config``."""
+def _apply(config: BrokerConfig, props: Mapping[str, str], *, warn_unknown: bool = False) -> BrokerConfig:
+    """Overlay Kafka-named properties on ``config``; unknown keys are ignored (with a warning, as Kafka)."""
     changes: dict[str, object] = {}
     log_props: dict[str, str] = {}
     group_changes: dict[str, int] = {}
@@ -201,6 +204,8 @@ def _apply(config: BrokerConfig, props: Mapping[str, str]) -> BrokerConfig:
         elif key in _GROUP_KEYS:
             name, unit, low = _GROUP_KEYS[key]
             group_changes[name] = _int(key, value, low) * unit
+        elif warn_unknown:
+            log.warning("The configuration '%s' was supplied but isn't a known config.", key)
     if group_changes:
         changes["groups"] = dataclasses.replace(config.groups, **group_changes)  # type: ignore[arg-type]
     if log_props:
@@ -219,7 +224,7 @@ def load_config(
     """Build the config from file, then ``KPROTO_*`` env, then flags (Kafka-named keys)."""
     config = BrokerConfig()
     if config_file is not None:
-        config = _apply(config, read_properties(config_file))
+        config = _apply(config, read_properties(config_file), warn_unknown=True)
     if env:
         from_env = {
             key[len("KPROTO_") :].lower().replace("_", "."): value

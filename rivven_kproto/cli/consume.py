@@ -1,13 +1,19 @@
 """``kproto consume TOPIC``: print records from chosen positions, without a consumer group.
 
-Each record is printed as it arrives: its value by default, ``--format`` for a template, or one
-JSON object per line with the global ``--format json``. The command ends after ``-n`` records or
-once nothing new has arrived for ``--idle-timeout`` seconds.
+Each record is printed as it arrives: its value by default, ``--template`` for a line template
+(``--format TEMPLATE`` still works when the value is not a global output format), or one JSON
+object per line with the global ``--format json``. Like kafka-console-consumer and ``kcat -C`` it
+follows the topic until interrupted; ``-e``/``--exit`` stops at the end of the partitions,
+``-n`` after that many records, ``--idle-timeout`` after that long without a record. At the end
+"Processed a total of N messages" goes to stderr, as Kafka's tool prints it. A null key or value
+prints as ``null`` (as kafka-console-consumer); ``--print-binary hex|base64`` shows bytes exactly.
 """
 
 from __future__ import annotations
 
+import base64
 import json
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -22,30 +28,44 @@ ISOLATION = {"read_uncommitted": READ_UNCOMMITTED, "read_committed": READ_COMMIT
 FIELDS = ("topic", "partition", "offset", "timestamp", "key", "value", "headers")
 
 
-def record_json(record: ConsumedRecord) -> dict[str, Any]:
+Render = Callable[[bytes | None], str | None]
+BINARY: dict[str, Render] = {
+    "text": text,
+    "hex": lambda data: None if data is None else data.hex(),
+    "base64": lambda data: None if data is None else base64.b64encode(data).decode(),
+}
+NULL = "null"  # kafka-console-consumer's rendering of a null key or value
+
+
+def record_json(record: ConsumedRecord, render: Render = text) -> dict[str, Any]:
     return {
         "topic": record.topic,
         "partition": record.partition,
         "offset": record.offset,
         "timestamp": record.timestamp,
-        "key": text(record.key),
-        "value": text(record.value),
-        "headers": [{"key": k, "value": text(v)} for k, v in record.headers],
+        "key": render(record.key),
+        "value": render(record.value),
+        "headers": [{"key": k, "value": render(v)} for k, v in record.headers],
     }
 
 
-def format_record(template: str, record: ConsumedRecord) -> str:
+def format_record(template: str, record: ConsumedRecord, render: Render = text) -> str:
     """Fill ``template``'s {key} {value} {offset} {partition} {timestamp} {headers} {topic}."""
-    headers = ",".join(f"{k}={text(v) if v is not None else ''}" for k, v in record.headers)
+    headers = ",".join(f"{k}={_shown(render, v)}" for k, v in record.headers)
     return template.format(
         topic=record.topic,
         partition=record.partition,
         offset=record.offset,
         timestamp=record.timestamp,
-        key=text(record.key) or "",
-        value=text(record.value) or "",
+        key=_shown(render, record.key),
+        value=_shown(render, record.value),
         headers=headers,
     )
+
+
+def _shown(render: Render, data: bytes | None) -> str:
+    shown = render(data)
+    return NULL if shown is None else shown
 
 
 def check_template(template: str) -> str:
@@ -54,7 +74,7 @@ def check_template(template: str) -> str:
     try:
         format_record(template, ConsumedRecord("t", 0, 0, 0, b"", b"", []))
     except (KeyError, IndexError, ValueError) as exc:
-        raise click.BadParameter(f"{exc} (fields: {', '.join('{' + f + '}' for f in FIELDS)})", param_hint="'--format'") from None
+        raise click.BadParameter(f"{exc} (fields: {', '.join('{' + f + '}' for f in FIELDS)})", param_hint="'--template'") from None
     return template
 
 
@@ -65,8 +85,12 @@ def check_template(template: str) -> str:
 @click.option("--partition", "partitions", type=click.IntRange(min=0), multiple=True, help="Read this partition (default all); repeatable.")
 @click.option("--isolation", type=click.Choice(list(ISOLATION)), default="read_uncommitted", show_default=True)
 @click.option("-n", "--count", type=click.IntRange(min=1), help="Exit after this many records.")
-@click.option("--format", "template", metavar="TEMPLATE", help="Line template: {key} {value} {offset} {partition} {timestamp} {headers} {topic}.")
-@click.option("--idle-timeout", type=click.FloatRange(min=0), default=5.0, show_default=True, metavar="SECONDS", help="Exit when nothing arrives for this long.")
+@click.option("-e", "--exit", "exit_at_end", is_flag=True, help="Exit at the end of the partitions (default: follow).")
+@click.option("--template", metavar="TEMPLATE", help="Line template: {key} {value} {offset} {partition} {timestamp} {headers} {topic}.")
+@click.option("--format", "old_template", metavar="TEMPLATE", hidden=True)
+@click.option("--print-binary", "binary", type=click.Choice(list(BINARY)), default="text", show_default=True,
+              help="How keys, values and header values are shown (text escapes undecodable bytes).")
+@click.option("--idle-timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS", help="Exit when nothing arrives for this long.")
 def consume(
     topic: str,
     from_beginning: bool,
@@ -74,32 +98,47 @@ def consume(
     partitions: tuple[int, ...],
     isolation: str,
     count: int | None,
+    exit_at_end: bool,
     template: str | None,
-    idle_timeout: float,
+    old_template: str | None,
+    binary: str,
+    idle_timeout: float | None,
 ) -> None:
-    """Print records of a topic (no consumer group; nothing is committed).
+    """Print records of a topic (no consumer group; nothing is committed), following it until Ctrl-C.
 
     \b
     Example:
-      kproto consume demo --from-beginning -n 10 --format '{offset} {key}={value} [{headers}]'
+      kproto consume demo --from-beginning -e --template '{offset} {key}={value} [{headers}]'
     """
     if from_beginning and offset is not None:
         raise click.UsageError("give at most one of --from-beginning and --offset")
+    if template is not None and old_template is not None:
+        raise click.UsageError("give at most one of --template and --format TEMPLATE")
+    template = template if template is not None else old_template
     start: StartAt = offset if offset is not None else ("earliest" if from_beginning else "latest")
     line_template = check_template(template) if template is not None else None
     as_json = settings().json
+    render = BINARY[binary]
+    delivered = 0
 
     def show(record: ConsumedRecord) -> None:
+        nonlocal delivered
         if line_template is not None:
-            click.echo(format_record(line_template, record))
+            click.echo(format_record(line_template, record, render))
         elif as_json:
-            click.echo(json.dumps(record_json(record), sort_keys=True, separators=(",", ":")))
+            click.echo(json.dumps(record_json(record, render), sort_keys=True, separators=(",", ":")))
         else:
-            click.echo(text(record.value) or "")
+            click.echo(_shown(render, record.value))
+        delivered += 1
 
     async def operation(client: KafkaClient) -> int:
         consumer = Consumer(client, topic, isolation_level=ISOLATION[isolation])
         await consumer.assign(list(partitions) or None, start)
-        return await consumer.run(show, max_records=count, idle_timeout=idle_timeout)
+        return await consumer.run(show, max_records=count, idle_timeout=idle_timeout, stop_at_end=exit_at_end)
 
-    run(operation)
+    try:
+        run(operation)
+    except KeyboardInterrupt:  # the usual way to stop following: still say how many
+        click.echo(f"Processed a total of {delivered} messages", err=True)
+        raise
+    click.echo(f"Processed a total of {delivered} messages", err=True)

@@ -23,9 +23,42 @@ from rivven_kproto.broker.config import FSYNC_POLICIES, BrokerConfig, ConfigErro
 from . import cluster, configs, consume, groups, logtools, produce, topics, txns, verify_eos
 from .output import FORMATS, Settings, one_line
 
+GLOBAL_VALUE_OPTIONS = ("--bootstrap", "--timeout", "--format")
+
+
+def hoist_global_options(args: list[str]) -> list[str]:
+    """Move global options given after the verb in front of it, as Kafka users type them.
+
+    ``kproto topics list --format json`` then means ``kproto --format json topics list``.
+    ``--format`` is global only with a value of ``table``/``json`` (else it is the verb's own
+    option, e.g. a consume template); nothing after ``--`` moves.
+    """
+    front: list[str] = []
+    rest: list[str] = []
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if arg == "--":
+            rest.extend(args[index:])
+            break
+        name, eq, value = arg.partition("=")
+        if name in GLOBAL_VALUE_OPTIONS and rest:
+            if not eq and index + 1 < len(args):
+                value = args[index + 1]
+            if name != "--format" or value in FORMATS:
+                front.extend([name, value])
+                index += 1 if eq else 2
+                continue
+        rest.append(arg)
+        index += 1
+    return front + rest
+
 
 class KprotoGroup(click.Group):
     """click's group, with every error reported on one line instead of click's usage block."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, hoist_global_options(args))
 
     def main(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
         kwargs["standalone_mode"] = False
@@ -55,6 +88,7 @@ class KprotoGroup(click.Group):
 )
 @click.option("--format", "output", type=click.Choice(FORMATS), default="table", show_default=True, help="Output for people (table) or scripts (json).")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=30.0, show_default=True, metavar="SECONDS", help="Give up on a request after this long.")
+@click.version_option(package_name="rivven_kproto", prog_name="kproto", message="%(prog)s %(version)s")
 @click.pass_context
 def main(ctx: click.Context, bootstrap: str, output: str, timeout: float) -> None:
     """rivven_kproto: a Kafka-compatible broker written in Python, and admin tools for any Kafka cluster.

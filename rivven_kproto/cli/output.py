@@ -93,6 +93,10 @@ def console() -> Console:
     return Console(width=None if sys.stdout.isatty() else 160, highlight=False)
 
 
+def error_console() -> Console:
+    return Console(stderr=True, width=None if sys.stderr.isatty() else 160, highlight=False)
+
+
 def emit(data: Any, render: Callable[[], RenderableType | list[RenderableType]]) -> None:
     """JSON with ``--format json``, else the rich rendering."""
     if settings().json:

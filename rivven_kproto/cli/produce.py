@@ -5,13 +5,15 @@ at a time), and each chunk's complete lines are sent before the next read, so in
 sees each line acknowledged and a large file is sent in big batches.
 
 With ``--transactional-id`` every line goes into one transaction, committed at the end of input
-(or aborted with ``--abort``, or when a send fails). The hidden ``--exit-without-end-txn`` leaves
+(or aborted with ``--abort``, when a send fails, or at Ctrl-C, which exits 130). The summary goes
+to stderr (stdout stays clean for pipes), or to stdout as JSON with ``--format json``. The hidden ``--exit-without-end-txn`` leaves
 the transaction open, as a producer that vanished mid-transaction would: the tests use it to
 make a transaction that blocks read_committed consumers until it times out or is aborted.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass
 from typing import BinaryIO
@@ -25,7 +27,7 @@ from rivven_kproto.client.transactional import DEFAULT_TRANSACTION_TIMEOUT_MS, T
 from rivven_kproto.codec.compression import Compression
 from rivven_kproto.codec.errors import Errors
 
-from .output import emit, parse_assignments, run, table
+from .output import emit_json, error_console, parse_assignments, run, settings, table
 
 READ_CHUNK = 1 << 20
 COMPRESSIONS = {"none": Compression.NONE, "gzip": Compression.GZIP, "snappy": Compression.SNAPPY, "lz4": Compression.LZ4, "zstd": Compression.ZSTD}
@@ -56,8 +58,14 @@ class PartitionTotals:
 
 
 def _read_some(stream: BinaryIO) -> bytes:
-    read1 = getattr(stream, "read1", None)
-    return read1(READ_CHUNK) if read1 is not None else stream.read(READ_CHUNK)
+    """Unbuffered read of what is available: a thread abandoned in it at Ctrl-C holds no buffer lock
+    (a buffered read would abort the interpreter at exit: "_enter_buffered_busy")."""
+    try:
+        descriptor = stream.fileno()
+    except (AttributeError, OSError, ValueError):  # not a real file (tests pass BytesIO)
+        read1 = getattr(stream, "read1", None)
+        return read1(READ_CHUNK) if read1 is not None else stream.read(READ_CHUNK)
+    return os.read(descriptor, READ_CHUNK)
 
 
 @click.command()
@@ -114,7 +122,7 @@ def produce(
         producer = Producer(client, topic, compression=COMPRESSIONS[compression], transaction=transaction)
         try:
             totals = await _send_stdin(producer, stdin, separator, key_sep, headers, partition)
-        except ClientError:
+        except BaseException:  # a failed send, or Ctrl-C: never leave the transaction open
             if transaction is not None and not leave_open:
                 with trio.CancelScope(shield=True):
                     try:
@@ -153,7 +161,10 @@ def produce(
     title = f"{count} records to {topic}"
     if txn_json is not None:
         title += f" (transaction {transactional_id}: {outcome})"
-    emit(data, lambda: table(title, ["partition", "records", "first offset", "last offset"], rows))
+    if settings().json:
+        emit_json(data)
+    else:  # stdout stays clean for pipes, as with kafka-console-producer: the summary goes to stderr
+        error_console().print(table(title, ["partition", "records", "first offset", "last offset"], rows))
 
 
 async def _send_stdin(

@@ -98,6 +98,7 @@ class Consumer:
         self.positions: dict[int, int] = {}
         self._info: TopicInfo | None = None
         self._max_bytes: dict[int, int] = {}
+        self._ends: dict[int, int] = {}  # from the latest Fetch: where each partition ends for us
 
     async def assign(self, partitions: list[int] | None, start: StartAt) -> dict[int, int]:
         """Choose partitions (None: all) and resolve their start positions."""
@@ -161,6 +162,8 @@ class Consumer:
         if data.error_code == Errors.OFFSET_OUT_OF_RANGE:
             raise KafkaResponseError(data.error_code, context=f"offset {position} of {self.topic}-{partition}")
         check(data.error_code, context=f"Fetch {self.topic}-{partition}")
+        read_committed = self.isolation_level == READ_COMMITTED
+        self._ends[partition] = data.last_stable_offset if read_committed and data.last_stable_offset >= 0 else data.high_watermark
         raw = data.records or b""
         try:
             batches = decode_batches(raw)
@@ -169,7 +172,6 @@ class Consumer:
         if raw and not batches:  # a batch larger than we asked for: ask for more next time
             self._max_bytes[partition] = min(MAX_PARTITION_MAX_BYTES, 2 * self._max_bytes.get(partition, PARTITION_MAX_BYTES))
             return []
-        read_committed = self.isolation_level == READ_COMMITTED
         aborted = [(a.producer_id, a.first_offset) for a in data.aborted_transactions or ()]
         out = [
             ConsumedRecord(self.topic, partition, offset, timestamp, record.key, record.value, list(record.headers))
@@ -185,17 +187,21 @@ class Consumer:
         on_record: Callable[[ConsumedRecord], None],
         *,
         max_records: int | None = None,
-        idle_timeout: float = 5.0,
+        idle_timeout: float | None = None,
+        stop_at_end: bool = False,
     ) -> int:
-        """Poll until ``max_records`` were delivered or nothing new arrived for ``idle_timeout`` s."""
+        """Poll until ``max_records`` were delivered, nothing new arrived for ``idle_timeout`` s, or
+        (``stop_at_end``) every partition was read up to its end; else follow until cancelled."""
         delivered = 0
         last_progress = trio.current_time()
         while max_records is None or delivered < max_records:
-            idle_left = idle_timeout - (trio.current_time() - last_progress)
-            if idle_left <= 0:
-                break
-            wait_ms = int(min(MAX_WAIT_MS, idle_left * 1000, self.client.timeout * 500))
-            records = await self.poll(max(wait_ms, 0))
+            wait_ms = int(min(MAX_WAIT_MS, self.client.timeout * 500))
+            if idle_timeout is not None:
+                idle_left = idle_timeout - (trio.current_time() - last_progress)
+                if idle_left <= 0:
+                    break
+                wait_ms = int(min(wait_ms, idle_left * 1000))
+            records = await self.poll(0 if stop_at_end else max(wait_ms, 0))
             if records:
                 last_progress = trio.current_time()
             for record in records:
@@ -203,4 +209,13 @@ class Consumer:
                     break
                 on_record(record)
                 delivered += 1
+            if stop_at_end and self.at_end():
+                break
         return delivered
+
+    def at_end(self) -> bool:
+        """Every position has reached its partition's end (high watermark, or LSO for read_committed)."""
+        return all(
+            partition in self._ends and position >= self._ends[partition]
+            for partition, position in self.positions.items()
+        )

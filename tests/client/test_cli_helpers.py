@@ -50,7 +50,7 @@ RECORD = ConsumedRecord("t", 1, 42, 1000, b"k", b"\xffv", [("h", b"1"), ("n", No
 
 def test_templates_and_json() -> None:
     template = check_template("{partition}:{offset}\\t{key}={value} [{headers}]")
-    assert format_record(template, RECORD) == "1:42\tk=\\xffv [h=1,n=]"
+    assert format_record(template, RECORD) == "1:42\tk=\\xffv [h=1,n=null]"
     assert record_json(RECORD)["headers"] == [{"key": "h", "value": "1"}, {"key": "n", "value": None}]
     with pytest.raises(click.BadParameter, match="nope"):
         check_template("{nope}")

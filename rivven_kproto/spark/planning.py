@@ -8,11 +8,14 @@ otherwise) and for timestamps. Errors use the messages of Spark's Kafka connecto
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass
 
 from .options import KafkaOptions, OffsetSpec, TopicPartition, show_partitions
 from .wire import EARLIEST, LATEST, Cluster
+
+log = logging.getLogger(__name__)
 
 DATA_LOSS_PREFIX = (
     "[KAFKA_DATA_LOSS] Some data may have been lost because they are not available in Kafka any more; "
@@ -44,6 +47,9 @@ def discover(cluster: Cluster, options: KafkaOptions) -> list[TopicPartition]:
         return sorted(options.assign)
     if options.strategy == "subscribe":
         metas = cluster.partitions(options.topics)
+        missing = sorted(set(options.topics) - set(metas))
+        if missing:  # Spark's connector reads nothing from them, silently; say so
+            log.warning("subscribed topic(s) %s do not exist: no rows from them", ", ".join(missing))
     else:
         everything = cluster.metadata(None)
         names = [m.name for m in everything.values() if not m.internal and options.topic_matches(m.name)]

@@ -5,6 +5,7 @@ when to wait, when to fsync and on which thread. Layout of the data directory::
 
     <data_dir>/meta/cluster.json      {"cluster_id": ..., "node_id": ...}, written once
     <data_dir>/meta/topics.json       see broker.topics
+    <data_dir>/meta/scram.json        SCRAM credentials (salted, hashed), see broker.security.scram
     <data_dir>/<topic>-<partition>/   one PartitionLog each (see broker.log)
 """
 
@@ -29,6 +30,7 @@ from .log.checkpoint import write_atomic
 from .log.config import LogConfig
 from .log.partition_log import PartitionLog
 from .producer_ids import ProducerIdAllocator
+from .security.scram import ScramStore
 from .topics import (
     TOPIC_CONFIG_DEFAULTS,
     ConfigEntry,
@@ -91,6 +93,7 @@ class Broker:
         self.cluster_id = self._load_cluster_id(meta_dir)
         self.store = TopicStore(meta_dir)
         self.producer_ids = ProducerIdAllocator(meta_dir)
+        self.scram = ScramStore(meta_dir)
         self.topics: dict[str, Topic] = {}
         for meta in self.store.topics.values():
             topic = Topic(meta, self._log_config(meta.configs))

@@ -27,6 +27,8 @@ from rivven_kproto.codec.errors import KafkaError
 
 from .groups.config import GroupConfig
 from .log.config import LogConfig
+from .security.jaas import plain_users
+from .security.listeners import Listener, ListenerError, build_listeners
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +38,26 @@ FSYNC_POLICIES: tuple[FsyncPolicy, ...] = ("always", "interval", "never")
 
 class ConfigError(ValueError):
     """A configuration value that cannot be used; the CLI prints it as one line."""
+
+
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+
+
+@dataclass(frozen=True)
+class SecurityConfig:
+    """TLS (PEM, Kafka's KIP-651 keys) and SASL settings, shared by every listener that uses them."""
+
+    keystore_location: Path | None = None  # key and certificate chain in one PEM file
+    keystore_certificate_chain: str | None = None  # inline PEM
+    keystore_key: str | None = None  # inline PEM
+    key_password: str | None = None
+    truststore_location: Path | None = None
+    truststore_certificates: str | None = None
+    client_auth: str = "none"  # none | requested | required
+    enabled_protocols: tuple[str, ...] = ("TLSv1.2", "TLSv1.3")
+    sasl_mechanisms: tuple[str, ...] = SASL_MECHANISMS
+    plain_users: tuple[tuple[str, str], ...] = ()
+    failed_authentication_delay_ms: int = 100
 
 
 @dataclass(frozen=True)
@@ -66,6 +88,10 @@ class BrokerConfig:
     transaction_check_interval_ms: int = 200
     log: LogConfig = field(default_factory=LogConfig)
     groups: GroupConfig = field(default_factory=GroupConfig)
+    security_protocol: str = "PLAINTEXT"  # of the listener above
+    listener_name: str = "PLAINTEXT"
+    extra_listeners: tuple[Listener, ...] = ()  # further entries of ``listeners``
+    security: SecurityConfig = field(default_factory=SecurityConfig)
 
     def with_port(self, port: int) -> BrokerConfig:
         return dataclasses.replace(self, listen_port=port)
@@ -73,6 +99,13 @@ class BrokerConfig:
     @property
     def advertised(self) -> tuple[str, int]:
         return self.advertised_host, self.advertised_port or self.listen_port
+
+    @property
+    def primary_listener(self) -> Listener:
+        return Listener(
+            self.listener_name, self.security_protocol, self.listen_host, self.listen_port,
+            self.advertised_host, self.advertised_port,
+        )
 
 
 def parse_host_port(text: str) -> tuple[str, int]:
@@ -153,6 +186,19 @@ def _apply(config: BrokerConfig, props: Mapping[str, str], *, warn_unknown: bool
     changes: dict[str, object] = {}
     log_props: dict[str, str] = {}
     group_changes: dict[str, int] = {}
+    security_changes: dict[str, object] = {}
+    if "://" in props.get("listeners", ""):
+        try:
+            first, *rest = build_listeners(props)
+        except ListenerError as exc:
+            raise ConfigError(str(exc)) from None
+        changes.update(
+            listen_host=first.host, listen_port=first.port, security_protocol=first.protocol,
+            listener_name=first.name, extra_listeners=tuple(rest),
+        )
+        if first.advertised_host is not None:
+            changes["advertised_host"], changes["advertised_port"] = first.advertised_host, first.advertised_port
+        props = {k: v for k, v in props.items() if k not in ("listeners", "advertised.listeners", "listener.security.protocol.map")}
     for key, value in props.items():
         if key in ("listeners", "listen"):
             changes["listen_host"], changes["listen_port"] = parse_host_port(value)
@@ -204,8 +250,12 @@ def _apply(config: BrokerConfig, props: Mapping[str, str], *, warn_unknown: bool
         elif key in _GROUP_KEYS:
             name, unit, low = _GROUP_KEYS[key]
             group_changes[name] = _int(key, value, low) * unit
+        elif key.startswith(("ssl.", "sasl.", "listener.name.")) or key == "connection.failed.authentication.delay.ms":
+            _security_key(key, value, security_changes)
         elif warn_unknown:
             log.warning("The configuration '%s' was supplied but isn't a known config.", key)
+    if security_changes:
+        changes["security"] = dataclasses.replace(config.security, **security_changes)  # type: ignore[arg-type]
     if group_changes:
         changes["groups"] = dataclasses.replace(config.groups, **group_changes)  # type: ignore[arg-type]
     if log_props:
@@ -214,6 +264,50 @@ def _apply(config: BrokerConfig, props: Mapping[str, str], *, warn_unknown: bool
         except KafkaError as exc:
             raise ConfigError(exc.message) from None
     return dataclasses.replace(config, **changes)  # type: ignore[arg-type]
+
+
+def _security_key(key: str, value: str, changes: dict[str, object]) -> None:
+    """TLS and SASL keys; ``listener.name.<name>.`` prefixes apply to every listener that uses them."""
+    if key.startswith("listener.name."):
+        key = key.split(".", 3)[3] if key.count(".") >= 3 else key
+        if key.startswith("plain.") or key.startswith(("scram-sha-256.", "scram-sha-512.")):
+            key = key.split(".", 1)[1]
+    if key in ("ssl.keystore.type", "ssl.truststore.type"):
+        if value.strip().upper() != "PEM":
+            raise ConfigError(f"{key}={value}: only PEM key and trust stores are supported")
+    elif key == "ssl.keystore.location":
+        changes["keystore_location"] = Path(value)
+    elif key == "ssl.keystore.certificate.chain":
+        changes["keystore_certificate_chain"] = value
+    elif key == "ssl.keystore.key":
+        changes["keystore_key"] = value
+    elif key == "ssl.key.password":
+        changes["key_password"] = value
+    elif key == "ssl.truststore.location":
+        changes["truststore_location"] = Path(value)
+    elif key == "ssl.truststore.certificates":
+        changes["truststore_certificates"] = value
+    elif key == "ssl.client.auth":
+        if value not in ("none", "requested", "required"):
+            raise ConfigError(f"ssl.client.auth must be none, requested or required, got {value!r}")
+        changes["client_auth"] = value
+    elif key == "ssl.enabled.protocols":
+        changes["enabled_protocols"] = tuple(p.strip() for p in value.split(",") if p.strip())
+    elif key == "sasl.enabled.mechanisms":
+        mechanisms = tuple(m.strip().upper() for m in value.split(",") if m.strip())
+        unknown = [m for m in mechanisms if m not in SASL_MECHANISMS]
+        if unknown:
+            raise ConfigError(f"sasl.enabled.mechanisms: {', '.join(unknown)} not supported (use {', '.join(SASL_MECHANISMS)})")
+        changes["sasl_mechanisms"] = mechanisms
+    elif key == "sasl.jaas.config":
+        try:
+            changes["plain_users"] = tuple(sorted(plain_users(value).items()))
+        except ValueError as exc:
+            raise ConfigError(f"{key}: {exc}") from None
+    elif key == "connection.failed.authentication.delay.ms":
+        changes["failed_authentication_delay_ms"] = _int(key, value, 0)
+    else:
+        log.warning("The configuration '%s' was supplied but isn't a known config.", key)
 
 
 def load_config(

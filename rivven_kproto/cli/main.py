@@ -20,7 +20,7 @@ import trio
 
 from rivven_kproto.broker.config import FSYNC_POLICIES, BrokerConfig, ConfigError, load_config
 
-from . import cluster, configs, consume, groups, logtools, produce, topics, txns, verify_eos
+from . import cluster, configs, consume, groups, logtools, produce, topics, txns, users, verify_eos
 from .output import FORMATS, Settings, one_line
 
 GLOBAL_VALUE_OPTIONS = ("--bootstrap", "--timeout", "--format")
@@ -193,3 +193,4 @@ main.add_command(txns.txns)
 main.add_command(txns.producers)
 main.add_command(groups.groups)
 main.add_command(verify_eos.verify_eos)
+main.add_command(users.users)

@@ -36,6 +36,7 @@ from .handlers import HANDLERS, fetch, produce
 from .handlers._group_wait import wake_keys
 from .handlers.api_versions import supported_versions
 from .log_limits import RateLimitedLog
+from .session import ListenerRuntime, Session, open_listeners
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +50,7 @@ OFFLOAD_FRAME_BYTES = 64 * 1024
 # accept() errors that mean "out of a resource for now": wait and retry, never crash.
 RESOURCE_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 ACCEPT_RETRY_S = 0.1
+TLS_HANDSHAKE_TIMEOUT_S = 10.0
 
 
 def wall_clock_ms() -> int:
@@ -74,6 +76,7 @@ class Server:
         )
         self._slot_freed = trio.Event()
         self.warnings = RateLimitedLog(log)
+        self.default_runtime = ListenerRuntime(config.primary_listener, None, config.advertised)
 
     # -- appends wake fetch long-polls --------------------------------------------------------
 
@@ -83,7 +86,7 @@ class Server:
 
     # -- connections --------------------------------------------------------------------------
 
-    async def accept_loop(self, listener: trio.SocketListener, nursery: trio.Nursery) -> None:
+    async def accept_loop(self, listener: trio.SocketListener, nursery: trio.Nursery, runtime: ListenerRuntime) -> None:
         """Accept within max.connections (else wait for a slot) and max.connections.per.ip (else close)."""
         while True:
             while self.limits.full:
@@ -107,22 +110,30 @@ class Server:
                 )
                 await trio.aclose_forcefully(stream)
                 continue
-            nursery.start_soon(self._connection, stream, ip)
+            nursery.start_soon(self._connection, stream, ip, runtime)
 
-    async def _connection(self, stream: trio.SocketStream, ip: str) -> None:
+    async def _connection(self, stream: trio.SocketStream, ip: str, runtime: ListenerRuntime) -> None:
         try:
-            await self.handle_connection(stream)
+            await self.handle_connection(stream, runtime)
         finally:
             self.limits.release(ip)
             event, self._slot_freed = self._slot_freed, trio.Event()
             event.set()
 
-    async def handle_connection(self, stream: trio.SocketStream) -> None:
-        peer = _peer_name(stream)
+    async def handle_connection(self, raw: trio.SocketStream, runtime: ListenerRuntime | None = None) -> None:
+        peer = _peer_name(raw)
         client_host = "/" + peer.rsplit(":", 1)[0]  # Kafka's InetAddress form, for DescribeGroups
         connection = ServerConnection(self.config.socket_request_max_bytes)
         idle_s = self.config.connections_max_idle_ms / 1000
+        runtime = runtime or self.default_runtime
+        stream: trio.abc.Stream = raw
         try:
+            if runtime.ssl_context is not None:
+                secured = await self._tls_handshake(raw, runtime, peer)
+                if secured is None:
+                    return
+                stream = secured
+            session = Session.open(runtime, self.config, self.broker, stream)
             while not self.stopping:
                 with trio.CancelScope() as waiting:
                     self._idle_scopes.add(waiting)
@@ -136,16 +147,21 @@ class Server:
                     return
                 if not data:
                     return
-                connection.receive_data(data)
+                connection.receive_data(bytes(data))
                 while (frame := connection.next_frame()) is not None:
                     event = await self._decode(frame)
                     self._busy += 1
                     try:
-                        reply = await self.dispatch(event, client_host)
+                        reply = await self.dispatch(event, client_host, session)
                     finally:
                         self._busy -= 1
+                    if session.failed_authentication:
+                        log.info("authentication of %r from %s failed (%s)", session.user, peer, session.mechanism)
+                        await trio.sleep(self.config.security.failed_authentication_delay_ms / 1000)
                     if reply is not None:
                         await stream.send_all(reply)
+                    if session.failed_authentication:
+                        return
         except ProtocolError as exc:
             self.warnings.warning("protocol", "closing connection from %s: %s", peer, exc)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
@@ -155,19 +171,38 @@ class Server:
         finally:
             await trio.aclose_forcefully(stream)
 
+    async def _tls_handshake(self, raw: trio.SocketStream, runtime: ListenerRuntime, peer: str) -> trio.SSLStream[trio.SocketStream] | None:
+        """The TLS handshake, bounded in time; a failure closes only this connection, with a log line."""
+        assert runtime.ssl_context is not None
+        stream = trio.SSLStream(raw, runtime.ssl_context, server_side=True)
+        with trio.move_on_after(TLS_HANDSHAKE_TIMEOUT_S):
+            try:
+                await stream.do_handshake()
+                return stream
+            except trio.BrokenResourceError as exc:
+                self.warnings.warning("tls", "TLS handshake with %s on %s failed: %s", peer, runtime.listener.name, exc.__cause__ or exc)
+                return None
+        self.warnings.warning("tls", "TLS handshake with %s on %s timed out", peer, runtime.listener.name)
+        return None
+
     async def _decode(self, frame: bytes) -> RequestEvent:
         if len(frame) > OFFLOAD_FRAME_BYTES and frame_api_key(frame) != produce.API_KEY:
             return await trio.to_thread.run_sync(decode_request, frame, limiter=self.cpu_limiter)
         return decode_request(frame)
 
-    async def dispatch(self, event: RequestEvent, client_host: str = "") -> bytes | None:
+    async def dispatch(self, event: RequestEvent, client_host: str = "", session: Session | None = None) -> bytes | None:
+        session = session or Session.plaintext(self.default_runtime)
+        if not session.may_call(event.api_key):
+            raise ProtocolError(f"{session.listener_name}: API {event.api_key} before SASL authentication")
         if event.request is None:
             log.info("ApiVersions v%d is newer than ours; answering UNSUPPORTED_VERSION", event.api_version)
             return encode_unsupported_api_versions(event.header.correlation_id, supported_versions())
         handler = HANDLERS.get(event.api_key)
         if handler is None or event.api_version not in handler.versions:
             raise ProtocolError(f"API {event.api_key} v{event.api_version} is not served")
-        ctx = RequestContext(self.broker, self.config, wall_clock_ms(), event.header.client_id, client_host)
+        ctx = RequestContext(
+            self.broker, self.config, wall_clock_ms(), event.header.client_id, client_host, session=session
+        )
         request: Any = event.request
         if event.api_key == fetch.API_KEY:
             response = await self._fetch(ctx, request, event.api_version)
@@ -272,36 +307,47 @@ def _peer_name(stream: trio.SocketStream) -> str:
 
 
 async def serve(config: BrokerConfig, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-    """Run the broker until cancelled; ``task_status.started(port)`` once listening."""
+    """Run the broker until cancelled; ``task_status.started(port)`` (the first listener's) once listening."""
     broker = Broker(config, wall_clock_ms())
     try:
-        listeners = await trio.open_tcp_listeners(config.listen_port, host=config.listen_host)
+        config, bound = await open_listeners(config)
     except BaseException:
         broker.close()
         raise
-    port = listeners[0].socket.getsockname()[1]
-    config = config.with_port(port)
     server = Server(broker, config)
+    server.default_runtime = bound[0][1]
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(server.background)
             async with trio.open_nursery() as connections:
-                for listener in listeners:
-                    connections.start_soon(server.accept_loop, listener, connections)
-                host, advertised_port = config.advertised
-                log.info(
-                    "listening on %s:%d advertised as %s:%d", config.listen_host, port, host, advertised_port
-                )
-                task_status.started(port)
+                for sockets, runtime in bound:
+                    for listener in sockets:
+                        connections.start_soon(server.accept_loop, listener, connections, runtime)
+                for index, (_, runtime) in enumerate(bound):
+                    name, (host, advertised_port) = runtime.listener.name, runtime.advertised
+                    where = f"{runtime.listener.host}:{runtime.listener.port}"
+                    if index == 0:  # the line tools and tests wait for
+                        log.info("listening on %s advertised as %s:%d", where, host, advertised_port)
+                    else:
+                        log.info("listener %s (%s) listening on %s advertised as %s:%d",
+                                 name, runtime.listener.protocol, where, host, advertised_port)
+                    if runtime.listener.protocol == "PLAINTEXT" and not _loopback(runtime.listener.host):
+                        log.warning("listener %s accepts unauthenticated, unencrypted clients on %s", name, where)
+                task_status.started(config.listen_port)
                 try:
                     await trio.sleep_forever()
                 finally:
                     with trio.CancelScope(shield=True):
-                        for listener in listeners:
-                            await listener.aclose()
+                        for sockets, _ in bound:
+                            for listener in sockets:
+                                await listener.aclose()
                         await server.drain()
                     connections.cancel_scope.cancel()
             nursery.cancel_scope.cancel()
     finally:
         broker.close()
         log.info("shut down cleanly")
+
+
+def _loopback(host: str) -> bool:
+    return host in ("localhost", "::1") or host.startswith("127.")

@@ -10,6 +10,8 @@ from rivven_kproto.broker.log.partition_log import PartitionLog
 from rivven_kproto.broker.log.validation import RecordCheck
 from rivven_kproto.codec.errors import KafkaError
 
+from .session import Session
+
 PartitionKey = tuple[str, int]
 
 
@@ -26,7 +28,10 @@ class RequestContext:
     touched: list[PartitionLog] = field(default_factory=list)
     # Produce: each partition's batch validated (and recompressed) before the handler runs, or why not.
     prepared: dict[PartitionKey, RecordCheck | KafkaError] = field(default_factory=dict)
+    # The connection's listener and client identity (None: a request outside any connection).
+    session: Session | None = None
 
     @property
     def advertised(self) -> tuple[str, int]:
-        return self.config.advertised
+        """The address of this connection's listener, as Kafka advertises per listener name."""
+        return self.session.advertised if self.session is not None else self.config.advertised

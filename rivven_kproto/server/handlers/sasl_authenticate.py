@@ -1,4 +1,7 @@
-"""SaslAuthenticate (36), v0-2, on a PLAINTEXT listener: ILLEGAL_SASL_STATE with Kafka's message."""
+"""SaslAuthenticate (36), v0-2: one step of the chosen mechanism. A failure answers
+SASL_AUTHENTICATION_FAILED with a message after connection.failed.authentication.delay.ms, logs
+the client's address and claimed user (never a password) and closes the connection, as Kafka.
+On a listener without SASL: ILLEGAL_SASL_STATE with Kafka's message."""
 
 from __future__ import annotations
 
@@ -11,9 +14,15 @@ API_KEY = SaslAuthenticateRequest.API_KEY
 
 
 def handle(ctx: RequestContext, request: SaslAuthenticateRequest, version: int) -> SaslAuthenticateResponse:
-    return SaslAuthenticateResponse(
-        error_code=Errors.ILLEGAL_SASL_STATE,
-        error_message="SaslAuthenticate request received after successful authentication",
-        auth_bytes=b"",
-        session_lifetime_ms=0,
-    )
+    session = ctx.session
+    if session is None or session.sasl is None:
+        return SaslAuthenticateResponse(
+            error_code=Errors.ILLEGAL_SASL_STATE,
+            error_message="SaslAuthenticate request received after successful authentication",
+            auth_bytes=b"",
+            session_lifetime_ms=0,
+        )
+    error, message, reply = session.sasl.authenticate(request.auth_bytes)
+    if error != Errors.NONE:
+        session.failed_authentication = True
+    return SaslAuthenticateResponse(error_code=error, error_message=message, auth_bytes=reply, session_lifetime_ms=0)

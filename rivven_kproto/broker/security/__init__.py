@@ -1,0 +1,1 @@
+"""Authentication: listeners and their security protocols, SASL PLAIN and SCRAM (no sockets here)."""

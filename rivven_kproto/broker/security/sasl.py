@@ -1,0 +1,88 @@
+"""A connection's SASL exchange, sans-IO: SaslHandshake picks a mechanism, SaslAuthenticate tokens
+go in, (error, message, reply) come out. PLAIN compares in constant time; SCRAM uses scramp."""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Callable, Mapping
+
+from scramp import ScramException, ScramMechanism
+
+from rivven_kproto.codec.errors import Errors
+
+from .scram import MECHANISMS as SCRAM_MECHANISMS
+from .scram import ScramCredential
+
+AUTH_FAILED = "Authentication failed: Invalid username or password"
+CredentialLookup = Callable[[str, str], ScramCredential | None]
+
+
+class SaslExchange:
+    """One connection's authentication state."""
+
+    def __init__(self, enabled: tuple[str, ...], plain_users: Mapping[str, str], scram: CredentialLookup) -> None:
+        self.enabled = enabled
+        self._plain_users = plain_users
+        self._scram = scram
+        self.mechanism: str | None = None
+        self.principal: str | None = None  # "User:<name>" once authenticated
+        self.user: str | None = None  # the name a client claimed, for the log
+        self._scram_server: object | None = None
+
+    @property
+    def authenticated(self) -> bool:
+        return self.principal is not None
+
+    def handshake(self, mechanism: str) -> Errors:
+        if self.authenticated or self.mechanism is not None:
+            return Errors.ILLEGAL_SASL_STATE
+        if mechanism not in self.enabled:
+            return Errors.UNSUPPORTED_SASL_MECHANISM
+        self.mechanism = mechanism
+        return Errors.NONE
+
+    def authenticate(self, token: bytes) -> tuple[Errors, str | None, bytes]:
+        """(error, message, bytes for the client). Any error ends the connection."""
+        if self.mechanism is None or self.authenticated:
+            return Errors.ILLEGAL_SASL_STATE, "SaslAuthenticate before a SaslHandshake", b""
+        if self.mechanism == "PLAIN":
+            return self._plain(token)
+        return self._scram_step(token)
+
+    def _plain(self, token: bytes) -> tuple[Errors, str | None, bytes]:
+        parts = token.split(b"\x00")
+        if len(parts) != 3:
+            return Errors.SASL_AUTHENTICATION_FAILED, "Invalid PLAIN token", b""
+        authzid, user, password = (part.decode("utf-8", "replace") for part in parts)
+        self.user = user
+        expected = self._plain_users.get(user)
+        # Compare even for an unknown user, so timing does not tell which names exist.
+        ok = hmac.compare_digest(password.encode(), (expected if expected is not None else "\x00" + password).encode())
+        if not ok or expected is None or (authzid and authzid != user):
+            return Errors.SASL_AUTHENTICATION_FAILED, AUTH_FAILED, b""
+        self.principal = f"User:{user}"
+        return Errors.NONE, None, b""
+
+    def _scram_step(self, token: bytes) -> tuple[Errors, str | None, bytes]:
+        mechanism = self.mechanism
+        assert mechanism in SCRAM_MECHANISMS
+        try:
+            if self._scram_server is None:
+                def lookup(user: str) -> tuple[bytes, bytes, bytes, int]:
+                    self.user = user
+                    credential = self._scram(mechanism, user)
+                    if credential is None:
+                        raise ScramException("unknown user")
+                    return credential.as_auth_info()
+
+                server = ScramMechanism(mechanism).make_server(lookup)
+                server.set_client_first(token.decode("utf-8"))
+                self._scram_server = server
+                return Errors.NONE, None, server.get_server_first().encode()
+            server = self._scram_server
+            server.set_client_final(token.decode("utf-8"))  # type: ignore[attr-defined]
+            reply = server.get_server_final().encode()  # type: ignore[attr-defined]
+        except (ScramException, UnicodeDecodeError, ValueError):
+            return Errors.SASL_AUTHENTICATION_FAILED, f"Authentication failed during authentication due to invalid credentials with SASL mechanism {mechanism}", b""
+        self.principal = f"User:{self.user}"
+        return Errors.NONE, None, reply

@@ -1,0 +1,62 @@
+"""The TLS server context from Kafka's PEM settings (KIP-651), built once at start."""
+
+from __future__ import annotations
+
+import os
+import ssl
+import tempfile
+
+from rivven_kproto.broker.config import ConfigError, SecurityConfig
+
+_VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
+
+
+def server_context(security: SecurityConfig) -> ssl.SSLContext:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    versions = [_VERSIONS[v] for v in security.enabled_protocols if v in _VERSIONS]
+    if not versions:
+        raise ConfigError(f"ssl.enabled.protocols {','.join(security.enabled_protocols)}: none of TLSv1.2, TLSv1.3")
+    context.minimum_version, context.maximum_version = min(versions), max(versions)
+    try:
+        if security.keystore_location is not None:
+            context.load_cert_chain(security.keystore_location, password=security.key_password)
+        elif security.keystore_certificate_chain and security.keystore_key:
+            _load_inline_chain(context, security)
+        else:
+            raise ConfigError("a TLS listener needs ssl.keystore.location or ssl.keystore.certificate.chain + ssl.keystore.key")
+        if security.truststore_location is not None:
+            context.load_verify_locations(cafile=str(security.truststore_location))
+        elif security.truststore_certificates:
+            context.load_verify_locations(cadata=security.truststore_certificates)
+    except (OSError, ssl.SSLError) as exc:
+        raise ConfigError(f"cannot load the TLS key or certificates: {exc}") from None
+    context.verify_mode = {
+        "none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED,
+    }[security.client_auth]
+    return context
+
+
+def _load_inline_chain(context: ssl.SSLContext, security: SecurityConfig) -> None:
+    """ssl can only load a chain from a file: a private temporary one, removed at once."""
+    descriptor, path = tempfile.mkstemp(suffix=".pem")
+    try:
+        with os.fdopen(descriptor, "w") as handle:
+            handle.write(f"{security.keystore_key}\n{security.keystore_certificate_chain}\n")
+        context.load_cert_chain(path, password=security.key_password)
+    finally:
+        os.unlink(path)
+
+
+def peer_principal(stream_ssl_object: ssl.SSLObject | None) -> str | None:
+    """Kafka's default principal of an mTLS client: ``User:`` + the subject DN (RFC 2253 order)."""
+    if stream_ssl_object is None:
+        return None
+    certificate = stream_ssl_object.getpeercert()
+    if not certificate:
+        return None
+    parts = [f"{_SHORT.get(k, k)}={v}" for rdn in reversed(certificate.get("subject", ())) for k, v in rdn]
+    return "User:" + ",".join(parts)
+
+
+_SHORT = {"commonName": "CN", "organizationName": "O", "organizationalUnitName": "OU", "countryName": "C",
+          "localityName": "L", "stateOrProvinceName": "ST"}

@@ -94,3 +94,9 @@ def test_client_quickstarts(readme_broker: tuple[BrokerProcess, Path]) -> None:
 
 def test_testing_helper_snippet(tmp_path: Path) -> None:
     run([sys.executable, "-c", block("python", "from rivven_kproto.testing import broker")], tmp_path, "unused:1")
+
+
+def test_scram_users_snippet(tmp_path: Path) -> None:
+    result = run(["bash", "-euo", "pipefail", "-c", block("sh", "kproto users add bob")], tmp_path, "unused:1")
+    assert "bob" in result.stdout and "SCRAM-SHA-512" in result.stdout
+    assert "bob-secret" not in (tmp_path / "kproto-data" / "meta" / "scram.json").read_text()

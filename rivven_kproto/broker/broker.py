@@ -6,6 +6,7 @@ when to wait, when to fsync and on which thread. Layout of the data directory::
     <data_dir>/meta/cluster.json      {"cluster_id": ..., "node_id": ...}, written once
     <data_dir>/meta/topics.json       see broker.topics
     <data_dir>/meta/scram.json        SCRAM credentials (salted, hashed), see broker.security.scram
+    <data_dir>/meta/acls.json         ACLs, see broker.security.acls
     <data_dir>/<topic>-<partition>/   one PartitionLog each (see broker.log)
 """
 
@@ -30,6 +31,7 @@ from .log.checkpoint import write_atomic
 from .log.config import LogConfig
 from .log.partition_log import PartitionLog
 from .producer_ids import ProducerIdAllocator
+from .security.acls import Authorizer
 from .security.scram import ScramStore
 from .topics import (
     TOPIC_CONFIG_DEFAULTS,
@@ -94,6 +96,11 @@ class Broker:
         self.store = TopicStore(meta_dir)
         self.producer_ids = ProducerIdAllocator(meta_dir)
         self.scram = ScramStore(meta_dir)
+        self.authorizer = (
+            Authorizer(meta_dir, config.super_users, config.allow_everyone_if_no_acl_found)
+            if config.authorizer_enabled
+            else None
+        )
         self.topics: dict[str, Topic] = {}
         for meta in self.store.topics.values():
             topic = Topic(meta, self._log_config(meta.configs))

@@ -41,6 +41,7 @@ class ConfigError(ValueError):
 
 
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+AUTHORIZERS = ("org.apache.kafka.metadata.authorizer.StandardAuthorizer", "kafka.security.authorizer.AclAuthorizer")
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,10 @@ class BrokerConfig:
     listener_name: str = "PLAINTEXT"
     extra_listeners: tuple[Listener, ...] = ()  # further entries of ``listeners``
     security: SecurityConfig = field(default_factory=SecurityConfig)
+    # ACL authorization (authorizer.class.name set), super.users, allow.everyone.if.no.acl.found.
+    authorizer_enabled: bool = False
+    super_users: tuple[str, ...] = ()
+    allow_everyone_if_no_acl_found: bool = False
 
     def with_port(self, port: int) -> BrokerConfig:
         return dataclasses.replace(self, listen_port=port)
@@ -228,6 +233,14 @@ def _apply(config: BrokerConfig, props: Mapping[str, str], *, warn_unknown: bool
             changes["fetch_max_bytes"] = _int(key, value, 1024)
         elif key == "connections.max.idle.ms":
             changes["connections_max_idle_ms"] = _int(key, value, 1)
+        elif key == "authorizer.class.name":
+            if value.strip() and value.strip() not in AUTHORIZERS:
+                raise ConfigError(f"authorizer.class.name={value}: use one of {', '.join(AUTHORIZERS)} (or leave it empty)")
+            changes["authorizer_enabled"] = bool(value.strip())
+        elif key == "super.users":
+            changes["super_users"] = tuple(u.strip() for u in value.split(";") if u.strip())
+        elif key == "allow.everyone.if.no.acl.found":
+            changes["allow_everyone_if_no_acl_found"] = _bool(key, value)
         elif key == "max.connections":
             changes["max_connections"] = _int(key, value, 1)
         elif key == "max.connections.per.ip":

@@ -8,6 +8,7 @@ from rivven_kproto.broker.broker import Broker
 from rivven_kproto.broker.config import BrokerConfig
 from rivven_kproto.broker.log.partition_log import PartitionLog
 from rivven_kproto.broker.log.validation import RecordCheck
+from rivven_kproto.broker.security.acls import CLUSTER_NAME, Operation, ResourceType
 from rivven_kproto.codec.errors import KafkaError
 
 from .session import Session
@@ -30,6 +31,21 @@ class RequestContext:
     prepared: dict[PartitionKey, RecordCheck | KafkaError] = field(default_factory=dict)
     # The connection's listener and client identity (None: a request outside any connection).
     session: Session | None = None
+
+    @property
+    def principal(self) -> str:
+        return self.session.principal if self.session is not None else "User:ANONYMOUS"
+
+    def allowed(self, operation: Operation, resource_type: ResourceType, name: str = CLUSTER_NAME) -> bool:
+        """The authorizer's decision for this connection's principal and host (always yes without one)."""
+        authorizer = self.broker.authorizer
+        if authorizer is None:
+            return True
+        return authorizer.authorize(self.principal, self.client_host.lstrip("/"), operation, resource_type, name)
+
+    def allowed_on_any_topic(self, operation: Operation) -> bool:
+        authorizer = self.broker.authorizer
+        return authorizer is None or authorizer.authorize_any_topic(self.principal, self.client_host.lstrip("/"), operation)
 
     @property
     def advertised(self) -> tuple[str, int]:

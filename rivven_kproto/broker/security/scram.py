@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from scramp import ScramMechanism
+
+from rivven_kproto.broker.log.checkpoint import write_atomic
 
 MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 DEFAULT_ITERATIONS = 4096
@@ -81,14 +82,4 @@ class ScramStore:
             for mechanism, users in self.credentials.items()
         }
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = self.path.with_suffix(".tmp")
-        with temporary.open("w") as handle:
-            json.dump(data, handle, indent=1, sort_keys=True)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, self.path)
-        descriptor = os.open(self.path.parent, os.O_RDONLY)
-        try:
-            os.fsync(descriptor)
-        finally:
-            os.close(descriptor)
+        write_atomic(self.path, json.dumps(data, indent=1, sort_keys=True).encode())

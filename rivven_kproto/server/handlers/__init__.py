@@ -19,11 +19,14 @@ from . import (
     add_partitions_to_txn,
     alter_configs,
     api_versions,
+    create_acls,
     create_partitions,
     create_topics,
+    delete_acls,
     delete_groups,
     delete_records,
     delete_topics,
+    describe_acls,
     describe_cluster,
     describe_configs,
     describe_groups,
@@ -88,6 +91,9 @@ _MODULES: list[ModuleType] = [
     offset_delete,
     sasl_handshake,
     sasl_authenticate,
+    create_acls,
+    describe_acls,
+    delete_acls,
 ]
 
 

@@ -3,6 +3,8 @@ TxnOffsetCommit, made visible or dropped by the transaction's end)."""
 
 from __future__ import annotations
 
+from rivven_kproto.broker.security.acls import Operation, ResourceType
+from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.add_offsets_to_txn import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
 
 from ..context import RequestContext
@@ -12,6 +14,10 @@ API_KEY = 25
 
 
 def handle(ctx: RequestContext, request: AddOffsetsToTxnRequest, version: int) -> AddOffsetsToTxnResponse:
+    if not ctx.allowed(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
+        return AddOffsetsToTxnResponse(error_code=Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    if not ctx.allowed(Operation.READ, ResourceType.GROUP, request.group_id):
+        return AddOffsetsToTxnResponse(error_code=Errors.GROUP_AUTHORIZATION_FAILED)
     error = ctx.broker.txn.add_offsets(
         request.transactional_id, request.producer_id, request.producer_epoch, request.group_id, ctx.now_ms
     )

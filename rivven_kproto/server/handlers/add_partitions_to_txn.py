@@ -4,6 +4,7 @@ request with OPERATION_NOT_ATTEMPTED, as Kafka does."""
 
 from __future__ import annotations
 
+from rivven_kproto.broker.security.acls import Operation, ResourceType
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.add_partitions_to_txn import (
     AddPartitionsToTxnPartitionResult,
@@ -27,7 +28,12 @@ def handle(ctx: RequestContext, request: AddPartitionsToTxnRequest, version: int
         except KafkaError:
             unknown.add((topic, index))
     errors: dict[tuple[str, int], Errors]
-    if unknown:
+    denied = {(t, p) for t, p in wanted if not ctx.allowed(Operation.WRITE, ResourceType.TOPIC, t)}
+    if not ctx.allowed(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, request.v3_and_below_transactional_id):
+        errors = dict.fromkeys(wanted, Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    elif denied:
+        errors = {tp: Errors.TOPIC_AUTHORIZATION_FAILED if tp in denied else Errors.OPERATION_NOT_ATTEMPTED for tp in wanted}
+    elif unknown:
         errors = {tp: Errors.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else Errors.OPERATION_NOT_ATTEMPTED for tp in wanted}
     else:
         error = ctx.broker.txn.add_partitions(

@@ -23,6 +23,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Protocol
 
+from rivven_kproto.broker.security.acls import Operation
 from rivven_kproto.broker.topics import validate_topic_name
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.alter_configs import (
@@ -33,7 +34,7 @@ from rivven_kproto.codec.messages.alter_configs import (
 )
 from rivven_kproto.server.context import RequestContext
 
-from .describe_configs import BROKER, TOPIC, broker_id
+from .describe_configs import BROKER, TOPIC, broker_id, check_config_access
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +64,7 @@ def handle(ctx: RequestContext, request: AlterConfigsRequest, version: int) -> A
 
 
 def _alter(ctx: RequestContext, resource: AlterConfigsResource, validate_only: bool) -> None:
+    check_config_access(ctx, resource.resource_type, resource.resource_name, Operation.ALTER_CONFIGS)
     if resource.resource_type == BROKER:
         check_broker_resource(ctx, resource.resource_name)
         refuse_broker_changes([config.name for config in resource.configs])

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 
+from rivven_kproto.broker.security.acls import Operation, ResourceType
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.create_partitions import (
     CreatePartitionsRequest,
@@ -41,6 +42,11 @@ def handle(ctx: RequestContext, request: CreatePartitionsRequest, version: int) 
     ]
     for topic in request.topics:
         if counts[topic.name] > 1:
+            continue
+        if not ctx.allowed(Operation.ALTER, ResourceType.TOPIC, topic.name):
+            results.append(CreatePartitionsTopicResult(
+                name=topic.name, error_code=int(Errors.TOPIC_AUTHORIZATION_FAILED), error_message=None
+            ))
             continue
         if topic.name not in ctx.broker.topics:
             # Kafka's UnknownTopicOrPartitionException() carries no message.

@@ -22,6 +22,7 @@ import logging
 import uuid
 from collections import Counter
 
+from rivven_kproto.broker.security.acls import Operation, ResourceType
 from rivven_kproto.broker.topics import INTERNAL_TOPICS
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.create_topics import (
@@ -54,6 +55,10 @@ def handle(ctx: RequestContext, request: CreateTopicsRequest, version: int) -> C
                     f"Creation of internal topic {topic.name} is prohibited.",
                 )
             )
+            continue
+        if not (ctx.allowed(Operation.CREATE, ResourceType.CLUSTER)
+                or ctx.allowed(Operation.CREATE, ResourceType.TOPIC, topic.name)):
+            results.append(_error(topic.name, Errors.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."))
             continue
         try:
             results.append(_create(ctx, topic, version, request.validate_only))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 
+from rivven_kproto.broker.security.acls import Operation, ResourceType
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.delete_records import (
     DeleteRecordsPartition,
@@ -45,6 +46,8 @@ def handle(ctx: RequestContext, request: DeleteRecordsRequest, version: int) -> 
 def _delete(ctx: RequestContext, topic: str, wanted: DeleteRecordsPartition) -> DeleteRecordsPartitionResult:
     index = wanted.partition_index
     try:
+        if not ctx.allowed(Operation.DELETE, ResourceType.TOPIC, topic):
+            raise KafkaError(Errors.TOPIC_AUTHORIZATION_FAILED)
         partition = ctx.broker.partition(topic, index)
         policy = ctx.broker.topic(topic).meta.configs.get("cleanup.policy", "delete")
         if "delete" not in policy.split(","):

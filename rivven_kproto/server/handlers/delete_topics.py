@@ -17,6 +17,7 @@ import logging
 import uuid
 from collections import Counter
 
+from rivven_kproto.broker.security.acls import Operation, ResourceType
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.delete_topics import (
     DeletableTopicResult,
@@ -50,7 +51,10 @@ def handle(ctx: RequestContext, request: DeleteTopicsRequest, version: int) -> D
     for entry in entries:
         resolver.resolve(entry)
     results = resolver.results
-    for name, topic_id in resolver.to_delete.items():
+    for name, topic_id in list(resolver.to_delete.items()):
+        if not ctx.allowed(Operation.DELETE, ResourceType.TOPIC, name):
+            results.append(_result(name, topic_id, Errors.TOPIC_AUTHORIZATION_FAILED))
+            continue
         ctx.broker.delete_topic(name)
         log.info("deleted topic %s for client %s", name, ctx.client_id)
         results.append(_result(name, topic_id, Errors.NONE))

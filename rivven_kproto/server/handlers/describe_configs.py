@@ -20,6 +20,7 @@ Not implemented: authorization, config documentation, BROKER_LOGGER and CLIENT_M
 
 from __future__ import annotations
 
+from rivven_kproto.broker.security.acls import Operation, ResourceType
 from rivven_kproto.broker.topics import ConfigEntry, validate_topic_name
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.describe_configs import (
@@ -76,8 +77,17 @@ def handle(ctx: RequestContext, request: DescribeConfigsRequest, version: int) -
     return DescribeConfigsResponse(results=results)
 
 
+def check_config_access(ctx: RequestContext, resource_type: int, name: str, operation: Operation) -> None:
+    """Kafka: DescribeConfigs/AlterConfigs on the topic, or on the Cluster for broker resources."""
+    if resource_type == TOPIC and not ctx.allowed(operation, ResourceType.TOPIC, name):
+        raise KafkaError(Errors.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
+    if resource_type == BROKER and not ctx.allowed(operation, ResourceType.CLUSTER):
+        raise KafkaError(Errors.CLUSTER_AUTHORIZATION_FAILED, "Authorization failed.")
+
+
 def _describe(ctx: RequestContext, resource: DescribeConfigsResource) -> list[ConfigEntry]:
     name = resource.resource_name
+    check_config_access(ctx, resource.resource_type, name, Operation.DESCRIBE_CONFIGS)
     if resource.resource_type == TOPIC:
         validate_topic_name(name)
         if name not in ctx.broker.topics:

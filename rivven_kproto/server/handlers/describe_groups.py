@@ -9,6 +9,7 @@ are every operation Kafka supports on a group, as a broker without an authorizer
 
 from __future__ import annotations
 
+from rivven_kproto.broker.security.acls import Operation, ResourceType
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.describe_groups import (
     DescribedGroup,
@@ -32,6 +33,12 @@ def handle(ctx: RequestContext, request: DescribeGroupsRequest, version: int) ->
         else NOT_REQUESTED
     groups = []
     for group_id in request.groups:
+        if not ctx.allowed(Operation.DESCRIBE, ResourceType.GROUP, group_id):
+            groups.append(DescribedGroup(
+                error_code=Errors.GROUP_AUTHORIZATION_FAILED, group_id=group_id, group_state="", protocol_type="",
+                protocol_data="", members=[], authorized_operations=operations,
+            ))
+            continue
         described = ctx.broker.groups.describe(group_id)
         groups.append(DescribedGroup(
             error_code=Errors.NONE,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from rivven_kproto.broker.security.acls import Operation, ResourceType
 from rivven_kproto.broker.txn.state import TxnState
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.describe_transactions import (
@@ -22,6 +23,14 @@ def handle(ctx: RequestContext, request: DescribeTransactionsRequest, version: i
     states = []
     for transactional_id in request.transactional_ids:
         txn = ctx.broker.txn.txns.get(transactional_id)
+        if not ctx.allowed(Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+            states.append(
+                TransactionState(
+                    error_code=Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, transactional_id=transactional_id,
+                    transaction_start_time_ms=-1, producer_id=-1, producer_epoch=-1,
+                )
+            )
+            continue
         if txn is None:
             states.append(
                 TransactionState(

@@ -4,6 +4,8 @@ the transaction as soon as the producer's commit returns."""
 
 from __future__ import annotations
 
+from rivven_kproto.broker.security.acls import Operation, ResourceType
+from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.end_txn import EndTxnRequest, EndTxnResponse
 
 from ..context import RequestContext
@@ -13,6 +15,8 @@ API_KEY = 26
 
 
 def handle(ctx: RequestContext, request: EndTxnRequest, version: int) -> EndTxnResponse:
+    if not ctx.allowed(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
+        return EndTxnResponse(error_code=Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     error = ctx.broker.txn.end_txn(
         request.transactional_id, request.producer_id, request.producer_epoch, request.committed, ctx.now_ms
     )

@@ -21,6 +21,7 @@ import logging
 
 from rivven_kproto.broker.broker import Broker
 from rivven_kproto.broker.log.partition_log import LEADER_EPOCH, PartitionLog
+from rivven_kproto.broker.security.acls import Operation, ResourceType
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.fetch import (
     AbortedTransaction,
@@ -84,13 +85,17 @@ def fetch(ctx: RequestContext, request: FetchRequest, version: int) -> tuple[Fet
     min_one_batch = True
     total, has_error = 0, False
     responses: list[FetchableTopicResponse] = []
+    readable: dict[str, bool] = {}
     for topic in request.topics:
         partitions: list[PartitionData] = []
         for wanted in topic.partitions:
             max_bytes = min(max(wanted.partition_max_bytes, 0), remaining)
-            data = _read_partition(
-                ctx.broker, topic.topic, wanted, max_bytes, read_committed=read_committed, min_one_batch=min_one_batch
-            )
+            if readable.setdefault(topic.topic, ctx.allowed(Operation.READ, ResourceType.TOPIC, topic.topic)):
+                data = _read_partition(
+                    ctx.broker, topic.topic, wanted, max_bytes, read_committed=read_committed, min_one_batch=min_one_batch
+                )
+            else:
+                data = _error_partition(wanted.partition, Errors.TOPIC_AUTHORIZATION_FAILED)
             size = len(data.records or b"")
             if size:
                 min_one_batch = False

@@ -9,6 +9,7 @@ compat_tests/FINDINGS.rst).
 
 from __future__ import annotations
 
+from rivven_kproto.broker.security.acls import Operation, ResourceType
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.find_coordinator import (
     Coordinator,
@@ -34,18 +35,30 @@ def _lookup(key_type: int) -> tuple[Errors, str | None]:
 
 
 def handle(ctx: RequestContext, request: FindCoordinatorRequest, version: int) -> FindCoordinatorResponse:
-    error, message = _lookup(request.key_type)
-    host, port = ctx.advertised
-    node = ctx.config.node_id if error == Errors.NONE else -1
-    if error != Errors.NONE:
-        host, port = "", -1
+    keys = request.coordinator_keys if version >= 4 else [request.key]
+    answers = [_answer(ctx, request.key_type, key) for key in keys]
     if version >= 4:
         return FindCoordinatorResponse(
             coordinators=[
                 Coordinator(key=key, node_id=node, host=host, port=port, error_code=error, error_message=message)
-                for key in request.coordinator_keys
+                for key, (error, message, node, host, port) in zip(keys, answers, strict=True)
             ]
         )
+    error, message, node, host, port = answers[0]
     return FindCoordinatorResponse(
         error_code=error, error_message=message if version >= 1 else "", node_id=node, host=host, port=port
     )
+
+
+def _answer(ctx: RequestContext, key_type: int, key: str) -> tuple[Errors, str | None, int, str, int]:
+    error, message = _lookup(key_type)
+    if error == Errors.NONE and key_type == GROUP and not ctx.allowed(Operation.DESCRIBE, ResourceType.GROUP, key):
+        error, message = Errors.GROUP_AUTHORIZATION_FAILED, None
+    if error == Errors.NONE and key_type == TRANSACTION and not ctx.allowed(
+        Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key
+    ):
+        error, message = Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None
+    if error != Errors.NONE:
+        return error, message, -1, "", -1
+    host, port = ctx.advertised
+    return error, message, ctx.config.node_id, host, port

@@ -7,6 +7,8 @@ static instance now owned by another member id), as Kafka.
 
 from __future__ import annotations
 
+from rivven_kproto.broker.security.acls import Operation, ResourceType
+from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
 
 from ..context import RequestContext
@@ -15,6 +17,8 @@ API_KEY = HeartbeatRequest.API_KEY
 
 
 def handle(ctx: RequestContext, request: HeartbeatRequest, version: int) -> HeartbeatResponse:
+    if not ctx.allowed(Operation.READ, ResourceType.GROUP, request.group_id):
+        return HeartbeatResponse(throttle_time_ms=0, error_code=Errors.GROUP_AUTHORIZATION_FAILED)
     error = ctx.broker.groups.heartbeat(
         request.group_id, request.generation_id, request.member_id, request.group_instance_id, ctx.now_ms
     )

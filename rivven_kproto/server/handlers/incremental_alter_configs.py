@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import enum
 
+from rivven_kproto.broker.security.acls import Operation
 from rivven_kproto.broker.topics import TOPIC_CONFIGS, is_list_config
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.incremental_alter_configs import (
@@ -35,6 +36,7 @@ from rivven_kproto.server.context import RequestContext
 
 from .alter_configs import (
     check_broker_resource,
+    check_config_access,
     check_config_names,
     check_nulls,
     duplicate_resources,
@@ -83,6 +85,7 @@ def handle(
 
 
 def _alter(ctx: RequestContext, resource: AlterConfigsResource, validate_only: bool) -> None:
+    check_config_access(ctx, resource.resource_type, resource.resource_name, Operation.ALTER_CONFIGS)
     if resource.resource_type == BROKER:
         check_broker_resource(ctx, resource.resource_name)
         refuse_broker_changes([c.name for c in resource.configs if c.config_operation != OpType.DELETE])

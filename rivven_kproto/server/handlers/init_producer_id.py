@@ -8,6 +8,7 @@ open: CONCURRENT_TRANSACTIONS until done) or recovers a KIP-360 producer.
 
 from __future__ import annotations
 
+from rivven_kproto.broker.security.acls import Operation, ResourceType
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
 
@@ -19,8 +20,15 @@ API_KEY = 22
 
 def handle(ctx: RequestContext, request: InitProducerIdRequest, version: int) -> InitProducerIdResponse:
     if request.transactional_id is None:
+        # Kafka 3+: an idempotent producer needs IdempotentWrite on the cluster or Write on some topic.
+        if not (ctx.allowed(Operation.IDEMPOTENT_WRITE, ResourceType.CLUSTER) or ctx.allowed_on_any_topic(Operation.WRITE)):
+            return InitProducerIdResponse(error_code=Errors.CLUSTER_AUTHORIZATION_FAILED, producer_id=-1, producer_epoch=-1)
         producer_id = ctx.broker.producer_ids.allocate()
         return InitProducerIdResponse(error_code=Errors.NONE, producer_id=producer_id, producer_epoch=0)
+    if not ctx.allowed(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
+        return InitProducerIdResponse(
+            error_code=Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, producer_id=-1, producer_epoch=-1
+        )
     error, producer_id, epoch = ctx.broker.txn.init_producer_id(
         request.transactional_id,
         request.transaction_timeout_ms,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from rivven_kproto.broker.groups import Awaiting, JoinParams, JoinResult
 from rivven_kproto.broker.groups.api import Result
+from rivven_kproto.broker.security.acls import Operation, ResourceType
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.join_group import (
     JoinGroupRequest,
@@ -42,6 +43,8 @@ def handle(ctx: RequestContext, request: JoinGroupRequest, version: int) -> Join
         protocols=tuple((protocol.name, protocol.metadata) for protocol in request.protocols),
         require_known_member_id=version >= 4,
     )
+    if not ctx.allowed(Operation.READ, ResourceType.GROUP, request.group_id):
+        return _response(JoinResult(Errors.GROUP_AUTHORIZATION_FAILED, request.member_id), version)
     outcome = ctx.broker.groups.join(params, ctx.now_ms)
     if isinstance(outcome, Awaiting):
         return park(

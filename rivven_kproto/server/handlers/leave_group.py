@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 
 from rivven_kproto.broker.groups import LeavingMember
+from rivven_kproto.broker.security.acls import Operation, ResourceType
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse, MemberResponse
 
@@ -26,6 +27,8 @@ def handle(ctx: RequestContext, request: LeaveGroupRequest, version: int) -> Lea
             log.info("group %s: members leaving with reasons %s", request.group_id, reasons)
     else:
         leaving = [LeavingMember(request.member_id, None)]
+    if not ctx.allowed(Operation.READ, ResourceType.GROUP, request.group_id):
+        return LeaveGroupResponse(throttle_time_ms=0, error_code=Errors.GROUP_AUTHORIZATION_FAILED, members=[])
     error, results = ctx.broker.groups.leave(request.group_id, leaving, ctx.now_ms)
     if version >= 3:
         return LeaveGroupResponse(

@@ -6,6 +6,7 @@ group (type "classic"), so a v5 type filter without "classic" lists nothing.
 
 from __future__ import annotations
 
+from rivven_kproto.broker.security.acls import Operation, ResourceType
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.list_groups import ListedGroup, ListGroupsRequest, ListGroupsResponse
 
@@ -31,5 +32,6 @@ def handle(ctx: RequestContext, request: ListGroupsRequest, version: int) -> Lis
                 group_type=GROUP_TYPE if version >= 5 else "",
             )
             for g in ctx.broker.groups.list_groups(states)
+            if ctx.allowed(Operation.DESCRIBE, ResourceType.GROUP, g.group_id)
         ],
     )

@@ -17,6 +17,7 @@ import logging
 from collections import Counter
 
 from rivven_kproto.broker.log.partition_log import LEADER_EPOCH
+from rivven_kproto.broker.security.acls import Operation, ResourceType
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.list_offsets import (
     ListOffsetsPartition,
@@ -58,6 +59,8 @@ def _list_offset(
     ctx: RequestContext, topic: str, wanted: ListOffsetsPartition, read_committed: bool, version: int
 ) -> ListOffsetsPartitionResponse:
     try:
+        if not ctx.allowed(Operation.DESCRIBE, ResourceType.TOPIC, topic):
+            raise KafkaError(Errors.TOPIC_AUTHORIZATION_FAILED)
         partition = ctx.broker.partition(topic, wanted.partition_index)
         check_leader_epoch(wanted.current_leader_epoch)
         fetchable = last_stable_offset(partition) if read_committed else high_watermark(partition)

@@ -3,6 +3,7 @@ minimum running time (KIP-664, KIP-994). Unknown state names are echoed back, as
 
 from __future__ import annotations
 
+from rivven_kproto.broker.security.acls import Operation, ResourceType
 from rivven_kproto.broker.txn.state import TxnState
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.list_transactions import (
@@ -23,6 +24,8 @@ def handle(ctx: RequestContext, request: ListTransactionsRequest, version: int) 
     producers = set(request.producer_id_filters)
     listed = []
     for txn in ctx.broker.txn.txns.values():
+        if not ctx.allowed(Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, txn.transactional_id):
+            continue  # Kafka leaves out ids the client may not describe
         if request.state_filters and txn.state.value not in states:
             continue
         if producers and txn.producer_id not in producers:

@@ -20,6 +20,7 @@ import uuid
 
 from rivven_kproto.broker.broker import Topic
 from rivven_kproto.broker.log.partition_log import LEADER_EPOCH
+from rivven_kproto.broker.security.acls import Operation, ResourceType
 from rivven_kproto.broker.topics import INTERNAL_TOPICS, validate_topic_name
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.metadata import (
@@ -59,8 +60,11 @@ CLUSTER_AUTHORIZED_OPERATIONS = _bitfield(5, 7, 8, 9, 10, 11, 12)
 def handle(ctx: RequestContext, request: MetadataRequest, version: int) -> MetadataResponse:
     broker = ctx.broker
     all_topics = request.topics is None or (version == 0 and not request.topics)
-    if all_topics:
-        topics = [describe_topic(ctx, topic) for _, topic in sorted(broker.topics.items())]
+    if all_topics:  # with an authorizer, topics the client may not Describe are left out, as Kafka
+        topics = [
+            describe_topic(ctx, topic) for name, topic in sorted(broker.topics.items())
+            if ctx.allowed(Operation.DESCRIBE, ResourceType.TOPIC, name)
+        ]
     else:
         allow_create = ctx.config.auto_create_topics and request.allow_auto_topic_creation
         topics = _requested_topics(ctx, request.topics or [], allow_create, version)
@@ -133,8 +137,14 @@ def _requested_topics(
 
 def _named_topic(ctx: RequestContext, name: str, allow_create: bool) -> MetadataResponseTopic:
     topic = ctx.broker.topics.get(name)
+    if not ctx.allowed(Operation.DESCRIBE, ResourceType.TOPIC, name):
+        return _error_topic(Errors.TOPIC_AUTHORIZATION_FAILED, name)
     if topic is not None:
         return describe_topic(ctx, topic)
+    # Auto-creation needs Create on the cluster or on the topic (Kafka).
+    allow_create = allow_create and (
+        ctx.allowed(Operation.CREATE, ResourceType.CLUSTER) or ctx.allowed(Operation.CREATE, ResourceType.TOPIC, name)
+    )
     try:
         validate_topic_name(name)
     except KafkaError as exc:

@@ -16,6 +16,7 @@ Not implemented: authorization; transactional offsets arrive with TxnOffsetCommi
 from __future__ import annotations
 
 from rivven_kproto.broker.groups.api import CommitPartition
+from rivven_kproto.broker.security.acls import Operation, ResourceType
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.offset_commit import (
     OffsetCommitRequest,
@@ -32,10 +33,16 @@ API_KEY = OffsetCommitRequest.API_KEY
 def handle(ctx: RequestContext, request: OffsetCommitRequest, version: int) -> OffsetCommitResponse:
     errors: dict[tuple[str, int], Errors] = {}
     to_commit: list[CommitPartition] = []
+    group_allowed = ctx.allowed(Operation.READ, ResourceType.GROUP, request.group_id)
     for topic in request.topics:
         known = ctx.broker.topics.get(topic.name)
+        topic_allowed = ctx.allowed(Operation.READ, ResourceType.TOPIC, topic.name)
         for p in topic.partitions:
-            if known is None or not 0 <= p.partition_index < len(known.partitions):
+            if not group_allowed:
+                errors[(topic.name, p.partition_index)] = Errors.GROUP_AUTHORIZATION_FAILED
+            elif not topic_allowed:
+                errors[(topic.name, p.partition_index)] = Errors.TOPIC_AUTHORIZATION_FAILED
+            elif known is None or not 0 <= p.partition_index < len(known.partitions):
                 errors[(topic.name, p.partition_index)] = Errors.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 to_commit.append(CommitPartition(topic.name, p.partition_index, p.committed_offset,

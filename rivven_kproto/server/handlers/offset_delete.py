@@ -9,6 +9,7 @@ succeeds.
 
 from __future__ import annotations
 
+from rivven_kproto.broker.security.acls import Operation, ResourceType
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.offset_delete import (
     OffsetDeleteRequest,
@@ -24,6 +25,8 @@ API_KEY = OffsetDeleteRequest.API_KEY
 
 def handle(ctx: RequestContext, request: OffsetDeleteRequest, version: int) -> OffsetDeleteResponse:
     wanted = [(t.name, [p.partition_index for p in t.partitions]) for t in request.topics]
+    if not ctx.allowed(Operation.DELETE, ResourceType.GROUP, request.group_id):
+        return OffsetDeleteResponse(error_code=Errors.GROUP_AUTHORIZATION_FAILED, throttle_time_ms=0, topics=[])
     try:
         results = ctx.broker.groups.delete_offsets(request.group_id, wanted)
     except KafkaError as exc:

@@ -14,7 +14,11 @@ Not implemented: authorization.
 
 from __future__ import annotations
 
+from typing import Any
+
 from rivven_kproto.broker.groups.api import FetchedOffset
+from rivven_kproto.broker.security.acls import Operation, ResourceType
+from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.offset_fetch import (
     OffsetFetchRequest,
     OffsetFetchResponse,
@@ -37,8 +41,13 @@ def handle(ctx: RequestContext, request: OffsetFetchRequest, version: int) -> Of
     if version >= 8:
         groups = []
         for group in request.groups:
+            if not ctx.allowed(Operation.DESCRIBE, ResourceType.GROUP, group.group_id):
+                groups.append(OffsetFetchResponseGroup(
+                    group_id=group.group_id, error_code=Errors.GROUP_AUTHORIZATION_FAILED, topics=[]
+                ))
+                continue
             wanted: Wanted = None if group.topics is None else [(t.name, t.partition_indexes) for t in group.topics]
-            fetched = coordinator.fetch_offsets(group.group_id, wanted, require_stable=request.require_stable)
+            fetched = _describable(ctx, coordinator.fetch_offsets(group.group_id, wanted, require_stable=request.require_stable))
             groups.append(OffsetFetchResponseGroup(
                 group_id=group.group_id,
                 error_code=0,
@@ -48,9 +57,11 @@ def handle(ctx: RequestContext, request: OffsetFetchRequest, version: int) -> Of
                 ],
             ))
         return OffsetFetchResponse(throttle_time_ms=0, groups=groups)
+    if not ctx.allowed(Operation.DESCRIBE, ResourceType.GROUP, request.group_id):
+        return OffsetFetchResponse(throttle_time_ms=0, error_code=Errors.GROUP_AUTHORIZATION_FAILED, topics=[])
     wanted = None if request.topics is None else [(t.name, t.partition_indexes) for t in request.topics]
     stable = version >= 7 and request.require_stable
-    fetched = coordinator.fetch_offsets(request.group_id, wanted, require_stable=stable)
+    fetched = _describable(ctx, coordinator.fetch_offsets(request.group_id, wanted, require_stable=stable))
     return OffsetFetchResponse(
         throttle_time_ms=0,
         error_code=0,
@@ -59,6 +70,11 @@ def handle(ctx: RequestContext, request: OffsetFetchRequest, version: int) -> Of
             for topic, offsets in fetched
         ],
     )
+
+
+def _describable(ctx: RequestContext, fetched: Any) -> Any:
+    """Topics the client may not Describe are left out of the answer (Kafka filters them)."""
+    return [(topic, offsets) for topic, offsets in fetched if ctx.allowed(Operation.DESCRIBE, ResourceType.TOPIC, topic)]
 
 
 def _fields(fetched: FetchedOffset) -> tuple[int, int, str]:

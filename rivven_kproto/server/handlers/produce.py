@@ -20,6 +20,7 @@ from collections.abc import Callable
 import trio
 
 from rivven_kproto.broker.log.validation import RecordCheck, RecordValidationError, prepare_client_records
+from rivven_kproto.broker.security.acls import Operation, ResourceType
 from rivven_kproto.broker.topics import INTERNAL_TOPICS
 from rivven_kproto.codec.compression import Compression
 from rivven_kproto.codec.errors import Errors, KafkaError
@@ -135,6 +136,12 @@ def _produce_partition(
         return _error(data.index, Errors.INVALID_REQUIRED_ACKS)
     if topic in INTERNAL_TOPICS:
         return _error(data.index, Errors.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {topic}")
+    if request.transactional_id is not None and not ctx.allowed(
+        Operation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id
+    ):
+        return _error(data.index, Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    if not ctx.allowed(Operation.WRITE, ResourceType.TOPIC, topic):
+        return _error(data.index, Errors.TOPIC_AUTHORIZATION_FAILED)
     try:
         log_ = ctx.broker.partition(topic, data.index)
         records = _single_batch(data.records)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from rivven_kproto.broker.groups import Awaiting, SyncParams, SyncResult
 from rivven_kproto.broker.groups.api import Result
+from rivven_kproto.broker.security.acls import Operation, ResourceType
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 
@@ -32,6 +33,8 @@ def handle(ctx: RequestContext, request: SyncGroupRequest, version: int) -> Sync
         protocol_name=request.protocol_name,
         assignments=tuple((a.member_id, a.assignment) for a in request.assignments),
     )
+    if not ctx.allowed(Operation.READ, ResourceType.GROUP, request.group_id):
+        return _response(SyncResult(Errors.GROUP_AUTHORIZATION_FAILED))
     outcome = ctx.broker.groups.sync(params, ctx.now_ms)
     if isinstance(outcome, Awaiting):
         return park(ctx, outcome, _response, lambda: _response(SyncResult(Errors.COORDINATOR_NOT_AVAILABLE)))

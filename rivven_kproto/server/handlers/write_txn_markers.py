@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 
+from rivven_kproto.broker.security.acls import Operation, ResourceType
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.write_txn_markers import (
     WritableTxnMarkerPartitionResult,
@@ -25,7 +26,19 @@ log = logging.getLogger(__name__)
 
 def handle(ctx: RequestContext, request: WriteTxnMarkersRequest, version: int) -> WriteTxnMarkersResponse:
     results = []
+    allowed = ctx.allowed(Operation.CLUSTER_ACTION, ResourceType.CLUSTER)  # Kafka: inter-broker only
     for marker in request.markers:
+        if not allowed:
+            log.warning("WriteTxnMarkers refused for %s from %s: no ClusterAction on the cluster", ctx.principal,
+                        ctx.client_host.lstrip("/") or "?")
+            results.append(WritableTxnMarkerResult(producer_id=marker.producer_id, topics=[
+                WritableTxnMarkerTopicResult(name=t.name, partitions=[
+                    WritableTxnMarkerPartitionResult(partition_index=i, error_code=Errors.CLUSTER_AUTHORIZATION_FAILED)
+                    for i in t.partition_indexes
+                ])
+                for t in marker.topics
+            ]))
+            continue
         # An administrative commit/abort of someone's transaction: always leave a trace of who did it.
         log.warning(
             "WriteTxnMarkers %s for producer %d epoch %d on %s from client %r at %s",

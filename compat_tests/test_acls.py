@@ -1,0 +1,184 @@
+"""Issue #17 (part): ACL authorization with Kafka's model, against a real broker and real clients.
+
+A broker with ``authorizer.class.name`` set, a SASL_PLAINTEXT listener (PLAIN users admin, alice,
+bob; ``super.users=User:admin``) and a PLAINTEXT one (principal ``User:ANONYMOUS``). The admin
+manages ACLs with confluent-kafka's AdminClient; alice's and bob's clients get Kafka's
+authorization errors until an ACL allows them, and again once it is deleted.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    NewTopic,
+    ResourcePatternType,
+    ResourceType,
+)
+
+from rivven_kproto.codec.errors import Errors
+
+from .broker_process import BrokerProcess
+from .txn_helpers import Raw
+
+LISTENER = re.compile(r"listener SASL_PLAINTEXT \(SASL_PLAINTEXT\) listening on [\d.]+:(\d+)")
+JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
+        'user_admin="admin-pw" user_alice="alice-pw" user_bob="bob-pw";')
+TIMEOUT_S = 30
+
+
+class Cluster:
+    def __init__(self, broker: BrokerProcess) -> None:
+        self.broker = broker
+        self.sasl_port = int(LISTENER.findall(broker.log_text())[-1])
+
+    def config(self, user: str, **extra: Any) -> dict[str, Any]:
+        return {
+            "bootstrap.servers": f"127.0.0.1:{self.sasl_port}", "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "PLAIN", "sasl.username": user, "sasl.password": f"{user}-pw", **extra,
+        }
+
+    def admin(self) -> AdminClient:
+        return AdminClient(self.config("admin"))
+
+
+def start(base: Path) -> BrokerProcess:
+    config = base / "server.properties"
+    config.write_text(
+        "listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0\n"
+        "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\n"
+        "super.users=User:admin\n"
+        f"sasl.jaas.config={JAAS}\n"
+        "connection.failed.authentication.delay.ms=0\n"
+    )
+    return BrokerProcess(base / "data", base / "broker.log", ["--config", str(config)]).start()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    broker = start(tmp_path_factory.mktemp("acls"))
+    result = Cluster(broker)
+    admin = result.admin()  # kept alive until its futures are done
+    for future in admin.create_topics([NewTopic("orders", 1), NewTopic("payments", 1)]).values():
+        future.result(TIMEOUT_S)
+    yield result
+    broker.stop()
+
+
+def produce(config: dict[str, Any], topic: str) -> KafkaError | None:
+    outcome: list[KafkaError | None] = []
+    producer = Producer({**config, "message.timeout.ms": 10_000, "acks": "all"})
+    producer.produce(topic, b"v", partition=0, on_delivery=lambda err, _m: outcome.append(err))
+    producer.flush(TIMEOUT_S)
+    assert outcome, "no delivery report"
+    return outcome[0]
+
+
+def binding(principal: str, resource: ResourceType, name: str, operation: AclOperation,
+            pattern: ResourcePatternType = ResourcePatternType.LITERAL) -> AclBinding:
+    return AclBinding(resource, name, pattern, principal, "*", operation, AclPermissionType.ALLOW)
+
+
+def test_nothing_is_allowed_without_an_acl(cluster: Cluster) -> None:
+    error = produce(cluster.config("alice"), "orders")
+    assert error is not None and error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    listed = AdminClient(cluster.config("alice")).list_topics(timeout=TIMEOUT_S).topics
+    assert "orders" not in listed and "payments" not in listed  # topics without Describe are left out
+    assert set(cluster.admin().list_topics(timeout=TIMEOUT_S).topics) >= {"orders", "payments"}  # super user
+
+
+def test_acls_allow_then_deleting_them_denies_again(cluster: Cluster) -> None:
+    admin = cluster.admin()
+    acls = [
+        binding("User:alice", ResourceType.TOPIC, "ord", AclOperation.WRITE, ResourcePatternType.PREFIXED),
+        binding("User:alice", ResourceType.TOPIC, "orders", AclOperation.READ),
+        binding("User:alice", ResourceType.GROUP, "alice-group", AclOperation.READ),
+    ]
+    for future in admin.create_acls(acls).values():
+        future.result(TIMEOUT_S)
+    assert produce(cluster.config("alice"), "orders") is None
+    error = produce(cluster.config("bob"), "orders")
+    assert error is not None and error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    error = produce(cluster.config("alice"), "payments")
+    assert error is not None and error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+
+    consumer = Consumer(cluster.config("alice", **{"group.id": "alice-group", "auto.offset.reset": "earliest"}))
+    consumer.assign([TopicPartition("orders", 0, 0)])
+    message = None
+    for _ in range(30):
+        message = consumer.poll(1.0)
+        if message is not None and message.error() is None:
+            break
+    assert message is not None and message.error() is None and message.value() == b"v"
+    consumer.commit(message=message, asynchronous=False)  # Read on the group and the topic
+    consumer.close()
+
+    described = admin.describe_acls(
+        AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, "User:alice", None, AclOperation.ANY,
+                         AclPermissionType.ANY)
+    ).result(TIMEOUT_S)
+    assert sorted((b.restype, b.name, b.operation) for b in described) == sorted(
+        (b.restype, b.name, b.operation) for b in acls
+    )
+    write_filter = AclBindingFilter(ResourceType.TOPIC, "ord", ResourcePatternType.PREFIXED, "User:alice", None,
+                                    AclOperation.WRITE, AclPermissionType.ALLOW)
+    (deleted,) = [f.result(TIMEOUT_S) for f in admin.delete_acls([write_filter]).values()]
+    assert [(b.name, b.operation) for b in deleted] == [("ord", AclOperation.WRITE)]
+    error = produce(cluster.config("alice"), "orders")
+    assert error is not None and error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+
+
+def test_a_transactional_id_needs_its_own_acl(cluster: Cluster) -> None:
+    producer = Producer(cluster.config("bob", **{"transactional.id": "bob-tx"}))
+    with pytest.raises(KafkaException) as raised:
+        producer.init_transactions(TIMEOUT_S)
+    assert raised.value.args[0].code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+
+
+def test_anonymous_clients_cannot_abort_transactions_or_manage_acls(cluster: Cluster) -> None:
+    raw = Raw(cluster.broker.bootstrap)  # the PLAINTEXT listener: User:ANONYMOUS
+    try:
+        assert raw.write_txn_markers(4242, 0, False, {"orders": [0]}) == {("orders", 0): Errors.CLUSTER_AUTHORIZATION_FAILED}
+    finally:
+        raw.close()
+    anonymous = AdminClient({"bootstrap.servers": cluster.broker.bootstrap})
+    futures = anonymous.create_acls([binding("User:*", ResourceType.TOPIC, "*", AclOperation.ALL)])
+    with pytest.raises(KafkaException) as raised:
+        for future in futures.values():
+            future.result(TIMEOUT_S)
+    assert raised.value.args[0].code() == KafkaError.CLUSTER_AUTHORIZATION_FAILED
+
+
+def test_acls_survive_a_restart(tmp_path: Path) -> None:
+    broker = start(tmp_path)
+    try:
+        cluster = Cluster(broker)
+        admin = cluster.admin()
+        for future in admin.create_acls([binding("User:bob", ResourceType.TOPIC, "kept", AclOperation.ALL)]).values():
+            future.result(TIMEOUT_S)
+        assert broker.stop() == 0
+        broker.start()
+        cluster = Cluster(broker)
+        assert produce(cluster.config("bob"), "kept") is None  # All on the topic includes Write
+    finally:
+        if broker.alive():
+            broker.stop()
+
+
+def test_without_an_authorizer_acl_apis_answer_security_disabled(broker: BrokerProcess) -> None:
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    futures = admin.create_acls([binding("User:x", ResourceType.TOPIC, "t", AclOperation.READ)])
+    with pytest.raises(KafkaException) as raised:
+        for future in futures.values():
+            future.result(TIMEOUT_S)
+    assert raised.value.args[0].code() == KafkaError.SECURITY_DISABLED

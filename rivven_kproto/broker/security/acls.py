@@ -1,0 +1,212 @@
+"""Kafka's ACL model and authorizer decision, pure: resources, patterns, operations, principals.
+
+The rules are Kafka's StandardAuthorizer's: super users may do anything; a DENY that matches wins;
+otherwise an ALLOW for the operation, ``All``, or an operation that implies it (Read, Write,
+Delete and Alter imply Describe; AlterConfigs implies DescribeConfigs) allows; a resource no ACL
+matches at all is allowed only with ``allow.everyone.if.no.acl.found``. ACLs match a resource by
+LITERAL name, the LITERAL ``*`` wildcard, or a PREFIXED name; a principal by ``User:name`` or
+``User:*``; a host by address or ``*``. ACLs are kept in ``<data_dir>/meta/acls.json``.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from rivven_kproto.broker.log.checkpoint import write_atomic
+
+WILDCARD = "*"
+FILE_NAME = "acls.json"
+
+
+class ResourceType(enum.IntEnum):
+    UNKNOWN = 0
+    ANY = 1
+    TOPIC = 2
+    GROUP = 3
+    CLUSTER = 4
+    TRANSACTIONAL_ID = 5
+    DELEGATION_TOKEN = 6
+    USER = 7
+
+
+class PatternType(enum.IntEnum):
+    UNKNOWN = 0
+    ANY = 1
+    MATCH = 2
+    LITERAL = 3
+    PREFIXED = 4
+
+
+class Operation(enum.IntEnum):
+    UNKNOWN = 0
+    ANY = 1
+    ALL = 2
+    READ = 3
+    WRITE = 4
+    CREATE = 5
+    DELETE = 6
+    ALTER = 7
+    DESCRIBE = 8
+    CLUSTER_ACTION = 9
+    DESCRIBE_CONFIGS = 10
+    ALTER_CONFIGS = 11
+    IDEMPOTENT_WRITE = 12
+    CREATE_TOKENS = 13
+    DESCRIBE_TOKENS = 14
+
+
+class Permission(enum.IntEnum):
+    UNKNOWN = 0
+    ANY = 1
+    DENY = 2
+    ALLOW = 3
+
+
+CLUSTER_NAME = "kafka-cluster"
+_IMPLIED_BY = {
+    Operation.DESCRIBE: {Operation.DESCRIBE, Operation.READ, Operation.WRITE, Operation.DELETE, Operation.ALTER},
+    Operation.DESCRIBE_CONFIGS: {Operation.DESCRIBE_CONFIGS, Operation.ALTER_CONFIGS},
+}
+
+
+class AclError(ValueError):
+    """An ACL or filter Kafka would refuse (INVALID_REQUEST), with Kafka's reason."""
+
+
+@dataclass(frozen=True)
+class AclBinding:
+    resource_type: int
+    resource_name: str
+    pattern_type: int
+    principal: str
+    host: str
+    operation: int
+    permission: int
+
+    def validate(self) -> None:
+        if self.resource_type in (ResourceType.ANY, ResourceType.UNKNOWN) or self.resource_type not in ResourceType.__members__.values():
+            raise AclError("Invalid resource type")
+        if self.pattern_type not in (PatternType.LITERAL, PatternType.PREFIXED):
+            raise AclError("Invalid pattern type")
+        if self.operation in (Operation.ANY, Operation.UNKNOWN) or self.operation not in Operation.__members__.values():
+            raise AclError("Invalid operation")
+        if self.permission not in (Permission.ALLOW, Permission.DENY):
+            raise AclError("Invalid permission type")
+        if not self.resource_name:
+            raise AclError("Resource name should not be empty")
+        if self.resource_type == ResourceType.CLUSTER and self.resource_name != CLUSTER_NAME:
+            raise AclError("The only valid name for the CLUSTER resource is kafka-cluster")
+        kind, sep, name = self.principal.partition(":")
+        if not sep or not kind or not name:
+            raise AclError(f"Could not parse principal from `{self.principal}` (no colon is present separating the principal type from the principal name)")
+        if self.pattern_type == PatternType.PREFIXED and self.resource_name == WILDCARD:
+            raise AclError("Resource pattern type PREFIXED with the wildcard name is invalid")
+
+    def resource_matches(self, resource_type: int, name: str) -> bool:
+        if self.resource_type != resource_type:
+            return False
+        if self.pattern_type == PatternType.PREFIXED:
+            return name.startswith(self.resource_name)
+        return self.resource_name in (name, WILDCARD)
+
+
+@dataclass(frozen=True)
+class AclFilter:
+    """KIP-140 filters: ANY matches anything; MATCH matches the ACLs that would apply to the name."""
+
+    resource_type: int
+    resource_name: str | None
+    pattern_type: int
+    principal: str | None
+    host: str | None
+    operation: int
+    permission: int
+
+    def matches(self, acl: AclBinding) -> bool:
+        if self.resource_type != ResourceType.ANY and acl.resource_type != self.resource_type:
+            return False
+        if not self._pattern_matches(acl):
+            return False
+        if self.principal is not None and acl.principal != self.principal:
+            return False
+        if self.host is not None and acl.host != self.host:
+            return False
+        if self.operation != Operation.ANY and acl.operation != self.operation:
+            return False
+        return self.permission == Permission.ANY or acl.permission == self.permission
+
+    def _pattern_matches(self, acl: AclBinding) -> bool:
+        if self.pattern_type == PatternType.MATCH:
+            if self.resource_name is None:
+                return True
+            if acl.pattern_type == PatternType.LITERAL:
+                return acl.resource_name in (self.resource_name, WILDCARD)
+            return self.resource_name.startswith(acl.resource_name)
+        if self.pattern_type != PatternType.ANY and acl.pattern_type != self.pattern_type:
+            return False
+        return self.resource_name is None or acl.resource_name == self.resource_name
+
+
+class Authorizer:
+    """Decisions over the stored ACLs; changes are durable before they take effect."""
+
+    def __init__(self, meta_dir: Path, super_users: Iterable[str], allow_if_no_acl: bool) -> None:
+        self.path = meta_dir / FILE_NAME
+        self.super_users = frozenset(super_users)
+        self.allow_if_no_acl = allow_if_no_acl
+        self.acls: list[AclBinding] = []
+        if self.path.exists():
+            self.acls = [AclBinding(**entry) for entry in json.loads(self.path.read_text())]
+
+    def authorize(self, principal: str, host: str, operation: Operation, resource_type: ResourceType, name: str) -> bool:
+        if principal in self.super_users:
+            return True
+        matching = [
+            acl for acl in self.acls
+            if acl.resource_matches(resource_type, name)
+            and acl.principal in (principal, "User:*")
+            and acl.host in (host, WILDCARD)
+        ]
+        allowed_ops = _IMPLIED_BY.get(operation, {operation}) | {Operation.ALL}
+        if any(acl.permission == Permission.DENY and acl.operation in (operation, Operation.ALL) for acl in matching):
+            return False
+        if any(acl.permission == Permission.ALLOW and acl.operation in allowed_ops for acl in matching):
+            return True
+        if self.allow_if_no_acl:
+            return not any(acl.resource_matches(resource_type, name) for acl in self.acls)
+        return False
+
+    def authorize_any_topic(self, principal: str, host: str, operation: Operation) -> bool:
+        """Kafka's check for an idempotent producer: the operation on some topic (an ALLOW ACL exists)."""
+        if principal in self.super_users:
+            return True
+        return any(
+            acl.resource_type == ResourceType.TOPIC and acl.permission == Permission.ALLOW
+            and acl.operation in (operation, Operation.ALL) and acl.principal in (principal, "User:*")
+            and acl.host in (host, WILDCARD)
+            for acl in self.acls
+        )
+
+    def create(self, bindings: list[AclBinding]) -> None:
+        new = [b for b in bindings if b not in self.acls]
+        if new:
+            self._save(self.acls + new)
+
+    def delete(self, filters: list[AclFilter]) -> list[list[AclBinding]]:
+        removed = [[acl for acl in self.acls if f.matches(acl)] for f in filters]
+        gone = {acl for group in removed for acl in group}
+        if gone:
+            self._save([acl for acl in self.acls if acl not in gone])
+        return removed
+
+    def describe(self, acl_filter: AclFilter) -> list[AclBinding]:
+        return [acl for acl in self.acls if acl_filter.matches(acl)]
+
+    def _save(self, acls: list[AclBinding]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(self.path, json.dumps([asdict(acl) for acl in acls], indent=1).encode())
+        self.acls = acls

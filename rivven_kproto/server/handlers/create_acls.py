@@ -1,0 +1,10 @@
+"""CreateAcls (ACL admin API): see ``acls.py``."""
+
+from __future__ import annotations
+
+from rivven_kproto.codec.messages.create_acls import CreateAclsRequest
+
+from .acls import create as handle
+
+API_KEY = CreateAclsRequest.API_KEY
+__all__ = ["API_KEY", "handle"]

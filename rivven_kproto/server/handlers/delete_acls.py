@@ -1,0 +1,10 @@
+"""DeleteAcls (ACL admin API): see ``acls.py``."""
+
+from __future__ import annotations
+
+from rivven_kproto.codec.messages.delete_acls import DeleteAclsRequest
+
+from .acls import delete as handle
+
+API_KEY = DeleteAclsRequest.API_KEY
+__all__ = ["API_KEY", "handle"]

@@ -170,3 +170,37 @@ def test_a_plaintext_client_on_the_tls_port_is_closed_and_others_are_served(secu
         sock.close()
     assert "TLS handshake with" in secured.broker.log_text()
     assert round_trip(secured.client("PLAINTEXT"), "sec-still-serving") == [b"one", b"two"]
+
+
+@pytest.mark.parametrize(
+    ("listener", "lines"),
+    [
+        ("SASL_SSL", ["sasl.mechanism=SCRAM-SHA-512", "sasl.username=bob", "sasl.password=bob-secret"]),
+        ("SASL_PLAINTEXT", ["sasl.mechanism=PLAIN",
+                            'sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required '
+                            'username="alice" password="alice-secret";']),
+        ("SSL", []),
+    ],
+)
+def test_kproto_cli_with_a_command_config(secured: Secured, tmp_path: Path, listener: str, lines: list[str]) -> None:
+    properties = tmp_path / "client.properties"
+    properties.write_text("\n".join([f"security.protocol={listener}", f"ssl.ca.location={secured.ca}", *lines]) + "\n")
+    base = [sys.executable, "-m", "rivven_kproto", "--bootstrap", secured.address(listener), "--command-config", str(properties)]
+    produced = subprocess.run([*base, "produce", "sec-cli", "--partition", "0"], input="from-cli\n", text=True,
+                              capture_output=True, timeout=60)
+    assert produced.returncode == 0, produced.stderr
+    read = subprocess.run([*base, "consume", "sec-cli", "--from-beginning", "-e"], text=True, capture_output=True, timeout=60)
+    assert read.returncode == 0, read.stderr
+    assert "from-cli" in read.stdout.splitlines()
+
+
+def test_kproto_cli_with_a_wrong_password_fails_in_one_line(secured: Secured, tmp_path: Path) -> None:
+    properties = tmp_path / "client.properties"
+    properties.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-256\nsasl.username=carol\nsasl.password=nope\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "rivven_kproto", "--bootstrap", secured.address("SASL_PLAINTEXT"),
+         "--command-config", str(properties), "topics", "list"],
+        text=True, capture_output=True, timeout=60,
+    )
+    assert result.returncode == 1 and result.stderr.startswith("error: SASL_AUTHENTICATION_FAILED"), result.stderr
+    assert "Traceback" not in result.stderr

@@ -23,7 +23,7 @@ from rivven_kproto.broker.config import FSYNC_POLICIES, BrokerConfig, ConfigErro
 from . import cluster, configs, consume, groups, logtools, produce, topics, txns, users, verify_eos
 from .output import FORMATS, Settings, one_line
 
-GLOBAL_VALUE_OPTIONS = ("--bootstrap", "--timeout", "--format")
+GLOBAL_VALUE_OPTIONS = ("--bootstrap", "--timeout", "--format", "--command-config")
 
 
 def hoist_global_options(args: list[str]) -> list[str]:
@@ -88,16 +88,18 @@ class KprotoGroup(click.Group):
 )
 @click.option("--format", "output", type=click.Choice(FORMATS), default="table", show_default=True, help="Output for people (table) or scripts (json).")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=30.0, show_default=True, metavar="SECONDS", help="Give up on a request after this long.")
+@click.option("--command-config", type=click.Path(dir_okay=False, path_type=Path), envvar="KPROTO_COMMAND_CONFIG",
+              help="Kafka client properties for TLS/SASL (security.protocol, sasl.mechanism, sasl.username, ...).")
 @click.version_option(package_name="rivven_kproto", prog_name="kproto", message="%(prog)s %(version)s")
 @click.pass_context
-def main(ctx: click.Context, bootstrap: str, output: str, timeout: float) -> None:
+def main(ctx: click.Context, bootstrap: str, output: str, timeout: float, command_config: Path | None) -> None:
     """rivven_kproto: a Kafka-compatible broker written in Python, and admin tools for any Kafka cluster.
 
     \b
     Example:
       kproto --bootstrap localhost:9092 --format json topics list
     """
-    ctx.obj = Settings(bootstrap, output, timeout)
+    ctx.obj = Settings(bootstrap, output, timeout, command_config)
 
 
 @main.command()

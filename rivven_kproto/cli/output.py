@@ -12,6 +12,7 @@ import json
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 import click
@@ -19,7 +20,9 @@ import trio
 from rich.console import Console, RenderableType
 from rich.table import Table
 
+from rivven_kproto.broker.config import ConfigError, read_properties
 from rivven_kproto.client import ClientError, KafkaClient
+from rivven_kproto.client.security import ClientSecurity, from_properties
 
 T = TypeVar("T")
 
@@ -33,6 +36,7 @@ class Settings:
     bootstrap: str
     output: str
     timeout: float
+    command_config: Path | None = None  # Kafka client properties: TLS and SASL settings
 
     @property
     def json(self) -> bool:
@@ -57,13 +61,23 @@ def fail(name: str, message: str) -> NoReturn:
     sys.exit(1)
 
 
+def client_security(options: Settings) -> ClientSecurity | None:
+    """TLS/SASL settings from ``--command-config`` (Kafka's client properties file)."""
+    if options.command_config is None:
+        return None
+    try:
+        return from_properties(read_properties(options.command_config))
+    except (ValueError, ConfigError, OSError) as exc:
+        raise click.BadParameter(str(exc), param_hint="'--command-config'") from None
+
+
 def run(operation: Callable[[KafkaClient], Awaitable[T]]) -> T:
     """Run ``operation`` with a connected client under trio; client errors end the command."""
     options = settings()
 
     async def main() -> T:
         try:
-            client = KafkaClient(options.bootstrap, timeout=options.timeout)
+            client = KafkaClient(options.bootstrap, timeout=options.timeout, security=client_security(options))
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="'--bootstrap'") from None
         async with client:

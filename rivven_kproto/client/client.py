@@ -22,6 +22,7 @@ from rivven_kproto.codec.schema import Request, Response
 
 from .connection import BrokerConnection
 from .errors import BrokerUnreachableError, ClientError, KafkaResponseError, RequestTimeoutError
+from .security import ClientSecurity
 from .versions import NegotiatedVersions, api_name
 
 R = TypeVar("R", bound=Response)
@@ -126,8 +127,12 @@ def metadata_from_response(response: MetadataResponse) -> ClusterMetadata:
 class KafkaClient:
     """An async Kafka client for one cluster; use as ``async with KafkaClient(...) as client``."""
 
-    def __init__(self, bootstrap: str | list[tuple[str, int]], *, timeout: float = 30.0, client_id: str = "kproto") -> None:
+    def __init__(
+        self, bootstrap: str | list[tuple[str, int]], *, timeout: float = 30.0, client_id: str = "kproto",
+        security: ClientSecurity | None = None,
+    ) -> None:
         self.bootstrap = parse_bootstrap(bootstrap) if isinstance(bootstrap, str) else list(bootstrap)
+        self.security = security
         self.timeout = timeout
         self.client_id = client_id
         self.brokers: dict[int, BrokerInfo] = {}
@@ -163,7 +168,9 @@ class KafkaClient:
         if existing is not None and existing.usable:
             return existing
         with self.deadline(f"connecting to {address}"):
-            connection = await BrokerConnection.connect(host, port, node_id=node_id, client_id=self.client_id)
+            connection = await BrokerConnection.connect(
+                host, port, node_id=node_id, client_id=self.client_id, security=self.security
+            )
         self._by_address[address] = connection
         return connection
 

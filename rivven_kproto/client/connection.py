@@ -14,13 +14,17 @@ import os
 from typing import TypeVar
 
 import trio
+from scramp import ScramClient, ScramException
 
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from rivven_kproto.codec.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
+from rivven_kproto.codec.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
 from rivven_kproto.codec.schema import Request, Response
 
 from .errors import BrokerUnreachableError, ClientError, ConnectionLostError, ProtocolViolationError, check
 from .protocol import ClientProtocol
+from .security import ClientSecurity
 from .versions import NegotiatedVersions, negotiate
 
 CLIENT_SOFTWARE_NAME = "rivven-kproto"
@@ -59,17 +63,28 @@ class BrokerConnection:
 
     @classmethod
     async def connect(
-        cls, host: str, port: int, *, node_id: int = -1, client_id: str | None = "kproto"
+        cls, host: str, port: int, *, node_id: int = -1, client_id: str | None = "kproto",
+        security: ClientSecurity | None = None,
     ) -> BrokerConnection:
-        """Open a TCP connection and negotiate API versions on it."""
+        """Open a TCP (and TLS) connection, negotiate API versions on it, authenticate with SASL."""
         address = f"{host}:{port}"
+        stream: trio.abc.Stream
         try:
             stream = await trio.open_tcp_stream(host, port)
         except OSError as exc:
             raise BrokerUnreachableError(f"cannot connect to {address}: {describe_os_error(exc)}") from None
+        if security is not None and security.ssl_context is not None:
+            stream = trio.SSLStream(stream, security.ssl_context, server_hostname=host)
+            try:
+                await stream.do_handshake()
+            except trio.BrokenResourceError as exc:
+                await trio.aclose_forcefully(stream)
+                raise BrokerUnreachableError(f"TLS handshake with {address} failed: {exc.__cause__ or exc}") from None
         connection = cls(stream, address, node_id=node_id, client_id=client_id)
         try:
             await connection._negotiate()
+            if security is not None and security.uses_sasl:
+                await connection._authenticate(security)
         except BaseException:
             await connection.aclose()
             raise
@@ -105,6 +120,28 @@ class BrokerConnection:
             check(response.error_code, context=f"ApiVersions v{version} with {self.address}")
             self._versions = NegotiatedVersions(response.api_keys)
             return
+
+    async def _authenticate(self, security: ClientSecurity) -> None:
+        """SaslHandshake, then SaslAuthenticate rounds of PLAIN or SCRAM (KIP-152 framing)."""
+        assert security.mechanism is not None and security.username is not None and security.password is not None
+        handshake = await self.request(SaslHandshakeRequest(mechanism=security.mechanism), 1, SaslHandshakeResponse)
+        check(handshake.error_code, context=f"SASL {security.mechanism} with {self.address}")
+        if security.mechanism == "PLAIN":
+            await self._sasl_step(f"\0{security.username}\0{security.password}".encode())
+            return
+        client = ScramClient([security.mechanism], security.username, security.password)
+        server_first = await self._sasl_step(client.get_client_first().encode())
+        try:
+            client.set_server_first(server_first.decode())
+            server_final = await self._sasl_step(client.get_client_final().encode())
+            client.set_server_final(server_final.decode())
+        except ScramException as exc:
+            raise ClientError(Errors.SASL_AUTHENTICATION_FAILED, f"SCRAM with {self.address}: {exc}") from None
+
+    async def _sasl_step(self, token: bytes) -> bytes:
+        response = await self.request(SaslAuthenticateRequest(auth_bytes=token), None, SaslAuthenticateResponse)
+        check(response.error_code, response.error_message, context=f"SASL with {self.address}")
+        return bytes(response.auth_bytes)
 
     async def request(self, request: Request, version: int | None, response_cls: type[R]) -> R:
         """Send ``request`` at ``version`` (None: the negotiated one) and wait for its response."""

@@ -8,7 +8,10 @@ authorization errors until an ACL allows them, and again once it is deleted.
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -182,3 +185,24 @@ def test_without_an_authorizer_acl_apis_answer_security_disabled(broker: BrokerP
         for future in futures.values():
             future.result(TIMEOUT_S)
     assert raised.value.args[0].code() == KafkaError.SECURITY_DISABLED
+
+
+def test_kproto_acls_add_list_remove(cluster: Cluster, tmp_path: Path) -> None:
+    properties = tmp_path / "admin.properties"
+    properties.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.username=admin\nsasl.password=admin-pw\n")
+    base = [sys.executable, "-m", "rivven_kproto", "--bootstrap", f"127.0.0.1:{cluster.sasl_port}",
+            "--command-config", str(properties), "--format", "json"]
+
+    def kproto(*args: str) -> Any:
+        result = subprocess.run([*base, *args], text=True, capture_output=True, timeout=60)
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout)
+
+    kproto("acls", "add", "--principal", "User:bob", "--operation", "write", "--operation", "describe", "--topic", "payments")
+    listed = kproto("acls", "list", "--principal", "User:bob", "--topic", "payments")
+    assert sorted(a["operation"] for a in listed) == ["describe", "write"]
+    assert produce(cluster.config("bob"), "payments") is None
+    removed = kproto("acls", "remove", "--principal", "User:bob", "--operation", "write", "--topic", "payments")
+    assert [a["operation"] for a in removed] == ["write"]
+    error = produce(cluster.config("bob"), "payments")
+    assert error is not None and error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED

@@ -20,7 +20,7 @@ import trio
 
 from rivven_kproto.broker.config import FSYNC_POLICIES, BrokerConfig, ConfigError, load_config
 
-from . import cluster, configs, consume, groups, logtools, produce, topics, txns, users, verify_eos
+from . import acls, cluster, configs, consume, groups, logtools, produce, topics, txns, users, verify_eos
 from .output import FORMATS, Settings, one_line
 
 GLOBAL_VALUE_OPTIONS = ("--bootstrap", "--timeout", "--format", "--command-config")
@@ -196,3 +196,4 @@ main.add_command(txns.producers)
 main.add_command(groups.groups)
 main.add_command(verify_eos.verify_eos)
 main.add_command(users.users)
+main.add_command(acls.acls)

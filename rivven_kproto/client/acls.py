@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rivven_kproto.codec.acls import AclEntry
 from rivven_kproto.codec.messages.create_acls import AclCreation, CreateAclsRequest, CreateAclsResponse
 from rivven_kproto.codec.messages.delete_acls import DeleteAclsFilter, DeleteAclsRequest, DeleteAclsResponse
 from rivven_kproto.codec.messages.describe_acls import DescribeAclsRequest, DescribeAclsResponse
@@ -25,14 +26,8 @@ def name_of(table: dict[str, int], code: int) -> str:
 
 
 @dataclass(frozen=True)
-class Acl:
-    resource_type: int
-    resource_name: str | None
-    pattern_type: int
-    principal: str | None
-    host: str | None
-    operation: int
-    permission: int
+class Acl(AclEntry):
+    """An ACL as the CLI shows it."""
 
     def as_json(self) -> dict[str, str | None]:
         return {

@@ -10,60 +10,18 @@ LITERAL name, the LITERAL ``*`` wildcard, or a PREFIXED name; a principal by ``U
 
 from __future__ import annotations
 
-import enum
 import json
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from rivven_kproto.broker.log.checkpoint import write_atomic
+from rivven_kproto.codec.acls import AclEntry, Operation, PatternType, Permission, ResourceType
+
+__all__ = ["AclBinding", "AclEntry", "AclError", "AclFilter", "Authorizer", "Operation", "PatternType", "Permission", "ResourceType"]
 
 WILDCARD = "*"
 FILE_NAME = "acls.json"
-
-
-class ResourceType(enum.IntEnum):
-    UNKNOWN = 0
-    ANY = 1
-    TOPIC = 2
-    GROUP = 3
-    CLUSTER = 4
-    TRANSACTIONAL_ID = 5
-    DELEGATION_TOKEN = 6
-    USER = 7
-
-
-class PatternType(enum.IntEnum):
-    UNKNOWN = 0
-    ANY = 1
-    MATCH = 2
-    LITERAL = 3
-    PREFIXED = 4
-
-
-class Operation(enum.IntEnum):
-    UNKNOWN = 0
-    ANY = 1
-    ALL = 2
-    READ = 3
-    WRITE = 4
-    CREATE = 5
-    DELETE = 6
-    ALTER = 7
-    DESCRIBE = 8
-    CLUSTER_ACTION = 9
-    DESCRIBE_CONFIGS = 10
-    ALTER_CONFIGS = 11
-    IDEMPOTENT_WRITE = 12
-    CREATE_TOKENS = 13
-    DESCRIBE_TOKENS = 14
-
-
-class Permission(enum.IntEnum):
-    UNKNOWN = 0
-    ANY = 1
-    DENY = 2
-    ALLOW = 3
 
 
 CLUSTER_NAME = "kafka-cluster"
@@ -115,16 +73,8 @@ class AclBinding:
 
 
 @dataclass(frozen=True)
-class AclFilter:
+class AclFilter(AclEntry):
     """KIP-140 filters: ANY matches anything; MATCH matches the ACLs that would apply to the name."""
-
-    resource_type: int
-    resource_name: str | None
-    pattern_type: int
-    principal: str | None
-    host: str | None
-    operation: int
-    permission: int
 
     def matches(self, acl: AclBinding) -> bool:
         if self.resource_type != ResourceType.ANY and acl.resource_type != self.resource_type:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicCollection, TopicPartition
 from confluent_kafka.admin import (
     AclBinding,
     AclBindingFilter,
@@ -139,6 +139,18 @@ def test_acls_allow_then_deleting_them_denies_again(cluster: Cluster) -> None:
     assert [(b.name, b.operation) for b in deleted] == [("ord", AclOperation.WRITE)]
     error = produce(cluster.config("alice"), "orders")
     assert error is not None and error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+
+
+def test_authorized_operations_are_the_clients_own(cluster: Cluster) -> None:
+    """After the previous test alice keeps Read on "orders" (Describe is implied); admin has everything."""
+    def operations(user: str) -> set[AclOperation]:
+        admin = AdminClient(cluster.config(user))
+        futures = admin.describe_topics(TopicCollection(["orders"]), include_authorized_operations=True)
+        (description,) = [f.result(TIMEOUT_S) for f in futures.values()]
+        return set(description.authorized_operations)
+
+    assert operations("alice") == {AclOperation.READ, AclOperation.DESCRIBE}
+    assert {AclOperation.WRITE, AclOperation.DELETE, AclOperation.ALTER_CONFIGS} <= operations("admin")
 
 
 def test_a_transactional_id_needs_its_own_acl(cluster: Cluster) -> None:

@@ -43,6 +43,14 @@ class RequestContext:
             return True
         return authorizer.authorize(self.principal, self.client_host.lstrip("/"), operation, resource_type, name)
 
+    def authorized_operations(self, resource_type: ResourceType, name: str, operations: tuple[Operation, ...]) -> int:
+        """Kafka's ``authorized_operations`` bit set: bit ``op`` for each operation this client may do."""
+        field = 0
+        for operation in operations:
+            if self.allowed(operation, resource_type, name):
+                field |= 1 << operation
+        return field
+
     def allowed_on_any_topic(self, operation: Operation) -> bool:
         authorizer = self.broker.authorizer
         return authorizer is None or authorizer.authorize_any_topic(self.principal, self.client_host.lstrip("/"), operation)

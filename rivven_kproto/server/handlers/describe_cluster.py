@@ -10,6 +10,7 @@ Kafka broker without an authorizer grants), racks.
 
 from __future__ import annotations
 
+from rivven_kproto.broker.security.acls import CLUSTER_NAME, ResourceType
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.describe_cluster import (
     DescribeClusterBroker,
@@ -18,7 +19,7 @@ from rivven_kproto.codec.messages.describe_cluster import (
 )
 from rivven_kproto.server.context import RequestContext
 
-from .metadata import CLUSTER_AUTHORIZED_OPERATIONS, OPERATIONS_NOT_REQUESTED
+from .metadata import CLUSTER_OPERATIONS, OPERATIONS_NOT_REQUESTED
 
 API_KEY = DescribeClusterRequest.API_KEY
 
@@ -41,7 +42,7 @@ def handle(ctx: RequestContext, request: DescribeClusterRequest, version: int) -
     node = ctx.config.node_id
     operations = OPERATIONS_NOT_REQUESTED
     if request.include_cluster_authorized_operations:
-        operations = CLUSTER_AUTHORIZED_OPERATIONS
+        operations = ctx.authorized_operations(ResourceType.CLUSTER, CLUSTER_NAME, CLUSTER_OPERATIONS)
     return DescribeClusterResponse(
         throttle_time_ms=0,
         error_code=Errors.NONE,

@@ -19,20 +19,19 @@ from rivven_kproto.codec.messages.describe_groups import (
 )
 
 from ..context import RequestContext
-from .metadata import _bitfield
+from .metadata import GROUP_OPERATIONS
 
 API_KEY = DescribeGroupsRequest.API_KEY
 # AclOperation codes Kafka supports on a group: READ 3, DELETE 6, DESCRIBE 8, DESCRIBE_CONFIGS 10,
 # ALTER_CONFIGS 11.
-GROUP_AUTHORIZED_OPERATIONS = _bitfield(3, 6, 8, 10, 11)
 NOT_REQUESTED = -(2**31)
 
 
 def handle(ctx: RequestContext, request: DescribeGroupsRequest, version: int) -> DescribeGroupsResponse:
-    operations = GROUP_AUTHORIZED_OPERATIONS if version >= 3 and request.include_authorized_operations \
-        else NOT_REQUESTED
+    wanted = version >= 3 and request.include_authorized_operations
     groups = []
     for group_id in request.groups:
+        operations = ctx.authorized_operations(ResourceType.GROUP, group_id, GROUP_OPERATIONS) if wanted else NOT_REQUESTED
         if not ctx.allowed(Operation.DESCRIBE, ResourceType.GROUP, group_id):
             groups.append(DescribedGroup(
                 error_code=Errors.GROUP_AUTHORIZATION_FAILED, group_id=group_id, group_state="", protocol_type="",

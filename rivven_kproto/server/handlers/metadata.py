@@ -20,7 +20,7 @@ import uuid
 
 from rivven_kproto.broker.broker import Topic
 from rivven_kproto.broker.log.partition_log import LEADER_EPOCH
-from rivven_kproto.broker.security.acls import Operation, ResourceType
+from rivven_kproto.broker.security.acls import CLUSTER_NAME, Operation, ResourceType
 from rivven_kproto.broker.topics import INTERNAL_TOPICS, validate_topic_name
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.metadata import (
@@ -42,19 +42,14 @@ ZERO_TOPIC_ID = uuid.UUID(int=0)
 OPERATIONS_NOT_REQUESTED = -2147483648
 
 
-def _bitfield(*operations: int) -> int:
-    """Kafka's Utils.to32BitField over AclOperation codes."""
-    field = 0
-    for code in operations:
-        field |= 1 << code
-    return field
-
-
-# AclOperation codes: CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9, DESCRIBE_CONFIGS 10,
-# ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12, READ 3, WRITE 4. These are the operations Kafka supports
-# on each resource type, all granted by a broker without an authorizer.
-TOPIC_AUTHORIZED_OPERATIONS = _bitfield(3, 4, 5, 6, 7, 8, 10, 11)
-CLUSTER_AUTHORIZED_OPERATIONS = _bitfield(5, 7, 8, 9, 10, 11, 12)
+# The operations Kafka supports on each resource type (AclOperation codes); the bit set a client
+# gets has those it is allowed (all of them without an authorizer).
+TOPIC_OPERATIONS = (Operation.READ, Operation.WRITE, Operation.CREATE, Operation.DELETE, Operation.ALTER,
+                    Operation.DESCRIBE, Operation.DESCRIBE_CONFIGS, Operation.ALTER_CONFIGS)
+CLUSTER_OPERATIONS = (Operation.CREATE, Operation.ALTER, Operation.DESCRIBE, Operation.CLUSTER_ACTION,
+                      Operation.DESCRIBE_CONFIGS, Operation.ALTER_CONFIGS, Operation.IDEMPOTENT_WRITE)
+GROUP_OPERATIONS = (Operation.READ, Operation.DELETE, Operation.DESCRIBE, Operation.DESCRIBE_CONFIGS,
+                    Operation.ALTER_CONFIGS)
 
 
 def handle(ctx: RequestContext, request: MetadataRequest, version: int) -> MetadataResponse:
@@ -70,10 +65,12 @@ def handle(ctx: RequestContext, request: MetadataRequest, version: int) -> Metad
         topics = _requested_topics(ctx, request.topics or [], allow_create, version)
     if version >= 8 and request.include_topic_authorized_operations:
         for entry in topics:
-            entry.topic_authorized_operations = TOPIC_AUTHORIZED_OPERATIONS
+            entry.topic_authorized_operations = ctx.authorized_operations(
+                ResourceType.TOPIC, entry.name or "", TOPIC_OPERATIONS
+            )
     cluster_operations = OPERATIONS_NOT_REQUESTED
     if 8 <= version <= 10 and request.include_cluster_authorized_operations:
-        cluster_operations = CLUSTER_AUTHORIZED_OPERATIONS
+        cluster_operations = ctx.authorized_operations(ResourceType.CLUSTER, CLUSTER_NAME, CLUSTER_OPERATIONS)
     return MetadataResponse(
         throttle_time_ms=0,
         brokers=[this_broker(ctx)],

@@ -276,7 +276,7 @@ def test_ctrl_c_during_a_transactional_produce_aborts_it_and_exits_130(broker: B
     assert process.returncode == 130, (process.returncode, stderr)
     assert b"Traceback" not in stderr and b"Fatal Python error" not in stderr, stderr
     assert stdout == b""
-    assert _state(b) in ("PrepareAbort", "CompleteAbort")
+    assert _state(b) in ("PrepareAbort", "CompleteAbort"), stderr
     assert consumed(b, topic_name, committed=True) == []
 
 

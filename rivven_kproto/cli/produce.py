@@ -14,6 +14,7 @@ make a transaction that blocks read_committed consumers until it times out or is
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from dataclasses import dataclass
 from typing import BinaryIO
@@ -120,16 +121,32 @@ def produce(
             transaction = Transaction(client, transactional_id, transaction_timeout_ms)
             await transaction.init()
         producer = Producer(client, topic, compression=COMPRESSIONS[compression], transaction=transaction)
-        try:
-            totals = await _send_stdin(producer, stdin, separator, key_sep, headers, partition)
-        except BaseException:  # a failed send, or Ctrl-C: never leave the transaction open
+        totals: dict[int, PartitionTotals] = {}
+        interrupted = False
+        # Ctrl-C is taken as a signal here, not as a KeyboardInterrupt that could land anywhere
+        # (even inside the abort below): it cancels the send, the transaction is aborted, exit 130.
+        with trio.open_signal_receiver(signal.SIGINT) as interrupts:
+            async with trio.open_nursery() as nursery:
+
+                async def watch_interrupts() -> None:
+                    nonlocal interrupted
+                    async for _ in interrupts:
+                        interrupted = True
+                        nursery.cancel_scope.cancel()
+                        return
+
+                nursery.start_soon(watch_interrupts)
+                try:
+                    totals = await _send_stdin(producer, stdin, separator, key_sep, headers, partition)
+                except BaseException:  # a failed send, or Ctrl-C: never leave the transaction open
+                    if transaction is not None and not leave_open:
+                        await _abort(transaction)
+                    raise
+                nursery.cancel_scope.cancel()
+        if interrupted:  # also when input ended as Ctrl-C came: abort, never commit
             if transaction is not None and not leave_open:
-                with trio.CancelScope(shield=True):
-                    try:
-                        await transaction.end(commit=False)
-                    except ClientError:
-                        pass  # the coordinator aborts it at its timeout
-            raise
+                await _abort(transaction)
+            raise KeyboardInterrupt
         if transaction is not None:
             if leave_open:
                 outcome = "open"
@@ -165,6 +182,14 @@ def produce(
         emit_json(data)
     else:  # stdout stays clean for pipes, as with kafka-console-producer: the summary goes to stderr
         error_console().print(table(title, ["partition", "records", "first offset", "last offset"], rows))
+
+
+async def _abort(transaction: Transaction) -> None:
+    with trio.CancelScope(shield=True):
+        try:
+            await transaction.end(commit=False)
+        except ClientError:
+            pass  # the coordinator aborts it at its timeout
 
 
 async def _send_stdin(

@@ -60,6 +60,7 @@ class Transaction:
         self.producer_epoch = -1
         self.coordinator: int | None = None
         self.partitions: set[tuple[str, int]] = set()
+        self._maybe_open = False  # an AddPartitionsToTxn was sent whose answer we may not have seen
         self._sequences: dict[tuple[str, int], int] = {}
 
     async def _call(
@@ -111,6 +112,9 @@ class Transaction:
                 [p.partition_error_code for t in response.results_by_topic_v3_and_below for p in t.results_by_partition]
             )
 
+        # Interrupted from here on, the coordinator may have the partitions while we never learn it:
+        # end() must then still send EndTxn.
+        self._maybe_open = True
         response = await self._call(AddPartitionsToTxnRequest, build, AddPartitionsToTxnResponse, error_of, "AddPartitionsToTxn")
         error = error_of(response)
         if error:
@@ -125,7 +129,7 @@ class Transaction:
 
     async def end(self, commit: bool) -> bool:
         """EndTxn; False (and no request) when the transaction wrote nothing."""
-        if not self.partitions:
+        if not self.partitions and not self._maybe_open:
             return False
         self._require_init()
 
@@ -142,6 +146,7 @@ class Transaction:
             verb = "committing" if commit else "aborting"
             raise KafkaResponseError(response.error_code, context=f"{verb} transaction {self.transactional_id}")
         self.partitions.clear()
+        self._maybe_open = False
         return True
 
     def _require_init(self) -> None:

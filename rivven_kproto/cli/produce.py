@@ -123,6 +123,7 @@ def produce(
         producer = Producer(client, topic, compression=COMPRESSIONS[compression], transaction=transaction)
         totals: dict[int, PartitionTotals] = {}
         interrupted = False
+        failure: Exception | None = None
         # Ctrl-C is taken as a signal here, not as a KeyboardInterrupt that could land anywhere
         # (even inside the abort below): it cancels the send, the transaction is aborted, exit 130.
         with trio.open_signal_receiver(signal.SIGINT) as interrupts:
@@ -138,14 +139,15 @@ def produce(
                 nursery.start_soon(watch_interrupts)
                 try:
                     totals = await _send_stdin(producer, stdin, separator, key_sep, headers, partition)
-                except BaseException:  # a failed send, or Ctrl-C: never leave the transaction open
-                    if transaction is not None and not leave_open:
-                        await _abort(transaction)
-                    raise
+                except Exception as exc:  # noqa: BLE001 - re-raised below, outside the nursery's group
+                    failure = exc
                 nursery.cancel_scope.cancel()
-        if interrupted:  # also when input ended as Ctrl-C came: abort, never commit
-            if transaction is not None and not leave_open:
-                await _abort(transaction)
+        # A failed send or Ctrl-C (also when input ended at that moment): abort, never commit.
+        if (failure is not None or interrupted) and transaction is not None and not leave_open:
+            await _abort(transaction)
+        if failure is not None:
+            raise failure
+        if interrupted:
             raise KeyboardInterrupt
         if transaction is not None:
             if leave_open:

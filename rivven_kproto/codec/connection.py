@@ -27,7 +27,7 @@ from .schema.primitives import element_budget
 DEFAULT_MAX_FRAME = 100 * 1024 * 1024  # socket.request.max.bytes
 # Array elements one request may carry in total (topics, partitions, ...): far above what clients
 # send for the largest clusters, far below what would cost seconds of decoding and handling.
-MAX_REQUEST_ELEMENTS = 50_000
+MAX_REQUEST_ELEMENTS = 25_000
 _SIZE = struct.Struct(">i")
 _KEY_VERSION_CORRELATION = struct.Struct(">hhi")
 

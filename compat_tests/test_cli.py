@@ -189,6 +189,13 @@ def test_cli_habits_of_kafka_users(broker: BrokerProcess, topic_name: str, tmp_p
     assert read.stderr.strip() == "Processed a total of 2 messages"
     nothing = kproto(b, "consume", topic_name, "-e", output="table")  # from the end: nothing, at once
     assert nothing.stdout == "" and nothing.stderr.strip() == "Processed a total of 0 messages"
+    # kafka-topics' --partitions, singular nouns, and empty results in one line.
+    created = kproto(b, "topics", "create", f"{topic_name}-one", "--partitions", "1", output="table")
+    assert created.stdout.startswith(f"created topic {topic_name}-one (1 partition,"), created.stdout
+    grown = kproto(b, "topics", "add-partitions", f"{topic_name}-one", "--partitions", "2", output="table")
+    assert grown.stdout.strip() == f"topic {topic_name}-one now has 2 partitions", grown.stdout
+    nothing_hanging = kproto(b, "txns", "find-hanging", "--topic", topic_name, output="table")
+    assert nothing_hanging.stdout.strip() == "hanging transactions: none", nothing_hanging.stdout
     # Unknown keys in a broker's --config file are named in one warning each, as Kafka does.
     config = tmp_path / "server.properties"
     config.write_text("num.partitions=2\nfoo.bar=1\n")

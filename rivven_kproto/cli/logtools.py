@@ -19,7 +19,7 @@ from rivven_kproto.codec.records.batch import BatchFormatError
 from rivven_kproto.codec.records.control import parse_control_record
 from rivven_kproto.codec.records.records import decode_batch
 
-from .output import fail, settings, text
+from .output import fail, plural, settings, text
 from .segments import Damage, ScannedBatch, scan_segment, segment_base_offset, segment_files
 
 TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
@@ -206,5 +206,5 @@ def verify(path: Path, deep: bool) -> None:
     if settings().json:
         click.echo(json.dumps(data, sort_keys=True, indent=2))
     else:
-        click.echo(f"ok: {len(files)} segment files, {batches} batches, {records} records")
+        click.echo(f"ok: {plural(len(files), 'segment file')}, {plural(batches, 'batch', 'batches')}, {plural(records, 'record')}")
 

@@ -122,13 +122,21 @@ def emit(data: Any, render: Callable[[], RenderableType | list[RenderableType]])
         out.print(item)
 
 
-def table(title: str | None, columns: list[str], rows: list[list[Any]]) -> Table:
+def table(title: str | None, columns: list[str], rows: list[list[Any]]) -> Table | str:
+    """A table whose cells are never wrapped mid-word (ids stay whole); one line when it is empty."""
+    if not rows:
+        return f"{title}: none" if title else "none"
     result = Table(title=title, title_justify="left")
     for column in columns:
-        result.add_column(column, overflow="fold")
+        result.add_column(column, no_wrap=True, overflow="ignore")
     for row in rows:
         result.add_row(*("n/a" if cell is None else str(cell) for cell in row))
     return result
+
+
+def plural(count: int, noun: str, many: str | None = None) -> str:
+    """``1 record``, ``2 records`` (``many`` for irregular plurals)."""
+    return f"{count} {noun}" if count == 1 else f"{count} {many or noun + 's'}"
 
 
 def parse_assignments(values: tuple[str, ...] | list[str], what: str) -> dict[str, str]:

@@ -28,7 +28,7 @@ from rivven_kproto.client.transactional import DEFAULT_TRANSACTION_TIMEOUT_MS, T
 from rivven_kproto.codec.compression import Compression
 from rivven_kproto.codec.errors import Errors
 
-from .output import emit_json, error_console, parse_assignments, run, settings, table
+from .output import emit_json, error_console, parse_assignments, plural, run, settings, table
 
 READ_CHUNK = 1 << 20
 COMPRESSIONS = {"none": Compression.NONE, "gzip": Compression.GZIP, "snappy": Compression.SNAPPY, "lz4": Compression.LZ4, "zstd": Compression.ZSTD}
@@ -177,7 +177,7 @@ def produce(
         "transaction": txn_json,
     }
     rows = [[p, t.records, t.first_offset, t.last_offset] for p, t in sorted(totals.items())]
-    title = f"{count} records to {topic}"
+    title = f"{plural(count, 'record')} to {topic}"
     if txn_json is not None:
         title += f" (transaction {transactional_id}: {outcome})"
     if settings().json:

@@ -8,7 +8,7 @@ import click
 
 from rivven_kproto.client import KafkaClient, admin
 
-from .output import emit, parse_assignments, run, table
+from .output import emit, parse_assignments, plural, run, table
 
 
 @click.group()
@@ -94,7 +94,7 @@ def describe(names: tuple[str, ...]) -> None:
                 rows.append(
                     [p.partition, p.leader, _ids(p.replicas), _ids(p.isr), o.log_start_offset, o.high_watermark, o.last_stable_offset, None]
                 )
-            tables.append(table(f"{d.topic.name} ({len(d.topic.partitions)} partitions)", columns, rows))
+            tables.append(table(f"{d.topic.name} ({plural(len(d.topic.partitions), 'partition')})", columns, rows))
         return tables
 
     emit(data, render)
@@ -131,7 +131,7 @@ def create(name: str, partitions: int | None, replication_factor: int | None, co
         "replication_factor": created.replication_factor,
         "configs": configs,
     }
-    emit(data, lambda: f"created topic {created.name} ({created.partitions} partitions, replication factor {created.replication_factor})")
+    emit(data, lambda: f"created topic {created.name} ({plural(created.partitions, 'partition')}, replication factor {created.replication_factor})")
 
 
 @topics.command()
@@ -153,7 +153,7 @@ def delete(names: tuple[str, ...]) -> None:
 
 @topics.command("add-partitions")
 @click.argument("name", metavar="TOPIC")
-@click.option("--total", type=click.IntRange(min=1), help="The new partition count.")
+@click.option("--total", "--partitions", "total", type=click.IntRange(min=1), help="The new partition count (kafka-topics' --partitions).")
 @click.option("--add", "extra", type=click.IntRange(min=1), help="How many partitions to add.")
 def add_partitions(name: str, total: int | None, extra: int | None) -> None:
     """Grow a topic to more partitions (existing keys may then map elsewhere).
@@ -173,4 +173,4 @@ def add_partitions(name: str, total: int | None, extra: int | None) -> None:
         return await admin.create_partitions(client, name, target)
 
     count = run(operation)
-    emit({"topic": name, "partitions": count}, lambda: f"topic {name} now has {count} partitions")
+    emit({"topic": name, "partitions": count}, lambda: f"topic {name} now has {plural(count, 'partition')}")

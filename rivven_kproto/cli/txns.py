@@ -197,10 +197,10 @@ def _open_json(item: OpenTransaction) -> dict[str, Any]:
 
 @txns.command("find-hanging")
 @click.option("--topic", "topics", multiple=True, metavar="NAME", help="Search this topic; repeatable (default: every topic).")
-@click.option("--max-age-ms", type=click.IntRange(min=0), default=DEFAULT_MAX_AGE_MS, show_default=True, metavar="MS",
-              help="Only open transactions whose producer wrote nothing for this long.")
-@click.option("--all", "show_all", is_flag=True, help="Also show open transactions their coordinator still tracks.")
-def find_hanging(topics: tuple[str, ...], max_age_ms: int, show_all: bool) -> None:
+@click.option("--max-age-ms", type=click.IntRange(min=0), metavar="MS",
+              help=f"Only open transactions whose producer wrote nothing for this long (default {DEFAULT_MAX_AGE_MS}; 0 with --all).")
+@click.option("--all", "show_all", is_flag=True, help="Every open transaction, also those their coordinator still tracks.")
+def find_hanging(topics: tuple[str, ...], max_age_ms: int | None, show_all: bool) -> None:
     """Open transactions no coordinator will complete (DescribeProducers + the coordinators).
 
     An open transaction older than --max-age-ms is hanging when its producer id maps to no
@@ -211,6 +211,9 @@ def find_hanging(topics: tuple[str, ...], max_age_ms: int, show_all: bool) -> No
     Example:
       kproto txns find-hanging --topic orders --max-age-ms 900000
     """
+
+    if max_age_ms is None:
+        max_age_ms = 0 if show_all else DEFAULT_MAX_AGE_MS
 
     async def operation(client: KafkaClient) -> list[OpenTransaction]:
         names = list(topics)
@@ -227,7 +230,7 @@ def find_hanging(topics: tuple[str, ...], max_age_ms: int, show_all: bool) -> No
          i.transactional_id or "-", "yes" if i.hanging else "no", i.reason]
         for i in found
     ]
-    emit(data, lambda: table(None if rows else "no hanging transactions", columns, rows))
+    emit(data, lambda: table("open transactions" if show_all else "hanging transactions", columns, rows))
 
 
 def producer_json(p: ActiveProducer) -> dict[str, Any]:

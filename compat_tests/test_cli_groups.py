@@ -128,6 +128,15 @@ def test_groups_list_describe_reset_delete(broker: BrokerProcess, topic_name: st
     assert [o["new_offset"] for o in past["offsets"]] == [0, 0]
     ok(b, "groups", "reset-offsets", group, "--topic", topic_name, "--to-latest", "--execute")
     assert offsets(describe(b, group)) == {(topic_name, 0): (6, 6, 0), (topic_name, 1): (7, 7, 0)}
+    # kafka-consumer-groups' --shift-by (clamped to the log) and --by-duration.
+    back = ok(b, "groups", "reset-offsets", group, "--topic", topic_name, "--shift-by", "-2", "--execute")
+    assert [o["new_offset"] for o in back["offsets"]] == [4, 5]
+    ahead = ok(b, "groups", "reset-offsets", group, "--topic", topic_name, "--shift-by", "10")
+    assert [o["new_offset"] for o in ahead["offsets"]] == [6, 7]
+    long_ago = ok(b, "groups", "reset-offsets", group, "--topic", topic_name, "--by-duration", "P10000D")
+    assert [o["new_offset"] for o in long_ago["offsets"]] == [0, 0]
+    failed(kproto(b, "groups", "reset-offsets", group, "--topic", topic_name, "--by-duration", "ten minutes"), 2, "error: usage: ")
+    ok(b, "groups", "reset-offsets", group, "--topic", topic_name, "--to-latest", "--execute")
 
     # A consumer of the group resumes where the reset put it.
     ok(b, "groups", "reset-offsets", group, "--topic", f"{topic_name}:0", "--to-offset", "4", "--execute")

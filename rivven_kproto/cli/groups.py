@@ -9,6 +9,8 @@ members (state other than Empty or Dead), since a live consumer would overwrite 
 from __future__ import annotations
 
 import datetime
+import re
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -203,6 +205,18 @@ def parse_datetime(text: str) -> int:
     return int(moment.timestamp() * 1000)
 
 
+_DURATION = re.compile(r"P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?")
+
+
+def parse_duration(text: str) -> int:
+    """ISO 8601 ``PnDTnHnMnS`` (kafka-consumer-groups' --by-duration) in milliseconds."""
+    match = _DURATION.fullmatch(text.strip().upper())
+    if match is None or text.strip().upper() in ("P", "PT"):
+        raise click.BadParameter(f"not an ISO 8601 duration like P1DT2H30M: {text!r}", param_hint="'--by-duration'")
+    days, hours, minutes, seconds = (float(g) if g else 0.0 for g in match.groups())
+    return int(((days * 24 + hours) * 60 + minutes) * 60_000 + seconds * 1000)
+
+
 @dataclass
 class ResetPlan:
     previous: dict[TP, int | None]
@@ -248,6 +262,10 @@ async def _plan(client: KafkaClient, group_id: str, specs: list[tuple[str, list[
             target[tp] = high
         elif kind == "offset":
             target[tp] = min(max(value, low), high)  # clamped to the log, as Kafka's tool does
+        elif kind == "shift":
+            if tp not in committed:
+                raise ClientError(Errors.INVALID_REQUEST, f"--shift-by: group {group_id} has no committed offset for {tp[0]}-{tp[1]}")
+            target[tp] = min(max(committed[tp].offset + value, low), high)
     if kind == "timestamp":
         found = await group_admin.end_offsets(client, wanted, value)
         for tp in wanted:
@@ -266,6 +284,8 @@ async def _plan(client: KafkaClient, group_id: str, specs: list[tuple[str, list[
 @click.option("--to-offset", type=click.IntRange(min=0), metavar="OFFSET", help="To this offset (clamped to the log).")
 @click.option("--to-timestamp", type=click.IntRange(min=0), metavar="MS", help="To the first record at or after this time (ms since the epoch).")
 @click.option("--to-datetime", metavar="ISO8601", help="Like --to-timestamp, as an ISO 8601 date-time.")
+@click.option("--shift-by", type=int, metavar="N", help="Move each committed offset by N (negative: back), clamped to the log.")
+@click.option("--by-duration", metavar="PnDTnHnM", help="To the first record at or after now minus this ISO 8601 duration.")
 @click.option("--execute", is_flag=True, help="Commit the new offsets (default: only show them, a dry run).")
 def reset_offsets(
     group_id: str,
@@ -276,6 +296,8 @@ def reset_offsets(
     to_offset: int | None,
     to_timestamp: int | None,
     to_datetime: str | None,
+    shift_by: int | None,
+    by_duration: str | None,
     execute: bool,
 ) -> None:
     """Move an inactive group's committed offsets; a dry run unless --execute is given.
@@ -291,10 +313,14 @@ def reset_offsets(
         ("offset", to_offset) if to_offset is not None else None,
         ("timestamp", to_timestamp) if to_timestamp is not None else None,
         ("timestamp", parse_datetime(to_datetime)) if to_datetime is not None else None,
+        ("shift", shift_by) if shift_by is not None else None,
+        ("timestamp", int(time.time() * 1000) - parse_duration(by_duration)) if by_duration is not None else None,
     ]
     specs_given = [c for c in chosen if c is not None]
     if len(specs_given) != 1:
-        raise click.UsageError("give exactly one of --to-earliest, --to-latest, --to-offset, --to-timestamp, --to-datetime")
+        raise click.UsageError(
+            "give exactly one of --to-earliest, --to-latest, --to-offset, --to-timestamp, --to-datetime, --shift-by, --by-duration"
+        )
     if bool(topic_specs) == all_topics:
         raise click.UsageError("give --topic (repeatable) or --all-topics")
     specs = [parse_topic_spec(s) for s in topic_specs]

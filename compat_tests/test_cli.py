@@ -108,6 +108,8 @@ def test_configs_describe_set_delete(broker: BrokerProcess, topic_name: str) -> 
         "resource": resource,
         "set": {"retention.ms": "5000", "cleanup.policy": "compact"},
     }
+    line = failed(kproto(b, "configs", "describe", "--topic", topic_name, "--key", "retention.mss"), 1, "error: INVALID_CONFIG: ")
+    assert "retention.mss" in line
     described = ok(b, "configs", "describe", "--topic", topic_name, "--key", "retention.ms")
     assert described == {
         "resource": resource,

@@ -9,7 +9,7 @@ import click
 
 from rivven_kproto.client import KafkaClient, admin
 
-from .output import emit, parse_assignments, run, table
+from .output import emit, fail, parse_assignments, run, table
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -59,6 +59,9 @@ def describe(topic: str | None, broker_id: int | None, keys: tuple[str, ...], ov
         return await admin.describe_configs(client, kind, name, list(keys) or None)
 
     entries = run(operation)
+    unknown = sorted(set(keys) - {e.name for e in entries})
+    if unknown:  # Kafka answers the known keys only; say which were not found rather than print nothing
+        fail("INVALID_CONFIG", f"{kind.name.lower()} {name} has no config {', '.join(unknown)}")
     if overrides:
         entries = [e for e in entries if e.source.startswith("DYNAMIC_")]
     data = {

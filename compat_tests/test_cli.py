@@ -191,6 +191,15 @@ def test_cli_habits_of_kafka_users(broker: BrokerProcess, topic_name: str, tmp_p
     assert read.stderr.strip() == "Processed a total of 2 messages"
     nothing = kproto(b, "consume", topic_name, "-e", output="table")  # from the end: nothing, at once
     assert nothing.stdout == "" and nothing.stderr.strip() == "Processed a total of 0 messages"
+    # --acks 0: nothing is answered, the offsets are unknown, the records still land.
+    fire = kproto(b, "produce", topic_name, "--partition", "0", "--acks", "0", stdin="fire-and-forget\n")
+    assert fire.returncode == 0, fire.stderr
+    assert json.loads(fire.stdout)["partitions"] == [{"partition": 0, "first_offset": -1, "last_offset": -1, "records": 1}]
+    for _ in range(50):  # the broker may still be reading the request when the producer has exited
+        landed = kproto(b, "consume", topic_name, "--from-beginning", "-e", output="table").stdout.splitlines()
+        if "fire-and-forget" in landed:
+            break
+    assert "fire-and-forget" in landed
     # kafka-topics' --partitions, singular nouns, and empty results in one line.
     created = kproto(b, "topics", "create", f"{topic_name}-one", "--partitions", "1", output="table")
     assert created.stdout.startswith(f"created topic {topic_name}-one (1 partition,"), created.stdout

@@ -75,6 +75,8 @@ def _read_some(stream: BinaryIO) -> bytes:
 @click.option("--header", "header_items", multiple=True, metavar="KEY=VALUE", help="Header on every record; repeatable.")
 @click.option("--partition", type=click.IntRange(min=0), help="Write to this partition (default: by key, else one per chunk).")
 @click.option("--compression", type=click.Choice(list(COMPRESSIONS)), default="none", show_default=True)
+@click.option("--acks", type=click.Choice(["0", "1", "all", "-1"]), default="all", show_default=True,
+              help="Kafka's acks: 0 (no answer, offsets unknown), 1 or all.")
 @click.option("--transactional-id", metavar="ID", help="Write every line in one transaction of this transactional id.")
 @click.option("--transaction-timeout-ms", type=click.IntRange(min=1), default=DEFAULT_TRANSACTION_TIMEOUT_MS, show_default=True,
               metavar="MS", help="With --transactional-id: abort the transaction if it is not ended within this time.")
@@ -86,6 +88,7 @@ def produce(
     header_items: tuple[str, ...],
     partition: int | None,
     compression: str,
+    acks: str,
     transactional_id: str | None,
     transaction_timeout_ms: int,
     abort_txn: bool,
@@ -104,6 +107,8 @@ def produce(
         raise click.BadParameter("must not be empty", param_hint="'--transactional-id'")
     if (abort_txn or leave_open) and transactional_id is None:
         raise click.UsageError(f"{'--abort' if abort_txn else '--exit-without-end-txn'} needs --transactional-id")
+    if transactional_id is not None and acks != "all" and acks != "-1":
+        raise click.UsageError("--transactional-id needs --acks all (as Kafka's transactional producers)")
     if abort_txn and leave_open:
         raise click.UsageError("give at most one of --abort and --exit-without-end-txn")
     headers: list[tuple[str, bytes | None]] = [
@@ -120,7 +125,10 @@ def produce(
         if transactional_id is not None:
             transaction = Transaction(client, transactional_id, transaction_timeout_ms)
             await transaction.init()
-        producer = Producer(client, topic, compression=COMPRESSIONS[compression], transaction=transaction)
+        producer = Producer(
+            client, topic, compression=COMPRESSIONS[compression], transaction=transaction,
+            acks=-1 if acks in ("all", "-1") else int(acks),
+        )
         totals: dict[int, PartitionTotals] = {}
         interrupted = False
         failure: Exception | None = None

@@ -219,6 +219,15 @@ class KafkaClient:
         with self.deadline(f"{api_name(request_cls.API_KEY)} to {connection.address}"):
             return await connection.request(build(version), version, response_cls)
 
+    async def send_only(
+        self, request_cls: type[Request], build: Callable[[int], Request], *, node_id: int | None = None, min_version: int = 0
+    ) -> None:
+        """Send a request the broker does not answer (Produce with acks=0)."""
+        connection = await self.connection(node_id)
+        version = connection.versions.version_for(request_cls, min_version)
+        with self.deadline(f"{api_name(request_cls.API_KEY)} to {connection.address}"):
+            await connection.send_only(build(version), version)
+
     async def metadata(self, topics: list[str] | None, *, auto_create: bool = False) -> ClusterMetadata:
         """Metadata for ``topics`` (None: every topic); also refreshes the broker list."""
 

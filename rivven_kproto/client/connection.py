@@ -143,6 +143,17 @@ class BrokerConnection:
         check(response.error_code, response.error_message, context=f"SASL with {self.address}")
         return bytes(response.auth_bytes)
 
+    async def send_only(self, request: Request, version: int) -> None:
+        """Send a request that gets no response (Produce acks=0)."""
+        if self._failure is not None:
+            raise self._failure
+        async with self._send_lock:
+            _, data = self._protocol.send_request(request, version, expect_response=False)
+            try:
+                await self._stream.send_all(data)
+            except BaseException as exc:
+                raise self._fail(exc) from None
+
     async def request(self, request: Request, version: int | None, response_cls: type[R]) -> R:
         """Send ``request`` at ``version`` (None: the negotiated one) and wait for its response."""
         if self._failure is not None:

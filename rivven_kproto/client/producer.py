@@ -90,7 +90,7 @@ class PartitionResult:
 
     @property
     def last_offset(self) -> int:
-        return self.base_offset + self.count - 1
+        return -1 if self.base_offset < 0 else self.base_offset + self.count - 1  # -1: unknown (acks=0)
 
 
 def split_batches(records: Sequence[Record], max_batch_bytes: int) -> list[list[Record]]:
@@ -126,7 +126,11 @@ class Producer:
         compression: Compression = Compression.NONE,
         max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
         transaction: Transaction | None = None,
+        acks: int = ACKS_ALL,
     ) -> None:
+        if acks not in (0, 1, ACKS_ALL):
+            raise ValueError(f"acks must be 0, 1 or -1 (all), got {acks}")
+        self.acks = acks
         self.client = client
         self.topic = topic
         self.compression = compression
@@ -193,15 +197,18 @@ class Producer:
         def build(version: int) -> ProduceRequest:
             return ProduceRequest(
                 transactional_id=None if txn is None else txn.transactional_id,
-                acks=ACKS_ALL,
+                acks=self.acks,
                 timeout_ms=PRODUCE_TIMEOUT_MS,
                 topic_data=[TopicProduceData(name=self.topic, partition_data=data)],
             )
 
+        counts = {p: len(r) for p, r in partitions.items()}
+        if self.acks == 0:  # no answer comes: offsets are unknown (-1), as for Kafka's producers
+            await self.client.send_only(ProduceRequest, build, node_id=leader, min_version=PRODUCE_MIN_VERSION)
+            return [PartitionResult(p, -1, n) for p, n in sorted(counts.items())]
         response = await self.client.call(
             ProduceRequest, build, ProduceResponse, node_id=leader, min_version=PRODUCE_MIN_VERSION
         )
-        counts = {p: len(r) for p, r in partitions.items()}
         results = []
         for topic_response in response.responses:
             for answer in topic_response.partition_responses:

@@ -200,6 +200,11 @@ def test_cli_habits_of_kafka_users(broker: BrokerProcess, topic_name: str, tmp_p
         if "fire-and-forget" in landed:
             break
     assert "fire-and-forget" in landed
+    # --group: start at the group's committed offsets, commit what was shown.
+    first = kproto(b, "consume", topic_name, "--group", f"{topic_name}-g", "--from-beginning", "-n", "1", output="table")
+    second = kproto(b, "consume", topic_name, "--group", f"{topic_name}-g", "-n", "1", output="table")
+    assert first.returncode == 0 and second.returncode == 0, (first.stderr, second.stderr)
+    assert first.stdout.splitlines() == ["\x01bin"] and second.stdout.splitlines() == ["plain"]
     # kafka-topics' --partitions, singular nouns, and empty results in one line.
     created = kproto(b, "topics", "create", f"{topic_name}-one", "--partitions", "1", output="table")
     assert created.stdout.startswith(f"created topic {topic_name}-one (1 partition,"), created.stdout

@@ -7,6 +7,9 @@ follows the topic until interrupted; ``-e``/``--exit`` stops at the end of the p
 ``-n`` after that many records, ``--idle-timeout`` after that long without a record. At the end
 "Processed a total of N messages" goes to stderr, as Kafka's tool prints it. A null key or value
 prints as ``null`` (as kafka-console-consumer); ``--print-binary hex|base64`` shows bytes exactly.
+``--group`` starts each partition at the group's committed offset and commits the positions reached
+when the command ends (also at Ctrl-C): a standalone consumer of the group (assign, no rebalancing),
+so the group must have no active members, as for ``groups reset-offsets``.
 """
 
 from __future__ import annotations
@@ -17,8 +20,10 @@ from collections.abc import Callable
 from typing import Any
 
 import click
+import trio
 
 from rivven_kproto.client import KafkaClient
+from rivven_kproto.client import groups as group_admin
 from rivven_kproto.client.admin import READ_COMMITTED, READ_UNCOMMITTED
 from rivven_kproto.client.consumer import ConsumedRecord, Consumer, StartAt
 
@@ -91,6 +96,7 @@ def check_template(template: str) -> str:
 @click.option("--print-binary", "binary", type=click.Choice(list(BINARY)), default="text", show_default=True,
               help="How keys, values and header values are shown (text escapes undecodable bytes).")
 @click.option("--idle-timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS", help="Exit when nothing arrives for this long.")
+@click.option("--group", metavar="GROUP", help="Start at this group's committed offsets and commit where the command stops.")
 def consume(
     topic: str,
     from_beginning: bool,
@@ -103,6 +109,7 @@ def consume(
     old_template: str | None,
     binary: str,
     idle_timeout: float | None,
+    group: str | None,
 ) -> None:
     """Print records of a topic (no consumer group; nothing is committed), following it until Ctrl-C.
 
@@ -116,10 +123,12 @@ def consume(
         raise click.UsageError("give at most one of --template and --format TEMPLATE")
     template = template if template is not None else old_template
     start: StartAt = offset if offset is not None else ("earliest" if from_beginning else "latest")
+    offset_given = offset
     line_template = check_template(template) if template is not None else None
     as_json = settings().json
     render = BINARY[binary]
     delivered = 0
+    consumed_to: dict[int, int] = {}  # the next offset after the last record shown, per partition
 
     def show(record: ConsumedRecord) -> None:
         nonlocal delivered
@@ -130,11 +139,25 @@ def consume(
         else:
             click.echo(_shown(render, record.value))
         delivered += 1
+        consumed_to[record.partition] = record.offset + 1
 
     async def operation(client: KafkaClient) -> int:
         consumer = Consumer(client, topic, isolation_level=ISOLATION[isolation])
         await consumer.assign(list(partitions) or None, start)
-        return await consumer.run(show, max_records=count, idle_timeout=idle_timeout, stop_at_end=exit_at_end)
+        if group is None:
+            return await consumer.run(show, max_records=count, idle_timeout=idle_timeout, stop_at_end=exit_at_end)
+        committed = await group_admin.fetch_offsets(client, group, [(topic, p) for p in consumer.positions])
+        for (_, partition), offset in committed.items():
+            if offset_given is None:
+                consumer.positions[partition] = offset.offset
+        started_at = dict(consumer.positions)
+        try:
+            return await consumer.run(show, max_records=count, idle_timeout=idle_timeout, stop_at_end=exit_at_end)
+        finally:
+            # What was shown, not what was fetched: -n may stop in the middle of a batch.
+            reached = {(topic, p): consumed_to.get(p, start) for p, start in started_at.items()}
+            with trio.CancelScope(shield=True):
+                await group_admin.commit_offsets(client, group, reached)
 
     try:
         run(operation)

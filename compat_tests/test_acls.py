@@ -70,12 +70,14 @@ def start(base: Path) -> BrokerProcess:
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     broker = start(tmp_path_factory.mktemp("acls"))
-    result = Cluster(broker)
-    admin = result.admin()  # kept alive until its futures are done
-    for future in admin.create_topics([NewTopic("orders", 1), NewTopic("payments", 1)]).values():
-        future.result(TIMEOUT_S)
-    yield result
-    broker.stop()
+    try:
+        result = Cluster(broker)
+        admin = result.admin()  # kept alive until its futures are done
+        for future in admin.create_topics([NewTopic("orders", 1), NewTopic("payments", 1)]).values():
+            future.result(TIMEOUT_S)
+        yield result
+    finally:
+        broker.stop()
 
 
 def produce(config: dict[str, Any], topic: str) -> KafkaError | None:

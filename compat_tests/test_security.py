@@ -72,10 +72,12 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secured]:
         f"listener.name.sasl_plaintext.plain.sasl.jaas.config={JAAS}\n"
     )
     broker = BrokerProcess(data_dir, base / "broker.log", ["--config", str(config)]).start()
-    ports = {"PLAINTEXT": broker.port or 0, **{name: int(port) for name, port in LISTENER.findall(broker.log_text())}}
-    assert set(ports) == {"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}, broker.log_text()
-    yield Secured(broker, ca_file, ports)
-    assert broker.stop() == 0
+    try:
+        ports = {"PLAINTEXT": broker.port or 0, **{name: int(port) for name, port in LISTENER.findall(broker.log_text())}}
+        assert set(ports) == {"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}, broker.log_text()
+        yield Secured(broker, ca_file, ports)
+    finally:
+        assert broker.stop() == 0
 
 
 def round_trip(config: dict[str, Any], topic: str) -> list[bytes]:

@@ -79,6 +79,8 @@ async def prepare(ctx: RequestContext, request: ProduceRequest, limiter: trio.Ca
 def _preparation(
     ctx: RequestContext, topic: str, data: PartitionProduceData
 ) -> tuple[PartitionKey, Preparation, bool] | None:
+    if topic in INTERNAL_TOPICS or not ctx.allowed(Operation.WRITE, ResourceType.TOPIC, topic):
+        return None  # refused by handle() anyway: no records are walked (or decompressed) for it
     try:
         config = ctx.broker.partition(topic, data.index).config
         records = _single_batch(data.records)

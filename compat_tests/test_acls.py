@@ -12,6 +12,7 @@ import json
 import re
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,8 @@ from confluent_kafka.admin import (
 )
 
 from rivven_kproto.codec.errors import Errors
+from rivven_kproto.codec.messages.describe_log_dirs import DescribeLogDirsRequest
+from rivven_kproto.codec.messages.metadata import MetadataRequest, MetadataRequestTopic
 
 from .broker_process import BrokerProcess
 from .txn_helpers import Raw
@@ -166,6 +169,15 @@ def test_anonymous_clients_cannot_abort_transactions_or_manage_acls(cluster: Clu
     raw = Raw(cluster.broker.bootstrap)  # the PLAINTEXT listener: User:ANONYMOUS
     try:
         assert raw.write_txn_markers(4242, 0, False, {"orders": [0]}) == {("orders", 0): Errors.CLUSTER_AUTHORIZATION_FAILED}
+        # Sizes need Describe on the cluster; an id names a topic, but its layout needs Describe on it.
+        log_dirs = raw.call(DescribeLogDirsRequest(topics=None), 4)
+        assert (log_dirs.error_code, log_dirs.results) == (Errors.CLUSTER_AUTHORIZATION_FAILED, [])
+        assert raw.call(MetadataRequest(topics=None), 12).topics == []  # all topics: the hidden are left out
+        orders_id = uuid.UUID(json.loads((cluster.broker.data_dir / "meta" / "topics.json").read_text())["orders"]["id"])
+        (by_id,) = raw.call(MetadataRequest(topics=[MetadataRequestTopic(topic_id=orders_id, name=None)]), 12).topics
+        assert (by_id.error_code, by_id.name, by_id.topic_id, by_id.partitions) == (
+            Errors.TOPIC_AUTHORIZATION_FAILED, None, orders_id, []
+        )
     finally:
         raw.close()
     anonymous = AdminClient({"bootstrap.servers": cluster.broker.bootstrap})

@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -70,11 +71,15 @@ def test_topic_lifecycle(broker: BrokerProcess, topic_name: str) -> None:
         "replication_factor": 1,
         "configs": {"retention.ms": "3600000"},
     }
+    topic_id = created["topic_id"]
+    assert uuid.UUID(topic_id).int != 0  # Kafka's topic UUID, kept with the topic
     listed = {t["name"]: t for t in ok(b, "topics", "list")["topics"]}
     assert listed[topic_name]["partitions"] == 2 and listed[topic_name]["internal"] is False
+    assert listed[topic_name]["topic_id"] == topic_id
 
     described = ok(b, "topics", "describe", topic_name)["topics"]
     assert [t["name"] for t in described] == [topic_name]
+    assert described[0]["topic_id"] == topic_id
     assert described[0]["partitions"][1] == {
         "partition": 1,
         "leader": 0,
@@ -85,8 +90,12 @@ def test_topic_lifecycle(broker: BrokerProcess, topic_name: str) -> None:
         "log_start_offset": 0,
         "high_watermark": 0,
         "last_stable_offset": 0,
-        "size_bytes": None,
+        "size_bytes": 0,
     }
+    ok(b, "produce", topic_name, "--partition", "1", stdin="one\ntwo\nthree\n")
+    (partition,) = [p for p in ok(b, "topics", "describe", topic_name)["topics"][0]["partitions"] if p["partition"] == 1]
+    on_disk = sum(f.stat().st_size for f in (broker.data_dir / f"{topic_name}-1").glob("*.log"))
+    assert partition["high_watermark"] == 3 and partition["size_bytes"] == on_disk > 0
 
     assert ok(b, "topics", "add-partitions", topic_name, "--total", "3") == {"topic": topic_name, "partitions": 3}
     assert ok(b, "topics", "add-partitions", topic_name, "--add", "2") == {"topic": topic_name, "partitions": 5}

@@ -89,6 +89,16 @@ def test_admin_operations(broker: BrokerProcess, topic_name: str) -> None:
         (described,) = client.describe_topics([topic_name])
         assert len(described["partitions"]) == 5
 
+        producer = KafkaProducer(bootstrap_servers=broker.bootstrap)
+        producer.send(topic_name, b"sized", partition=3).get(timeout=TIMEOUT_S)
+        producer.close()
+        (node,) = client.describe_log_dirs({topic_name: [3, 4, 99]})  # 99: not held, left out
+        (log_dir,) = node["log_dirs"]
+        assert (log_dir["error_code"], log_dir["log_dir"]) == (0, str(broker.data_dir.resolve()))
+        assert 0 < log_dir["usable_bytes"] <= log_dir["total_bytes"]
+        (topic,) = log_dir["topics"]
+        sizes = {p["partition_index"]: p["partition_size"] for p in topic["partitions"]}
+        assert sizes[4] == 0 and sizes[3] > len(b"sized") and sorted(sizes) == [3, 4]
         client.delete_topics([topic_name])
         assert topic_name not in client.list_topics()
     finally:

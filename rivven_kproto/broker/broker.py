@@ -147,6 +147,13 @@ class Broker:
             raise KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {name}")
         return topic
 
+    def topic_by_id(self, topic_id: uuid.UUID) -> Topic | None:
+        """The topic with this id (Kafka's UUID, kept in the topic table), if any."""
+        for topic in self.topics.values():
+            if topic.meta.topic_id == topic_id:
+                return topic
+        return None
+
     def partition(self, name: str, index: int) -> PartitionLog:
         topic = self.topic(name)
         if not 0 <= index < len(topic.partitions):

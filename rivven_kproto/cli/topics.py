@@ -50,7 +50,7 @@ def _partition_json(partition: Any, offsets: admin.PartitionOffsets) -> dict[str
         "log_start_offset": offsets.log_start_offset,
         "high_watermark": offsets.high_watermark,
         "last_stable_offset": offsets.last_stable_offset,
-        "size_bytes": None,  # DescribeLogDirs is not served
+        "size_bytes": offsets.size_bytes,
     }
 
 
@@ -59,7 +59,7 @@ def _partition_json(partition: Any, offsets: admin.PartitionOffsets) -> dict[str
 def describe(names: tuple[str, ...]) -> None:
     """Partitions with leader, replicas, ISR and offsets (log start, high watermark, last stable).
 
-    Size is shown as n/a: it needs DescribeLogDirs, which the broker does not serve.
+    Size is the partition's bytes on disk (DescribeLogDirs; n/a without Describe on the cluster).
 
     \b
     Example:
@@ -92,7 +92,7 @@ def describe(names: tuple[str, ...]) -> None:
             for p in d.topic.partitions:
                 o = d.offsets.get(p.partition, admin.PartitionOffsets())
                 rows.append(
-                    [p.partition, p.leader, _ids(p.replicas), _ids(p.isr), o.log_start_offset, o.high_watermark, o.last_stable_offset, None]
+                    [p.partition, p.leader, _ids(p.replicas), _ids(p.isr), o.log_start_offset, o.high_watermark, o.last_stable_offset, o.size_bytes]
                 )
             tables.append(table(f"{d.topic.name} ({plural(len(d.topic.partitions), 'partition')})", columns, rows))
         return tables

@@ -32,6 +32,11 @@ from rivven_kproto.codec.messages.describe_configs import (
     DescribeConfigsResource,
     DescribeConfigsResponse,
 )
+from rivven_kproto.codec.messages.describe_log_dirs import (
+    DescribableLogDirTopic,
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
+)
 from rivven_kproto.codec.messages.incremental_alter_configs import (
     AlterableConfig,
     AlterConfigsResource,
@@ -94,6 +99,7 @@ class PartitionOffsets:
     log_start_offset: int | None = None
     high_watermark: int | None = None
     last_stable_offset: int | None = None
+    size_bytes: int | None = None
 
 
 @dataclass
@@ -166,9 +172,34 @@ async def partition_offsets(client: KafkaClient, topic: TopicInfo) -> dict[int, 
         stable: dict[int, int] = {}
         if versions.supports(ListOffsetsRequest, min_version=2):
             stable = await list_offsets(client, leader, topic.name, indexes, LATEST, READ_COMMITTED)
+        sizes: dict[int, int] = {}
+        if versions.supports(DescribeLogDirsRequest):
+            sizes = await partition_sizes(client, leader, topic.name, indexes)
         for index in indexes:
-            result[index] = PartitionOffsets(earliest.get(index), latest.get(index), stable.get(index))
+            result[index] = PartitionOffsets(earliest.get(index), latest.get(index), stable.get(index), sizes.get(index))
     return result
+
+
+async def partition_sizes(client: KafkaClient, node_id: int, topic: str, partitions: list[int]) -> dict[int, int]:
+    """Bytes on disk per partition, summed over the node's log directories (DescribeLogDirs).
+
+    Empty when the caller may not Describe the cluster (Kafka answers no directories then).
+    """
+    response = await client.call(
+        DescribeLogDirsRequest,
+        lambda version: DescribeLogDirsRequest(topics=[DescribableLogDirTopic(topic=topic, partitions=partitions)]),
+        DescribeLogDirsResponse,
+        node_id=node_id,
+    )
+    sizes: dict[int, int] = defaultdict(int)
+    for directory in response.results:
+        if directory.error_code:
+            continue
+        for entry in directory.topics:
+            if entry.name == topic:
+                for partition in entry.partitions:
+                    sizes[partition.partition_index] += partition.partition_size
+    return dict(sizes)
 
 
 async def list_offsets(

@@ -110,7 +110,8 @@ def test_metadata_partition_layout(ctx: RequestContext, broker: Broker) -> None:
     assert response.cluster_id == broker.cluster_id
     assert response.controller_id == NODE
     (topic,) = response.topics
-    assert (topic.error_code, topic.name, topic.topic_id, topic.is_internal) == (0, "t", uuid.UUID(int=0), False)
+    assert (topic.error_code, topic.name, topic.is_internal) == (0, "t", False)
+    assert topic.topic_id == broker.topic("t").meta.topic_id != uuid.UUID(int=0)
     assert topic.topic_authorized_operations == NOT_REQUESTED
     for index, partition in enumerate(topic.partitions):
         assert partition.partition_index == index
@@ -184,11 +185,15 @@ def test_metadata_authorized_operations(ctx: RequestContext, broker: Broker) -> 
     assert response.topics[0].topic_authorized_operations != NOT_REQUESTED
 
 
-def test_metadata_topic_id_lookup_finds_nothing(ctx: RequestContext, broker: Broker) -> None:
-    broker.create_topic("t", 1, 1, {}, NOW)
-    request = MetadataRequest(topics=[MetadataRequestTopic(topic_id=uuid.uuid4(), name=None)])
-    (topic,) = answer(metadata, ctx, request, 12).topics
-    assert (topic.error_code, topic.name) == (Errors.UNKNOWN_TOPIC_ID, None)
+def test_metadata_topic_id_lookup(ctx: RequestContext, broker: Broker) -> None:
+    broker.create_topic("t", 2, 1, {}, NOW)
+    known, unknown = broker.topic("t").meta.topic_id, uuid.uuid4()
+    request = MetadataRequest(
+        topics=[MetadataRequestTopic(topic_id=id_, name=None) for id_ in (unknown, known, known)]
+    )
+    missing, found = answer(metadata, ctx, request, 12).topics  # a repeated id is answered once
+    assert (missing.error_code, missing.name, missing.topic_id) == (Errors.UNKNOWN_TOPIC_ID, None, unknown)
+    assert (found.error_code, found.name, found.topic_id, len(found.partitions)) == (0, "t", known, 2)
 
 
 # -- Fetch ----------------------------------------------------------------------------------------

@@ -95,7 +95,8 @@ def _create(
     else:
         partitions = len(created.partitions)
         log.info("created topic %s (%d partitions) for client %s", topic.name, partitions, ctx.client_id)
-    result = CreatableTopicResult(name=topic.name, topic_id=ZERO_UUID, error_code=0, error_message=None)
+    topic_id = ZERO_UUID if created is None else created.meta.topic_id  # validate_only: Kafka's zero id
+    result = CreatableTopicResult(name=topic.name, topic_id=topic_id, error_code=0, error_message=None)
     if version >= 5:
         result.num_partitions = partitions
         result.replication_factor = 1

@@ -96,7 +96,7 @@ class _Resolver:
         elif self.topics[name].meta.topic_id in self.ids:
             self._error(name, self.topics[name].meta.topic_id, Errors.INVALID_REQUEST, _NAME_MAPS_TO_ID)
         else:
-            self.to_delete[name] = ZERO_UUID
+            self.to_delete[name] = self.topics[name].meta.topic_id
 
     def _by_id(self, topic_id: uuid.UUID) -> None:
         name = self.by_id.get(topic_id)

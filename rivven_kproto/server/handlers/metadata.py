@@ -6,9 +6,9 @@ are just this node, leader epoch 0). A request naming topics that do not exist c
 does. Kafka answers LEADER_NOT_AVAILABLE for a topic it has just started creating; we create it
 synchronously, so we answer NONE with its partitions at once and save the client a retry.
 
-Not implemented: topic ids (every topic id is zero, so a lookup by id in v12 answers
-UNKNOWN_TOPIC_ID), authorization (authorized-operation bitfields, when asked for, grant everything
-a Kafka broker without an authorizer grants), racks. Kafka's internal topic names
+Topic ids (v10+) are the ids kept in the topic table; v12 looks topics up by id (unknown ->
+UNKNOWN_TOPIC_ID, not describable -> TOPIC_AUTHORIZATION_FAILED, both with a null name, as Kafka:
+ids are not secret). Not implemented: racks. Kafka's internal topic names
 (``__consumer_offsets``, ``__transaction_state``, ``__cluster_metadata``) are never auto-created:
 our coordinators do not live in topics, and a user topic by that name would only confuse tools.
 """
@@ -101,14 +101,14 @@ def describe_topic(ctx: RequestContext, topic: Topic) -> MetadataResponseTopic:
         for index in range(len(topic.partitions))
     ]
     return MetadataResponseTopic(
-        error_code=Errors.NONE, name=topic.name, topic_id=ZERO_TOPIC_ID, is_internal=topic.name in INTERNAL_TOPICS,
+        error_code=Errors.NONE, name=topic.name, topic_id=topic.meta.topic_id, is_internal=topic.name in INTERNAL_TOPICS,
         partitions=partitions,
     )
 
 
-def _error_topic(error: Errors, name: str | None) -> MetadataResponseTopic:
+def _error_topic(error: Errors, name: str | None, topic_id: uuid.UUID = ZERO_TOPIC_ID) -> MetadataResponseTopic:
     return MetadataResponseTopic(
-        error_code=error, name=name, topic_id=ZERO_TOPIC_ID, is_internal=name in INTERNAL_TOPICS, partitions=[]
+        error_code=error, name=name, topic_id=topic_id, is_internal=name in INTERNAL_TOPICS, partitions=[]
     )
 
 
@@ -117,19 +117,30 @@ def _requested_topics(
 ) -> list[MetadataResponseTopic]:
     """Answer each named topic once, in request order (Kafka dedupes through a set)."""
     answers: list[MetadataResponseTopic] = []
-    seen: set[str] = set()
+    seen: set[str | uuid.UUID] = set()
     for entry in requested:
         if entry.name is None:
-            # By id (v12): no topic has a non-zero id, so none is ever found. Before v12 a null
-            # name is malformed, and the response cannot carry a null name.
-            answers.append(_error_topic(Errors.UNKNOWN_TOPIC_ID, None) if version >= 12
-                           else _error_topic(Errors.INVALID_REQUEST, ""))
+            # By id (v12). Before v12 a null name is malformed, and the response cannot carry one.
+            if version < 12:
+                answers.append(_error_topic(Errors.INVALID_REQUEST, ""))
+            elif entry.topic_id not in seen:
+                seen.add(entry.topic_id)
+                answers.append(_topic_by_id(ctx, entry.topic_id))
             continue
         if entry.name in seen:
             continue
         seen.add(entry.name)
         answers.append(_named_topic(ctx, entry.name, allow_create))
     return answers
+
+
+def _topic_by_id(ctx: RequestContext, topic_id: uuid.UUID) -> MetadataResponseTopic:
+    topic = ctx.broker.topic_by_id(topic_id) if topic_id != ZERO_TOPIC_ID else None
+    if topic is None:
+        return _error_topic(Errors.UNKNOWN_TOPIC_ID, None, topic_id)
+    if not ctx.allowed(Operation.DESCRIBE, ResourceType.TOPIC, topic.name):
+        return _error_topic(Errors.TOPIC_AUTHORIZATION_FAILED, None, topic_id)
+    return describe_topic(ctx, topic)
 
 
 def _named_topic(ctx: RequestContext, name: str, allow_create: bool) -> MetadataResponseTopic:

@@ -4,9 +4,14 @@ group (confluent-kafka) as the member whose assignment, offsets and lag are show
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -185,3 +190,92 @@ def test_group_commands_have_help_with_an_example(command: list[str]) -> None:
     result = CliRunner().invoke(main, [*command, "--help"])
     assert result.exit_code == 0, result.output
     assert "Example:" in result.output and "kproto" in result.output
+
+
+class ConsoleMember:
+    """``kproto consume --group`` as a process of its own, its printed lines collected by a thread."""
+
+    def __init__(self, bootstrap: str, topic: str, group: str) -> None:
+        command = [sys.executable, "-m", "rivven_kproto", "--bootstrap", bootstrap, "consume", topic,
+                   "--group", group, "--from-beginning", "--template", "{partition} {offset} {value}"]
+        self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.lock = threading.Lock()
+        self.lines: list[tuple[int, int, str]] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            partition, offset, value = line.split()
+            with self.lock:
+                self.lines.append((int(partition), int(offset), value))
+
+    def consumed(self) -> list[tuple[int, int, str]]:
+        with self.lock:
+            return list(self.lines)
+
+    def interrupt(self) -> str:
+        """Ctrl-C: the member commits, leaves and exits 130; its stderr."""
+        self.proc.send_signal(signal.SIGINT)
+        _, stderr = self.proc.communicate(timeout=TIMEOUT_S)
+        assert self.proc.returncode == 130, stderr
+        return stderr
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.communicate()
+
+
+def test_consume_with_group_shares_partitions_with_other_clients(
+    broker: BrokerProcess, topic_name: str, tmp_path: Path
+) -> None:
+    """``consume --group`` is a real member: a confluent-kafka member gets half of the partitions,
+    starts where kproto committed, and takes everything when kproto leaves at Ctrl-C."""
+    from .test_groups import PARTITIONS, Member, create_topic, produce, wait_until
+
+    b = broker.bootstrap
+    group = f"{topic_name}-shared"
+    create_topic(broker, topic_name)
+    produce(broker, topic_name, "a", 10)
+    everything = {(p, o) for p in range(PARTITIONS) for o in range(10)}
+    console = ConsoleMember(b, topic_name, group)
+    other: Member | None = None
+    try:
+        deadline = time.monotonic() + 4 * TIMEOUT_S
+        while {(p, o) for p, o, _ in console.consumed()} != everything:  # the only member: it reads all
+            assert console.proc.poll() is None and time.monotonic() < deadline, console.consumed()
+            time.sleep(0.1)
+
+        other = Member("confluent-kafka", broker, topic_name, group, "other", tmp_path)
+        wait_until(lambda: len(other.owned()) == PARTITIONS // 2, "the confluent member's half", [other], 4 * TIMEOUT_S)
+        described = describe(b, group)
+        assignments = sorted(sorted(a["partition"] for a in m["assignment"]) for m in described["members"])
+        assert described["state"] == "Stable" and len(assignments) == 2
+        assert sorted(assignments[0] + assignments[1]) == list(range(PARTITIONS))
+        assert sorted(other.owned()) in assignments
+
+        # New records go to whichever member owns their partition; nobody re-reads the "a" records
+        # (kproto committed them when the group rebalanced).
+        produce(broker, topic_name, "b", 1)
+        b_records = {f"b-{p}-0" for p in range(PARTITIONS)}
+
+        def b_seen() -> set[str]:
+            return {v for _, _, v in console.consumed() + other.consumed() if v.startswith("b-")}
+
+        wait_until(lambda: b_seen() == b_records, "both members to read the b records", [other], 2 * TIMEOUT_S)
+        assert {p for p, _, v in other.consumed()} == other.owned()
+        assert not [v for _, _, v in other.consumed() if v.startswith("a-")]
+        console_b = sorted(p for p, _, v in console.consumed() if v.startswith("b-"))
+        assert console_b == sorted(set(range(PARTITIONS)) - other.owned())
+
+        stderr = console.interrupt()
+        assert f"Processed a total of {len(everything) + len(console_b)} messages" in stderr
+        wait_until(lambda: other.owned() == set(range(PARTITIONS)), "the confluent member to own everything", [other])
+        other.commit()
+        assert offsets(describe(b, group)) == {(topic_name, p): (11, 11, 0) for p in range(PARTITIONS)}
+        other.close()
+    finally:
+        console.kill()
+        if other is not None:
+            other.kill()

@@ -7,15 +7,18 @@ follows the topic until interrupted; ``-e``/``--exit`` stops at the end of the p
 ``-n`` after that many records, ``--idle-timeout`` after that long without a record. At the end
 "Processed a total of N messages" goes to stderr, as Kafka's tool prints it. A null key or value
 prints as ``null`` (as kafka-console-consumer); ``--print-binary hex|base64`` shows bytes exactly.
-``--group`` starts each partition at the group's committed offset and commits the positions reached
-when the command ends (also at Ctrl-C): a standalone consumer of the group (assign, no rebalancing),
-so the group must have no active members, as for ``groups reset-offsets``.
+``--group`` makes it a member of that consumer group, as kafka-console-consumer's: the group's
+members (of any Kafka client) share the topic's partitions and rebalance as members come and go;
+each assigned partition starts at the group's committed offset (else where ``--from-beginning`` or
+the end says), and what was printed is committed every few seconds, at each rebalance and at the
+end (also at Ctrl-C), before the member leaves the group.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import signal
 from collections.abc import Callable
 from typing import Any
 
@@ -26,6 +29,7 @@ from rivven_kproto.client import KafkaClient
 from rivven_kproto.client import groups as group_admin
 from rivven_kproto.client.admin import READ_COMMITTED, READ_UNCOMMITTED
 from rivven_kproto.client.consumer import ConsumedRecord, Consumer, StartAt
+from rivven_kproto.client.membership import GroupMembership
 
 from .output import run, settings, text
 
@@ -40,6 +44,7 @@ BINARY: dict[str, Render] = {
     "base64": lambda data: None if data is None else base64.b64encode(data).decode(),
 }
 NULL = "null"  # kafka-console-consumer's rendering of a null key or value
+AUTO_COMMIT_INTERVAL_S = 5.0  # Kafka's auto.commit.interval.ms
 
 
 def record_json(record: ConsumedRecord, render: Render = text) -> dict[str, Any]:
@@ -96,7 +101,8 @@ def check_template(template: str) -> str:
 @click.option("--print-binary", "binary", type=click.Choice(list(BINARY)), default="text", show_default=True,
               help="How keys, values and header values are shown (text escapes undecodable bytes).")
 @click.option("--idle-timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS", help="Exit when nothing arrives for this long.")
-@click.option("--group", metavar="GROUP", help="Start at this group's committed offsets and commit where the command stops.")
+@click.option("--group", metavar="GROUP",
+              help="Consume as a member of this consumer group: share its partitions, start at and commit its offsets.")
 def consume(
     topic: str,
     from_beginning: bool,
@@ -111,7 +117,7 @@ def consume(
     idle_timeout: float | None,
     group: str | None,
 ) -> None:
-    """Print records of a topic (no consumer group; nothing is committed), following it until Ctrl-C.
+    """Print records of a topic, following it until Ctrl-C (commits only with --group).
 
     \b
     Example:
@@ -144,23 +150,90 @@ def consume(
     async def operation(client: KafkaClient) -> int:
         consumer = Consumer(client, topic, isolation_level=ISOLATION[isolation])
         await consumer.assign(list(partitions) or None, start)
-        if group is None:
-            return await consumer.run(show, max_records=count, idle_timeout=idle_timeout, stop_at_end=exit_at_end)
-        committed = await group_admin.fetch_offsets(client, group, [(topic, p) for p in consumer.positions])
-        for (_, partition), offset in committed.items():
-            if offset_given is None:
-                consumer.positions[partition] = offset.offset
-        started_at = dict(consumer.positions)
+        return await consumer.run(show, max_records=count, idle_timeout=idle_timeout, stop_at_end=exit_at_end)
+
+    async def as_member(client: KafkaClient) -> int:
+        """Ctrl-C is taken as a signal, not a KeyboardInterrupt that could land inside the final
+        commit: it cancels consuming, the member commits and leaves, then the command exits 130."""
+        interrupted = False
+        failure: Exception | None = None
+        with trio.open_signal_receiver(signal.SIGINT) as interrupts:
+            async with trio.open_nursery() as nursery:
+
+                async def watch_interrupts() -> None:
+                    nonlocal interrupted
+                    async for _ in interrupts:
+                        interrupted = True
+                        nursery.cancel_scope.cancel()
+                        return
+
+                nursery.start_soon(watch_interrupts)
+                try:
+                    await _member_loop(client)
+                except Exception as exc:  # noqa: BLE001 - re-raised below, outside the nursery's group
+                    failure = exc
+                nursery.cancel_scope.cancel()
+        if failure is not None:
+            raise failure
+        if interrupted:
+            raise KeyboardInterrupt
+        return delivered
+
+    async def _member_loop(client: KafkaClient) -> None:
+        assert group is not None
+        membership = GroupMembership(client, group, [topic])
         try:
-            return await consumer.run(show, max_records=count, idle_timeout=idle_timeout, stop_at_end=exit_at_end)
+            while count is None or delivered < count:
+                generation = await membership.join()
+                assigned = sorted(p for t, p in generation.partitions if t == topic)
+                consumer = Consumer(client, topic, isolation_level=ISOLATION[isolation])
+                await consumer.assign(assigned, start)
+                committed = await group_admin.fetch_offsets(client, group, [(topic, p) for p in assigned])
+                for (_, partition), position in committed.items():
+                    if offset_given is None:
+                        consumer.positions[partition] = position.offset
+                consumed_to.clear()
+                consumed_to.update(consumer.positions)
+                if not await _consume_generation(consumer, membership):
+                    break
         finally:
-            # What was shown, not what was fetched: -n may stop in the middle of a batch.
-            reached = {(topic, p): consumed_to.get(p, start) for p, start in started_at.items()}
-            with trio.CancelScope(shield=True):
-                await group_admin.commit_offsets(client, group, reached)
+            with trio.CancelScope(shield=True):  # also at Ctrl-C: commit what was shown, then leave
+                await membership.commit({(topic, p): o for p, o in consumed_to.items()})
+                await membership.leave()
+
+    async def _consume_generation(consumer: Consumer, membership: GroupMembership) -> bool:
+        """Consume the assignment until a rebalance (True: rejoin) or the end (False)."""
+        rebalanced = False
+        async with trio.open_nursery() as nursery:
+
+            async def heartbeat() -> None:
+                nonlocal rebalanced
+                await membership.heartbeat_until_rebalance()
+                rebalanced = True
+                nursery.cancel_scope.cancel()
+
+            async def commit_periodically() -> None:
+                last: dict[int, int] = {}
+                while True:
+                    await trio.sleep(AUTO_COMMIT_INTERVAL_S)
+                    if consumed_to != last:
+                        last = dict(consumed_to)
+                        await membership.commit({(topic, p): o for p, o in last.items()})
+
+            nursery.start_soon(heartbeat)
+            nursery.start_soon(commit_periodically)
+            if consumer.positions:
+                remaining = None if count is None else count - delivered
+                await consumer.run(show, max_records=remaining, idle_timeout=idle_timeout, stop_at_end=exit_at_end)
+            elif not exit_at_end:  # no partition for this member (more members than partitions): wait
+                await trio.sleep_forever()
+            nursery.cancel_scope.cancel()
+        if rebalanced:
+            await membership.commit({(topic, p): o for p, o in consumed_to.items()})
+        return rebalanced
 
     try:
-        run(operation)
+        run(operation if group is None else as_member)
     except KeyboardInterrupt:  # the usual way to stop following: still say how many
         click.echo(f"Processed a total of {delivered} messages", err=True)
         raise

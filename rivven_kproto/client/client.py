@@ -154,13 +154,14 @@ class KafkaClient:
             await connection.aclose()
 
     @contextmanager
-    def deadline(self, what: str) -> Iterator[None]:
-        """Bound one operation by the client's timeout, failing with REQUEST_TIMED_OUT."""
+    def deadline(self, what: str, timeout: float | None = None) -> Iterator[None]:
+        """Bound one operation by ``timeout`` (default: the client's), failing with REQUEST_TIMED_OUT."""
+        limit = self.timeout if timeout is None else timeout
         try:
-            with trio.fail_after(self.timeout):
+            with trio.fail_after(limit):
                 yield
         except trio.TooSlowError:
-            raise RequestTimeoutError(f"{what} got no answer within {self.timeout:g}s") from None
+            raise RequestTimeoutError(f"{what} got no answer within {limit:g}s") from None
 
     async def _open(self, host: str, port: int, node_id: int) -> BrokerConnection:
         address = f"{host}:{port}"
@@ -212,11 +213,15 @@ class KafkaClient:
         *,
         node_id: int | None = None,
         min_version: int = 0,
+        timeout: float | None = None,
     ) -> R:
-        """Build the request for the version negotiated with the node, send it, return the response."""
+        """Build the request for the version negotiated with the node, send it, return the response.
+
+        ``timeout`` overrides the client's for requests the broker may legitimately hold longer
+        (JoinGroup waits for a whole rebalance)."""
         connection = await self.connection(node_id)
         version = connection.versions.version_for(request_cls, min_version)
-        with self.deadline(f"{api_name(request_cls.API_KEY)} to {connection.address}"):
+        with self.deadline(f"{api_name(request_cls.API_KEY)} to {connection.address}", timeout):
             return await connection.request(build(version), version, response_cls)
 
     async def send_only(

@@ -122,7 +122,7 @@ def decode_assignment(data: bytes) -> list[TP] | None:
         return None
 
 
-async def _coordinator_call(
+async def coordinator_call(
     client: KafkaClient,
     group_id: str,
     request_cls: type[Request],
@@ -131,12 +131,15 @@ async def _coordinator_call(
     error_of: Callable[[R], int],
     *,
     min_version: int = 0,
+    timeout: float | None = None,
 ) -> tuple[int, R]:
     """(coordinator node, response), retrying coordinator moves and loads within the deadline."""
-    with client.deadline(f"{request_cls.kafka_name().removesuffix('Request')} for group {group_id}"):
+    with client.deadline(f"{request_cls.kafka_name().removesuffix('Request')} for group {group_id}", timeout):
         while True:
             node = await find_coordinator(client, KeyType.GROUP, group_id)
-            response = await client.call(request_cls, build, response_cls, node_id=node, min_version=min_version)
+            response = await client.call(
+                request_cls, build, response_cls, node_id=node, min_version=min_version, timeout=timeout
+            )
             error = Errors.for_code(error_of(response))
             if error not in REFIND and error not in WAIT:
                 return node, response
@@ -170,7 +173,7 @@ async def describe_group(client: KafkaClient, group_id: str) -> GroupDescription
     def error_of(response: DescribeGroupsResponse) -> int:
         return next((g.error_code for g in response.groups if g.group_id == group_id), 0)
 
-    node, response = await _coordinator_call(client, group_id, DescribeGroupsRequest, build, DescribeGroupsResponse, error_of)
+    node, response = await coordinator_call(client, group_id, DescribeGroupsRequest, build, DescribeGroupsResponse, error_of)
     described = next((g for g in response.groups if g.group_id == group_id), None)
     if described is None:
         raise KafkaResponseError(-1, f"DescribeGroups answered without group {group_id}")
@@ -210,7 +213,7 @@ async def fetch_offsets(client: KafkaClient, group_id: str, partitions: list[TP]
     def error_of(response: OffsetFetchResponse) -> int:
         return response.groups[0].error_code if response.groups else response.error_code
 
-    _, response = await _coordinator_call(
+    _, response = await coordinator_call(
         client, group_id, OffsetFetchRequest, build, OffsetFetchResponse, error_of, min_version=2 if wanted is None else 0
     )
     check(error_of(response), context=f"OffsetFetch for group {group_id}")
@@ -234,8 +237,11 @@ async def fetch_offsets(client: KafkaClient, group_id: str, partitions: list[TP]
     return dict(sorted(result.items()))
 
 
-async def commit_offsets(client: KafkaClient, group_id: str, offsets: dict[TP, int]) -> None:
-    """OffsetCommit outside any generation (generation -1, no member): only for an inactive group."""
+async def commit_offsets(
+    client: KafkaClient, group_id: str, offsets: dict[TP, int], *, generation_id: int = -1, member_id: str = ""
+) -> None:
+    """OffsetCommit as a member of ``generation_id``, or outside any generation (the defaults: -1 and
+    no member), which Kafka allows only for an inactive group."""
     by_topic: dict[str, list[OffsetCommitRequestPartition]] = defaultdict(list)
     for (topic, partition), offset in sorted(offsets.items()):
         by_topic[topic].append(OffsetCommitRequestPartition(partition_index=partition, committed_offset=offset, committed_metadata=""))
@@ -243,8 +249,8 @@ async def commit_offsets(client: KafkaClient, group_id: str, offsets: dict[TP, i
     def build(version: int) -> OffsetCommitRequest:
         return OffsetCommitRequest(
             group_id=group_id,
-            generation_id_or_member_epoch=-1,
-            member_id="",
+            generation_id_or_member_epoch=generation_id,
+            member_id=member_id,
             group_instance_id=None,
             topics=[OffsetCommitRequestTopic(name=t, partitions=p) for t, p in by_topic.items()],
         )
@@ -252,7 +258,7 @@ async def commit_offsets(client: KafkaClient, group_id: str, offsets: dict[TP, i
     def error_of(response: OffsetCommitResponse) -> int:
         return next((p.error_code for t in response.topics for p in t.partitions if p.error_code), 0)
 
-    _, response = await _coordinator_call(client, group_id, OffsetCommitRequest, build, OffsetCommitResponse, error_of)
+    _, response = await coordinator_call(client, group_id, OffsetCommitRequest, build, OffsetCommitResponse, error_of)
     for answered in response.topics:
         for answer in answered.partitions:
             check(answer.error_code, context=f"committing {answered.name}-{answer.partition_index} for group {group_id}")
@@ -269,7 +275,7 @@ async def delete_groups(client: KafkaClient, group_ids: list[str]) -> dict[str, 
         def error_of(response: DeleteGroupsResponse, group_id: str = group_id) -> int:
             return next((r.error_code for r in response.results if r.group_id == group_id), 0)
 
-        _, response = await _coordinator_call(client, group_id, DeleteGroupsRequest, build, DeleteGroupsResponse, error_of)
+        _, response = await coordinator_call(client, group_id, DeleteGroupsRequest, build, DeleteGroupsResponse, error_of)
         results[group_id] = error_of(response)
     return results
 

@@ -1,9 +1,11 @@
-"""Build the optional compiled record scanner; without a C compiler the pure-Python one is used."""
+"""Build the optional compiled record scanner and encoder; without a C compiler the pure-Python
+twins are used."""
 
 from setuptools import Extension, setup
 
 setup(
     ext_modules=[
         Extension("rivven_kproto.codec.records._scan", ["rivven_kproto/codec/records/_scan.c"], optional=True),
+        Extension("rivven_kproto.codec.records._encode", ["rivven_kproto/codec/records/_encode.c"], optional=True),
     ],
 )

@@ -27,7 +27,7 @@ from rivven_kproto.codec.messages.produce import (
     ProduceResponse,
     TopicProduceData,
 )
-from rivven_kproto.codec.records.records import Record, build_batch, encode_record
+from rivven_kproto.codec.records.records import Record, build_batch
 
 from .client import KafkaClient, TopicInfo
 from .errors import check
@@ -73,7 +73,7 @@ def partition_for_key(key: bytes, partitions: int) -> int:
     return (murmur2(key) & 0x7FFFFFFF) % partitions
 
 
-@dataclass
+@dataclass(slots=True)
 class ProducerRecord:
     value: bytes | None
     key: bytes | None = None
@@ -93,13 +93,28 @@ class PartitionResult:
         return -1 if self.base_offset < 0 else self.base_offset + self.count - 1  # -1: unknown (acks=0)
 
 
-def split_batches(records: Sequence[Record], max_batch_bytes: int) -> list[list[Record]]:
-    """Consecutive runs of records whose encoded size stays within ``max_batch_bytes`` (at least one each)."""
-    batches: list[list[Record]] = []
-    current: list[Record] = []
+# Bytes a record's framing can take beyond its key, value and header contents: length prefix (5),
+# attributes (1), timestamp delta (10), offset delta (5), key, value and header-count lengths (15).
+RECORD_FRAMING_BOUND = 36
+HEADER_FRAMING_BOUND = 10  # header key and value lengths
+
+
+def size_bound(record: ProducerRecord) -> int:
+    """An upper bound of the record's encoded size, found without encoding it."""
+    size = RECORD_FRAMING_BOUND + len(record.key or b"") + len(record.value or b"")
+    for key, value in record.headers:
+        size += HEADER_FRAMING_BOUND + 4 * len(key) + len(value or b"")  # UTF-8: at most 4 bytes a character
+    return size
+
+
+def split_batches(records: Sequence[ProducerRecord], max_batch_bytes: int) -> list[list[ProducerRecord]]:
+    """Consecutive runs of records whose encoded size stays within ``max_batch_bytes`` (at least one
+    each), judged by :func:`size_bound` so that nothing is encoded twice."""
+    batches: list[list[ProducerRecord]] = []
+    current: list[ProducerRecord] = []
     size = 0
     for record in records:
-        record_size = len(encode_record(record))
+        record_size = size_bound(record)
         if current and size + record_size > max_batch_bytes:
             batches.append(current)
             current, size = [], 0
@@ -112,7 +127,7 @@ def split_batches(records: Sequence[Record], max_batch_bytes: int) -> list[list[
 
 def _to_batch_record(index: int, record: ProducerRecord, base_timestamp: int) -> Record:
     delta = 0 if record.timestamp_ms is None else record.timestamp_ms - base_timestamp
-    return Record(offset_delta=index, timestamp_delta=delta, key=record.key, value=record.value, headers=list(record.headers))
+    return Record(index, delta, record.key, record.value, record.headers)  # headers are only read
 
 
 class Producer:
@@ -171,8 +186,10 @@ class Producer:
         pending: dict[int, list[list[Record]]] = {}
         timestamp = _now_ms()
         for partition, items in assigned.items():
-            batch_records = [_to_batch_record(i, r, timestamp) for i, r in enumerate(items)]
-            pending[partition] = split_batches(batch_records, self.max_batch_bytes)
+            pending[partition] = [
+                [_to_batch_record(i, r, timestamp) for i, r in enumerate(run)]
+                for run in split_batches(items, self.max_batch_bytes)
+            ]
         if self.transaction is not None:
             await self.transaction.add_partitions(self.topic, sorted(pending))
         while pending:
@@ -187,11 +204,8 @@ class Producer:
 
     async def _send_to(self, leader: int, partitions: dict[int, list[Record]], timestamp: int) -> list[PartitionResult]:
         data = []
-        for partition, batch_records in sorted(partitions.items()):
-            renumbered = [
-                Record(i, r.timestamp_delta, r.key, r.value, r.headers) for i, r in enumerate(batch_records)
-            ]
-            data.append(PartitionProduceData(index=partition, records=self._batch(partition, renumbered, timestamp)))
+        for partition, batch_records in sorted(partitions.items()):  # offset deltas already 0..n-1
+            data.append(PartitionProduceData(index=partition, records=self._batch(partition, batch_records, timestamp)))
         txn = self.transaction
 
         def build(version: int) -> ProduceRequest:

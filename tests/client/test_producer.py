@@ -3,8 +3,16 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from rivven_kproto.client.producer import murmur2, partition_for_key, split_batches
+from rivven_kproto.client.producer import (
+    ProducerRecord,
+    murmur2,
+    partition_for_key,
+    size_bound,
+    split_batches,
+)
 from rivven_kproto.codec.records.records import Record, encode_record
 
 # org.apache.kafka.common.utils.UtilsTest#testMurmur2
@@ -31,11 +39,26 @@ def test_keys_map_to_partitions_like_the_java_client() -> None:
 
 
 def test_split_batches_respects_the_size_limit() -> None:
-    records = [Record(offset_delta=i, timestamp_delta=0, key=None, value=b"x" * 100) for i in range(10)]
-    size = len(encode_record(records[0]))
+    records = [ProducerRecord(value=b"x" * 100) for _ in range(10)]
+    size = size_bound(records[0])
     batches = split_batches(records, 3 * size)
     assert [len(b) for b in batches] == [3, 3, 3, 1]
     assert [r for b in batches for r in b] == records
-    huge = [Record(offset_delta=0, timestamp_delta=0, key=None, value=b"x" * 1000)]
+    huge = [ProducerRecord(value=b"x" * 1000)]
     assert split_batches(huge, 10) == [huge]  # an oversized record still goes, alone
     assert split_batches([], 10) == []
+
+
+@given(
+    key=st.none() | st.binary(max_size=300),
+    value=st.none() | st.binary(max_size=300),
+    headers=st.lists(st.tuples(st.text(max_size=20), st.none() | st.binary(max_size=50)), max_size=4),
+    timestamp_delta=st.integers(-(1 << 62), 1 << 62),
+    offset_delta=st.integers(0, (1 << 31) - 1),
+)
+def test_size_bound_is_never_below_the_encoded_size(
+    key: bytes | None, value: bytes | None, headers: list[tuple[str, bytes | None]], timestamp_delta: int, offset_delta: int
+) -> None:
+    record = ProducerRecord(value=value, key=key, headers=headers)
+    encoded = encode_record(Record(offset_delta, timestamp_delta, key, value, headers))
+    assert len(encoded) <= size_bound(record)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import socket
 import subprocess
 import sys
@@ -292,3 +293,31 @@ def test_every_command_has_help_with_an_example(command: list[str]) -> None:
     result = CliRunner().invoke(main, [*command, "--help"])
     assert result.exit_code == 0, result.output
     assert "Example:" in result.output and "kproto" in result.output
+
+
+def test_produce_shows_progress_on_a_terminal(broker: BrokerProcess, topic_name: str, tmp_path: Path) -> None:
+    """A file sent from a terminal gets a live count on stderr; stdout and pipes stay clean."""
+    lines = tmp_path / "lines.txt"
+    lines.write_text("".join(f"line-{i}\n" for i in range(20_000)))
+    leader, follower = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KPROTO_")}
+    command = [sys.executable, "-m", "rivven_kproto", "--bootstrap", broker.bootstrap, "produce", topic_name]
+    with lines.open("rb") as stdin:
+        proc = subprocess.Popen(command, stdin=stdin, stdout=subprocess.PIPE, stderr=follower, env=env)
+    os.close(follower)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(leader)
+    stdout, _ = proc.communicate(timeout=RUN_TIMEOUT_S)
+    assert proc.returncode == 0, shown
+    assert stdout == b""
+    assert b"records sent" in shown and b"20000 records to" in shown, shown
+    piped = kproto(broker.bootstrap, "produce", topic_name, stdin="one\n", output="table")
+    assert "records sent" not in piped.stderr and piped.stdout == ""

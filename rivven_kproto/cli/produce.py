@@ -16,11 +16,14 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import BinaryIO
 
 import click
 import trio
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from rivven_kproto.client import ClientError, KafkaClient
 from rivven_kproto.client.producer import Producer, ProducerRecord
@@ -146,7 +149,8 @@ def produce(
 
                 nursery.start_soon(watch_interrupts)
                 try:
-                    totals = await _send_stdin(producer, stdin, separator, key_sep, headers, partition)
+                    with _progress(stdin) as on_sent:
+                        totals = await _send_stdin(producer, stdin, separator, key_sep, headers, partition, on_sent)
                 except Exception as exc:  # noqa: BLE001 - re-raised below, outside the nursery's group
                     failure = exc
                 nursery.cancel_scope.cancel()
@@ -194,6 +198,25 @@ def produce(
         error_console().print(table(title, ["partition", "records", "first offset", "last offset"], rows))
 
 
+@contextmanager
+def _progress(stdin: BinaryIO) -> Iterator[Callable[[int], None]]:
+    """A live count of records sent on a terminal's stderr while a file or pipe is sent; nothing otherwise."""
+    if not sys.stderr.isatty() or _is_terminal(stdin):
+        yield lambda count: None
+        return
+    columns = (SpinnerColumn(), TextColumn("{task.completed:,.0f} records sent"), TimeElapsedColumn())
+    with Progress(*columns, console=error_console(), transient=True) as progress:
+        task = progress.add_task("produce", total=None)
+        yield lambda count: progress.advance(task, count)
+
+
+def _is_terminal(stream: BinaryIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
 async def _abort(transaction: Transaction) -> None:
     with trio.CancelScope(shield=True):
         try:
@@ -209,6 +232,7 @@ async def _send_stdin(
     key_sep: str | None,
     headers: list[tuple[str, bytes | None]],
     partition: int | None,
+    on_sent: Callable[[int], None] = lambda count: None,
 ) -> dict[int, PartitionTotals]:
     """Send stdin's lines until end of input; per-partition totals of what was written."""
     totals: dict[int, PartitionTotals] = {}
@@ -228,7 +252,9 @@ async def _send_stdin(
             except ValueError:
                 raise ClientError(Errors.INVALID_RECORD, f"line {line_number} has no key separator {key_sep!r}") from None
             records.append(ProducerRecord(value, key=key, headers=headers, partition=partition))
-        for result in await producer.send(records):
+        results = await producer.send(records)
+        on_sent(len(records))
+        for result in results:
             seen = totals.get(result.partition)
             if seen is None:
                 totals[result.partition] = PartitionTotals(result.base_offset, result.last_offset, result.count)

@@ -1,8 +1,9 @@
 """Issue #17 (part): ACL authorization with Kafka's model, against a real broker and real clients.
 
 A broker with ``authorizer.class.name`` set, a SASL_PLAINTEXT listener (PLAIN users admin, alice,
-bob; ``super.users=User:admin``) and a PLAINTEXT one (principal ``User:ANONYMOUS``). The admin
-manages ACLs with confluent-kafka's AdminClient; alice's and bob's clients get Kafka's
+bob; SCRAM users created through the KIP-554 admin APIs; ``super.users=User:admin``) and a
+PLAINTEXT one (principal ``User:ANONYMOUS``). The admin manages ACLs and SCRAM users with
+confluent-kafka's AdminClient and ``kproto``; alice's and bob's clients get Kafka's
 authorization errors until an ACL allows them, and again once it is deleted.
 """
 
@@ -28,6 +29,10 @@ from confluent_kafka.admin import (
     NewTopic,
     ResourcePatternType,
     ResourceType,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialDeletion,
+    UserScramCredentialUpsertion,
 )
 
 from rivven_kproto.codec.errors import Errors
@@ -64,6 +69,7 @@ def start(base: Path) -> BrokerProcess:
         "listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0\n"
         "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\n"
         "super.users=User:admin\n"
+        "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512\n"
         f"sasl.jaas.config={JAAS}\n"
         "connection.failed.authentication.delay.ms=0\n"
     )
@@ -232,3 +238,75 @@ def test_kproto_acls_add_list_remove(cluster: Cluster, tmp_path: Path) -> None:
     assert [a["operation"] for a in removed] == ["write"]
     error = produce(cluster.config("bob"), "payments")
     assert error is not None and error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+
+
+def scram_login_error(cluster: Cluster, user: str, password: str, mechanism: str) -> KafkaError | None:
+    """None when the user can log in with this password (a metadata request succeeds), else the
+    authentication error librdkafka reports (it reports it at once; list_topics alone would retry)."""
+    errors: list[KafkaError] = []
+    config = {**cluster.config(user), "sasl.mechanism": mechanism, "sasl.password": password, "error_cb": errors.append}
+    admin = AdminClient(config)
+    for _ in range(120):
+        admin.poll(0.1)
+        failed = [e for e in errors if e.code() == KafkaError._AUTHENTICATION]
+        if failed:
+            return failed[0]
+        try:
+            admin.list_topics(timeout=0.5)
+        except KafkaException:
+            continue
+        return None
+    raise AssertionError(f"{user} neither logged in nor was refused: {errors}")
+
+
+def test_scram_users_through_the_admin_api(cluster: Cluster) -> None:
+    admin = cluster.admin()
+    upsert = UserScramCredentialUpsertion("scram-carl", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192), b"carl-pw")
+    for future in admin.alter_user_scram_credentials([upsert]).values():
+        future.result(TIMEOUT_S)
+    described = admin.describe_user_scram_credentials(["scram-carl"])["scram-carl"].result(TIMEOUT_S)
+    [info] = described.scram_credential_infos
+    assert (info.mechanism, info.iterations) == (ScramMechanism.SCRAM_SHA_512, 8192)
+    assert scram_login_error(cluster, "scram-carl", "carl-pw", "SCRAM-SHA-512") is None
+    assert scram_login_error(cluster, "scram-carl", "wrong", "SCRAM-SHA-512") is not None
+    assert scram_login_error(cluster, "scram-carl", "carl-pw", "SCRAM-SHA-256") is not None  # no such credential
+
+    # Kafka's validation, error by error, and the missing user in describe.
+    too_few = UserScramCredentialUpsertion("scram-dora", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 1024), b"pw")
+    with pytest.raises(KafkaException) as raised:
+        admin.alter_user_scram_credentials([too_few])["scram-dora"].result(TIMEOUT_S)
+    assert raised.value.args[0].code() == KafkaError.UNACCEPTABLE_CREDENTIAL
+    with pytest.raises(KafkaException) as raised:
+        admin.describe_user_scram_credentials(["nobody"])["nobody"].result(TIMEOUT_S)
+    assert raised.value.args[0].code() == KafkaError.RESOURCE_NOT_FOUND
+
+    # alice (no Alter on the Cluster) may not change credentials; the super user deletes them.
+    as_alice = AdminClient(cluster.config("alice"))
+    with pytest.raises(KafkaException) as raised:
+        as_alice.alter_user_scram_credentials([upsert])["scram-carl"].result(TIMEOUT_S)
+    assert raised.value.args[0].code() == KafkaError.CLUSTER_AUTHORIZATION_FAILED
+    deletion = UserScramCredentialDeletion("scram-carl", ScramMechanism.SCRAM_SHA_512)
+    admin.alter_user_scram_credentials([deletion])["scram-carl"].result(TIMEOUT_S)
+    assert scram_login_error(cluster, "scram-carl", "carl-pw", "SCRAM-SHA-512") is not None
+
+
+def test_kproto_users_add_list_remove_through_the_broker(cluster: Cluster, tmp_path: Path) -> None:
+    properties = tmp_path / "admin.properties"
+    properties.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.username=admin\nsasl.password=admin-pw\n")
+    base = [sys.executable, "-m", "rivven_kproto", "--bootstrap", f"127.0.0.1:{cluster.sasl_port}",
+            "--command-config", str(properties)]
+
+    def kproto(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*base, *args], input=stdin, text=True, capture_output=True, timeout=60)
+
+    added = kproto("users", "add", "scram-erin", "--mechanism", "SCRAM-SHA-256", "--iterations", "4096", stdin="erin-pw\n")
+    assert added.returncode == 0, added.stderr
+    assert scram_login_error(cluster, "scram-erin", "erin-pw", "SCRAM-SHA-256") is None
+    listed = kproto("users", "list", "--format", "json")
+    assert listed.returncode == 0, listed.stderr
+    assert {"user": "scram-erin", "mechanism": "SCRAM-SHA-256", "iterations": 4096} in json.loads(listed.stdout)
+    removed = kproto("users", "remove", "scram-erin", "--mechanism", "SCRAM-SHA-256")
+    assert removed.returncode == 0, removed.stderr
+    assert scram_login_error(cluster, "scram-erin", "erin-pw", "SCRAM-SHA-256") is not None
+    again = kproto("users", "remove", "scram-erin", "--mechanism", "SCRAM-SHA-256")
+    assert again.returncode != 0 and "RESOURCE_NOT_FOUND" in again.stderr

@@ -1,6 +1,8 @@
-"""``kproto users add|delete|list --data-dir DIR``: SCRAM credentials, offline, before a broker
-starts on the directory (like ``kafka-storage format --add-scram``). Only the salted keys are
-stored; the password comes from a prompt on a terminal, else the first line of stdin."""
+"""``kproto users add|remove|list``: SCRAM credentials, online through a running broker (KIP-554,
+as ``kafka-configs --alter --add-config 'SCRAM-SHA-256=[...]' --entity-type users``), or offline
+with ``--data-dir`` before a broker starts on the directory (like ``kafka-storage format
+--add-scram``). Only salted keys are stored (online, the password is salted here and never sent);
+the password comes from a prompt on a terminal, else the first line of stdin."""
 
 from __future__ import annotations
 
@@ -12,21 +14,28 @@ import click
 from rivven_kproto.broker.datadir_lock import DataDirLock, DataDirLocked
 from rivven_kproto.broker.security.scram import (
     DEFAULT_ITERATIONS,
+    MAX_ITERATIONS,
     MECHANISMS,
     MIN_ITERATIONS,
     ScramStore,
     make_credential,
 )
+from rivven_kproto.client import KafkaClient
+from rivven_kproto.client import scram_users as online
 
-from .output import emit, table
+from .output import emit, run, table
 
-DATA_DIR = click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("kproto-data"),
-                        show_default=True, help="The broker's data directory (no broker may be running on it).")
+DATA_DIR = click.option(
+    "--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+    help="Work offline on this broker data directory (no broker may be running on it); "
+         "without it, the broker at --bootstrap is asked.",
+)
+MECHANISM = click.option("--mechanism", type=click.Choice(MECHANISMS), default="SCRAM-SHA-256", show_default=True)
 
 
 @click.group()
 def users() -> None:
-    """SCRAM users of a broker's data directory (offline)."""
+    """SCRAM users: online through the broker, or offline in a data directory (--data-dir)."""
 
 
 def _store(data_dir: Path) -> tuple[ScramStore, DataDirLock]:
@@ -35,28 +44,42 @@ def _store(data_dir: Path) -> tuple[ScramStore, DataDirLock]:
     try:
         lock.acquire()
     except DataDirLocked as exc:
-        raise click.ClickException(f"{exc}; stop the broker first") from None
+        raise click.ClickException(f"{exc}; stop the broker first, or leave out --data-dir to go through it") from None
     return ScramStore(data_dir / "meta"), lock
 
 
-@users.command("add")
-@click.argument("name")
-@click.option("--mechanism", type=click.Choice(MECHANISMS), default="SCRAM-SHA-256", show_default=True)
-@click.option("--iterations", type=click.IntRange(min=MIN_ITERATIONS), default=DEFAULT_ITERATIONS, show_default=True)
-@DATA_DIR
-def add(name: str, mechanism: str, iterations: int, data_dir: Path) -> None:
-    """Add or replace a user's SCRAM credential.
-
-    \\b
-    Example:
-      printf 'secret\\n' | kproto users add alice --mechanism SCRAM-SHA-512 --data-dir ./kproto-data
-    """
+def _read_password(name: str) -> str:
     if sys.stdin.isatty():
-        password = click.prompt(f"password for {name}", hide_input=True, confirmation_prompt=True)
+        password: str = click.prompt(f"password for {name}", hide_input=True, confirmation_prompt=True)
     else:
         password = sys.stdin.readline().rstrip("\r\n")
     if not password:
         raise click.UsageError("the password is empty")
+    return password
+
+
+@users.command("add")
+@click.argument("name")
+@MECHANISM
+@click.option("--iterations", type=click.IntRange(MIN_ITERATIONS, MAX_ITERATIONS), default=DEFAULT_ITERATIONS, show_default=True)
+@DATA_DIR
+def add(name: str, mechanism: str, iterations: int, data_dir: Path | None) -> None:
+    """Add or replace a user's SCRAM credential.
+
+    \\b
+    Example:
+      printf 'secret\\n' | kproto users add alice --mechanism SCRAM-SHA-512
+      printf 'secret\\n' | kproto users add alice --data-dir ./kproto-data
+    """
+    password = _read_password(name)
+    if data_dir is None:
+
+        async def operation(client: KafkaClient) -> None:
+            await online.upsert_user(client, name, mechanism, password, iterations)
+
+        run(operation)
+        click.echo(f"{mechanism} credential for {name} stored by the broker", err=True)
+        return
     store, lock = _store(data_dir)
     try:
         store.upsert(mechanism, name, make_credential(mechanism, password, iterations))
@@ -65,25 +88,50 @@ def add(name: str, mechanism: str, iterations: int, data_dir: Path) -> None:
     click.echo(f"{mechanism} credential for {name} stored in {store.path}", err=True)
 
 
-@users.command("delete")
+@users.command("remove")
 @click.argument("name")
-@click.option("--mechanism", type=click.Choice(MECHANISMS), default="SCRAM-SHA-256", show_default=True)
+@MECHANISM
 @DATA_DIR
-def delete(name: str, mechanism: str, data_dir: Path) -> None:
-    """Remove a user's SCRAM credential."""
-    store, lock = _store(data_dir)
-    try:
-        if not store.delete(mechanism, name):
-            raise click.ClickException(f"RESOURCE_NOT_FOUND: no {mechanism} credential for {name}")
-    finally:
-        lock.release()
+def remove(name: str, mechanism: str, data_dir: Path | None) -> None:
+    """Remove a user's SCRAM credential (also spelled ``delete``).
+
+    \\b
+    Example:
+      kproto users remove alice --mechanism SCRAM-SHA-512
+    """
+    if data_dir is None:
+
+        async def operation(client: KafkaClient) -> None:
+            await online.delete_user(client, name, mechanism)
+
+        run(operation)
+    else:
+        store, lock = _store(data_dir)
+        try:
+            if not store.delete(mechanism, name):
+                raise click.ClickException(f"RESOURCE_NOT_FOUND: no {mechanism} credential for {name}")
+        finally:
+            lock.release()
+    click.echo(f"{mechanism} credential for {name} removed", err=True)
+
+
+users.add_command(remove, "delete")
 
 
 @users.command("list")
 @DATA_DIR
-def list_users(data_dir: Path) -> None:
-    """Users and mechanisms (never keys)."""
-    store = ScramStore(data_dir / "meta")
-    rows = [[user, mechanism, c.iterations] for mechanism, found in sorted(store.credentials.items()) for user, c in sorted(found.items())]
+def list_users(data_dir: Path | None) -> None:
+    """Users, mechanisms and iterations (never keys).
+
+    \\b
+    Example:
+      kproto users list
+    """
+    if data_dir is None:
+        found = run(online.describe_users)
+        rows = [[u.user, u.mechanism, u.iterations] for u in found]
+    else:
+        store = ScramStore(data_dir / "meta")
+        rows = [[user, mechanism, iterations] for user, pairs in sorted(store.users().items()) for mechanism, iterations in pairs]
     data = [{"user": u, "mechanism": m, "iterations": i} for u, m, i in rows]
     emit(data, lambda: table(None, ["user", "mechanism", "iterations"], rows) if rows else "no SCRAM users")

@@ -4,6 +4,8 @@ iterations, never the password; durable in ``<data_dir>/meta/scram.json`` (writt
 from __future__ import annotations
 
 import base64
+import hashlib
+import hmac
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,8 +15,13 @@ from scramp import ScramMechanism
 from rivven_kproto.broker.log.checkpoint import write_atomic
 
 MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
+# Kafka's ScramMechanism type codes in the KIP-554 APIs (0 is UNKNOWN).
+MECHANISM_TYPES = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
+TYPE_OF_MECHANISM = {name: code for code, name in MECHANISM_TYPES.items()}
+_HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
 DEFAULT_ITERATIONS = 4096
 MIN_ITERATIONS = 4096  # Kafka's minimum
+MAX_ITERATIONS = 16384  # Kafka's maximum
 FILE_NAME = "scram.json"
 
 
@@ -32,10 +39,24 @@ class ScramCredential:
 def make_credential(mechanism: str, password: str, iterations: int = DEFAULT_ITERATIONS) -> ScramCredential:
     if mechanism not in MECHANISMS:
         raise ValueError(f"unknown SCRAM mechanism {mechanism}; use one of {', '.join(MECHANISMS)}")
-    if iterations < MIN_ITERATIONS:
-        raise ValueError(f"iterations must be at least {MIN_ITERATIONS}")
+    if not MIN_ITERATIONS <= iterations <= MAX_ITERATIONS:
+        raise ValueError(f"iterations must be between {MIN_ITERATIONS} and {MAX_ITERATIONS}")
     salt, stored_key, server_key, count = ScramMechanism(mechanism).make_auth_info(password, iteration_count=iterations)
     return ScramCredential(salt, stored_key, server_key, count)
+
+
+def salted_password(mechanism: str, password: str, salt: bytes, iterations: int) -> bytes:
+    """Hi(password, salt, i) of RFC 5802: what a client sends in AlterUserScramCredentials."""
+    return hashlib.pbkdf2_hmac(_HASHES[mechanism], password.encode(), salt, iterations)
+
+
+def credential_from_salted_password(mechanism: str, salt: bytes, salted: bytes, iterations: int) -> ScramCredential:
+    """The stored and server keys of RFC 5802 from a salted password, as Kafka's controller derives them."""
+    digest = _HASHES[mechanism]
+    client_key = hmac.new(salted, b"Client Key", digest).digest()
+    stored_key = hashlib.new(digest, client_key).digest()
+    server_key = hmac.new(salted, b"Server Key", digest).digest()
+    return ScramCredential(salt, stored_key, server_key, iterations)
 
 
 class ScramStore:
@@ -59,8 +80,25 @@ class ScramStore:
         return self.credentials.get(mechanism, {}).get(user)
 
     def upsert(self, mechanism: str, user: str, credential: ScramCredential) -> None:
-        self.credentials[mechanism][user] = credential
+        self.alter([], [(user, mechanism, credential)])
+
+    def alter(
+        self, deletions: list[tuple[str, str]], upsertions: list[tuple[str, str, ScramCredential]]
+    ) -> None:
+        """Delete (user, mechanism) pairs and upsert credentials, durable in one write."""
+        for user, mechanism in deletions:
+            self.credentials[mechanism].pop(user, None)
+        for user, mechanism, credential in upsertions:
+            self.credentials[mechanism][user] = credential
         self._save()
+
+    def users(self) -> dict[str, list[tuple[str, int]]]:
+        """Each user with a credential: its (mechanism, iterations) pairs."""
+        found: dict[str, list[tuple[str, int]]] = {}
+        for mechanism in MECHANISMS:
+            for user, credential in self.credentials.get(mechanism, {}).items():
+                found.setdefault(user, []).append((mechanism, credential.iterations))
+        return found
 
     def delete(self, mechanism: str, user: str) -> bool:
         found = self.credentials.get(mechanism, {}).pop(user, None) is not None

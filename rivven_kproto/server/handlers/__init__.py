@@ -18,6 +18,7 @@ from . import (
     add_offsets_to_txn,
     add_partitions_to_txn,
     alter_configs,
+    alter_user_scram_credentials,
     api_versions,
     create_acls,
     create_partitions,
@@ -33,6 +34,7 @@ from . import (
     describe_log_dirs,
     describe_producers,
     describe_transactions,
+    describe_user_scram_credentials,
     end_txn,
     fetch,
     find_coordinator,
@@ -96,6 +98,8 @@ _MODULES: list[ModuleType] = [
     create_acls,
     describe_acls,
     delete_acls,
+    describe_user_scram_credentials,
+    alter_user_scram_credentials,
 ]
 
 

@@ -1,0 +1,10 @@
+"""AlterUserScramCredentials (SCRAM admin API, KIP-554): see ``scram_users.py``."""
+
+from __future__ import annotations
+
+from rivven_kproto.codec.messages.alter_user_scram_credentials import AlterUserScramCredentialsRequest
+
+from .scram_users import alter as handle
+
+API_KEY = AlterUserScramCredentialsRequest.API_KEY
+__all__ = ["API_KEY", "handle"]

@@ -1,0 +1,10 @@
+"""DescribeUserScramCredentials (SCRAM admin API, KIP-554): see ``scram_users.py``."""
+
+from __future__ import annotations
+
+from rivven_kproto.codec.messages.describe_user_scram_credentials import DescribeUserScramCredentialsRequest
+
+from .scram_users import describe as handle
+
+API_KEY = DescribeUserScramCredentialsRequest.API_KEY
+__all__ = ["API_KEY", "handle"]

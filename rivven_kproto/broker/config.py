@@ -27,8 +27,9 @@ from rivven_kproto.codec.errors import KafkaError
 
 from .groups.config import GroupConfig
 from .log.config import LogConfig
-from .security.jaas import plain_users
+from .security.jaas import SCRAM_MODULE, plain_users
 from .security.listeners import Listener, ListenerError, build_listeners
+from .security.principal_mapping import MappingRule, parse_rules
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +60,8 @@ class SecurityConfig:
     sasl_mechanisms: tuple[str, ...] = SASL_MECHANISMS
     plain_users: tuple[tuple[str, str], ...] = ()
     failed_authentication_delay_ms: int = 100
+    principal_mapping: tuple[MappingRule, ...] = (MappingRule(None),)  # ssl.principal.mapping.rules
+    reauthentication_ms: int = 0  # connections.max.reauth.ms (KIP-368); 0: sessions never expire
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,9 @@ class BrokerConfig:
     listener_name: str = "PLAINTEXT"
     extra_listeners: tuple[Listener, ...] = ()  # further entries of ``listeners``
     security: SecurityConfig = field(default_factory=SecurityConfig)
+    # ``listener.name.<name>.``-prefixed security keys: (LISTENER NAME, ((field, value), ...)),
+    # applied over ``security`` for that listener only, as Kafka does.
+    listener_security: tuple[tuple[str, tuple[tuple[str, object], ...]], ...] = ()
     # ACL authorization (authorizer.class.name set), super.users, allow.everyone.if.no.acl.found.
     authorizer_enabled: bool = False
     super_users: tuple[str, ...] = ()
@@ -100,6 +106,13 @@ class BrokerConfig:
 
     def with_port(self, port: int) -> BrokerConfig:
         return dataclasses.replace(self, listen_port=port)
+
+    def security_for(self, listener_name: str) -> SecurityConfig:
+        """The security settings of one listener: the global ones with its own keys over them."""
+        for name, overrides in self.listener_security:
+            if name == listener_name.upper():
+                return dataclasses.replace(self.security, **dict(overrides))  # type: ignore[arg-type]
+        return self.security
 
     @property
     def advertised(self) -> tuple[str, int]:
@@ -192,6 +205,7 @@ def _apply(config: BrokerConfig, props: Mapping[str, str], *, warn_unknown: bool
     log_props: dict[str, str] = {}
     group_changes: dict[str, int] = {}
     security_changes: dict[str, object] = {}
+    listener_changes: dict[str, dict[str, object]] = {}
     if "://" in props.get("listeners", ""):
         try:
             first, *rest = build_listeners(props)
@@ -263,12 +277,20 @@ def _apply(config: BrokerConfig, props: Mapping[str, str], *, warn_unknown: bool
         elif key in _GROUP_KEYS:
             name, unit, low = _GROUP_KEYS[key]
             group_changes[name] = _int(key, value, low) * unit
-        elif key.startswith(("ssl.", "sasl.", "listener.name.")) or key == "connection.failed.authentication.delay.ms":
+        elif key.startswith("listener.name.") and key.count(".") >= 3:
+            listener_name = key.split(".")[2].upper()
+            _security_key(_listener_key(key), value, listener_changes.setdefault(listener_name, {}))
+        elif key.startswith(("ssl.", "sasl.")) or key in _SECURITY_KEYS:
             _security_key(key, value, security_changes)
         elif warn_unknown:
             log.warning("The configuration '%s' was supplied but isn't a known config.", key)
     if security_changes:
         changes["security"] = dataclasses.replace(config.security, **security_changes)  # type: ignore[arg-type]
+    if listener_changes:
+        merged = {name: dict(overrides) for name, overrides in config.listener_security}
+        for name, overrides in listener_changes.items():
+            merged.setdefault(name, {}).update(overrides)
+        changes["listener_security"] = tuple((name, tuple(sorted(o.items()))) for name, o in sorted(merged.items()))
     if group_changes:
         changes["groups"] = dataclasses.replace(config.groups, **group_changes)  # type: ignore[arg-type]
     if log_props:
@@ -279,12 +301,19 @@ def _apply(config: BrokerConfig, props: Mapping[str, str], *, warn_unknown: bool
     return dataclasses.replace(config, **changes)  # type: ignore[arg-type]
 
 
+_SECURITY_KEYS = ("connection.failed.authentication.delay.ms", "connections.max.reauth.ms")
+
+
+def _listener_key(key: str) -> str:
+    """``listener.name.<name>.[<mechanism>.]<key>`` without its prefixes."""
+    key = key.split(".", 3)[3]
+    if key.startswith(("plain.", "scram-sha-256.", "scram-sha-512.")):
+        key = key.split(".", 1)[1]
+    return key
+
+
 def _security_key(key: str, value: str, changes: dict[str, object]) -> None:
-    """TLS and SASL keys; ``listener.name.<name>.`` prefixes apply to every listener that uses them."""
-    if key.startswith("listener.name."):
-        key = key.split(".", 3)[3] if key.count(".") >= 3 else key
-        if key.startswith("plain.") or key.startswith(("scram-sha-256.", "scram-sha-512.")):
-            key = key.split(".", 1)[1]
+    """TLS and SASL keys (for every listener, or, from a ``listener.name.`` key, for one)."""
     if key in ("ssl.keystore.type", "ssl.truststore.type"):
         if value.strip().upper() != "PEM":
             raise ConfigError(f"{key}={value}: only PEM key and trust stores are supported")
@@ -312,6 +341,15 @@ def _security_key(key: str, value: str, changes: dict[str, object]) -> None:
         if unknown:
             raise ConfigError(f"sasl.enabled.mechanisms: {', '.join(unknown)} not supported (use {', '.join(SASL_MECHANISMS)})")
         changes["sasl_mechanisms"] = mechanisms
+    elif key == "ssl.principal.mapping.rules":
+        try:
+            changes["principal_mapping"] = parse_rules(value)
+        except ValueError as exc:
+            raise ConfigError(f"{key}: {exc}") from None
+    elif key == "connections.max.reauth.ms":
+        changes["reauthentication_ms"] = _int(key, value, 0)
+    elif key == "sasl.jaas.config" and SCRAM_MODULE in value:
+        pass  # a broker's ScramLoginModule line carries no users: SCRAM credentials are in the store
     elif key == "sasl.jaas.config":
         try:
             changes["plain_users"] = tuple(sorted(plain_users(value).items()))

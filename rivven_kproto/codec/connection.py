@@ -57,9 +57,13 @@ class RequestEvent:
         return self.header.request_api_version
 
 
+MIN_REQUEST_FRAME = 8  # a request header's api key, version and correlation id
+
+
 class ServerConnection:
     def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME) -> None:
         self.max_frame_size = max_frame_size
+        self.min_frame_size = MIN_REQUEST_FRAME  # 0 while bare SASL tokens are expected
         self._buffer = bytearray()
 
     def receive_data(self, data: bytes) -> None:
@@ -74,8 +78,8 @@ class ServerConnection:
         if len(self._buffer) < 4:
             return None
         (size,) = _SIZE.unpack_from(self._buffer, 0)
-        if size < 8 or size > self.max_frame_size:
-            raise ProtocolError(f"frame size {size} outside [8, {self.max_frame_size}]")
+        if size < self.min_frame_size or size > self.max_frame_size:
+            raise ProtocolError(f"frame size {size} outside [{self.min_frame_size}, {self.max_frame_size}]")
         return size
 
     def next_event(self) -> RequestEvent | None:

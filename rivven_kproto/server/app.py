@@ -18,7 +18,9 @@ import trio
 
 from rivven_kproto.broker.broker import Broker
 from rivven_kproto.broker.config import BrokerConfig
+from rivven_kproto.broker.security.principal_mapping import NoMatchingRule
 from rivven_kproto.codec.connection import (
+    MIN_REQUEST_FRAME,
     ProtocolError,
     RequestEvent,
     ServerConnection,
@@ -36,7 +38,7 @@ from .handlers import HANDLERS, fetch, produce
 from .handlers._group_wait import wake_keys
 from .handlers.api_versions import supported_versions
 from .log_limits import RateLimitedLog
-from .session import ListenerRuntime, Session, open_listeners
+from .session import SASL_MAX_RECEIVE_BYTES, ListenerRuntime, Session, open_listeners, raw_sasl_token
 
 log = logging.getLogger(__name__)
 
@@ -133,7 +135,11 @@ class Server:
                 if secured is None:
                     return
                 stream = secured
-            session = Session.open(runtime, self.config, self.broker, stream)
+            try:
+                session = Session.open(runtime, self.config, self.broker, stream)
+            except NoMatchingRule as exc:
+                self.warnings.warning("tls", "refusing the TLS client %s on %s: %s (ssl.principal.mapping.rules)", peer, runtime.listener.name, exc)
+                return
             while not self.stopping:
                 with trio.CancelScope() as waiting:
                     self._idle_scopes.add(waiting)
@@ -148,11 +154,17 @@ class Server:
                 if not data:
                     return
                 connection.receive_data(bytes(data))
-                while (frame := connection.next_frame()) is not None:
-                    event = await self._decode(frame)
+                while True:
+                    connection.max_frame_size = self._frame_limit(session)
+                    connection.min_frame_size = 0 if session.raw_tokens else MIN_REQUEST_FRAME
+                    if (frame := connection.next_frame()) is None:
+                        break
                     self._busy += 1
                     try:
-                        reply = await self.dispatch(event, client_host, session)
+                        if session.raw_tokens:
+                            reply = raw_sasl_token(session, frame, wall_clock_ms())
+                        else:
+                            reply = await self.dispatch(await self._decode(frame), client_host, session)
                     finally:
                         self._busy -= 1
                     if session.failed_authentication:
@@ -170,6 +182,12 @@ class Server:
             log.exception("closing connection from %s after an internal error", peer)
         finally:
             await trio.aclose_forcefully(stream)
+
+    def _frame_limit(self, session: Session) -> int:
+        """Kafka's bound on what an unauthenticated SASL client may send (sasl.server.max.receive.size)."""
+        if session.sasl is not None and not session.sasl.authenticated:
+            return min(self.config.socket_request_max_bytes, SASL_MAX_RECEIVE_BYTES)
+        return self.config.socket_request_max_bytes
 
     async def _tls_handshake(self, raw: trio.SocketStream, runtime: ListenerRuntime, peer: str) -> trio.SSLStream[trio.SocketStream] | None:
         """The TLS handshake, bounded in time; a failure closes only this connection, with a log line."""
@@ -192,7 +210,10 @@ class Server:
 
     async def dispatch(self, event: RequestEvent, client_host: str = "", session: Session | None = None) -> bytes | None:
         session = session or Session.plaintext(self.default_runtime)
-        if not session.may_call(event.api_key):
+        if not session.may_call(event.api_key, wall_clock_ms()):
+            if session.sasl is not None and session.sasl.authenticated:
+                raise ProtocolError(f"{session.listener_name}: the authentication session of {session.principal} "
+                                    "expired (connections.max.reauth.ms) and the client did not re-authenticate")
             raise ProtocolError(f"{session.listener_name}: API {event.api_key} before SASL authentication")
         if event.request is None:
             log.info("ApiVersions v%d is newer than ours; answering UNSUPPORTED_VERSION", event.api_version)

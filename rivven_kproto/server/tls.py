@@ -47,15 +47,15 @@ def _load_inline_chain(context: ssl.SSLContext, security: SecurityConfig) -> Non
         os.unlink(path)
 
 
-def peer_principal(stream_ssl_object: ssl.SSLObject | None) -> str | None:
-    """Kafka's default principal of an mTLS client: ``User:`` + the subject DN (RFC 2253 order)."""
+def peer_dn(stream_ssl_object: ssl.SSLObject | None) -> str | None:
+    """The subject DN of an mTLS client's certificate as Kafka reads it (RFC 2253 order), or None."""
     if stream_ssl_object is None:
         return None
     certificate = stream_ssl_object.getpeercert()
     if not certificate:
         return None
     parts = [f"{_SHORT.get(k, k)}={v}" for rdn in reversed(certificate.get("subject", ())) for k, v in rdn]
-    return "User:" + ",".join(parts)
+    return ",".join(parts)
 
 
 _SHORT = {"commonName": "CN", "organizationName": "O", "organizationalUnitName": "OU", "countryName": "C",

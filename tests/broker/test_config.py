@@ -64,3 +64,40 @@ def test_parse_host_port() -> None:
     assert parse_host_port("PLAINTEXT://example:19092") == ("example", 19092)
     assert parse_host_port(":9092") == ("0.0.0.0", 9092)
     assert BrokerConfig(advertised_port=1).advertised == ("localhost", 1)
+
+
+def test_listener_name_keys_apply_to_that_listener_only(tmp_path: Path) -> None:
+    plain = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_{0}="{0}-pw";'
+    config_file = tmp_path / "server.properties"
+    config_file.write_text(
+        "listeners=SASL_PLAINTEXT://127.0.0.1:9092,INTERNAL://127.0.0.1:9093\n"
+        "listener.security.protocol.map=SASL_PLAINTEXT:SASL_PLAINTEXT,INTERNAL:SASL_SSL\n"
+        "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-512\n"
+        f"sasl.jaas.config={plain.format('everyone')}\n"
+        f"listener.name.internal.plain.sasl.jaas.config={plain.format('ops')}\n"
+        "listener.name.internal.sasl.enabled.mechanisms=PLAIN\n"
+        "listener.name.internal.scram-sha-512.sasl.jaas.config="
+        "org.apache.kafka.common.security.scram.ScramLoginModule required;\n"
+        "listener.name.internal.ssl.principal.mapping.rules=RULE:^CN=([^,]*).*$/$1/L,DEFAULT\n"
+        "connections.max.reauth.ms=60000\n"
+    )
+    config = load_config(config_file)
+    outside, internal = config.security_for("SASL_PLAINTEXT"), config.security_for("internal")
+    assert outside.plain_users == (("everyone", "everyone-pw"),)
+    assert outside.sasl_mechanisms == ("PLAIN", "SCRAM-SHA-512")
+    assert internal.plain_users == (("ops", "ops-pw"),) and internal.sasl_mechanisms == ("PLAIN",)
+    assert len(internal.principal_mapping) == 2 and len(outside.principal_mapping) == 1
+    assert outside.reauthentication_ms == internal.reauthentication_ms == 60000
+    # A later layer (the environment) changes the global keys under the listener's own.
+    layered = load_config(config_file, {"KPROTO_CONNECTIONS_MAX_REAUTH_MS": "5000"})
+    assert layered.security_for("INTERNAL").reauthentication_ms == 5000
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("ssl.principal.mapping.rules", "RULE:^CN=(.*$/$1/"), ("listener.name.x.ssl.principal.mapping.rules", "NOPE"),
+     ("connections.max.reauth.ms", "-1")],
+)
+def test_bad_security_values_are_config_errors(key: str, value: str) -> None:
+    with pytest.raises(ConfigError):
+        load_config(None, None, {key: value})

@@ -1,5 +1,9 @@
 """A connection's SASL exchange, sans-IO: SaslHandshake picks a mechanism, SaslAuthenticate tokens
-go in, (error, message, reply) come out. PLAIN compares in constant time; SCRAM uses scramp."""
+go in, (error, message, reply) come out. PLAIN compares in constant time; SCRAM uses scramp.
+
+A SaslHandshake after a successful authentication starts a re-authentication (KIP-368): it must
+use the same mechanism and end with the same principal, or it fails as Kafka's does.
+"""
 
 from __future__ import annotations
 
@@ -28,13 +32,31 @@ class SaslExchange:
         self.principal: str | None = None  # "User:<name>" once authenticated
         self.user: str | None = None  # the name a client claimed, for the log
         self._scram_server: object | None = None
+        self._previous: tuple[str, str] | None = None  # (mechanism, principal) while re-authenticating
+        self._bad_mechanism: str | None = None
 
     @property
     def authenticated(self) -> bool:
         return self.principal is not None
 
+    @property
+    def reauthenticating(self) -> bool:
+        return self._previous is not None
+
     def handshake(self, mechanism: str) -> Errors:
-        if self.authenticated or self.mechanism is not None:
+        if self.authenticated:
+            assert self.mechanism is not None and self.principal is not None
+            self._previous = (self.mechanism, self.principal)
+            self.principal = self.user = self._scram_server = None
+            if mechanism != self._previous[0]:
+                # Kafka answers the handshake and fails the next SaslAuthenticate.
+                self._bad_mechanism = (
+                    f"SASL mechanism '{mechanism}' requested by client is not supported for "
+                    f"re-authentication of mechanism '{self._previous[0]}'"
+                )
+            self.mechanism = mechanism
+            return Errors.NONE
+        if self.mechanism is not None:
             return Errors.ILLEGAL_SASL_STATE
         if mechanism not in self.enabled:
             return Errors.UNSUPPORTED_SASL_MECHANISM
@@ -45,9 +67,17 @@ class SaslExchange:
         """(error, message, bytes for the client). Any error ends the connection."""
         if self.mechanism is None or self.authenticated:
             return Errors.ILLEGAL_SASL_STATE, "SaslAuthenticate before a SaslHandshake", b""
-        if self.mechanism == "PLAIN":
-            return self._plain(token)
-        return self._scram_step(token)
+        if self._bad_mechanism is not None:
+            return Errors.SASL_AUTHENTICATION_FAILED, self._bad_mechanism, b""
+        error, message, reply = self._plain(token) if self.mechanism == "PLAIN" else self._scram_step(token)
+        if error == Errors.NONE and self.principal is not None and self._previous is not None:
+            previous = self._previous[1]
+            if previous != self.principal:
+                changed = f"Cannot change principals during re-authentication from {_dotted(previous)}: {_dotted(self.principal)}"
+                self.principal = None
+                return Errors.SASL_AUTHENTICATION_FAILED, changed, b""
+            self._previous = None
+        return error, message, reply
 
     def _plain(self, token: bytes) -> tuple[Errors, str | None, bytes]:
         parts = token.split(b"\x00")
@@ -86,3 +116,9 @@ class SaslExchange:
             return Errors.SASL_AUTHENTICATION_FAILED, f"Authentication failed during authentication due to invalid credentials with SASL mechanism {mechanism}", b""
         self.principal = f"User:{self.user}"
         return Errors.NONE, None, reply
+
+
+def _dotted(principal: str) -> str:
+    """``User:alice`` as Kafka writes it in this message: ``User.alice``."""
+    kind, _, name = principal.partition(":")
+    return f"{kind}.{name}"

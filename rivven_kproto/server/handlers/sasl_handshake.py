@@ -2,9 +2,9 @@
 with the enabled list otherwise); elsewhere ILLEGAL_SASL_STATE, as Kafka answers on a PLAINTEXT or
 SSL listener, so a client configured for SASL fails at once instead of timing out.
 
-Only the KIP-152 flow is served (v1, or v0 followed by SaslAuthenticate requests, which is what
-librdkafka, kafka-python, aiokafka and kafkajs send to a broker advertising SaslAuthenticate);
-raw v0 tokens without Kafka framing are not.
+After v1 the tokens come in SaslAuthenticate requests (KIP-152); after v0, as Kafka expects, they
+come as bare size-prefixed tokens without a request header (the server shell switches framing).
+A handshake on an authenticated connection starts a re-authentication (KIP-368).
 """
 
 from __future__ import annotations
@@ -21,7 +21,11 @@ def handle(ctx: RequestContext, request: SaslHandshakeRequest, version: int) -> 
     sasl = None if ctx.session is None else ctx.session.sasl
     if sasl is None:
         return SaslHandshakeResponse(error_code=Errors.ILLEGAL_SASL_STATE, mechanisms=[])
+    session = ctx.session
+    assert session is not None
     error = sasl.handshake(request.mechanism)
     if error != Errors.NONE:
-        ctx.session.failed_authentication = True  # type: ignore[union-attr]  # Kafka closes after the answer
+        session.failed_authentication = True  # Kafka closes after the answer
+    else:
+        session.raw_tokens = version == 0
     return SaslHandshakeResponse(error_code=error, mechanisms=list(sasl.enabled))

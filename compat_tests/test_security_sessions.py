@@ -1,0 +1,244 @@
+"""Issue #17 (part): per-listener security settings, mTLS principals through
+``ssl.principal.mapping.rules``, SASL with bare v0 tokens, Kafka's bound on unauthenticated frames,
+and re-authentication (KIP-368, ``connections.max.reauth.ms``), against a real broker.
+
+One broker, ACLs on, three listeners: SASL_PLAINTEXT (PLAIN users alice and bob, a SCRAM user carol;
+sessions of 1.5 s), INTERNAL (SASL_PLAINTEXT with its own PLAIN user ops only) and MTLS (SSL with
+required client certificates made by trustme, mapped to names by a rule; no DEFAULT rule).
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import struct
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trustme
+from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka.admin import AdminClient
+from scramp import ScramClient
+
+from rivven_kproto.codec.errors import Errors
+from rivven_kproto.codec.messages.metadata import MetadataRequest
+from rivven_kproto.codec.messages.sasl_authenticate import SaslAuthenticateRequest
+from rivven_kproto.codec.messages.sasl_handshake import SaslHandshakeRequest
+
+from . import raw_client
+from .broker_process import BrokerProcess
+
+LISTENER = re.compile(r"listener (\w+) \(\w+\) listening on [\d.]+:(\d+)")
+PLAIN = 'org.apache.kafka.common.security.plain.PlainLoginModule required {};'
+SESSION_MS = 1500
+TIMEOUT_S = 30
+
+
+class Broker:
+    def __init__(self, process: BrokerProcess, ca: trustme.CA, ca_file: Path, base: Path) -> None:
+        self.process, self.ca, self.ca_file, self.base = process, ca, ca_file, base
+        self.ports = {"SASL_PLAINTEXT": process.port or 0}  # the first listener
+        self.ports.update({name: int(port) for name, port in LISTENER.findall(process.log_text())})
+
+    def address(self, listener: str) -> str:
+        return f"127.0.0.1:{self.ports[listener]}"
+
+    def sasl(self, listener: str, user: str, password: str, **extra: Any) -> dict[str, Any]:
+        return {"bootstrap.servers": self.address(listener), "security.protocol": "SASL_PLAINTEXT",
+                "sasl.mechanism": "PLAIN", "sasl.username": user, "sasl.password": password, **extra}
+
+    def mtls(self, common_name: str, organization: str) -> dict[str, Any]:
+        cert = self.ca.issue_cert("client.example", common_name=common_name, organization_name=organization,
+                                  organization_unit_name="team")
+        key_file, cert_file = self.base / f"{common_name}.key", self.base / f"{common_name}.pem"
+        cert.private_key_pem.write_to_path(str(key_file))
+        cert.cert_chain_pems[0].write_to_path(str(cert_file))
+        return {"bootstrap.servers": self.address("MTLS"), "security.protocol": "SSL",
+                "ssl.ca.location": str(self.ca_file), "ssl.certificate.location": str(cert_file),
+                "ssl.key.location": str(key_file)}
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
+    base = tmp_path_factory.mktemp("sessions")
+    ca = trustme.CA()
+    keystore, ca_file = base / "server.pem", base / "ca.pem"
+    ca.issue_cert("127.0.0.1", "localhost").private_key_and_cert_chain_pem.write_to_path(str(keystore))
+    ca.cert_pem.write_to_path(str(ca_file))
+    data_dir = base / "data"
+    subprocess.run([sys.executable, "-m", "rivven_kproto", "users", "add", "carol", "--data-dir", str(data_dir)],
+                   input="carol-pw\n", text=True, check=True, capture_output=True, timeout=60)
+    users = PLAIN.format('user_alice="alice-pw" user_bob="bob-pw"')
+    ops = PLAIN.format('user_ops="ops-pw"')
+    config = base / "server.properties"
+    config.write_text(
+        "listeners=SASL_PLAINTEXT://127.0.0.1:0,INTERNAL://127.0.0.1:0,MTLS://127.0.0.1:0\n"
+        "listener.security.protocol.map=SASL_PLAINTEXT:SASL_PLAINTEXT,INTERNAL:SASL_PLAINTEXT,MTLS:SSL\n"
+        "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\n"
+        "super.users=User:alice;User:bob;User:client-one\n"
+        "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256\n"
+        f"sasl.jaas.config={users}\n"
+        f"listener.name.sasl_plaintext.connections.max.reauth.ms={SESSION_MS}\n"
+        f"listener.name.internal.plain.sasl.jaas.config={ops}\n"
+        "listener.name.internal.sasl.enabled.mechanisms=PLAIN\n"
+        f"listener.name.mtls.ssl.keystore.type=PEM\nlistener.name.mtls.ssl.keystore.location={keystore}\n"
+        f"listener.name.mtls.ssl.truststore.type=PEM\nlistener.name.mtls.ssl.truststore.location={ca_file}\n"
+        "listener.name.mtls.ssl.client.auth=required\n"
+        "listener.name.mtls.ssl.principal.mapping.rules=RULE:^CN=([^,]*),OU=[^,]*,O=Example$/$1/L\n"
+        "connection.failed.authentication.delay.ms=0\n"
+    )
+    process = BrokerProcess(data_dir, base / "broker.log", ["--config", str(config)]).start()
+    try:
+        result = Broker(process, ca, ca_file, base)
+        assert set(result.ports) == {"SASL_PLAINTEXT", "INTERNAL", "MTLS"}, process.log_text()
+        yield result
+    finally:
+        assert process.stop() == 0
+
+
+def authentication_error(config: dict[str, Any]) -> KafkaError | None:
+    """None when the client can fetch metadata, else the authentication error librdkafka reports."""
+    errors: list[KafkaError] = []
+    admin = AdminClient({**config, "error_cb": errors.append})
+    for _ in range(120):
+        admin.poll(0.1)
+        failed = [e for e in errors if e.code() in (KafkaError._AUTHENTICATION, KafkaError._SSL)]
+        if failed:
+            return failed[0]
+        try:
+            admin.list_topics(timeout=0.5)
+        except KafkaException:
+            continue
+        return None
+    raise AssertionError(f"neither connected nor refused: {errors}")
+
+
+def produce(config: dict[str, Any], topic: str, count: int = 1, pause_s: float = 0.0) -> list[KafkaError | None]:
+    outcomes: list[KafkaError | None] = []
+    producer = Producer({**config, "acks": "all", "message.timeout.ms": TIMEOUT_S * 1000})
+    for index in range(count):
+        producer.produce(topic, str(index).encode(), partition=0, on_delivery=lambda err, _m: outcomes.append(err))
+        producer.poll(0)
+        time.sleep(pause_s)
+    assert producer.flush(TIMEOUT_S) == 0
+    return outcomes
+
+
+def test_each_listener_has_its_own_users(broker: Broker) -> None:
+    assert authentication_error(broker.sasl("INTERNAL", "ops", "ops-pw")) is None
+    assert authentication_error(broker.sasl("INTERNAL", "alice", "alice-pw")) is not None  # not a user there
+    assert authentication_error(broker.sasl("SASL_PLAINTEXT", "ops", "ops-pw")) is not None
+    assert authentication_error(broker.sasl("SASL_PLAINTEXT", "alice", "alice-pw")) is None
+    scram_on_internal = broker.sasl("INTERNAL", "carol", "carol-pw", **{"sasl.mechanism": "SCRAM-SHA-256"})
+    assert authentication_error(scram_on_internal) is not None  # SCRAM is not enabled on INTERNAL
+
+
+def test_mtls_principals_come_from_the_mapping_rules(broker: Broker) -> None:
+    # CN=Client-One,OU=team,O=Example maps to client-one, a super user: it may create and write.
+    assert produce(broker.mtls("Client-One", "Example"), "mtls-topic") == [None]
+    # CN=Other maps to other, which has no ACL.
+    [denied] = produce(broker.mtls("Other", "Example"), "mtls-topic")
+    assert denied is not None and denied.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    # No rule applies to O=Elsewhere (and there is no DEFAULT): the connection is refused.
+    with pytest.raises(KafkaException):
+        AdminClient(broker.mtls("stranger", "Elsewhere")).list_topics(timeout=5)
+    assert "No rules apply to CN=stranger,OU=team,O=Elsewhere" in broker.process.log_text()
+
+
+def raw_frame(sock: socket.socket, payload: bytes) -> None:
+    sock.sendall(struct.pack(">i", len(payload)) + payload)
+
+
+def test_plain_with_bare_v0_tokens(broker: Broker) -> None:
+    sock = raw_client.connect(broker.address("SASL_PLAINTEXT"))
+    try:
+        assert raw_client.call(sock, SaslHandshakeRequest(mechanism="PLAIN"), 0).error_code == Errors.NONE
+        raw_frame(sock, b"\x00alice\x00alice-pw")
+        assert raw_client.read_frame(sock) == b""  # PLAIN's empty reply, size-prefixed
+        assert raw_client.call(sock, MetadataRequest(topics=None), 1, correlation_id=2).brokers
+    finally:
+        sock.close()
+    wrong = raw_client.connect(broker.address("SASL_PLAINTEXT"))
+    try:
+        assert raw_client.call(wrong, SaslHandshakeRequest(mechanism="PLAIN"), 0).error_code == Errors.NONE
+        raw_frame(wrong, b"\x00alice\x00wrong")
+        assert raw_client.closed_by_peer(wrong)
+    finally:
+        wrong.close()
+
+
+def test_scram_with_bare_v0_tokens(broker: Broker) -> None:
+    sock = raw_client.connect(broker.address("SASL_PLAINTEXT"))
+    try:
+        assert raw_client.call(sock, SaslHandshakeRequest(mechanism="SCRAM-SHA-256"), 0).error_code == Errors.NONE
+        client = ScramClient(["SCRAM-SHA-256"], "carol", "carol-pw")
+        raw_frame(sock, client.get_client_first().encode())
+        client.set_server_first(raw_client.read_frame(sock).decode())
+        raw_frame(sock, client.get_client_final().encode())
+        client.set_server_final(raw_client.read_frame(sock).decode())  # checks the broker's signature
+        assert raw_client.call(sock, MetadataRequest(topics=None), 1, correlation_id=2).brokers
+    finally:
+        sock.close()
+
+
+def test_a_large_frame_before_authentication_closes_the_connection(broker: Broker) -> None:
+    sock = raw_client.connect(broker.address("SASL_PLAINTEXT"))
+    try:
+        sock.sendall(struct.pack(">i", 600_000) + b"\x00" * 1024)  # beyond sasl.server.max.receive.size
+        assert raw_client.closed_by_peer(sock)
+    finally:
+        sock.close()
+    assert "frame size 600000 outside" in broker.process.log_text()
+
+
+def login(sock: socket.socket, user: str, password: str, correlation_id: int) -> Any:
+    handshake = raw_client.call(sock, SaslHandshakeRequest(mechanism="PLAIN"), 1, correlation_id=correlation_id)
+    assert handshake.error_code == Errors.NONE
+    token = f"\x00{user}\x00{password}".encode()
+    return raw_client.call(sock, SaslAuthenticateRequest(auth_bytes=token), 1, correlation_id=correlation_id + 1)
+
+
+def test_sessions_expire_unless_the_client_reauthenticates(broker: Broker) -> None:
+    sock = raw_client.connect(broker.address("SASL_PLAINTEXT"))
+    try:
+        answer = login(sock, "alice", "alice-pw", 1)
+        assert (answer.error_code, answer.session_lifetime_ms) == (Errors.NONE, SESSION_MS)
+        time.sleep(SESSION_MS / 1000 + 0.2)  # the session is over, whatever the machine's speed
+        header = raw_client.RequestHeader(request_api_key=3, request_api_version=1, correlation_id=3, client_id="raw")
+        sock.sendall(raw_client.encode_request(header, MetadataRequest(topics=None)))
+        assert raw_client.closed_by_peer(sock)
+    finally:
+        sock.close()
+    assert "the authentication session of User:alice expired" in broker.process.log_text()
+
+    sock = raw_client.connect(broker.address("SASL_PLAINTEXT"))
+    try:
+        assert login(sock, "alice", "alice-pw", 1).error_code == Errors.NONE
+        time.sleep(SESSION_MS / 1000 + 0.2)
+        again = login(sock, "alice", "alice-pw", 3)  # a handshake after expiry starts re-authentication
+        assert (again.error_code, again.session_lifetime_ms) == (Errors.NONE, SESSION_MS)
+        assert raw_client.call(sock, MetadataRequest(topics=None), 1, correlation_id=5).brokers
+        other = login(sock, "bob", "bob-pw", 6)
+        assert (other.error_code, other.error_message) == (
+            Errors.SASL_AUTHENTICATION_FAILED, "Cannot change principals during re-authentication from User.alice: User.bob"
+        )
+        assert raw_client.closed_by_peer(sock)
+    finally:
+        sock.close()
+
+
+def test_librdkafka_reauthenticates_and_keeps_producing(broker: Broker) -> None:
+    errors: list[KafkaError] = []
+    config = broker.sasl("SASL_PLAINTEXT", "bob", "bob-pw", error_cb=errors.append)
+    # About four session lifetimes of producing on the same connections.
+    outcomes = produce(config, "reauth-topic", count=30, pause_s=0.2)
+    assert outcomes == [None] * 30
+    log_text = broker.process.log_text()
+    assert "User:bob re-authenticated" in log_text
+    assert "the authentication session of User:bob expired" not in log_text
+    assert not [e for e in errors if e.code() == KafkaError._AUTHENTICATION], errors

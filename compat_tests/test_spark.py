@@ -435,3 +435,67 @@ def test_streaming_to_parquet_resumes_exactly_from_checkpoint(spark, broker, tmp
 
     run_available_now(spark, broker, topic, sink, checkpoint)  # nothing new: nothing more
     assert rows_of(spark.read.parquet(str(sink))) == second
+
+
+# --- security ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def secured_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[BrokerProcess, Path]]:
+    """A broker whose only listener is SASL_SSL with SCRAM-SHA-512 (user spark), under trustme's CA."""
+    import subprocess
+
+    import trustme
+
+    base = tmp_path_factory.mktemp("spark-secured")
+    ca = trustme.CA()
+    keystore, ca_file = base / "server.pem", base / "ca.pem"
+    ca.issue_cert("127.0.0.1", "localhost").private_key_and_cert_chain_pem.write_to_path(str(keystore))
+    ca.cert_pem.write_to_path(str(ca_file))
+    data_dir = base / "data"
+    subprocess.run([sys.executable, "-m", "rivven_kproto", "users", "add", "spark", "--mechanism", "SCRAM-SHA-512",
+                    "--data-dir", str(data_dir)], input="spark-pw\n", text=True, check=True, capture_output=True, timeout=60)
+    config = base / "server.properties"
+    config.write_text(
+        "listeners=SASL_SSL://127.0.0.1:0\nsasl.enabled.mechanisms=SCRAM-SHA-512\n"
+        f"ssl.keystore.type=PEM\nssl.keystore.location={keystore}\n"
+    )
+    broker = BrokerProcess(data_dir, base / "broker.log", ["--config", str(config)]).start()
+    try:
+        yield broker, ca_file
+    finally:
+        broker.stop()
+
+
+def scram_options(ca_file: Path, password: str) -> dict[str, str]:
+    """Spark's Kafka connector options for SASL_SSL with SCRAM, as a Spark user writes them."""
+    return {
+        "kafka.security.protocol": "SASL_SSL",
+        "kafka.sasl.mechanism": "SCRAM-SHA-512",
+        "kafka.sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule required "
+                                  f'username="spark" password="{password}";',
+        "kafka.ssl.truststore.type": "PEM",
+        "kafka.ssl.truststore.location": str(ca_file),
+    }
+
+
+def test_reads_over_sasl_ssl_with_scram(spark, secured_broker) -> None:  # noqa: ANN001
+    broker, ca_file = secured_broker
+    client = {"bootstrap.servers": broker.bootstrap, "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
+              "sasl.username": "spark", "sasl.password": "spark-pw", "ssl.ca.location": str(ca_file)}
+    admin = AdminClient(client)  # kept alive until its futures are done
+    for future in admin.create_topics([NewTopic("secured", 2)]).values():
+        future.result(TIMEOUT_S)
+    producer = Producer({**client, "acks": "all"})
+    for index in range(20):
+        producer.produce("secured", value=f"v{index}".encode(), partition=index % 2)
+    assert producer.flush(TIMEOUT_S) == 0
+    options = {"kafka.bootstrap.servers": broker.bootstrap, "subscribe": "secured", **scram_options(ca_file, "spark-pw")}
+    for fmt in ("kafka", "kafka_py"):
+        df = spark.read.format(fmt).options(**options).load()
+        assert sorted(bytes(r.value).decode() for r in df.collect()) == sorted(f"v{i}" for i in range(20))
+    wrong = {**options, **scram_options(ca_file, "not-the-password")}
+    with pytest.raises(Exception, match="SASL_AUTHENTICATION_FAILED"):
+        spark.read.format("kafka_py").options(**wrong).load().collect()
+    with pytest.raises(Exception, match="sasl.mechanism must be one of"):
+        spark.read.format("kafka_py").options(**{**options, "kafka.sasl.mechanism": "GSSAPI"}).load().collect()

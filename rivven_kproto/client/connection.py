@@ -14,7 +14,7 @@ import os
 from typing import TypeVar
 
 import trio
-from scramp import ScramClient, ScramException
+from scramp import ScramException
 
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
@@ -24,7 +24,7 @@ from rivven_kproto.codec.schema import Request, Response
 
 from .errors import BrokerUnreachableError, ClientError, ConnectionLostError, ProtocolViolationError, check
 from .protocol import ClientProtocol
-from .security import ClientSecurity
+from .security import ClientSecurity, sasl_conversation
 from .versions import NegotiatedVersions, negotiate
 
 CLIENT_SOFTWARE_NAME = "rivven-kproto"
@@ -123,18 +123,16 @@ class BrokerConnection:
 
     async def _authenticate(self, security: ClientSecurity) -> None:
         """SaslHandshake, then SaslAuthenticate rounds of PLAIN or SCRAM (KIP-152 framing)."""
-        assert security.mechanism is not None and security.username is not None and security.password is not None
+        assert security.mechanism is not None
         handshake = await self.request(SaslHandshakeRequest(mechanism=security.mechanism), 1, SaslHandshakeResponse)
         check(handshake.error_code, context=f"SASL {security.mechanism} with {self.address}")
-        if security.mechanism == "PLAIN":
-            await self._sasl_step(f"\0{security.username}\0{security.password}".encode())
-            return
-        client = ScramClient([security.mechanism], security.username, security.password)
-        server_first = await self._sasl_step(client.get_client_first().encode())
+        conversation = sasl_conversation(security)
         try:
-            client.set_server_first(server_first.decode())
-            server_final = await self._sasl_step(client.get_client_final().encode())
-            client.set_server_final(server_final.decode())
+            token = next(conversation)
+            while True:
+                token = conversation.send(await self._sasl_step(token))
+        except StopIteration:
+            return
         except ScramException as exc:
             raise ClientError(Errors.SASL_AUTHENTICATION_FAILED, f"SCRAM with {self.address}: {exc}") from None
 

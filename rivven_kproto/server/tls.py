@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import os
 import ssl
-import tempfile
 
 from rivven_kproto.broker.config import ConfigError, SecurityConfig
+from rivven_kproto.broker.security.pem import load_inline_chain
 
 _VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
 
@@ -21,7 +20,7 @@ def server_context(security: SecurityConfig) -> ssl.SSLContext:
         if security.keystore_location is not None:
             context.load_cert_chain(security.keystore_location, password=security.key_password)
         elif security.keystore_certificate_chain and security.keystore_key:
-            _load_inline_chain(context, security)
+            load_inline_chain(context, security.keystore_key, security.keystore_certificate_chain, security.key_password)
         else:
             raise ConfigError("a TLS listener needs ssl.keystore.location or ssl.keystore.certificate.chain + ssl.keystore.key")
         if security.truststore_location is not None:
@@ -34,17 +33,6 @@ def server_context(security: SecurityConfig) -> ssl.SSLContext:
         "none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED,
     }[security.client_auth]
     return context
-
-
-def _load_inline_chain(context: ssl.SSLContext, security: SecurityConfig) -> None:
-    """ssl can only load a chain from a file: a private temporary one, removed at once."""
-    descriptor, path = tempfile.mkstemp(suffix=".pem")
-    try:
-        with os.fdopen(descriptor, "w") as handle:
-            handle.write(f"{security.keystore_key}\n{security.keystore_certificate_chain}\n")
-        context.load_cert_chain(path, password=security.key_password)
-    finally:
-        os.unlink(path)
 
 
 def peer_dn(stream_ssl_object: ssl.SSLObject | None) -> str | None:

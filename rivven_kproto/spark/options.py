@@ -7,10 +7,14 @@ word, so that code and tests written against Spark's connector see the same erro
 
 from __future__ import annotations
 
+import functools
 import json
 import re
+import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+
+from rivven_kproto.client.security import ClientSecurity, from_properties
 
 from .wire import EARLIEST, LATEST, READ_COMMITTED, READ_UNCOMMITTED
 
@@ -51,6 +55,13 @@ class KafkaOptions:
     request_timeout_s: float = 30.0
     fetch_max_bytes: int = 16 * 1024 * 1024
     poll_timeout_ms: int = 120_000
+    # Kafka's client security properties from the kafka.-prefixed options (security.protocol,
+    # sasl.*, ssl.*), kept as text so the options stay picklable for Spark's workers.
+    security_properties: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def security(self) -> ClientSecurity | None:
+        return _security(self.security_properties) if self.security_properties else None
 
     @property
     def read_committed(self) -> bool:
@@ -62,6 +73,15 @@ class KafkaOptions:
         if self.strategy == "subscribepattern":
             return re.fullmatch(self.pattern, name) is not None
         return any(t == name for t, _ in self.assign)
+
+
+@functools.lru_cache(maxsize=8)
+def _security(properties: tuple[tuple[str, str], ...]) -> ClientSecurity:
+    """One ClientSecurity (and TLS context) per process and settings; ValueError names a bad key."""
+    try:
+        return from_properties(dict(properties))
+    except (OSError, ssl.SSLError) as exc:
+        raise ValueError(f"cannot load the TLS settings: {exc}") from None
 
 
 def _lower(options: Mapping[str, str]) -> dict[str, str]:
@@ -266,6 +286,12 @@ def parse(options: Mapping[str, str], *, streaming: bool | None) -> KafkaOptions
     else:
         assign = _partition_json(params["assign"])
     level = params.get("kafka.isolation.level", "read_uncommitted").strip().lower()
+    security_properties = tuple(sorted(
+        (key.removeprefix("kafka."), value) for key, value in params.items()
+        if key.startswith(("kafka.security.", "kafka.sasl.", "kafka.ssl."))
+    ))
+    if security_properties:
+        _security(security_properties)  # a bad setting fails the query here, not in a task
     max_trigger = params.get("maxoffsetspertrigger")
     timeout_ms = params.get("kafka.request.timeout.ms")
     return KafkaOptions(
@@ -287,4 +313,5 @@ def parse(options: Mapping[str, str], *, streaming: bool | None) -> KafkaOptions
         request_timeout_s=int(timeout_ms) / 1000 if timeout_ms else 30.0,
         fetch_max_bytes=int(params.get("kafka.max.partition.fetch.bytes", 16 * 1024 * 1024)),
         poll_timeout_ms=int(params.get("kafkaconsumer.polltimeoutms", 120_000)),
+        security_properties=security_properties,
     )

@@ -44,7 +44,7 @@ class RangeReader:
     def __iter__(self) -> Iterator[pa.RecordBatch]:
         if self.range.size <= 0:
             return
-        with Cluster(self.options.bootstrap_servers, timeout=self.options.request_timeout_s) as cluster:
+        with Cluster(self.options.bootstrap_servers, timeout=self.options.request_timeout_s, security=self.options.security) as cluster:
             yield from self._read(cluster)
 
     def _send(self, cluster: Cluster, connection: Connection, position: int, wait_ms: int = 0) -> tuple:

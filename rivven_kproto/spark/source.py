@@ -120,7 +120,7 @@ class KafkaBatchReader(DataSourceReader):
         self.options = options
 
     def partitions(self) -> list[InputPartition]:
-        with Cluster(self.options.bootstrap_servers, timeout=self.options.request_timeout_s) as cluster:
+        with Cluster(self.options.bootstrap_servers, timeout=self.options.request_timeout_s, security=self.options.security) as cluster:
             ranges = batch_ranges(cluster, self.options)
         return [KafkaInputPartition(r) for r in ranges]
 
@@ -166,7 +166,7 @@ class KafkaStreamReader(*_StreamBases):  # type: ignore[misc]
         self._target: dict[TopicPartition, int] | None = None  # Trigger.AvailableNow
 
     def _cluster(self) -> Cluster:
-        return Cluster(self.options.bootstrap_servers, timeout=self.options.request_timeout_s)
+        return Cluster(self.options.bootstrap_servers, timeout=self.options.request_timeout_s, security=self.options.security)
 
     def initialOffset(self) -> Offsets:
         with self._cluster() as cluster:

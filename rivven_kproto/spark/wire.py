@@ -6,7 +6,8 @@ per task), one request at a time, so a blocking socket is the natural fit; the t
 Kafka-compatible broker: versions come from its ApiVersions answer intersected with our codec's
 ranges, the leader of each partition from Metadata.
 
-Served here: ApiVersions, Metadata, ListOffsets (by spec -2/-1 or by timestamp, with an isolation
+TLS and SASL (PLAIN, SCRAM) come from Kafka's client properties (the source's ``kafka.`` options),
+through :mod:`rivven_kproto.client.security`. Served here: ApiVersions, Metadata, ListOffsets (by spec -2/-1 or by timestamp, with an isolation
 level) and Fetch (v4+, so isolation level, last stable offset and aborted transactions).
 """
 
@@ -14,12 +15,16 @@ from __future__ import annotations
 
 import io
 import socket
+import ssl
 import struct
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from scramp import ScramException
+
+from rivven_kproto.client.security import ClientSecurity, sasl_conversation
 from rivven_kproto.codec import messages as _messages  # noqa: F401  (registers every declaration)
 from rivven_kproto.codec.connection import encode_request
 from rivven_kproto.codec.errors import Errors
@@ -39,6 +44,8 @@ from rivven_kproto.codec.messages.list_offsets import (
     ListOffsetsTopic,
 )
 from rivven_kproto.codec.messages.metadata import MetadataRequest, MetadataRequestTopic, MetadataResponse
+from rivven_kproto.codec.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
+from rivven_kproto.codec.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
 from rivven_kproto.codec.schema import REQUESTS, DecodeError, Request, Response
 
 EARLIEST = -2
@@ -91,21 +98,54 @@ def parse_bootstrap(text: str) -> list[tuple[str, int]]:
 class Connection:
     """One blocking TCP connection with negotiated API versions."""
 
-    def __init__(self, host: str, port: int, *, timeout: float = 30.0, client_id: str = "rivven-spark") -> None:
+    def __init__(self, host: str, port: int, *, timeout: float = 30.0, client_id: str = "rivven-spark",
+                 security: ClientSecurity | None = None) -> None:
         self.address = f"{host}:{port}"
         self.client_id = client_id
         try:
-            self._sock = socket.create_connection((host, port), timeout=timeout)
+            sock = socket.create_connection((host, port), timeout=timeout)
         except OSError as exc:
             raise KafkaWireError(f"cannot connect to {self.address}: {exc}", Errors.NETWORK_EXCEPTION) from None
-        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._sock = sock
         self._next_id = 1
         self._versions: dict[int, int] = {}
         try:
+            if security is not None and security.ssl_context is not None:
+                self._sock = self._tls(sock, security.ssl_context, host)
             self._negotiate()
+            if security is not None and security.uses_sasl:
+                self._authenticate(security)
         except BaseException:
             self.close()
             raise
+
+    def _tls(self, sock: socket.socket, context: ssl.SSLContext, host: str) -> socket.socket:
+        try:
+            return context.wrap_socket(sock, server_hostname=host)
+        except (OSError, ssl.SSLError) as exc:
+            sock.close()
+            raise KafkaWireError(f"TLS handshake with {self.address} failed: {exc}", Errors.NETWORK_EXCEPTION) from None
+
+    def _authenticate(self, security: ClientSecurity) -> None:
+        """SaslHandshake v1, then SaslAuthenticate rounds (KIP-152), as the Java client does."""
+        assert security.mechanism is not None
+        handshake = self.request(SaslHandshakeRequest(mechanism=security.mechanism), 1, SaslHandshakeResponse)
+        check(handshake.error_code, f"SASL {security.mechanism} with {self.address}")
+        conversation = sasl_conversation(security)
+        try:
+            token = next(conversation)
+            while True:
+                answer = self.request(SaslAuthenticateRequest(auth_bytes=token), None, SaslAuthenticateResponse)
+                if answer.error_code:
+                    error = Errors.for_code(answer.error_code)
+                    raise KafkaWireError(f"SASL with {self.address}: {error.name}: {answer.error_message or error.message}",
+                                         answer.error_code)
+                token = conversation.send(bytes(answer.auth_bytes))
+        except StopIteration:
+            return
+        except ScramException as exc:
+            raise KafkaWireError(f"SCRAM with {self.address}: {exc}", Errors.SASL_AUTHENTICATION_FAILED) from None
 
     def _negotiate(self) -> None:
         version = 3
@@ -221,9 +261,10 @@ class PartitionOffsets:
 class Cluster:
     """Bootstrap, metadata and one connection per broker; blocking and single-threaded."""
 
-    def __init__(self, bootstrap: str, *, timeout: float = 30.0) -> None:
+    def __init__(self, bootstrap: str, *, timeout: float = 30.0, security: ClientSecurity | None = None) -> None:
         self.bootstrap = parse_bootstrap(bootstrap)
         self.timeout = timeout
+        self.security = security
         self.brokers: dict[int, tuple[str, int]] = {}
         self._connections: dict[tuple[str, int], Connection] = {}
 
@@ -241,7 +282,7 @@ class Cluster:
     def _connect(self, address: tuple[str, int]) -> Connection:
         connection = self._connections.get(address)
         if connection is None:
-            connection = self._connections[address] = Connection(*address, timeout=self.timeout)
+            connection = self._connections[address] = Connection(*address, timeout=self.timeout, security=self.security)
         return connection
 
     def _drop(self, connection: Connection) -> None:

@@ -310,3 +310,52 @@ def test_kproto_users_add_list_remove_through_the_broker(cluster: Cluster, tmp_p
     assert scram_login_error(cluster, "scram-erin", "erin-pw", "SCRAM-SHA-256") is not None
     again = kproto("users", "remove", "scram-erin", "--mechanism", "SCRAM-SHA-256")
     assert again.returncode != 0 and "RESOURCE_NOT_FOUND" in again.stderr
+
+
+def test_kproto_acls_producer_and_consumer_convenience_sets(cluster: Cluster, tmp_path: Path) -> None:
+    properties = tmp_path / "admin.properties"
+    properties.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.username=admin\nsasl.password=admin-pw\n")
+    base = [sys.executable, "-m", "rivven_kproto", "--bootstrap", f"127.0.0.1:{cluster.sasl_port}",
+            "--command-config", str(properties), "--format", "json"]
+
+    def kproto(*args: str) -> Any:
+        result = subprocess.run([*base, *args], text=True, capture_output=True, timeout=60)
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout)
+
+    added = kproto("acls", "add", "--allow-principal", "User:bob", "--producer", "--topic", "conv",
+                   "--transactional-id", "bob-conv", "--idempotent")
+    assert sorted((a["resource_type"], a["operation"]) for a in added) == [
+        ("cluster", "idempotent-write"), ("topic", "create"), ("topic", "describe"), ("topic", "write"),
+        ("transactional-id", "describe"), ("transactional-id", "write"),
+    ]
+    producer = Producer(cluster.config("bob", **{"transactional.id": "bob-conv"}))
+    producer.init_transactions(TIMEOUT_S)
+    producer.begin_transaction()
+    producer.produce("conv", b"in-a-transaction", partition=0)
+    producer.commit_transaction(TIMEOUT_S)
+
+    added = kproto("acls", "add", "--allow-principal", "User:bob", "--consumer", "--topic", "conv", "--group", "bob-group")
+    assert sorted((a["resource_type"], a["operation"]) for a in added) == [
+        ("group", "read"), ("topic", "describe"), ("topic", "read"),
+    ]
+    consumer = Consumer(cluster.config("bob", **{"group.id": "bob-group", "auto.offset.reset": "earliest",
+                                                 "isolation.level": "read_committed", "enable.auto.commit": False}))
+    try:
+        consumer.subscribe(["conv"])
+        message = None
+        for _ in range(60):
+            message = consumer.poll(1.0)
+            if message is not None and message.error() is None:
+                break
+        assert message is not None and message.error() is None and message.value() == b"in-a-transaction"
+        consumer.commit(message, asynchronous=False)
+    finally:
+        consumer.close()
+    removed = kproto("acls", "remove", "--allow-principal", "User:bob", "--consumer", "--topic", "conv", "--group", "bob-group")
+    assert len(removed) == 3
+    # Kafka's spellings of operations are accepted; an unknown one is a usage error.
+    assert kproto("acls", "add", "--allow-principal", "User:bob", "--operation", "DescribeConfigs", "--topic", "conv")[0]["operation"] == "describe-configs"
+    bad = subprocess.run([*base, "acls", "add", "--allow-principal", "User:bob", "--operation", "Fly", "--topic", "conv"],
+                         text=True, capture_output=True, timeout=60)
+    assert bad.returncode == 2 and "unknown operation Fly" in bad.stderr

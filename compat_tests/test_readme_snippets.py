@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -96,7 +98,60 @@ def test_testing_helper_snippet(tmp_path: Path) -> None:
     run([sys.executable, "-c", block("python", "from rivven_kproto.testing import broker")], tmp_path, "unused:1")
 
 
-def test_scram_users_snippet(tmp_path: Path) -> None:
-    result = run(["bash", "-euo", "pipefail", "-c", block("sh", "kproto users add bob")], tmp_path, "unused:1")
-    assert "bob" in result.stdout and "SCRAM-SHA-512" in result.stdout
-    assert "bob-secret" not in (tmp_path / "kproto-data" / "meta" / "scram.json").read_text()
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def secure_walkthrough(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, str]]]:
+    """The Security section's set-up block run as written, then its broker command, on a free port."""
+    workdir = tmp_path_factory.mktemp("secure-readme")
+    port = str(free_port())
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KPROTO_")}
+    setup = block("sh", "python -m trustme").replace("9093", port)
+    done = subprocess.run(["bash", "-euo", "pipefail", "-c", setup], cwd=workdir, capture_output=True, text=True,
+                          timeout=RUN_TIMEOUT_S, env=env)
+    assert done.returncode == 0, done.stderr
+    secure = workdir / "secure"
+    assert "admin-secret" not in (secure / "data" / "meta" / "scram.json").read_text()
+    serve = re.search(r"``(kproto serve --config server.properties --data-dir ./data)``",
+                      README.read_text().replace("\n", " ").replace("--data-dir\n", "--data-dir "))
+    assert serve is not None, "the Security section names the broker command"
+    log_path = workdir / "broker.log"
+    with log_path.open("wb") as log:
+        broker = subprocess.Popen(serve.group(1).split(), cwd=secure, stdout=log, stderr=subprocess.STDOUT,
+                                  stdin=subprocess.DEVNULL, env=env)
+    try:
+        deadline = time.monotonic() + RUN_TIMEOUT_S
+        while f"listening on 127.0.0.1:{port}" not in log_path.read_text():
+            assert broker.poll() is None and time.monotonic() < deadline, log_path.read_text()
+            time.sleep(0.1)
+        yield secure, {**env, "PORT": port}
+    finally:
+        broker.terminate()
+        broker.wait(30)
+
+
+def test_security_walkthrough_admin_and_clients(secure_walkthrough: tuple[Path, dict[str, str]]) -> None:
+    secure, env = secure_walkthrough
+    port = env["PORT"]
+    admin = block("sh", "--command-config admin.properties").replace("9093", port)
+    done = subprocess.run(["bash", "-euo", "pipefail", "-c", admin], cwd=secure, capture_output=True, text=True,
+                          timeout=RUN_TIMEOUT_S, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "carol" in done.stdout and "SCRAM-SHA-256" in done.stdout and "admin" in done.stdout
+    clients = block("python", "sasl_plain_username").replace("9093", port)
+    done = subprocess.run([sys.executable, "-c", clients], cwd=secure, capture_output=True, text=True,
+                          timeout=RUN_TIMEOUT_S, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "b'order-1'" in done.stdout
+    spark = block("python", "kafka.sasl.jaas.config").replace("9093", port)
+    # As test_spark.py: Spark's Python workers find pyspark_kafka_py in the checkout (editable installs).
+    paths = [str(README.parent), *(p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p)]
+    spark_env = {**env, "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": os.pathsep.join(paths)}
+    done = subprocess.run([sys.executable, "-c", spark], cwd=secure, capture_output=True, text=True,
+                          timeout=RUN_TIMEOUT_S * 2, env=spark_env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Row(value='order-1')" in done.stdout

@@ -25,6 +25,8 @@ log = logging.getLogger(__name__)
 READY_TIMEOUT_S = 30
 OURS_READY = re.compile(rb"listening on [\d.]+:(\d+) advertised as")
 NULL_READY = re.compile(rb"listening on 127\.0\.0\.1:(\d+)")
+SECURED_READY = re.compile(rb"listener (SSL|SASL_SSL) \(\w+\) listening on [\d.]+:(\d+)")
+BENCH_USER, BENCH_PASSWORD = "bench", "bench-secret"
 
 
 def free_port() -> int:
@@ -51,13 +53,15 @@ class Target:
     ready: re.Pattern[bytes] | None = None  # a log line carrying the port; None: poll the port
     env: dict[str, str] = field(default_factory=dict)
     limit_only: bool = False  # the null broker runs the produce and consume workloads only
+    secured: bool = False  # also serves SSL and SASL_SSL listeners ({config} names their settings)
 
 
 def ours(profile_dir: Path | None = None) -> Target:
-    serve = ["-m", "rivven_kproto", "serve", "--listen", "127.0.0.1:{port}", "--data-dir", "{data}"]
+    serve = ["-m", "rivven_kproto", "serve", "--config", "{config}", "--listen", "127.0.0.1:{port}",
+             "--data-dir", "{data}"]
     if profile_dir is not None:
         serve = ["-m", "cProfile", "-o", str(profile_dir / "ours-{round}.pstats"), *serve]
-    return Target("rivven_kproto", [sys.executable, *serve], OURS_READY)
+    return Target("rivven_kproto", [sys.executable, *serve], OURS_READY, secured=True)
 
 
 def peer(spec: str) -> Target:
@@ -84,7 +88,9 @@ class Running:
         self.data = tempfile.TemporaryDirectory(prefix=f"bench-{target.name}-")
         self.log_path = Path(self.data.name) / "broker.log"
         port = free_port()
-        args = [part.format(port=port, data=Path(self.data.name) / "data", round=round_) for part in target.command]
+        config = self._secured_config() if target.secured else Path(self.data.name) / "none.properties"
+        args = [part.format(port=port, data=Path(self.data.name) / "data", round=round_, config=config)
+                for part in target.command]
         self._log = self.log_path.open("wb")
         self.process = subprocess.Popen(
             args, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -93,6 +99,44 @@ class Running:
         self.port = self._wait_ready(port)
         self.bootstrap = f"127.0.0.1:{self.port}"
         self.pid = self.process.pid
+        # Client settings per secured listener (SSL, SASL_SSL), for the -tls and -sasl-ssl workloads.
+        self.secured: dict[str, dict[str, str]] = {}
+        if target.secured:
+            ports = self._secured_ports()
+            ca = str(Path(self.data.name) / "ca.pem")
+            self.secured = {
+                "SSL": {"bootstrap.servers": f"127.0.0.1:{int(ports[b'SSL'])}", "security.protocol": "SSL",
+                        "ssl.ca.location": ca},
+                "SASL_SSL": {"bootstrap.servers": f"127.0.0.1:{int(ports[b'SASL_SSL'])}", "security.protocol": "SASL_SSL",
+                             "ssl.ca.location": ca, "sasl.mechanism": "PLAIN", "sasl.username": BENCH_USER,
+                             "sasl.password": BENCH_PASSWORD},
+            }
+
+    def _secured_ports(self) -> dict[bytes, bytes]:
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while len(ports := dict(SECURED_READY.findall(self.log_path.read_bytes()))) < 2:
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"{self.target.name} did not open its SSL and SASL_SSL listeners")
+            time.sleep(0.05)
+        return ports
+
+    def _secured_config(self) -> Path:
+        """Certificates from trustme and listeners on free ports: PLAINTEXT (--listen), SSL, SASL_SSL."""
+        import trustme  # noqa: PLC0415 - only our broker's target needs it
+
+        base = Path(self.data.name)
+        ca = trustme.CA()
+        ca.issue_cert("127.0.0.1", "localhost").private_key_and_cert_chain_pem.write_to_path(str(base / "server.pem"))
+        ca.cert_pem.write_to_path(str(base / "ca.pem"))
+        jaas = f'org.apache.kafka.common.security.plain.PlainLoginModule required user_{BENCH_USER}="{BENCH_PASSWORD}";'
+        config = base / "server.properties"
+        config.write_text(
+            "listeners=PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0,SASL_SSL://127.0.0.1:0\n"
+            f"ssl.keystore.type=PEM\nssl.keystore.location={base / 'server.pem'}\n"
+            f"sasl.enabled.mechanisms=PLAIN\nsasl.jaas.config={jaas}\n"
+        )
+        return config
 
     def _wait_ready(self, port: int) -> int:
         deadline = time.monotonic() + READY_TIMEOUT_S

@@ -16,8 +16,11 @@ log = logging.getLogger(__name__)
 
 WORKLOADS = (
     "produce-1p", "produce-8p", "consume-uncommitted", "consume-committed", "transactions", "latency",
-    "connections",
+    "connections", "produce-8p-tls", "consume-tls", "produce-8p-sasl-ssl", "consume-sasl-ssl",
 )
+# Over our broker's SSL and SASL_SSL (PLAIN) listeners; brokers started without them skip these.
+SECURED_WORKLOADS = {"produce-8p-tls": "SSL", "consume-tls": "SSL", "produce-8p-sasl-ssl": "SASL_SSL",
+                     "consume-sasl-ssl": "SASL_SSL"}
 LIMIT_WORKLOADS = {"produce-1p", "produce-8p", "consume-uncommitted", "consume-committed"}
 CONSUMED_TOPIC, CONSUMED_PARTITIONS = "bench-8p", 8
 
@@ -32,8 +35,9 @@ class Settings:
     rounds: int = 3
 
 
-def _workload(name: str, bootstrap: str, s: Settings) -> Callable[[], w.Figures]:
-    n = s.messages
+def _workload(name: str, running: Running, s: Settings) -> Callable[[], w.Figures]:
+    n, bootstrap = s.messages, running.bootstrap
+    tls, sasl = running.secured.get("SSL"), running.secured.get("SASL_SSL")
     table: dict[str, Callable[[], w.Figures]] = {
         "produce-1p": lambda: w.produce(bootstrap, "bench-1p", n, 1),
         "produce-8p": lambda: w.produce(bootstrap, CONSUMED_TOPIC, n, CONSUMED_PARTITIONS),
@@ -46,6 +50,13 @@ def _workload(name: str, bootstrap: str, s: Settings) -> Callable[[], w.Figures]
         "latency": lambda: w.end_to_end(bootstrap, "bench-latency", s.latency_rate, s.latency_seconds),
         "connections": lambda: w.with_idle_connections(
             bootstrap, s.connections, lambda: w.produce(bootstrap, "bench-conn", n, CONSUMED_PARTITIONS)),
+        # The same produce and read_uncommitted consume, through TLS and through TLS + SASL.
+        "produce-8p-tls": lambda: w.produce(bootstrap, "bench-tls", n, CONSUMED_PARTITIONS, client=tls),
+        "consume-tls": lambda: w.consume(bootstrap, "bench-tls", n + CONSUMED_PARTITIONS, CONSUMED_PARTITIONS,
+                                         "read_uncommitted", client=tls),
+        "produce-8p-sasl-ssl": lambda: w.produce(bootstrap, "bench-sasl-ssl", n, CONSUMED_PARTITIONS, client=sasl),
+        "consume-sasl-ssl": lambda: w.consume(bootstrap, "bench-sasl-ssl", n + CONSUMED_PARTITIONS,
+                                              CONSUMED_PARTITIONS, "read_uncommitted", client=sasl),
     }
     return table[name]
 
@@ -59,12 +70,16 @@ def run_round(target: Target, round_: int, selected: list[str], settings: Settin
         idle = usage(running.pid)
         results["idle"] = {"rss_mib": round(idle.rss_mib, 1)}
         names = [name for name in selected if not target.limit_only or name in LIMIT_WORKLOADS]
+        names = [name for name in names if name not in SECURED_WORKLOADS or target.secured]
+        for name, produced_by in (("consume-tls", "produce-8p-tls"), ("consume-sasl-ssl", "produce-8p-sasl-ssl")):
+            if name in names and produced_by not in names:
+                _workload(produced_by, running, settings)()  # untimed: what the consume workload reads
         if any(name.startswith("consume") for name in names) and "produce-8p" not in names:
             w.produce(running.bootstrap, CONSUMED_TOPIC, settings.messages, CONSUMED_PARTITIONS)  # untimed
         for name in names:
             exact_peak = reset_peak(running.pid)
             before = usage(running.pid)
-            figures = _workload(name, running.bootstrap, settings)()
+            figures = _workload(name, running, settings)()
             after = usage(running.pid)
             results[name] = _figures(figures, after.cpu_s - before.cpu_s, after.peak_rss_mib, after.rss_mib,
                                      exact_peak)

@@ -82,14 +82,17 @@ def _warm_up(producer: Producer, topic: str, partitions: int) -> None:
         raise RuntimeError(f"warm-up messages to {topic} were not delivered")
 
 
-def produce(bootstrap: str, topic: str, count: int, partitions: int, size: int = 100) -> Figures:
-    """acks=all, idempotent, linger.ms=5, 1 MiB batches."""
+def produce(bootstrap: str, topic: str, count: int, partitions: int, size: int = 100,
+            client: dict[str, str] | None = None) -> Figures:
+    """acks=all, idempotent, linger.ms=5, 1 MiB batches; ``client``: settings over the defaults (a
+    secured listener's address and security properties). The topic is created over ``bootstrap``."""
     create_topic(bootstrap, topic, partitions)
     failures: list[Any] = []
     producer = Producer({
         "bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True, "linger.ms": 5,
         "batch.size": 1 << 20, "queue.buffering.max.messages": 1_000_000,
         "on_delivery": lambda err, msg: failures.append(err) if err is not None else None,
+        **(client or {}),
     })
     _warm_up(producer, topic, partitions)
     start = time.perf_counter()
@@ -97,12 +100,13 @@ def produce(bootstrap: str, topic: str, count: int, partitions: int, size: int =
     return Figures(count, time.perf_counter() - start, count * size)
 
 
-def consume(bootstrap: str, topic: str, count: int, partitions: int, isolation: str, size: int = 100) -> Figures:
+def consume(bootstrap: str, topic: str, count: int, partitions: int, isolation: str, size: int = 100,
+            client: dict[str, str] | None = None) -> Figures:
     """assign() every partition from offset 0 and read ``count`` messages; the consumer connects
     (a metadata request) before the clock starts."""
     consumer = Consumer({
         "bootstrap.servers": bootstrap, "group.id": f"bench-{isolation}", "enable.auto.commit": False,
-        "isolation.level": isolation, "enable.partition.eof": False,
+        "isolation.level": isolation, "enable.partition.eof": False, **(client or {}),
     })
     try:
         consumer.list_topics(topic, timeout=10)

@@ -18,8 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .broker_process import BrokerProcess
-from .matrix import baseline, render
+from .matrix import baseline, render, secured
 from .matrix.model import BY_ID
 from .matrix.runner import ROOT, Report, run_matrix
 
@@ -32,12 +31,13 @@ def _fresh_broker_run(args: argparse.Namespace) -> Report:
     except importlib.metadata.PackageNotFoundError:
         version = None
     with tempfile.TemporaryDirectory(prefix="kproto-matrix-") as tmp:
-        broker = BrokerProcess(Path(tmp) / "data", Path(tmp) / "broker.log").start()
+        broker, profiles = secured.start(Path(tmp))  # with the security rows' listeners, users and ACLs
         try:
             return _run(
                 args,
                 broker.bootstrap,
                 f"rivven_kproto{' ' + version if version else ''} (a fresh ``kproto serve``)",
+                profiles,
             )
         finally:
             code = broker.stop() if broker.alive() else None
@@ -48,7 +48,8 @@ def _fresh_broker_run(args: argparse.Namespace) -> Report:
                 )
 
 
-def _run(args: argparse.Namespace, bootstrap: str, target: str) -> Report:
+def _run(args: argparse.Namespace, bootstrap: str, target: str,
+         profiles: dict[str, dict[str, str]] | None = None) -> Report:
     progress = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
     return run_matrix(
         bootstrap,
@@ -57,6 +58,7 @@ def _run(args: argparse.Namespace, bootstrap: str, target: str) -> Report:
         capabilities=args.capabilities,
         jobs=args.jobs,
         progress=progress,
+        secured=profiles,
     )
 
 

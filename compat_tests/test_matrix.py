@@ -8,23 +8,36 @@ progress and do not fail the test; regenerate the baseline with
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from .broker_process import BrokerProcess
-from .matrix import baseline, render
+from .matrix import baseline, render, secured
 from .matrix.model import CAPABILITIES
 from .matrix.runner import run_matrix
 
 
+@pytest.fixture(scope="module")
+def secured_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[BrokerProcess, dict[str, dict[str, str]]]]:
+    """Our broker with the security rows' listeners, users and ACLs (see matrix/secured.py)."""
+    broker, profiles = secured.start(tmp_path_factory.mktemp("matrix-secured"))
+    try:
+        yield broker, profiles
+    finally:
+        broker.stop()
+
+
 @pytest.mark.slow
-def test_no_baseline_cell_regresses(broker: BrokerProcess, tmp_path: Path) -> None:
+def test_no_baseline_cell_regresses(secured_broker: tuple[BrokerProcess, dict[str, dict[str, str]]], tmp_path: Path) -> None:
+    broker, profiles = secured_broker
     report = run_matrix(
         broker.bootstrap,
         target="rivven_kproto (this test's broker)",
         jobs=2,
         progress=lambda line: print(line, flush=True),
+        secured=profiles,
     )
     rst, js = render.write(report, tmp_path)
     print(render.to_rst(report))

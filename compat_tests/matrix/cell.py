@@ -27,6 +27,8 @@ def run(spec: dict) -> dict:
         unique=spec["unique"],
         timeout_s=spec["timeout_s"],
         started=started,
+        security=spec.get("security", {}),
+        plain_bootstrap=spec.get("plain_bootstrap", ""),
     )
     try:
         client = load(spec["client"])

@@ -26,6 +26,7 @@ class Capability:
     title: str
     timeout_s: float = 45.0
     topics: int = 1  # fresh 3-partition topics created for the cell before it runs
+    secured: str = ""  # the secured profile (listener and identity) the cell connects with
 
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
@@ -50,7 +51,16 @@ CAPABILITIES: tuple[Capability, ...] = (
     Capability("admin-configs", "admin describe/alter configs"),
     Capability("offsets-by-time", "list offsets by time"),
     Capability("list-describe-txn", "list/describe transactions"),
+    Capability("sec-tls", "TLS", secured="tls"),
+    Capability("sec-mtls", "mTLS (client certificate)", secured="mtls"),
+    Capability("sec-plain", "SASL/PLAIN over TLS", secured="plain"),
+    Capability("sec-scram-256", "SASL/SCRAM-SHA-256 over TLS", secured="scram-256"),
+    Capability("sec-scram-512", "SASL/SCRAM-SHA-512 over TLS", secured="scram-512"),
+    Capability("acl-denied", "denied without ACL (the client reports it)", secured="denied"),
+    Capability("acl-allowed", "allowed with ACL", secured="allowed"),
+    Capability("acl-txn", "transactional producer with only Write on its id and topic", secured="txn-writer"),
 )
+SECURED_PROFILES = tuple(c.secured for c in CAPABILITIES if c.secured)
 
 BY_ID = {capability.id: capability for capability in CAPABILITIES}
 
@@ -68,6 +78,15 @@ class Ctx:
     unique: str
     timeout_s: float
     started: float = field(default_factory=time.monotonic)
+    # Kafka client properties in librdkafka's spelling (security.protocol, ssl.ca.location,
+    # ssl.certificate.location, ssl.key.location, sasl.mechanism, sasl.username, sasl.password)
+    # for the secured rows; every adapter applies them to each client it makes.
+    security: dict[str, str] = field(default_factory=dict)
+    plain_bootstrap: str = ""  # the broker's unsecured listener, for set-up and raw inspection
+
+    @property
+    def inspect_bootstrap(self) -> str:
+        return self.plain_bootstrap or self.bootstrap
 
     @property
     def topic(self) -> str:

@@ -93,8 +93,8 @@ def _kill_group(pgid: int) -> None:
         pass
 
 
-def _run_cell(bootstrap: str, cell: Cell) -> Outcome:
-    spec = {
+def _run_cell(bootstrap: str, cell: Cell, secured: dict[str, dict[str, str]]) -> Outcome:
+    spec: dict[str, Any] = {
         "client": cell.module,
         "capability": cell.capability.id,
         "bootstrap": bootstrap,
@@ -102,6 +102,9 @@ def _run_cell(bootstrap: str, cell: Cell) -> Outcome:
         "unique": cell.unique,
         "timeout_s": cell_budget(cell),
     }
+    if cell.capability.secured:
+        profile = dict(secured[cell.capability.secured])
+        spec.update(bootstrap=profile.pop("bootstrap.servers"), security=profile, plain_bootstrap=bootstrap)
     started = time.monotonic()
     env = dict(
         os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
@@ -173,10 +176,20 @@ def run_matrix(
     capabilities: list[str] | None = None,
     jobs: int = 2,
     progress: Callable[[str], None] | None = None,
+    secured: dict[str, dict[str, str]] | None = None,
 ) -> Report:
+    """``secured``: for each secured profile of :data:`model.SECURED_PROFILES`, the client
+    properties (with ``bootstrap.servers``) of a listener and identity on the same broker; without
+    it the secured rows are n/a (a foreign broker's security set-up is not known)."""
     started_at = datetime.now(UTC).replace(microsecond=0).isoformat()
     started = time.monotonic()
     clients, cells, outcomes = plan(modules, capabilities)
+    secured = secured or {}
+    unsecured = [cell for cell in cells if cell.capability.secured and cell.capability.secured not in secured]
+    for cell in unsecured:
+        cells.remove(cell)
+        outcomes.append(Outcome(cell.client.name, cell.capability.id, NA,
+                                "not run: the target broker was given without secured listeners for this row"))
     for cell in cells:
         cell.topics = [
             f"matrix-{cell.unique}-{cell.capability.id}-{i}" for i in range(cell.capability.topics)
@@ -187,7 +200,7 @@ def run_matrix(
 
     def run(cell: Cell) -> Outcome:
         nonlocal done
-        outcome = _run_cell(bootstrap, cell)
+        outcome = _run_cell(bootstrap, cell, secured)
         done += 1
         if progress:
             progress(

@@ -8,13 +8,14 @@ line (what it verified); any exception fails the cell, with the step it happened
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
 from . import data, fixtures
 from .data import Rec
-from .model import CODECS, Ctx
+from .model import CODECS, Ctx, describe_error
 
 # ApiVersions: what every client needs from a broker to produce and fetch record batches v2.
 REQUIRED_APIS = {
@@ -34,7 +35,7 @@ class Scenario:
 
 def _stored(ctx: Ctx, topic: str, partition: int = 0) -> fixtures.Stored:
     with ctx.step("raw fetch of the stored batches"):
-        return fixtures.stored_batches(ctx.bootstrap, topic, partition)
+        return fixtures.stored_batches(ctx.inspect_bootstrap, topic, partition)
 
 
 def connect(adapter: Any, ctx: Ctx) -> str:
@@ -336,6 +337,55 @@ def transactions(adapter: Any, ctx: Ctx) -> str:
     return "open transaction listed and described Ongoing with its partition; CompleteCommit after commit"
 
 
+def _security_label(ctx: Ctx) -> str:
+    mechanism = ctx.security.get("sasl.mechanism")
+    identity = ctx.security.get("sasl.username") or ("a client certificate" if "ssl.certificate.location" in ctx.security
+                                                     else "no identity")
+    return f"{ctx.security.get('security.protocol', 'PLAINTEXT')}{'/' + mechanism if mechanism else ''} as {identity}"
+
+
+def secured_roundtrip(adapter: Any, ctx: Ctx) -> str:
+    records = data.simple(6, prefix="secured")
+    with ctx.step(f"produce over {_security_label(ctx)}"):
+        adapter.produce(ctx, ctx.topic, records, codec="none", acks="all", idempotent=False)
+    with ctx.step(f"consume over {_security_label(ctx)}"):
+        got = adapter.read(ctx, ctx.topic, [0], len(records), settle_s=0.3)
+    data.assert_same(got, records)
+    return f"{len(records)} records written and read back over {_security_label(ctx)}"
+
+
+AUTHORIZATION_ERROR = re.compile(r"topic.?authori[sz]ation.?failed|not authorized to access topics", re.IGNORECASE)
+
+
+def acl_denied(adapter: Any, ctx: Ctx) -> str:
+    records = data.simple(2, prefix="denied")
+    try:
+        adapter.produce(ctx, ctx.topic, records, codec="none", acks="all", idempotent=False)
+    except Exception as exc:  # noqa: BLE001 - the client's own error is what the row checks
+        reported = describe_error(exc)
+    else:
+        raise AssertionError(f"produce as {_security_label(ctx)} succeeded without any ACL")
+    if not AUTHORIZATION_ERROR.search(reported):
+        raise AssertionError(f"the client failed, but not with a topic authorization error: {reported[:300]}")
+    stored = _stored(ctx, ctx.topic)
+    if stored.data_batches:
+        raise AssertionError(f"{len(stored.data_batches)} batches stored despite the denial")
+    return f"refused as the client reports it ({reported[:120]}); nothing stored"
+
+
+def acl_txn(adapter: Any, ctx: Ctx) -> str:
+    records = data.simple(4, prefix="txn-acl")
+    with ctx.step(f"transactional produce + commit as {_security_label(ctx)}"):
+        adapter.txn_produce(ctx, ctx.topic, ctx.name("txn"), [(records, "commit")])
+    stored = _stored(ctx, ctx.topic)
+    if [kind for _o, kind in stored.markers()] != ["COMMIT"]:
+        raise AssertionError(f"markers in the log: {stored.markers()}, expected one COMMIT")
+    values = [record.value for batch in stored.data_batches for _o, _t, record in batch.iter_absolute()]
+    if values != data.values(records):
+        raise AssertionError(f"stored values {values}, expected {data.values(records)}")
+    return f"{len(records)} records committed with Write on the transactional id and the topic only"
+
+
 SCENARIOS: dict[str, Scenario] = {
     "connect": Scenario(connect, ("api_versions",)),
     "metadata": Scenario(metadata, ("metadata",)),
@@ -354,4 +404,9 @@ SCENARIOS: dict[str, Scenario] = {
     "admin-configs": Scenario(admin_configs, ("admin_configs",)),
     "offsets-by-time": Scenario(offsets_by_time, ("offsets_for_times",)),
     "list-describe-txn": Scenario(transactions, ("transactions",)),
+    **{f"sec-{name}": Scenario(secured_roundtrip, ("produce", "read"))
+       for name in ("tls", "mtls", "plain", "scram-256", "scram-512")},
+    "acl-allowed": Scenario(secured_roundtrip, ("produce", "read")),
+    "acl-denied": Scenario(acl_denied, ("produce",)),
+    "acl-txn": Scenario(acl_txn, ("txn_produce",)),
 }

@@ -15,6 +15,7 @@
 
 'use strict'
 
+const fs = require('fs')
 const { Kafka, CompressionTypes, ConfigResourceTypes, Partitioners, logLevel } = require('kafkajs')
 
 const debugLines = []
@@ -384,6 +385,27 @@ function readStdin () {
   })
 }
 
+// The cell's security properties (librdkafka's spelling) as kafkajs's ssl and sasl options.
+function securityOptions (security) {
+  const protocol = (security || {})['security.protocol'] || 'PLAINTEXT'
+  const options = {}
+  if (protocol.includes('SSL')) {
+    options.ssl = { ca: [fs.readFileSync(security['ssl.ca.location'], 'utf8')] }
+    if (security['ssl.certificate.location']) {
+      options.ssl.cert = fs.readFileSync(security['ssl.certificate.location'], 'utf8')
+      options.ssl.key = fs.readFileSync(security['ssl.key.location'], 'utf8')
+    }
+  }
+  if (protocol.startsWith('SASL')) {
+    options.sasl = {
+      mechanism: security['sasl.mechanism'].toLowerCase(),
+      username: security['sasl.username'],
+      password: security['sasl.password']
+    }
+  }
+  return options
+}
+
 async function main () {
   const req = JSON.parse(await readStdin())
   const mode = modes[req.mode]
@@ -399,7 +421,8 @@ async function main () {
     requestTimeout: 10000,
     retry: { retries: 3, initialRetryTime: 200, maxRetryTime: 2000 },
     logLevel: req.mode === 'apiversions' ? logLevel.DEBUG : logLevel.ERROR,
-    logCreator
+    logCreator,
+    ...securityOptions(req.security)
   })
   const result = await mode(kafka, req)
   process.stdout.write(JSON.stringify(result) + '\n')

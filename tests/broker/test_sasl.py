@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
+
 from scramp import ScramClient
 
 from rivven_kproto.broker.security.sasl import SaslExchange
@@ -88,3 +92,50 @@ def test_reauthentication_with_another_mechanism_fails_at_the_token() -> None:
     scram_login(again, "carol", "carol-pw")
     assert again.handshake("SCRAM-SHA-256") == Errors.NONE
     assert scram_login(again, "carol", "wrong")[0] == Errors.SASL_AUTHENTICATION_FAILED
+
+
+def client_final(credential_password: str, client_first_bare: str, server_first: str, nonce: str,
+                 channel: str = "biws") -> str:
+    """A client-final-message with the proof computed over exactly what is sent (RFC 5802)."""
+    attributes = dict(part.split("=", 1) for part in server_first.split(","))
+    salted = hashlib.pbkdf2_hmac("sha256", credential_password.encode(), base64.b64decode(attributes["s"]),
+                                 int(attributes["i"]))
+    client_key = hmac.new(salted, b"Client Key", "sha256").digest()
+    stored_key = hashlib.sha256(client_key).digest()
+    without_proof = f"c={channel},r={nonce}"
+    auth_message = f"{client_first_bare},{server_first},{without_proof}".encode()
+    signature = hmac.new(stored_key, auth_message, "sha256").digest()
+    proof = bytes(a ^ b for a, b in zip(client_key, signature, strict=True))
+    return f"{without_proof},p={base64.b64encode(proof).decode()}"
+
+
+def test_scram_nonces_as_kafka_3_9_accepts_them() -> None:
+    """librdkafka before 2.6.1 sends the client nonce twice; Kafka 3.8.1+ accepts a nonce that ends
+    with the server's, over the bytes sent. Anything else fails."""
+    cases = [
+        (lambda cnonce, full: full, "biws", Errors.NONE),
+        (lambda cnonce, full: cnonce + full, "biws", Errors.NONE),  # librdkafka < 2.6.1
+        (lambda cnonce, full: cnonce, "biws", Errors.SASL_AUTHENTICATION_FAILED),
+        (lambda cnonce, full: full[:-1], "biws", Errors.SASL_AUTHENTICATION_FAILED),
+        (lambda cnonce, full: full, "eSws", Errors.SASL_AUTHENTICATION_FAILED),  # channel binding changed
+    ]
+    for make_nonce, channel, expected in cases:
+        sasl = exchange()
+        sasl.handshake("SCRAM-SHA-256")
+        bare = "n=carol,r=client-nonce-123"
+        error, _message, server_first = sasl.authenticate(f"n,,{bare}".encode())
+        assert error == Errors.NONE
+        full = dict(part.split("=", 1) for part in server_first.decode().split(","))["r"]
+        assert full.startswith("client-nonce-123") and len(full) > len("client-nonce-123")
+        final = client_final("carol-pw", bare, server_first.decode(), make_nonce("client-nonce-123", full), channel)
+        assert sasl.authenticate(final.encode())[0] == expected, (make_nonce, channel)
+    wrong_password = exchange()
+    wrong_password.handshake("SCRAM-SHA-256")
+    _e, _m, server_first = wrong_password.authenticate(b"n,,n=carol,r=abc")
+    full = dict(part.split("=", 1) for part in server_first.decode().split(","))["r"]
+    final = client_final("not-it", "n=carol,r=abc", server_first.decode(), full)
+    assert wrong_password.authenticate(final.encode())[0] == Errors.SASL_AUTHENTICATION_FAILED
+    unknown = exchange()
+    unknown.handshake("SCRAM-SHA-256")
+    assert unknown.authenticate(b"n,,n=nobody,r=abc")[0] == Errors.SASL_AUTHENTICATION_FAILED
+    assert unknown.user == "nobody"

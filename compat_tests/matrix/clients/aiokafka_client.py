@@ -13,11 +13,13 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.client import AIOKafkaClient
 from aiokafka.errors import for_code
+from aiokafka.helpers import create_ssl_context
 from aiokafka.protocol.admin import ApiVersionRequest
 from aiokafka.structs import OffsetAndMetadata
 
 from ..data import Profile, Rec
 from ..model import Client, Ctx
+from .common import kafka_python_security
 
 T = TypeVar("T")
 
@@ -66,6 +68,15 @@ def _raise_topic_errors(response: Any) -> None:
             raise for_code(entry[1])(f"{entry[0]}: {entry[2] if len(entry) > 2 else ''}")
 
 
+def _security(ctx: Ctx) -> dict[str, Any]:
+    """aiokafka's keywords for the cell's security properties (it takes an SSL context, not files)."""
+    options = kafka_python_security(ctx.security)
+    cafile, certfile, keyfile = (options.pop(k, None) for k in ("ssl_cafile", "ssl_certfile", "ssl_keyfile"))
+    if "SSL" in options.get("security_protocol", ""):
+        options["ssl_context"] = create_ssl_context(cafile=cafile, certfile=certfile, keyfile=keyfile)
+    return options
+
+
 class Adapter:
     # AIOKafkaProducer.send refuses a record with neither key nor value ("Need at least one").
     profile = Profile(null_key_and_value=False)
@@ -79,6 +90,7 @@ class Adapter:
             fetch_max_wait_ms=100,
             request_timeout_ms=15_000,
             client_id=f"matrix-{ctx.unique}",
+            **_security(ctx),
             **config,
         )
 
@@ -88,6 +100,7 @@ class Adapter:
             linger_ms=5,
             request_timeout_ms=15_000,
             client_id=f"matrix-{ctx.unique}",
+            **_security(ctx),
             **config,
         )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -46,3 +46,17 @@ def collect(seconds: float, count: int, fetch: Callable[[], list[T]], settle_s: 
     while time.monotonic() < settle:
         got += fetch()
     return got
+
+
+def kafka_python_security(security: dict[str, str]) -> dict[str, Any]:
+    """Kafka client properties (librdkafka's spelling) as kafka-python's and aiokafka's keywords;
+    ``ssl_cafile``/``ssl_certfile``/``ssl_keyfile`` are kafka-python's (aiokafka takes a context)."""
+    if not security:
+        return {}
+    out: dict[str, Any] = {"security_protocol": security["security.protocol"]}
+    for ours, theirs in (("ssl.ca.location", "ssl_cafile"), ("ssl.certificate.location", "ssl_certfile"),
+                         ("ssl.key.location", "ssl_keyfile"), ("sasl.mechanism", "sasl_mechanism"),
+                         ("sasl.username", "sasl_plain_username"), ("sasl.password", "sasl_plain_password")):
+        if ours in security:
+            out[theirs] = security[ours]
+    return out

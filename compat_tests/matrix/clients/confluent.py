@@ -16,7 +16,6 @@ from confluent_kafka.admin import (
     NewTopic,
 )
 
-from ...test_confluent_kafka import produce as ck_produce
 from ..data import Profile, Rec
 from ..model import Client, Ctx
 from .common import collect, librdkafka_api_versions, until
@@ -45,12 +44,13 @@ class Adapter:
     profile = Profile()
 
     def _admin(self, ctx: Ctx, **config: Any) -> AdminClient:
-        return AdminClient({"bootstrap.servers": ctx.bootstrap, **config})
+        return AdminClient({"bootstrap.servers": ctx.bootstrap, **ctx.security, **config})
 
     def _consumer(self, ctx: Ctx, group: str | None = None, **config: Any) -> Consumer:
         return Consumer(
             {
                 "bootstrap.servers": ctx.bootstrap,
+                **ctx.security,
                 "group.id": group or ctx.name("reader"),
                 "enable.auto.commit": False,
                 "auto.offset.reset": "earliest",
@@ -63,6 +63,7 @@ class Adapter:
         return Producer(
             {
                 "bootstrap.servers": ctx.bootstrap,
+                **ctx.security,
                 "transactional.id": txn_id,
                 "linger.ms": 5,
                 "transaction.timeout.ms": 60_000,
@@ -101,12 +102,17 @@ class Adapter:
             if r.timestamp is not None:
                 message["timestamp"] = r.timestamp
             messages.append(message)
-        ck_produce(
-            ctx,
-            topic,
-            messages,
-            **{"compression.type": codec, "acks": acks, "enable.idempotence": idempotent},
-        )
+        producer = Producer({
+            "bootstrap.servers": ctx.bootstrap, "linger.ms": 5, **ctx.security,
+            "compression.type": codec, "acks": acks, "enable.idempotence": idempotent,
+        })
+        errors: list[Any] = []
+        for message in messages:
+            producer.produce(topic, on_delivery=lambda err, _m: errors.append(err) if err else None, **message)
+        if producer.flush(ctx.remaining()):
+            raise AssertionError(f"{len(producer)} messages not delivered in time")
+        if errors:
+            raise KafkaException(errors[0])
 
     def read(
         self,

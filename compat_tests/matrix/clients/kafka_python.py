@@ -13,7 +13,7 @@ from kafka.structs import OffsetAndMetadata
 from ...test_kafka_python import admin as kp_admin
 from ..data import Profile, Rec
 from ..model import Client, Ctx
-from .common import collect, until
+from .common import collect, kafka_python_security, until
 
 
 def _rec(r: Any) -> Rec:
@@ -37,6 +37,7 @@ class Adapter:
             fetch_max_wait_ms=100,
             request_timeout_ms=15_000,
             client_id=f"matrix-{ctx.unique}",
+            **kafka_python_security(ctx.security),
             **config,
         )
 
@@ -46,6 +47,7 @@ class Adapter:
             linger_ms=5,
             request_timeout_ms=15_000,
             client_id=f"matrix-{ctx.unique}",
+            **kafka_python_security(ctx.security),
             **config,
         )
 

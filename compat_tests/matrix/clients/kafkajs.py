@@ -40,6 +40,7 @@ class Adapter:
         request = {
             "mode": mode,
             "bootstrap": ctx.bootstrap,
+            "security": ctx.security,
             "timeoutMs": int(budget * 1000),
             "waitMs": int(ctx.wait() * 1000),
             **request,

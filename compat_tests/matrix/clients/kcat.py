@@ -66,6 +66,11 @@ class _Lines:
             self.lines.append(raw.decode(errors="replace").rstrip("\n"))
 
 
+def _common(ctx: Ctx) -> list[str]:
+    """kcat's usual flags and the cell's security properties (librdkafka's own keys) as -X."""
+    return [*COMMON, *(arg for key, value in ctx.security.items() for arg in ("-X", f"{key}={value}"))]
+
+
 class _Member:
     def __init__(self, ctx: Ctx, topic: str, group: str) -> None:
         self.process = subprocess.Popen(
@@ -78,7 +83,7 @@ class _Member:
                 topic,
                 "-J",
                 "-u",
-                *COMMON,
+                *_common(ctx),
                 "-X",
                 "auto.offset.reset=earliest",
                 "-X",
@@ -135,7 +140,7 @@ class _OpenTransaction:
                 str(partitions.pop()),
                 "-K:",
                 "-Z",
-                *COMMON,
+                *_common(ctx),
                 "-X",
                 f"transactional.id={txn_id}",
                 "-X",
@@ -173,7 +178,7 @@ class Adapter:
 
     def api_versions(self, ctx: Ctx) -> dict[int, tuple[int, int]]:
         done = subprocess.run(
-            [KCAT, "-b", ctx.bootstrap, "-L", "-J", *COMMON, "-X", "debug=feature"],
+            [KCAT, "-b", ctx.bootstrap, "-L", "-J", *_common(ctx), "-X", "debug=feature"],
             capture_output=True,
             timeout=ctx.remaining(),
             check=False,
@@ -185,7 +190,7 @@ class Adapter:
         return librdkafka_api_versions(done.stderr.decode(errors="replace").splitlines())
 
     def metadata(self, ctx: Ctx, topic: str) -> dict:
-        listing = json.loads(run_kcat(ctx, "-L", "-J", "-t", topic, *COMMON))
+        listing = json.loads(run_kcat(ctx, "-L", "-J", "-t", topic, *_common(ctx)))
         [described] = listing["topics"]
         return {
             "brokers": {b["id"]: b["name"] for b in listing["brokers"]},
@@ -212,7 +217,7 @@ class Adapter:
                 "-K:",
                 "-Z",
                 *headers,
-                *COMMON,
+                *_common(ctx),
                 "-z",
                 codec,
                 "-X",
@@ -239,7 +244,7 @@ class Adapter:
             "-e",
             "-J",
             "-q",
-            *COMMON,
+            *_common(ctx),
             *_isolation(read_committed),
         )
         return [_from_json(json.loads(line)) for line in out.splitlines() if line.strip()]
@@ -345,7 +350,7 @@ class Adapter:
             topic,
             "-J",
             "-q",
-            *COMMON,
+            *_common(ctx),
             "-X",
             "auto.offset.reset=earliest",
             "-X",
@@ -366,7 +371,7 @@ class Adapter:
     ) -> dict[int, int | None]:
         out = {}
         for ts in timestamps:
-            answer = json.loads(run_kcat(ctx, "-Q", "-J", "-t", f"{topic}:{partition}:{ts}", *COMMON))
+            answer = json.loads(run_kcat(ctx, "-Q", "-J", "-t", f"{topic}:{partition}:{ts}", *_common(ctx)))
             offset = answer[topic][str(partition)]["offset"]
             out[ts] = offset if offset >= 0 else None
         return out

@@ -62,7 +62,7 @@ class Adapter:
         reader = (spark().read.format("kafka").option("kafka.bootstrap.servers", ctx.bootstrap)
                   .option("assign", json.dumps({topic: partitions})).option("includeHeaders", "true")
                   .option("kafka.isolation.level", "read_committed" if read_committed else "read_uncommitted"))
-        for key, value in options.items():
+        for key, value in {**_security_options(ctx.security), **options}.items():
             reader = reader.option(key, value)
         return reader.load().selectExpr("partition", "offset", "key", "value", "unix_millis(timestamp) AS ms",
                                         "headers")
@@ -95,6 +95,27 @@ class Adapter:
         return out
 
 
+def _security_options(security: dict[str, str]) -> dict[str, str]:
+    """The cell's security as a Spark user writes it for Spark's Kafka connector (Java client keys)."""
+    options: dict[str, str] = {}
+    if not security:
+        return options
+    options["kafka.security.protocol"] = security["security.protocol"]
+    if "ssl.ca.location" in security:
+        options.update({"kafka.ssl.truststore.type": "PEM", "kafka.ssl.truststore.location": security["ssl.ca.location"]})
+    if "ssl.certificate.location" in security:  # mTLS: our source also takes librdkafka's key names
+        options.update({"kafka.ssl.certificate.location": security["ssl.certificate.location"],
+                        "kafka.ssl.key.location": security["ssl.key.location"]})
+    if "sasl.mechanism" in security:
+        module = "plain.PlainLoginModule" if security["sasl.mechanism"] == "PLAIN" else "scram.ScramLoginModule"
+        options["kafka.sasl.mechanism"] = security["sasl.mechanism"]
+        options["kafka.sasl.jaas.config"] = (
+            f"org.apache.kafka.common.security.{module} required "
+            f'username="{security["sasl.username"]}" password="{security["sasl.password"]}";'
+        )
+    return options
+
+
 def version() -> dict[str, str]:
     import pyspark
 
@@ -110,8 +131,8 @@ CLIENT = Client(
     adapter=Adapter(),
     version=version,
     not_offered={
-        **dict.fromkeys(("acks-0", "acks-1", "acks-all", "idempotent", "txn-commit", "txn-abort", "fencing"),
-                        _PRODUCER),
+        **dict.fromkeys(("acks-0", "acks-1", "acks-all", "idempotent", "txn-commit", "txn-abort", "fencing",
+                         "acl-denied", "acl-txn"), _PRODUCER),
         **dict.fromkeys(("group-rebalance", "commit-offsets", "send-offsets-txn"), _NO_GROUP),
         **dict.fromkeys(("admin-topics", "admin-configs", "list-describe-txn"), _NO_ADMIN),
     },

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-_OPTION = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"')
+_OPTION = re.compile(r'([\w.$-]+)\s*=\s*"((?:[^"\\]|\\.)*)"')
 PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
 

@@ -1,5 +1,5 @@
 """A connection's SASL exchange, sans-IO: SaslHandshake picks a mechanism, SaslAuthenticate tokens
-go in, (error, message, reply) come out. PLAIN compares in constant time; SCRAM uses scramp.
+go in, (error, message, reply) come out. PLAIN compares in constant time; SCRAM runs Kafka's server exchange (scram_server).
 
 A SaslHandshake after a successful authentication starts a re-authentication (KIP-368): it must
 use the same mechanism and end with the same principal, or it fails as Kafka's does.
@@ -10,12 +10,11 @@ from __future__ import annotations
 import hmac
 from collections.abc import Callable, Mapping
 
-from scramp import ScramException, ScramMechanism
-
 from rivven_kproto.codec.errors import Errors
 
 from .scram import MECHANISMS as SCRAM_MECHANISMS
 from .scram import ScramCredential
+from .scram_server import ScramError, ScramServerExchange
 
 AUTH_FAILED = "Authentication failed: Invalid username or password"
 CredentialLookup = Callable[[str, str], ScramCredential | None]
@@ -31,7 +30,7 @@ class SaslExchange:
         self.mechanism: str | None = None
         self.principal: str | None = None  # "User:<name>" once authenticated
         self.user: str | None = None  # the name a client claimed, for the log
-        self._scram_server: object | None = None
+        self._scram_server: ScramServerExchange | None = None
         self._previous: tuple[str, str] | None = None  # (mechanism, principal) while re-authenticating
         self._bad_mechanism: str | None = None
 
@@ -98,24 +97,18 @@ class SaslExchange:
         assert mechanism in SCRAM_MECHANISMS
         try:
             if self._scram_server is None:
-                def lookup(user: str) -> tuple[bytes, bytes, bytes, int]:
-                    self.user = user
-                    credential = self._scram(mechanism, user)
-                    if credential is None:
-                        raise ScramException("unknown user")
-                    return credential.as_auth_info()
-
-                server = ScramMechanism(mechanism).make_server(lookup)
-                server.set_client_first(token.decode("utf-8"))
+                server = ScramServerExchange(mechanism, lambda user: self._scram(mechanism, user))
                 self._scram_server = server
-                return Errors.NONE, None, server.get_server_first().encode()
-            server = self._scram_server
-            server.set_client_final(token.decode("utf-8"))  # type: ignore[attr-defined]
-            reply = server.get_server_final().encode()  # type: ignore[attr-defined]
-        except (ScramException, UnicodeDecodeError, ValueError):
+                reply = server.client_first(token.decode("utf-8"))
+                self.user = server.user
+                return Errors.NONE, None, reply.encode()
+            reply = self._scram_server.client_final(token.decode("utf-8"))
+        except (ScramError, UnicodeDecodeError):
+            if self._scram_server is not None:
+                self.user = self._scram_server.user
             return Errors.SASL_AUTHENTICATION_FAILED, f"Authentication failed during authentication due to invalid credentials with SASL mechanism {mechanism}", b""
         self.principal = f"User:{self.user}"
-        return Errors.NONE, None, reply
+        return Errors.NONE, None, reply.encode()
 
 
 def _dotted(principal: str) -> str:

@@ -359,3 +359,53 @@ def test_kproto_acls_producer_and_consumer_convenience_sets(cluster: Cluster, tm
     bad = subprocess.run([*base, "acls", "add", "--allow-principal", "User:bob", "--operation", "Fly", "--topic", "conv"],
                          text=True, capture_output=True, timeout=60)
     assert bad.returncode == 2 and "unknown operation Fly" in bad.stderr
+
+
+def test_nothing_denied_leaves_a_trace(cluster: Cluster) -> None:
+    """bob has no ACL: his produce, auto-create, offset commit and transaction are refused with
+    Kafka's errors, and afterwards the log, the topic list, the group's offsets and the transaction
+    coordinator show no sign of them."""
+    from confluent_kafka import OFFSET_INVALID, ConsumerGroupTopicPartitions
+
+    admin = cluster.admin()
+    before = admin.list_topics(timeout=TIMEOUT_S)
+    payments_end = Consumer(cluster.config("admin", **{"group.id": "probe"})).get_watermark_offsets(
+        TopicPartition("payments", 0), timeout=TIMEOUT_S)[1]
+
+    error = produce(cluster.config("bob"), "payments")
+    assert error is not None and error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    error = produce(cluster.config("bob"), "bob-would-create-this")  # auto-creation needs Create
+    assert error is not None and error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+
+    consumer = Consumer(cluster.config("bob", **{"group.id": "bob-group-denied", "enable.auto.commit": False}))
+    with pytest.raises(KafkaException) as raised:
+        consumer.commit(offsets=[TopicPartition("payments", 0, 1)], asynchronous=False)
+    # FindCoordinator answers GROUP_AUTHORIZATION_FAILED; librdkafka reports a commit without a
+    # coordinator as _WAIT_COORD. What matters below: nothing was committed.
+    assert raised.value.args[0].code() in (KafkaError.GROUP_AUTHORIZATION_FAILED, KafkaError._WAIT_COORD)
+    consumer.close()
+
+    producer = Producer(cluster.config("bob", **{"transactional.id": "bob-denied-tx"}))
+    with pytest.raises(KafkaException) as raised:
+        producer.init_transactions(TIMEOUT_S)
+    assert raised.value.args[0].code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+
+    after = admin.list_topics(timeout=TIMEOUT_S)
+    assert set(after.topics) == set(before.topics) and "bob-would-create-this" not in after.topics
+    end = Consumer(cluster.config("admin", **{"group.id": "probe"})).get_watermark_offsets(
+        TopicPartition("payments", 0), timeout=TIMEOUT_S)[1]
+    assert end == payments_end
+    committed = admin.list_consumer_group_offsets(
+        [ConsumerGroupTopicPartitions("bob-group-denied", [TopicPartition("payments", 0)])]
+    )["bob-group-denied"].result(TIMEOUT_S)
+    assert [tp.offset for tp in committed.topic_partitions] == [OFFSET_INVALID]
+    # The admin (a super user) sees every transactional id, its own included: bob's was never registered.
+    Producer(cluster.config("admin", **{"transactional.id": "admin-visible-tx"})).init_transactions(TIMEOUT_S)
+    properties = cluster.broker.data_dir.parent / "admin-txns.properties"
+    properties.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.username=admin\nsasl.password=admin-pw\n")
+    listed = subprocess.run([sys.executable, "-m", "rivven_kproto", "--bootstrap", f"127.0.0.1:{cluster.sasl_port}",
+                             "--command-config", str(properties), "--format", "json", "txns", "list"],
+                            text=True, capture_output=True, timeout=60)
+    assert listed.returncode == 0, listed.stderr
+    ids = [entry["transactional_id"] for entry in json.loads(listed.stdout)["transactions"]]
+    assert "bob-denied-tx" not in ids and "admin-visible-tx" in ids

@@ -155,3 +155,41 @@ def test_security_walkthrough_admin_and_clients(secure_walkthrough: tuple[Path, 
                           timeout=RUN_TIMEOUT_S * 2, env=spark_env)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Row(value='order-1')" in done.stdout
+
+
+def test_groups_snippet(readme_broker: tuple[BrokerProcess, Path]) -> None:
+    """The consumer-groups block, on a group "billing" with offsets committed and no members left."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    broker, workdir = readme_broker
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "billing", "enable.auto.commit": False})
+    consumer.commit(offsets=[TopicPartition("demo", p, 0) for p in range(3)], asynchronous=False)
+    consumer.close()
+    result = run(["bash", "-euo", "pipefail", "-c", block("sh", "kproto groups list --state Stable")], workdir,
+                 broker.bootstrap)
+    assert "billing" in result.stdout + result.stderr
+
+
+def test_verify_eos_snippet(readme_broker: tuple[BrokerProcess, Path]) -> None:
+    broker, workdir = readme_broker
+    code = block("sh", "kproto verify-eos").replace("127.0.0.1:9092", broker.bootstrap)
+    run(["bash", "-euo", "pipefail", "-c", code], workdir, broker.bootstrap)
+
+
+def test_spark_snippets(readme_broker: tuple[BrokerProcess, Path]) -> None:
+    """The Spark section's batch and streaming blocks, in one Python process (the second uses the
+    first's session), against the demo topic the earlier snippets wrote."""
+    broker, workdir = readme_broker
+    code = (block("python", "spark = with_kafka_source(SparkSession.builder).getOrCreate()")
+            + block("python", "spark.readStream.format(\"kafka\")")
+            + "print('batch rows', df.count())\n"
+            + "print('streamed rows', spark.read.parquet('out').count())\n").replace("localhost:9092", broker.bootstrap)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KPROTO_")}
+    paths = [str(README.parent), *(p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p)]
+    env.update(PYSPARK_PYTHON=sys.executable, PYTHONPATH=os.pathsep.join(paths))
+    done = subprocess.run([sys.executable, "-c", code], cwd=workdir, capture_output=True, text=True,
+                          timeout=RUN_TIMEOUT_S * 2, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    batch = int(re.search(r"batch rows (\d+)", done.stdout).group(1))  # type: ignore[union-attr]
+    streamed = int(re.search(r"streamed rows (\d+)", done.stdout).group(1))  # type: ignore[union-attr]
+    assert batch > 0 and streamed > 0

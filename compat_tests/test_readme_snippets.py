@@ -193,3 +193,31 @@ def test_spark_snippets(readme_broker: tuple[BrokerProcess, Path]) -> None:
     batch = int(re.search(r"batch rows (\d+)", done.stdout).group(1))  # type: ignore[union-attr]
     streamed = int(re.search(r"streamed rows (\d+)", done.stdout).group(1))  # type: ignore[union-attr]
     assert batch > 0 and streamed > 0
+
+
+def test_monitoring_snippet(tmp_path: Path) -> None:
+    """The scrape job's target is where ``kproto serve --metrics`` (as the README writes it) answers."""
+    import urllib.request
+
+    text = README.read_text()
+    flag = re.search(r"``kproto serve --metrics ([\d.]+:\d+)``", text)
+    target = re.search(r'targets: \["([\d.]+:\d+)"\]', block("yaml", "scrape_configs"))
+    assert flag is not None and target is not None and flag.group(1) == target.group(1)
+    port = str(free_port())
+    address = target.group(1).rsplit(":", 1)[0] + ":" + port
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KPROTO_")}
+    log_path = tmp_path / "broker.log"
+    with log_path.open("wb") as log:
+        broker = subprocess.Popen([sys.executable, "-m", "rivven_kproto", "serve", "--metrics", address,
+                                   "--listen", "127.0.0.1:0", "--data-dir", str(tmp_path / "data")],
+                                  stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+    try:
+        deadline = time.monotonic() + RUN_TIMEOUT_S
+        while "listening on" not in log_path.read_text():
+            assert broker.poll() is None and time.monotonic() < deadline, log_path.read_text()
+            time.sleep(0.1)
+        with urllib.request.urlopen(f"http://{address}/metrics", timeout=RUN_TIMEOUT_S) as answer:
+            assert b"rivven_transactions_started_total 0.0" in answer.read()
+    finally:
+        broker.terminate()
+        broker.wait(30)

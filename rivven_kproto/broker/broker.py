@@ -352,7 +352,9 @@ class Broker:
 
     @property
     def idempotent_producers_active(self) -> int:
-        return sum(p.producers.active for p in self.all_partitions())
+        """Distinct producer ids with state on any partition (one producer writing to eight
+        partitions is one producer)."""
+        return len({pid for p in self.all_partitions() for pid in p.producers.producers})
 
     @property
     def idempotent_duplicates_total(self) -> int:

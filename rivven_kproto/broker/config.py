@@ -99,6 +99,10 @@ class BrokerConfig:
     # ``listener.name.<name>.``-prefixed security keys: (LISTENER NAME, ((field, value), ...)),
     # applied over ``security`` for that listener only, as Kafka does.
     listener_security: tuple[tuple[str, tuple[tuple[str, object], ...]], ...] = ()
+    # The metrics endpoint (/metrics, /healthz, /readyz); None: off. Per-partition and per-group
+    # series can be switched off for large clusters (kproto.metrics.partitions=false).
+    metrics_listen: tuple[str, int] | None = None
+    metrics_per_partition: bool = True
     # ACL authorization (authorizer.class.name set), super.users, allow.everyone.if.no.acl.found.
     authorizer_enabled: bool = False
     super_users: tuple[str, ...] = ()
@@ -255,6 +259,10 @@ def _apply(config: BrokerConfig, props: Mapping[str, str], *, warn_unknown: bool
             changes["super_users"] = tuple(u.strip() for u in value.split(";") if u.strip())
         elif key == "allow.everyone.if.no.acl.found":
             changes["allow_everyone_if_no_acl_found"] = _bool(key, value)
+        elif key in ("metrics", "kproto.metrics.listen"):
+            changes["metrics_listen"] = parse_host_port(value) if value.strip() else None
+        elif key in ("kproto.metrics.partitions", "metrics.partitions"):
+            changes["metrics_per_partition"] = _bool(key, value)
         elif key == "max.connections":
             changes["max_connections"] = _int(key, value, 1)
         elif key == "max.connections.per.ip":

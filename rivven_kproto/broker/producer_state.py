@@ -241,10 +241,6 @@ class ProducerStateManager:
             del self.producers[pid]
         return len(stale)
 
-    @property
-    def active(self) -> int:
-        return len(self.producers)
-
     # -- snapshots ----------------------------------------------------------------------------
 
     def snapshot_path(self, offset: int) -> Path:

@@ -37,7 +37,9 @@ from .durability import Durability
 from .handlers import HANDLERS, fetch, produce
 from .handlers._group_wait import wake_keys
 from .handlers.api_versions import supported_versions
+from .http import serve_metrics
 from .log_limits import RateLimitedLog
+from .metrics import BrokerMetrics
 from .session import SASL_MAX_RECEIVE_BYTES, ListenerRuntime, Session, open_listeners, raw_sasl_token
 
 log = logging.getLogger(__name__)
@@ -53,6 +55,7 @@ OFFLOAD_FRAME_BYTES = 64 * 1024
 RESOURCE_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 ACCEPT_RETRY_S = 0.1
 TLS_HANDSHAKE_TIMEOUT_S = 10.0
+LAG_TICK_S = 0.1
 
 
 def wall_clock_ms() -> int:
@@ -60,9 +63,10 @@ def wall_clock_ms() -> int:
 
 
 class Server:
-    def __init__(self, broker: Broker, config: BrokerConfig) -> None:
+    def __init__(self, broker: Broker, config: BrokerConfig, metrics: BrokerMetrics | None = None) -> None:
         self.broker = broker
         self.config = config
+        self.metrics = metrics
         self.durability = Durability(broker, config)
         self.delayed = DelayedResponses(wall_clock_ms)
         self._append_event = trio.Event()
@@ -129,16 +133,22 @@ class Server:
         idle_s = self.config.connections_max_idle_ms / 1000
         runtime = runtime or self.default_runtime
         stream: trio.abc.Stream = raw
+        listener_name = runtime.listener.name
+        if self.metrics is not None:
+            self.metrics.connections.labels(listener_name).inc()
+            self.metrics.connections_opened.labels(listener_name).inc()
         try:
             if runtime.ssl_context is not None:
                 secured = await self._tls_handshake(raw, runtime, peer)
                 if secured is None:
+                    self._count_auth_failure(listener_name, "TLS")
                     return
                 stream = secured
             try:
                 session = Session.open(runtime, self.config, self.broker, stream)
             except NoMatchingRule as exc:
                 self.warnings.warning("tls", "refusing the TLS client %s on %s: %s (ssl.principal.mapping.rules)", peer, runtime.listener.name, exc)
+                self._count_auth_failure(listener_name, "TLS")
                 return
             while not self.stopping:
                 with trio.CancelScope() as waiting:
@@ -153,6 +163,8 @@ class Server:
                     return
                 if not data:
                     return
+                if self.metrics is not None:
+                    self.metrics.bytes_received.inc(len(data))
                 connection.receive_data(bytes(data))
                 while True:
                     connection.max_frame_size = self._frame_limit(session)
@@ -169,9 +181,12 @@ class Server:
                         self._busy -= 1
                     if session.failed_authentication:
                         log.info("authentication of %r from %s failed (%s)", session.user, peer, session.mechanism)
+                        self._count_auth_failure(listener_name, session.mechanism or "none")
                         await trio.sleep(self.config.security.failed_authentication_delay_ms / 1000)
                     if reply is not None:
                         await stream.send_all(reply)
+                        if self.metrics is not None:
+                            self.metrics.bytes_sent.inc(len(reply))
                     if session.failed_authentication:
                         return
         except ProtocolError as exc:
@@ -182,6 +197,13 @@ class Server:
             log.exception("closing connection from %s after an internal error", peer)
         finally:
             await trio.aclose_forcefully(stream)
+            if self.metrics is not None:
+                self.metrics.connections.labels(listener_name).dec()
+                self.metrics.connections_closed.labels(listener_name).inc()
+
+    def _count_auth_failure(self, listener_name: str, mechanism: str) -> None:
+        if self.metrics is not None:
+            self.metrics.authentication_failures.labels(listener_name, mechanism).inc()
 
     def _frame_limit(self, session: Session) -> int:
         """Kafka's bound on what an unauthenticated SASL client may send (sasl.server.max.receive.size)."""
@@ -209,6 +231,7 @@ class Server:
         return decode_request(frame)
 
     async def dispatch(self, event: RequestEvent, client_host: str = "", session: Session | None = None) -> bytes | None:
+        started = time.perf_counter()
         session = session or Session.plaintext(self.default_runtime)
         if not session.may_call(event.api_key, wall_clock_ms()):
             if session.sasl is not None and session.sasl.authenticated:
@@ -239,6 +262,8 @@ class Server:
             self.notify_append()
             if event.api_key == produce.API_KEY:
                 await self.durability.after_produce(ctx, request.acks)
+        if self.metrics is not None:
+            self.metrics.observe_request(event.api_key, time.perf_counter() - started, response)
         if event.api_key == produce.API_KEY and request.acks == 0:
             return None
         if event.frame_size > OFFLOAD_FRAME_BYTES and event.api_key != produce.API_KEY:
@@ -269,6 +294,8 @@ class Server:
             nursery.start_soon(self._retention_loop)
             nursery.start_soon(self._transaction_loop)
             nursery.start_soon(self._group_loop)
+            if self.metrics is not None:
+                nursery.start_soon(self._loop_lag)
 
     async def _retention_loop(self) -> None:
         while True:
@@ -296,6 +323,14 @@ class Server:
             with self._surviving_shortage("groups"):
                 self.broker.groups.tick(wall_clock_ms())
             self.wake_groups()
+
+    async def _loop_lag(self) -> None:
+        """How late a 100 ms tick wakes: any blocking call on the loop shows here."""
+        assert self.metrics is not None
+        while True:
+            before = trio.current_time()
+            await trio.sleep(LAG_TICK_S)
+            self.metrics.event_loop_lag.observe(max(0.0, trio.current_time() - before - LAG_TICK_S))
 
     @contextlib.contextmanager
     def _surviving_shortage(self, duty: str) -> Iterator[None]:
@@ -328,14 +363,35 @@ def _peer_name(stream: trio.SocketStream) -> str:
 
 
 async def serve(config: BrokerConfig, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-    """Run the broker until cancelled; ``task_status.started(port)`` (the first listener's) once listening."""
-    broker = Broker(config, wall_clock_ms())
+    """Run the broker until cancelled; ``task_status.started(port)`` (the first listener's) once listening.
+
+    With a metrics endpoint it opens first and recovery runs on a worker thread, so /healthz and
+    /readyz (503 until the listeners are open) answer during a long recovery.
+    """
+    metrics = BrokerMetrics(config.metrics_per_partition) if config.metrics_listen is not None else None
+    async with trio.open_nursery() as endpoint:
+        if metrics is not None and config.metrics_listen is not None:
+            host, port = config.metrics_listen
+            sockets = await trio.open_tcp_listeners(port, host=host)
+            bound_port = sockets[0].socket.getsockname()[1]
+            log.info("metrics on http://%s:%d/metrics (also /healthz, /readyz)", host, bound_port)
+            endpoint.start_soon(serve_metrics, sockets, metrics)
+            broker = await trio.to_thread.run_sync(Broker, config, wall_clock_ms())
+        else:
+            broker = Broker(config, wall_clock_ms())
+        try:
+            await _run(broker, config, metrics, task_status)
+        finally:
+            endpoint.cancel_scope.cancel()
+
+
+async def _run(broker: Broker, config: BrokerConfig, metrics: BrokerMetrics | None, task_status: Any) -> None:
     try:
         config, bound = await open_listeners(config)
     except BaseException:
         broker.close()
         raise
-    server = Server(broker, config)
+    server = Server(broker, config, metrics)
     server.default_runtime = bound[0][1]
     try:
         async with trio.open_nursery() as nursery:
@@ -354,10 +410,14 @@ async def serve(config: BrokerConfig, *, task_status: Any = trio.TASK_STATUS_IGN
                                  name, runtime.listener.protocol, where, host, advertised_port)
                     if runtime.listener.protocol == "PLAINTEXT" and not _loopback(runtime.listener.host):
                         log.warning("listener %s accepts unauthenticated, unencrypted clients on %s", name, where)
+                if metrics is not None:
+                    metrics.broker, metrics.ready = broker, True
                 task_status.started(config.listen_port)
                 try:
                     await trio.sleep_forever()
                 finally:
+                    if metrics is not None:
+                        metrics.ready = False
                     with trio.CancelScope(shield=True):
                         for sockets, _ in bound:
                             for listener in sockets:
@@ -366,6 +426,8 @@ async def serve(config: BrokerConfig, *, task_status: Any = trio.TASK_STATUS_IGN
                     connections.cancel_scope.cancel()
             nursery.cancel_scope.cancel()
     finally:
+        if metrics is not None:
+            metrics.broker = None
         broker.close()
         log.info("shut down cleanly")
 

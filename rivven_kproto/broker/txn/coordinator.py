@@ -320,7 +320,8 @@ class TransactionCoordinator:
 
     @property
     def active(self) -> int:
-        return sum(1 for t in self.txns.values() if t.state is TxnState.ONGOING)
+        """Transactions in flight: Ongoing, PrepareCommit or PrepareAbort (the design's definition)."""
+        return sum(1 for t in self.txns.values() if t.state is TxnState.ONGOING or t.state.is_prepare)
 
 
 def _epoch_exhausted(epoch: int) -> bool:

@@ -1,0 +1,169 @@
+"""Issue #20 (part): the metrics endpoint scraped while real clients run, exact values checked.
+
+One broker with ``--metrics``: confluent-kafka commits and aborts transactions, one transaction is
+left to the coordinator's timeout, kafka-python writes idempotently, a raw client sends the same
+idempotent batch twice (one duplicate), and a group commits an offset. The design's seven metrics
+must equal what was done; partition and group series must agree with the log; after a restart the
+counters start again from zero while the gauges are rebuilt from the recovered state.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from kafka import KafkaProducer
+
+from rivven_kproto.codec.errors import Errors
+
+from .broker_process import BrokerProcess
+from .test_idempotence import Raw
+from .txn_helpers import create_topics
+
+METRICS = re.compile(r"metrics on (http://[\d.]+:\d+)/metrics")
+SAMPLE = re.compile(r"^([a-zA-Z_:][\w:]*)(\{[^}]*\})? (\S+)$")
+TIMEOUT_S = 60
+
+
+class Scraper:
+    def __init__(self, broker: BrokerProcess) -> None:
+        self.broker = broker
+
+    @property
+    def base(self) -> str:
+        return METRICS.findall(self.broker.log_text())[-1]
+
+    def get(self, path: str) -> tuple[int, str]:
+        try:
+            with urllib.request.urlopen(self.base + path, timeout=TIMEOUT_S) as answer:
+                return answer.status, answer.read().decode()
+        except urllib.error.HTTPError as error:
+            return error.code, error.read().decode()
+
+    def samples(self) -> dict[str, float]:
+        """``name{labels}`` -> value, from one scrape."""
+        status, text = self.get("/metrics")
+        assert status == 200
+        out: dict[str, float] = {}
+        for line in text.splitlines():
+            match = SAMPLE.match(line)
+            if match and not line.startswith("#"):
+                out[match.group(1) + (match.group(2) or "")] = float(match.group(3))
+        return out
+
+    def wait_for(self, name: str, value: float) -> dict[str, float]:
+        deadline = time.monotonic() + TIMEOUT_S
+        while True:
+            samples = self.samples()
+            if samples.get(name) == value or time.monotonic() > deadline:
+                return samples
+            time.sleep(0.2)
+
+
+@pytest.fixture(scope="module")
+def metered(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[BrokerProcess, Scraper]]:
+    base: Path = tmp_path_factory.mktemp("metrics")
+    config = base / "server.properties"
+    # The coordinator looks for timed-out transactions every 200 ms (Kafka's key).
+    config.write_text("transaction.abort.timed.out.transaction.cleanup.interval.ms=200\n")
+    broker = BrokerProcess(base / "data", base / "broker.log",
+                           ["--metrics", "127.0.0.1:0", "--config", str(config)]).start()
+    try:
+        yield broker, Scraper(broker)
+    finally:
+        if broker.alive():
+            broker.stop()
+
+
+def test_health_and_readiness(metered: tuple[BrokerProcess, Scraper]) -> None:
+    _, scraper = metered
+    assert scraper.get("/healthz") == (200, "ok\n")
+    assert scraper.get("/readyz") == (200, "ready\n")
+    assert scraper.get("/nope")[0] == 404
+
+
+def test_design_metrics_are_exact_and_the_rest_consistent(metered: tuple[BrokerProcess, Scraper]) -> None:
+    broker, scraper = metered
+    create_topics(broker.bootstrap, {"metered-txn": 1, "metered-idem": 2, "metered-raw": 1})
+    before = scraper.samples()
+    assert before["rivven_transactions_started_total"] == 0 and before["rivven_idempotent_producers_active"] == 0
+
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "metered-1", "linger.ms": 5})
+    producer.init_transactions(TIMEOUT_S)
+    for index in range(5):  # 3 commits, 2 client aborts
+        producer.begin_transaction()
+        producer.produce("metered-txn", f"t{index}".encode(), partition=0)
+        assert producer.flush(TIMEOUT_S) == 0
+        if index < 3:
+            producer.commit_transaction(TIMEOUT_S)
+        else:
+            producer.abort_transaction(TIMEOUT_S)
+    # One left open: the coordinator aborts it after its 1 s timeout.
+    forgotten = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "metered-2",
+                          "transaction.timeout.ms": 1000, "linger.ms": 5})
+    forgotten.init_transactions(TIMEOUT_S)
+    forgotten.begin_transaction()
+    forgotten.produce("metered-txn", b"forgotten", partition=0)
+    assert forgotten.flush(TIMEOUT_S) == 0
+
+    idempotent = KafkaProducer(bootstrap_servers=broker.bootstrap, enable_idempotence=True, acks="all")
+    for index in range(10):
+        idempotent.send("metered-idem", f"i{index}".encode(), partition=index % 2)
+    idempotent.flush(TIMEOUT_S)
+    idempotent.close()
+
+    raw = Raw(broker.bootstrap, "metered-raw")
+    try:
+        pid, epoch = raw.init_producer_id()
+        first = raw.produce(pid, epoch, 0, count=3)
+        assert first[0] == Errors.NONE
+        assert raw.produce(pid, epoch, 0, count=3) == first  # the same batch again: a duplicate
+    finally:
+        raw.sock.close()
+
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "metered-group", "enable.auto.commit": False})
+    consumer.commit(offsets=[TopicPartition("metered-idem", 0, 2)], asynchronous=False)
+    consumer.close()
+
+    samples = scraper.wait_for("rivven_transactions_timed_out_total", 1)
+    assert samples["rivven_transactions_started_total"] == 6
+    assert samples["rivven_transactions_committed_total"] == 3
+    assert samples["rivven_transactions_aborted_total"] == 3  # two by the client, one by the timeout
+    assert samples["rivven_transactions_timed_out_total"] == 1
+    assert samples["rivven_transactions_active"] == 0
+    assert samples["rivven_idempotent_duplicates_total"] == 1
+    assert samples["rivven_idempotent_producers_active"] == 4  # two transactional, kafka-python, raw
+
+    # The log's own figures: 5 records + 5 markers + the forgotten record and its marker.
+    hw = 'rivven_partition_high_watermark{partition="0",topic="metered-txn"}'
+    assert samples[hw] == 12
+    assert samples['rivven_partition_last_stable_offset{partition="0",topic="metered-txn"}'] == 12
+    assert samples['rivven_partition_high_watermark{partition="0",topic="metered-idem"}'] == 5
+    assert samples['rivven_partition_high_watermark{partition="0",topic="metered-raw"}'] == 3
+    key = '{group="metered-group",partition="0",topic="metered-idem"}'
+    assert samples["rivven_group_committed_offset" + key] == 2
+    assert samples["rivven_group_lag" + key] == 5 - 2
+    assert samples['rivven_groups{state="Empty"}'] >= 1
+    assert samples['rivven_requests_total{api="Produce"}'] >= 3
+    assert samples['rivven_requests_total{api="EndTxn"}'] == 5
+    assert samples['rivven_connections_opened_total{listener="PLAINTEXT"}'] >= 4
+    assert samples["rivven_bytes_received_total"] > 0 and samples["rivven_bytes_sent_total"] > 0
+    assert samples['rivven_request_duration_seconds_count{api="Produce"}'] == samples['rivven_requests_total{api="Produce"}']
+
+
+def test_counters_restart_and_gauges_are_rebuilt(metered: tuple[BrokerProcess, Scraper]) -> None:
+    broker, scraper = metered
+    before = scraper.samples()
+    broker.restart()
+    after = scraper.wait_for("rivven_idempotent_producers_active", before["rivven_idempotent_producers_active"])
+    assert after["rivven_transactions_started_total"] == 0 and after["rivven_idempotent_duplicates_total"] == 0
+    for name in ("rivven_idempotent_producers_active", "rivven_topics",
+                 'rivven_partition_high_watermark{partition="0",topic="metered-txn"}',
+                 'rivven_group_committed_offset{group="metered-group",partition="0",topic="metered-idem"}'):
+        assert after[name] == before[name], name

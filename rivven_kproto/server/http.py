@@ -1,0 +1,62 @@
+"""The metrics endpoint: ``GET /metrics`` (Prometheus text), ``/healthz`` (the process is up) and
+``/readyz`` (recovery done and listeners open: 200, else 503), served with h11 from the broker's
+own event loop. One request per connection, bounded in size (h11's limit) and time."""
+
+from __future__ import annotations
+
+import logging
+
+import h11
+import trio
+
+from .metrics import CONTENT_TYPE, BrokerMetrics
+
+log = logging.getLogger(__name__)
+
+REQUEST_TIMEOUT_S = 10.0
+RECEIVE_SIZE = 16 * 1024
+
+
+def route(metrics: BrokerMetrics, method: str, target: str) -> tuple[int, str, bytes]:
+    """(status, content type, body) for one request; pure, so it is tested without sockets."""
+    path = target.split("?", 1)[0]
+    if method not in ("GET", "HEAD"):
+        return 405, "text/plain", b"method not allowed\n"
+    if path == "/metrics":
+        return 200, CONTENT_TYPE, metrics.exposition()
+    if path == "/healthz":
+        return 200, "text/plain", b"ok\n"
+    if path == "/readyz":
+        return (200, "text/plain", b"ready\n") if metrics.ready else (503, "text/plain", b"starting\n")
+    return 404, "text/plain", b"not found: /metrics, /healthz, /readyz\n"
+
+
+async def serve_metrics(listeners: list[trio.SocketListener], metrics: BrokerMetrics) -> None:
+    async def handle(stream: trio.SocketStream) -> None:
+        try:
+            with trio.move_on_after(REQUEST_TIMEOUT_S):
+                await _answer(stream, metrics)
+        except (trio.BrokenResourceError, h11.RemoteProtocolError) as exc:
+            log.debug("metrics client dropped: %s", exc)
+        finally:
+            await trio.aclose_forcefully(stream)
+
+    await trio.serve_listeners(handle, listeners)
+
+
+async def _answer(stream: trio.SocketStream, metrics: BrokerMetrics) -> None:
+    connection = h11.Connection(h11.SERVER)
+    while True:
+        event = connection.next_event()
+        if event is h11.NEED_DATA:
+            connection.receive_data(await stream.receive_some(RECEIVE_SIZE))
+            continue
+        if isinstance(event, h11.Request):
+            break
+        return  # closed before a request
+    status, content_type, body = route(metrics, event.method.decode(), event.target.decode())
+    headers = [("content-type", content_type), ("content-length", str(len(body))), ("connection", "close")]
+    await stream.send_all(connection.send(h11.Response(status_code=status, headers=headers)) or b"")
+    if event.method != b"HEAD":
+        await stream.send_all(connection.send(h11.Data(data=body)) or b"")
+    await stream.send_all(connection.send(h11.EndOfMessage()) or b"")

@@ -1,0 +1,191 @@
+"""The broker's Prometheus metrics (prometheus_client's registry and text format).
+
+Two kinds: what the server counts as it goes (requests, latency, bytes, connections,
+authentication failures, event-loop lag), and what is read from the broker's state at scrape time
+(the design's transaction and idempotence metrics, partitions, groups), so a scrape never takes a
+lock and costs nothing between scrapes. Scrapes run on the event loop, between requests.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Iterator
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from rivven_kproto.broker.broker import Broker
+from rivven_kproto.broker.groups.group import GroupState
+from rivven_kproto.codec.errors import Errors
+from rivven_kproto.codec.schema import REQUESTS
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+LAG_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0)
+
+
+def api_name(api_key: int) -> str:
+    request = REQUESTS.get(api_key)
+    return request.__name__.removesuffix("Request") if request is not None else str(api_key)
+
+
+class BrokerMetrics:
+    """One broker's registry; ``broker`` is set once recovery is done (``ready`` follows)."""
+
+    def __init__(self, per_partition: bool = True) -> None:
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.broker: Broker | None = None
+        self.ready = False
+        r = self.registry
+        self.requests = Counter("rivven_requests", "Requests handled, by API.", ["api"], registry=r)
+        self.request_errors = Counter(
+            "rivven_request_errors", "Error codes in responses (top level and per partition), by API and error.",
+            ["api", "error"], registry=r,
+        )
+        self.request_seconds = Histogram(
+            "rivven_request_duration_seconds", "Time from a decoded request to its encoded response, by API.",
+            ["api"], buckets=LATENCY_BUCKETS, registry=r,
+        )
+        self.bytes_received = Counter("rivven_bytes_received", "Bytes read from client connections.", registry=r)
+        self.bytes_sent = Counter("rivven_bytes_sent", "Bytes written to client connections.", registry=r)
+        self.connections = Gauge("rivven_connections", "Open client connections, by listener.", ["listener"], registry=r)
+        self.connections_opened = Counter("rivven_connections_opened", "Connections accepted, by listener.",
+                                          ["listener"], registry=r)
+        self.connections_closed = Counter("rivven_connections_closed", "Connections closed, by listener.",
+                                          ["listener"], registry=r)
+        self.authentication_failures = Counter(
+            "rivven_authentication_failures", "Failed SASL logins and refused TLS clients, by listener and mechanism.",
+            ["listener", "mechanism"], registry=r,
+        )
+        self.event_loop_lag = Histogram(
+            "rivven_event_loop_lag_seconds", "How late a periodic tick of the event loop woke up.",
+            buckets=LAG_BUCKETS, registry=r,
+        )
+        r.register(_StateCollector(self, per_partition))
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)
+
+    def observe_request(self, api_key: int, seconds: float, response: object) -> None:
+        api = api_name(api_key)
+        self.requests.labels(api).inc()
+        self.request_seconds.labels(api).observe(seconds)
+        for code in error_codes(response):
+            self.request_errors.labels(api, Errors.for_code(code).name).inc()
+
+
+def error_codes(response: object) -> Iterator[int]:
+    """Every non-zero ``error_code`` in a response, at any depth (per topic, per partition)."""
+    if not dataclasses.is_dataclass(response):
+        return
+    for name in _walk_fields(type(response)):  # type: ignore[arg-type]
+        value = getattr(response, name)
+        if name == "error_code":
+            if value:
+                yield value
+        elif isinstance(value, list):
+            for item in value:
+                yield from error_codes(item)
+        else:
+            yield from error_codes(value)
+
+
+@functools.cache
+def _walk_fields(cls: type) -> tuple[str, ...]:
+    """The fields worth walking: error codes, nested structs and arrays (not bytes or records)."""
+    names = []
+    for field in dataclasses.fields(cls):
+        if field.name == "error_code" or "Array" in str(field.type) or "list[" in str(field.type) or (
+            isinstance(field.type, str) and field.type[:1].isupper() and field.type not in ("Records", "UUID")
+        ):
+            names.append(field.name)
+    return tuple(names)
+
+
+class _StateCollector(Collector):
+    """Metrics read from the broker's state when scraped."""
+
+    def __init__(self, metrics: BrokerMetrics, per_partition: bool) -> None:
+        self.metrics = metrics
+        self.per_partition = per_partition
+
+    def collect(self) -> Iterator[Metric]:
+        broker = self.metrics.broker
+        if broker is None:
+            return
+        yield from self._transactions(broker)
+        yield from self._partitions(broker)
+        yield from self._groups(broker)
+
+    @staticmethod
+    def _transactions(broker: Broker) -> Iterator[Metric]:
+        counters = broker.txn.counters
+        for name, value, text in (
+            ("rivven_transactions_started", counters.started, "Transactions begun (first partition or group added)."),
+            ("rivven_transactions_committed", counters.committed, "Transactions completed as committed."),
+            ("rivven_transactions_aborted", counters.aborted, "Transactions completed as aborted (client or coordinator)."),
+            ("rivven_transactions_timed_out", counters.timed_out, "Transactions aborted by the coordinator's timeout."),
+            ("rivven_idempotent_duplicates", broker.idempotent_duplicates_total,
+             "Batches answered as duplicates from the producer state's last five batches."),
+        ):
+            yield CounterMetricFamily(name, text, value=value)
+        yield GaugeMetricFamily("rivven_transactions_active", "Transactions Ongoing, PrepareCommit or PrepareAbort.",
+                                value=broker.txn.active)
+        yield GaugeMetricFamily("rivven_idempotent_producers_active", "Producer ids with state on any partition.",
+                                value=broker.idempotent_producers_active)
+
+    def _partitions(self, broker: Broker) -> Iterator[Metric]:
+        topics = GaugeMetricFamily("rivven_topics", "Topics.", value=len(broker.topics))
+        yield topics
+        if not self.per_partition:
+            return
+        labels = ["topic", "partition"]
+        families = {
+            "hw": GaugeMetricFamily("rivven_partition_high_watermark", "High watermark (log end offset).", labels=labels),
+            "lso": GaugeMetricFamily("rivven_partition_last_stable_offset", "Last stable offset.", labels=labels),
+            "start": GaugeMetricFamily("rivven_partition_log_start_offset", "Log start offset.", labels=labels),
+            "size": GaugeMetricFamily("rivven_partition_log_size_bytes", "Bytes in the partition's segments.", labels=labels),
+            "segments": GaugeMetricFamily("rivven_partition_log_segments", "Segments of the partition.", labels=labels),
+        }
+        for topic in broker.topics.values():
+            for index, log in enumerate(topic.partitions):
+                if log.closed:
+                    continue
+                key = [topic.name, str(index)]
+                families["hw"].add_metric(key, log.log_end_offset)
+                families["lso"].add_metric(key, log.last_stable_offset)
+                families["start"].add_metric(key, log.log_start_offset)
+                families["size"].add_metric(key, log.size_bytes)
+                families["segments"].add_metric(key, len(log.segment_base_offsets))
+        yield from families.values()
+
+    def _groups(self, broker: Broker) -> Iterator[Metric]:
+        coordinator = broker.groups
+        by_state = GaugeMetricFamily("rivven_groups", "Consumer groups by state.", labels=["state"])
+        counts = {state.value: 0 for state in GroupState}
+        for group in coordinator.groups.values():
+            counts[group.state.value] += 1
+        for state, count in counts.items():
+            by_state.add_metric([state], count)
+        yield by_state
+        members = GaugeMetricFamily("rivven_group_members", "Members of each group.", labels=["group"])
+        for group in coordinator.groups.values():
+            members.add_metric([group.group_id], len(group.members))
+        yield members
+        if not self.per_partition:
+            return
+        labels = ["group", "topic", "partition"]
+        committed = GaugeMetricFamily("rivven_group_committed_offset", "Committed offset.", labels=labels)
+        lag = GaugeMetricFamily("rivven_group_lag", "Log end offset minus the committed offset.", labels=labels)
+        for record in coordinator.offsets.records():
+            key = [record.group_id, record.topic, str(record.partition)]
+            committed.add_metric(key, record.offset)
+            topic = broker.topics.get(record.topic)
+            if topic is not None and record.partition < len(topic.partitions):
+                log = topic.partitions[record.partition]
+                if not log.closed:
+                    lag.add_metric(key, max(0, log.log_end_offset - record.offset))
+        yield committed
+        yield lag

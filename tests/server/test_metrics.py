@@ -1,0 +1,63 @@
+"""The metrics endpoint's pure parts: routing, the error-code walk, and a scrape of a real Broker."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from rivven_kproto.broker.broker import Broker
+from rivven_kproto.broker.config import BrokerConfig
+from rivven_kproto.codec.errors import Errors
+from rivven_kproto.codec.messages.produce import (
+    PartitionProduceResponse,
+    ProduceResponse,
+    TopicProduceResponse,
+)
+from rivven_kproto.server.http import route
+from rivven_kproto.server.metrics import CONTENT_TYPE, BrokerMetrics, error_codes
+
+NOW = 1_700_000_000_000
+
+
+def partition(index: int, error: Errors) -> PartitionProduceResponse:
+    return PartitionProduceResponse(index=index, error_code=error, base_offset=-1, log_append_time_ms=-1, log_start_offset=-1)
+
+
+def test_error_codes_are_found_at_every_depth() -> None:
+    response = ProduceResponse(
+        responses=[
+            TopicProduceResponse(name="a", partition_responses=[partition(0, Errors.NONE), partition(1, Errors.NOT_LEADER_OR_FOLLOWER)]),
+            TopicProduceResponse(name="b", partition_responses=[partition(0, Errors.TOPIC_AUTHORIZATION_FAILED)]),
+        ],
+        throttle_time_ms=0,
+    )
+    assert sorted(error_codes(response)) == sorted([Errors.NOT_LEADER_OR_FOLLOWER, Errors.TOPIC_AUTHORIZATION_FAILED])
+    metrics = BrokerMetrics()
+    metrics.observe_request(0, 0.002, response)
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+               for family in text_string_to_metric_families(metrics.exposition().decode()) for s in family.samples}
+    assert samples[("rivven_requests_total", (("api", "Produce"),))] == 1
+    assert samples[("rivven_request_errors_total", (("api", "Produce"), ("error", "TOPIC_AUTHORIZATION_FAILED")))] == 1
+
+
+def test_routes_and_readiness(tmp_path: Path) -> None:
+    metrics = BrokerMetrics()
+    assert route(metrics, "GET", "/readyz")[0] == 503
+    assert route(metrics, "GET", "/healthz") == (200, "text/plain", b"ok\n")
+    assert route(metrics, "POST", "/metrics")[0] == 405
+    assert route(metrics, "GET", "/other")[0] == 404
+    status, content_type, body = route(metrics, "GET", "/metrics?x=1")
+    assert (status, content_type) == (200, CONTENT_TYPE) and b"rivven_transactions_started_total" not in body
+    broker = Broker(BrokerConfig(data_dir=tmp_path / "data"), NOW)
+    try:
+        metrics.broker, metrics.ready = broker, True
+        assert route(metrics, "GET", "/readyz")[0] == 200
+        body = route(metrics, "GET", "/metrics")[2].decode()
+        for name in ("rivven_transactions_started_total", "rivven_transactions_committed_total",
+                     "rivven_transactions_aborted_total", "rivven_transactions_timed_out_total",
+                     "rivven_transactions_active", "rivven_idempotent_producers_active",
+                     "rivven_idempotent_duplicates_total"):
+            assert f"\n{name} 0.0" in body, name
+    finally:
+        broker.close()

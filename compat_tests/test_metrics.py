@@ -9,7 +9,10 @@ counters start again from zero while the gauges are rebuilt from the recovered s
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -155,6 +158,25 @@ def test_design_metrics_are_exact_and_the_rest_consistent(metered: tuple[BrokerP
     assert samples['rivven_connections_opened_total{listener="PLAINTEXT"}'] >= 4
     assert samples["rivven_bytes_received_total"] > 0 and samples["rivven_bytes_sent_total"] > 0
     assert samples['rivven_request_duration_seconds_count{api="Produce"}'] == samples['rivven_requests_total{api="Produce"}']
+
+
+def test_kproto_txns_stats_reads_the_same_counters(metered: tuple[BrokerProcess, Scraper]) -> None:
+    broker, scraper = metered
+    base = [sys.executable, "-m", "rivven_kproto", "--bootstrap", broker.bootstrap, "--format", "json", "txns", "stats"]
+    through_metrics = subprocess.run([*base, "--metrics-url", scraper.base], text=True, capture_output=True, timeout=60)
+    assert through_metrics.returncode == 0, through_metrics.stderr
+    samples = scraper.samples()
+    assert json.loads(through_metrics.stdout) == {
+        "source": "metrics",
+        **{key: int(samples[f"rivven_transactions_{key}{'_total' if key != 'active' else ''}"])
+           for key in ("started", "committed", "aborted", "timed_out", "active")},
+    }
+    through_protocol = subprocess.run(base, text=True, capture_output=True, timeout=60)
+    assert through_protocol.returncode == 0, through_protocol.stderr
+    listed = json.loads(through_protocol.stdout)
+    assert listed["source"] == "ListTransactions" and listed["committed"] is None
+    assert listed["active"] == samples["rivven_transactions_active"]
+    assert sum(listed["by_state"].values()) == 2  # metered-1 and metered-2
 
 
 def test_counters_restart_and_gauges_are_rebuilt(metered: tuple[BrokerProcess, Scraper]) -> None:

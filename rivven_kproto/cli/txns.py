@@ -275,3 +275,55 @@ def describe_producers(topic: str, partition: int) -> None:
              "-" if p.current_txn_start_offset is None else p.current_txn_start_offset]
             for p in listed]
     emit(data, lambda: table(f"{topic}-{partition}", columns, rows))
+
+
+STATS = (("started", "rivven_transactions_started_total"), ("committed", "rivven_transactions_committed_total"),
+         ("aborted", "rivven_transactions_aborted_total"), ("timed_out", "rivven_transactions_timed_out_total"),
+         ("active", "rivven_transactions_active"))
+ACTIVE_STATES = ("Ongoing", "PrepareCommit", "PrepareAbort")
+
+
+@txns.command("stats")
+@click.option("--metrics-url", metavar="URL", help="The broker's metrics endpoint (http://HOST:PORT[/metrics]); "
+              "without it, the states ListTransactions reports (no counters).")
+def stats(metrics_url: str | None) -> None:
+    """The transaction coordinator's counters: started, committed, aborted, timed out, active.
+
+    \b
+    Example:
+      kproto txns stats --metrics-url http://127.0.0.1:9404
+    """
+    if metrics_url:
+        values = _scrape(metrics_url)
+        data: dict[str, Any] = {"source": "metrics", **{key: int(values.get(name, 0)) for key, name in STATS}}
+    else:
+
+        async def operation(client: KafkaClient) -> list[txn_admin.ListedTransaction]:
+            return await txn_admin.list_transactions(client, [], [], None)
+
+        listed = run(operation)
+        by_state: dict[str, int] = {}
+        for transaction in listed:
+            by_state[transaction.state] = by_state.get(transaction.state, 0) + 1
+        data = {"source": "ListTransactions", **{key: None for key, _ in STATS},
+                "active": sum(by_state.get(state, 0) for state in ACTIVE_STATES), "by_state": by_state}
+    rows = [[key, "-" if data[key] is None else data[key]] for key, _ in STATS]
+    emit(data, lambda: table(f"transactions (from {data['source']})", ["counter", "value"], rows))
+
+
+def _scrape(url: str) -> dict[str, float]:
+    """Sample values by name from a Prometheus endpoint (unlabelled samples only)."""
+    import urllib.error
+    import urllib.request
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    if not url.rstrip("/").endswith("/metrics"):
+        url = url.rstrip("/") + "/metrics"
+    try:
+        with urllib.request.urlopen(url, timeout=30) as answer:
+            text = answer.read().decode()
+    except (urllib.error.URLError, OSError) as exc:
+        raise click.ClickException(f"cannot read {url}: {getattr(exc, 'reason', exc)}") from None
+    return {sample.name: sample.value for family in text_string_to_metric_families(text)
+            for sample in family.samples if not sample.labels}

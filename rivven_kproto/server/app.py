@@ -67,7 +67,7 @@ class Server:
         self.broker = broker
         self.config = config
         self.metrics = metrics
-        self.durability = Durability(broker, config)
+        self.durability = Durability(broker, config, metrics)
         self.delayed = DelayedResponses(wall_clock_ms)
         self._append_event = trio.Event()
         self._idle_scopes: set[trio.CancelScope] = set()
@@ -376,7 +376,9 @@ async def serve(config: BrokerConfig, *, task_status: Any = trio.TASK_STATUS_IGN
             bound_port = sockets[0].socket.getsockname()[1]
             log.info("metrics on http://%s:%d/metrics (also /healthz, /readyz)", host, bound_port)
             endpoint.start_soon(serve_metrics, sockets, metrics)
+            started = time.perf_counter()
             broker = await trio.to_thread.run_sync(Broker, config, wall_clock_ms())
+            metrics.recovery_seconds.set(time.perf_counter() - started)
         else:
             broker = Broker(config, wall_clock_ms())
         try:

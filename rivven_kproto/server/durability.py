@@ -26,6 +26,7 @@ from rivven_kproto.broker.log.partition_log import PartitionLog
 
 from .context import RequestContext
 from .log_limits import RateLimitedLog
+from .metrics import BrokerMetrics
 
 TICK_S = 0.1
 # Out of descriptors (or memory for them): the flush is retried after this pause; nothing is acked meanwhile.
@@ -46,7 +47,8 @@ def _sync(pending: list[PendingFlush], wal_descriptor: int | None) -> None:
 
 
 class Durability:
-    def __init__(self, broker: Broker, config: BrokerConfig) -> None:
+    def __init__(self, broker: Broker, config: BrokerConfig, metrics: BrokerMetrics | None = None) -> None:
+        self.metrics = metrics
         self.broker = broker
         self.config = config
         self._dirty: set[PartitionLog] = set()
@@ -93,8 +95,12 @@ class Durability:
             raise
         if not pending and wal is None:
             return
+        started = time.perf_counter()
         try:
             await trio.to_thread.run_sync(_sync, [flush for _, flush in pending], wal)
+            if self.metrics is not None:
+                self.metrics.fsync_seconds.observe(time.perf_counter() - started)
+                self.metrics.fsync_partitions.inc(len(pending))
         finally:
             for partition, flush in pending:
                 if not partition.closed:

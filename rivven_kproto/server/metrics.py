@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import time
 from collections.abc import Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -18,6 +19,7 @@ from prometheus_client.registry import Collector
 
 from rivven_kproto.broker.broker import Broker
 from rivven_kproto.broker.groups.group import GroupState
+from rivven_kproto.broker.txn.state import TxnState
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.schema import REQUESTS
 
@@ -59,6 +61,13 @@ class BrokerMetrics:
             "rivven_authentication_failures", "Failed SASL logins and refused TLS clients, by listener and mechanism.",
             ["listener", "mechanism"], registry=r,
         )
+        self.fsync_seconds = Histogram(
+            "rivven_fsync_duration_seconds", "One flush round on the worker thread (every dirty segment and the "
+            "transaction log).", buckets=LATENCY_BUCKETS, registry=r,
+        )
+        self.fsync_partitions = Counter("rivven_fsync_partitions", "Partition logs fsynced.", registry=r)
+        self.recovery_seconds = Gauge("rivven_recovery_seconds", "How long opening and recovering the data took.",
+                                      registry=r)
         self.event_loop_lag = Histogram(
             "rivven_event_loop_lag_seconds", "How late a periodic tick of the event loop woke up.",
             buckets=LAG_BUCKETS, registry=r,
@@ -135,10 +144,31 @@ class _StateCollector(Collector):
                                 value=broker.txn.active)
         yield GaugeMetricFamily("rivven_idempotent_producers_active", "Producer ids with state on any partition.",
                                 value=broker.idempotent_producers_active)
+        yield CounterMetricFamily("rivven_transaction_markers_written", "COMMIT/ABORT markers written to partitions.",
+                                  value=sum(log.markers_written for log in broker.all_partitions()))
+        oldest = GaugeMetricFamily("rivven_transaction_oldest_open_age_seconds",
+                                   "Age of the oldest open transaction writing to each partition.", labels=["topic", "partition"])
+        now_ms = time.time() * 1000
+        starts: dict[tuple[str, int], int] = {}
+        for txn in broker.txn.txns.values():
+            if txn.state is TxnState.ONGOING or txn.state.is_prepare:
+                for key in txn.partitions:
+                    starts[key] = min(starts.get(key, txn.start_ms), txn.start_ms)
+        for (topic, partition), start_ms in sorted(starts.items()):
+            oldest.add_metric([topic, str(partition)], max(0.0, (now_ms - start_ms) / 1000))
+        yield oldest
 
     def _partitions(self, broker: Broker) -> Iterator[Metric]:
-        topics = GaugeMetricFamily("rivven_topics", "Topics.", value=len(broker.topics))
-        yield topics
+        yield GaugeMetricFamily("rivven_topics", "Topics.", value=len(broker.topics))
+        messages = CounterMetricFamily("rivven_topic_messages_appended", "Client records appended (duplicates not "
+                                       "counted) since start.", labels=["topic"])
+        volume = CounterMetricFamily("rivven_topic_bytes_appended", "Client batch bytes appended since start.",
+                                     labels=["topic"])
+        for topic in broker.topics.values():
+            messages.add_metric([topic.name], sum(log.appended_messages for log in topic.partitions))
+            volume.add_metric([topic.name], sum(log.appended_bytes for log in topic.partitions))
+        yield messages
+        yield volume
         if not self.per_partition:
             return
         labels = ["topic", "partition"]
@@ -171,9 +201,13 @@ class _StateCollector(Collector):
             by_state.add_metric([state], count)
         yield by_state
         members = GaugeMetricFamily("rivven_group_members", "Members of each group.", labels=["group"])
+        generation = GaugeMetricFamily("rivven_group_generation", "Generation of each group (one per rebalance).",
+                                       labels=["group"])
         for group in coordinator.groups.values():
             members.add_metric([group.group_id], len(group.members))
+            generation.add_metric([group.group_id], group.generation_id)
         yield members
+        yield generation
         if not self.per_partition:
             return
         labels = ["group", "topic", "partition"]

@@ -86,6 +86,11 @@ class PartitionLog:
         self._closed = False
         self.last_flush_ms = now_ms
         self.producers = ProducerStateManager(directory)
+        # Since this process opened the log (for the metrics): client records and bytes appended
+        # (duplicates not counted), and transaction markers written.
+        self.appended_messages = 0
+        self.appended_bytes = 0
+        self.markers_written = 0
 
     # -- opening ---------------------------------------------------------------------------------
 
@@ -224,6 +229,9 @@ class PartitionLog:
             logger.exception("append to %s failed", self.directory)
             raise KafkaError(Errors.KAFKA_STORAGE_ERROR, str(exc)) from exc
         self.producers.update(headers)
+        if from_client:
+            self.appended_messages += headers[-1].last_offset - headers[0].base_offset + 1
+            self.appended_bytes += len(buf)
         return AppendInfo(
             base_offset=headers[0].base_offset,
             last_offset=headers[-1].last_offset,
@@ -298,6 +306,7 @@ class PartitionLog:
             timestamp=now_ms,
         )
         info = self.append(marker, now_ms, from_client=False)
+        self.markers_written += 1
         self.producers.complete_txn(producer_id, producer_epoch, info.base_offset, commit)
         return info.base_offset
 

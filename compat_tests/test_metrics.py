@@ -217,3 +217,24 @@ def test_counters_restart_and_gauges_are_rebuilt(metered: tuple[BrokerProcess, S
                  'rivven_partition_high_watermark{partition="0",topic="metered-txn"}',
                  'rivven_group_committed_offset{group="metered-group",partition="0",topic="metered-idem"}'):
         assert after[name] == before[name], name
+
+
+DASHBOARD = Path(__file__).resolve().parents[1] / "tools" / "grafana" / "rivven_kproto.json"
+SUFFIXES = ("_total", "_bucket", "_count", "_sum", "_created")
+
+
+def test_the_grafana_dashboard_uses_only_exported_metrics(metered: tuple[BrokerProcess, Scraper]) -> None:
+    _, scraper = metered
+    _, text = scraper.get("/metrics")
+    families = {line.split()[2] for line in text.splitlines() if line.startswith("# TYPE ")}
+    exported = families | {family + suffix for family in families for suffix in SUFFIXES}
+    dashboard = json.loads(DASHBOARD.read_text())
+    expressions = [target["expr"] for panel in dashboard["panels"] for target in panel["targets"]]
+    assert len(expressions) >= 12
+    named = {name for expr in expressions for name in re.findall(r"\brivven_[a-z_]+", expr)}
+    assert named and not (named - exported), sorted(named - exported)
+    # The design's seven are all on the dashboard.
+    for name in ("rivven_transactions_started_total", "rivven_transactions_committed_total", "rivven_transactions_aborted_total",
+                 "rivven_transactions_timed_out_total", "rivven_transactions_active",
+                 "rivven_idempotent_producers_active", "rivven_idempotent_duplicates_total"):
+        assert name in named, name

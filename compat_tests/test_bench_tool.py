@@ -48,7 +48,7 @@ def test_the_null_broker_serves_confluent_kafka_produce_and_consume() -> None:
 def test_a_tiny_bench_run_reports_every_workload(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
     selected = ["produce-8p", "consume-uncommitted", "consume-committed", "transactions", "latency", "connections",
-                "produce-8p-tls", "consume-sasl-ssl"]
+                "produce-8p-tls", "consume-sasl-ssl", "produce-8p-scraped"]
     run = subprocess.run(
         [sys.executable, "-m", "tools.bench", "--rounds", "1", "--messages", "5000", "--transactions", "20",
          "--latency-seconds", "1", "--workloads", ",".join(selected), "--json", str(out)],
@@ -65,6 +65,7 @@ def test_a_tiny_bench_run_reports_every_workload(tmp_path: Path) -> None:
     assert ours["transactions"]["messages"] == 200 and ours["transactions"]["p99_ms"] > 0
     assert ours["latency"]["messages"] == ours["latency"]["sent"] == 5000
     assert ours["produce-8p-tls"]["messages"] == 5000 and ours["consume-sasl-ssl"]["consumed"] == 5000 + 8
+    assert ours["produce-8p-scraped"]["messages"] == 5000 and "scrapes" in ours["produce-8p-scraped"]
     for figures in (ours[name] for name in selected):
         assert figures["msgs_per_s"] > 0 and figures["broker_cpu_s"] >= 0 and figures["peak_rss_mib"] > 10
     assert ours["idle"]["rss_mib"] > 10

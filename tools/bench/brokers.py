@@ -25,6 +25,7 @@ log = logging.getLogger(__name__)
 READY_TIMEOUT_S = 30
 OURS_READY = re.compile(rb"listening on [\d.]+:(\d+) advertised as")
 NULL_READY = re.compile(rb"listening on 127\.0\.0\.1:(\d+)")
+METRICS_READY = re.compile(rb"metrics on (http://[\d.]+:\d+)/metrics")
 SECURED_READY = re.compile(rb"listener (SSL|SASL_SSL) \(\w+\) listening on [\d.]+:(\d+)")
 BENCH_USER, BENCH_PASSWORD = "bench", "bench-secret"
 
@@ -58,7 +59,7 @@ class Target:
 
 def ours(profile_dir: Path | None = None) -> Target:
     serve = ["-m", "rivven_kproto", "serve", "--config", "{config}", "--listen", "127.0.0.1:{port}",
-             "--data-dir", "{data}"]
+             "--data-dir", "{data}", "--metrics", "127.0.0.1:0"]
     if profile_dir is not None:
         serve = ["-m", "cProfile", "-o", str(profile_dir / "ours-{round}.pstats"), *serve]
     return Target("rivven_kproto", [sys.executable, *serve], OURS_READY, secured=True)
@@ -101,6 +102,8 @@ class Running:
         self.pid = self.process.pid
         # Client settings per secured listener (SSL, SASL_SSL), for the -tls and -sasl-ssl workloads.
         self.secured: dict[str, dict[str, str]] = {}
+        found = METRICS_READY.search(self.log_path.read_bytes())
+        self.metrics_url = found.group(1).decode() + "/metrics" if found else None  # ours only
         if target.secured:
             ports = self._secured_ports()
             ca = str(Path(self.data.name) / "ca.pem")

@@ -16,7 +16,7 @@ log = logging.getLogger(__name__)
 
 WORKLOADS = (
     "produce-1p", "produce-8p", "consume-uncommitted", "consume-committed", "transactions", "latency",
-    "connections", "produce-8p-tls", "consume-tls", "produce-8p-sasl-ssl", "consume-sasl-ssl",
+    "connections", "produce-8p-tls", "consume-tls", "produce-8p-sasl-ssl", "consume-sasl-ssl", "produce-8p-scraped",
 )
 # Over our broker's SSL and SASL_SSL (PLAIN) listeners; brokers started without them skip these.
 SECURED_WORKLOADS = {"produce-8p-tls": "SSL", "consume-tls": "SSL", "produce-8p-sasl-ssl": "SASL_SSL",
@@ -57,6 +57,9 @@ def _workload(name: str, running: Running, s: Settings) -> Callable[[], w.Figure
         "produce-8p-sasl-ssl": lambda: w.produce(bootstrap, "bench-sasl-ssl", n, CONSUMED_PARTITIONS, client=sasl),
         "consume-sasl-ssl": lambda: w.consume(bootstrap, "bench-sasl-ssl", n + CONSUMED_PARTITIONS,
                                               CONSUMED_PARTITIONS, "read_uncommitted", client=sasl),
+        # The 8-partition produce while /metrics is scraped every 100 ms (compare with produce-8p).
+        "produce-8p-scraped": lambda: w.while_scraped(
+            running.metrics_url, lambda: w.produce(bootstrap, "bench-scraped", n, CONSUMED_PARTITIONS)),
     }
     return table[name]
 
@@ -71,6 +74,7 @@ def run_round(target: Target, round_: int, selected: list[str], settings: Settin
         results["idle"] = {"rss_mib": round(idle.rss_mib, 1)}
         names = [name for name in selected if not target.limit_only or name in LIMIT_WORKLOADS]
         names = [name for name in names if name not in SECURED_WORKLOADS or target.secured]
+        names = [name for name in names if name != "produce-8p-scraped" or running.metrics_url]
         for name, produced_by in (("consume-tls", "produce-8p-tls"), ("consume-sasl-ssl", "produce-8p-sasl-ssl")):
             if name in names and produced_by not in names:
                 _workload(produced_by, running, settings)()  # untimed: what the consume workload reads

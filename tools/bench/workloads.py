@@ -221,3 +221,27 @@ def _read_exactly(sock: socket.socket, size: int) -> bytes:
             raise ConnectionError("the broker closed an idle connection")
         data += chunk
     return data
+
+
+def while_scraped(url: str | None, run: Callable[[], Figures], every_s: float = 0.1) -> Figures:
+    """Run a workload while a thread GETs the broker's metrics endpoint every ``every_s``."""
+    import urllib.request
+
+    assert url is not None
+    stop = threading.Event()
+    scrapes: list[int] = []
+
+    def scrape() -> None:
+        while not stop.wait(every_s):
+            with urllib.request.urlopen(url, timeout=10) as answer:
+                scrapes.append(len(answer.read()))
+
+    thread = threading.Thread(target=scrape, daemon=True)
+    thread.start()
+    try:
+        figures = run()
+    finally:
+        stop.set()
+        thread.join(10)
+    figures.extra.update(scrapes=len(scrapes), scrape_bytes=max(scrapes, default=0))
+    return figures

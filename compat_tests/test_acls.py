@@ -409,3 +409,23 @@ def test_nothing_denied_leaves_a_trace(cluster: Cluster) -> None:
     assert listed.returncode == 0, listed.stderr
     ids = [entry["transactional_id"] for entry in json.loads(listed.stdout)["transactions"]]
     assert "bob-denied-tx" not in ids and "admin-visible-tx" in ids
+
+
+def test_scram_credentials_and_acls_survive_kill_9(tmp_path: Path) -> None:
+    broker = start(tmp_path)
+    try:
+        cluster = Cluster(broker)
+        admin = cluster.admin()
+        for future in admin.create_acls([binding("User:nine", ResourceType.TOPIC, "kept9", AclOperation.ALL)]).values():
+            future.result(TIMEOUT_S)
+        upsert = UserScramCredentialUpsertion("nine", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096), b"nine-pw")
+        for future in admin.alter_user_scram_credentials([upsert]).values():
+            future.result(TIMEOUT_S)
+        broker.kill()  # SIGKILL right after both were acknowledged
+        broker.start()
+        cluster = Cluster(broker)
+        nine = {**cluster.config("nine"), "sasl.mechanism": "SCRAM-SHA-256", "sasl.password": "nine-pw"}
+        assert produce(nine, "kept9") is None  # authenticated by the kept credential, allowed by the kept ACL
+    finally:
+        if broker.alive():
+            broker.stop()

@@ -242,3 +242,29 @@ def test_librdkafka_reauthenticates_and_keeps_producing(broker: Broker) -> None:
     assert "User:bob re-authenticated" in log_text
     assert "the authentication session of User:bob expired" not in log_text
     assert not [e for e in errors if e.code() == KafkaError._AUTHENTICATION], errors
+
+
+def test_an_untrusted_client_certificate_is_refused_and_others_are_served(broker: Broker) -> None:
+    stranger_ca = trustme.CA()
+    cert = stranger_ca.issue_cert("client.example", common_name="Client-One", organization_name="Example",
+                                  organization_unit_name="team")
+    key_file, cert_file = broker.base / "untrusted.key", broker.base / "untrusted.pem"
+    cert.private_key_pem.write_to_path(str(key_file))
+    cert.cert_chain_pems[0].write_to_path(str(cert_file))
+    config = {**broker.mtls("Client-One", "Example"), "ssl.certificate.location": str(cert_file),
+              "ssl.key.location": str(key_file)}
+    with pytest.raises(KafkaException):
+        AdminClient(config).list_topics(timeout=5)
+    assert re.search(r"TLS handshake with 127\.0\.0\.1:\d+ on MTLS failed", broker.process.log_text())
+    assert produce(broker.mtls("Client-One", "Example"), "mtls-topic") == [None]  # the trusted one still works
+
+
+def test_an_unknown_mechanism_gets_kafkas_answer_and_the_connection_closes(broker: Broker) -> None:
+    sock = raw_client.connect(broker.address("SASL_PLAINTEXT"))
+    try:
+        answer = raw_client.call(sock, SaslHandshakeRequest(mechanism="GSSAPI"), 1)
+        assert answer.error_code == Errors.UNSUPPORTED_SASL_MECHANISM
+        assert answer.mechanisms == ["PLAIN", "SCRAM-SHA-256"]
+        assert raw_client.closed_by_peer(sock)
+    finally:
+        sock.close()

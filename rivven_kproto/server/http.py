@@ -38,6 +38,8 @@ async def serve_metrics(listeners: list[trio.SocketListener], metrics: BrokerMet
                 await _answer(stream, metrics)
         except (trio.BrokenResourceError, h11.RemoteProtocolError) as exc:
             log.debug("metrics client dropped: %s", exc)
+        except Exception:  # one bad scrape must never take the broker down
+            log.exception("metrics request failed")
         finally:
             await trio.aclose_forcefully(stream)
 

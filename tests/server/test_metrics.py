@@ -61,3 +61,30 @@ def test_routes_and_readiness(tmp_path: Path) -> None:
             assert f"\n{name} 0.0" in body, name
     finally:
         broker.close()
+
+
+def test_the_endpoint_survives_bad_clients() -> None:
+    """Garbage, an unfinished request and a non-UTF-8 target close only that connection."""
+    import trio
+
+    from rivven_kproto.server.http import serve_metrics
+
+    async def main() -> None:
+        metrics = BrokerMetrics()
+        listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+        port = listeners[0].socket.getsockname()[1]
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(serve_metrics, listeners, metrics)
+            for junk in (b"\x00\xff garbage\r\n\r\n", b"GET /\xff\xfe HTTP/1.1\r\nhost: x\r\n\r\n", b"GET /metr"):
+                stream = await trio.open_tcp_stream("127.0.0.1", port)
+                await stream.send_all(junk)
+                await stream.aclose()
+            stream = await trio.open_tcp_stream("127.0.0.1", port)
+            await stream.send_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n")
+            answer = b""
+            while chunk := await stream.receive_some(4096):
+                answer += chunk
+            assert answer.startswith(b"HTTP/1.1 200") and answer.endswith(b"ok\n")
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)

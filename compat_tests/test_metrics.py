@@ -167,9 +167,29 @@ def test_design_metrics_are_exact_and_the_rest_consistent(metered: tuple[BrokerP
     assert samples["rivven_transaction_markers_written_total"] == 6
     assert not [name for name in samples if name.startswith("rivven_transaction_oldest_open_age_seconds")]
     assert samples['rivven_group_generation{group="metered-group"}'] == 0
+    assert samples['rivven_group_rebalances_total{group="metered-group"}'] == 0  # commits only, no members
     assert samples["rivven_recovery_seconds"] > 0
     fsyncs = scraper.wait_for("rivven_fsync_partitions_total", samples["rivven_fsync_partitions_total"] or -1)
     assert fsyncs["rivven_fsync_duration_seconds_count"] >= 1 and fsyncs["rivven_fsync_partitions_total"] >= 1
+
+
+def test_a_subscribing_consumer_counts_rebalances(metered: tuple[BrokerProcess, Scraper]) -> None:
+    broker, scraper = metered
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "metered-sub",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.subscribe(["metered-idem"])
+    try:
+        deadline = time.monotonic() + TIMEOUT_S
+        while not consumer.assignment():
+            assert time.monotonic() < deadline, "no assignment"
+            consumer.poll(0.2)
+        samples = scraper.samples()
+        assert samples['rivven_group_rebalances_total{group="metered-sub"}'] >= 1
+        assert samples['rivven_group_generation{group="metered-sub"}'] >= 1
+        assert samples['rivven_group_members{group="metered-sub"}'] == 1
+        assert samples['rivven_groups{state="Stable"}'] >= 1
+    finally:
+        consumer.close()
 
 
 def test_an_open_transaction_shows_its_age(metered: tuple[BrokerProcess, Scraper]) -> None:

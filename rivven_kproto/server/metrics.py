@@ -201,13 +201,16 @@ class _StateCollector(Collector):
             by_state.add_metric([state], count)
         yield by_state
         members = GaugeMetricFamily("rivven_group_members", "Members of each group.", labels=["group"])
-        generation = GaugeMetricFamily("rivven_group_generation", "Generation of each group (one per rebalance).",
-                                       labels=["group"])
+        generation = GaugeMetricFamily("rivven_group_generation", "Generation of each group.", labels=["group"])
+        rebalances = CounterMetricFamily("rivven_group_rebalances", "Rebalances begun (PreparingRebalance) since start.",
+                                         labels=["group"])
         for group in coordinator.groups.values():
             members.add_metric([group.group_id], len(group.members))
             generation.add_metric([group.group_id], group.generation_id)
+            rebalances.add_metric([group.group_id], group.rebalances)
         yield members
         yield generation
+        yield rebalances
         if not self.per_partition:
             return
         labels = ["group", "topic", "partition"]

@@ -109,6 +109,8 @@ class ClassicGroup:
     sync_generation: int = -1
     # The last group record written (what a snapshot must keep; soft state in between is not).
     persisted: GroupRecord | None = None
+    # Rebalances begun since this process loaded the group (for the metrics; not persisted).
+    rebalances: int = field(default=0, compare=False)
 
     # -- states -------------------------------------------------------------------------------
 
@@ -120,6 +122,8 @@ class ClassicGroup:
             raise AssertionError(f"group {self.group_id}: illegal transition {self.state.value} -> {state.value}")
         self.previous_state, self.state = self.state, state
         self.state_timestamp = now_ms
+        if state is GroupState.PREPARING_REBALANCE:
+            self.rebalances += 1
 
     def can_rebalance(self) -> bool:
         return self.state in _VALID_PREVIOUS[GroupState.PREPARING_REBALANCE]

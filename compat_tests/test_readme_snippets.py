@@ -170,12 +170,6 @@ def test_groups_snippet(readme_broker: tuple[BrokerProcess, Path]) -> None:
     assert "billing" in result.stdout + result.stderr
 
 
-def test_verify_eos_snippet(readme_broker: tuple[BrokerProcess, Path]) -> None:
-    broker, workdir = readme_broker
-    code = block("sh", "kproto verify-eos").replace("127.0.0.1:9092", broker.bootstrap)
-    run(["bash", "-euo", "pipefail", "-c", code], workdir, broker.bootstrap)
-
-
 def test_spark_snippets(readme_broker: tuple[BrokerProcess, Path]) -> None:
     """The Spark section's batch and streaming blocks, in one Python process (the second uses the
     first's session), against the demo topic the earlier snippets wrote."""

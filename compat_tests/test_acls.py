@@ -40,6 +40,7 @@ from rivven_kproto.codec.messages.describe_log_dirs import DescribeLogDirsReques
 from rivven_kproto.codec.messages.metadata import MetadataRequest, MetadataRequestTopic
 
 from .broker_process import BrokerProcess
+from .test_security_sessions import authentication_error
 from .txn_helpers import Raw
 
 LISTENER = re.compile(r"listener SASL_PLAINTEXT \(SASL_PLAINTEXT\) listening on [\d.]+:(\d+)")
@@ -61,6 +62,14 @@ class Cluster:
 
     def admin(self) -> AdminClient:
         return AdminClient(self.config("admin"))
+
+    def admin_cli(self, directory: Path) -> list[str]:
+        """``kproto`` as the super user admin, through the SASL listener (--command-config)."""
+        properties = directory / "admin.properties"
+        properties.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.username=admin\n"
+                              "sasl.password=admin-pw\n")
+        return [sys.executable, "-m", "rivven_kproto", "--bootstrap", f"127.0.0.1:{self.sasl_port}",
+                "--command-config", str(properties)]
 
 
 def start(base: Path) -> BrokerProcess:
@@ -220,10 +229,7 @@ def test_without_an_authorizer_acl_apis_answer_security_disabled(broker: BrokerP
 
 
 def test_kproto_acls_add_list_remove(cluster: Cluster, tmp_path: Path) -> None:
-    properties = tmp_path / "admin.properties"
-    properties.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.username=admin\nsasl.password=admin-pw\n")
-    base = [sys.executable, "-m", "rivven_kproto", "--bootstrap", f"127.0.0.1:{cluster.sasl_port}",
-            "--command-config", str(properties), "--format", "json"]
+    base = [*cluster.admin_cli(tmp_path), "--format", "json"]
 
     def kproto(*args: str) -> Any:
         result = subprocess.run([*base, *args], text=True, capture_output=True, timeout=60)
@@ -241,22 +247,8 @@ def test_kproto_acls_add_list_remove(cluster: Cluster, tmp_path: Path) -> None:
 
 
 def scram_login_error(cluster: Cluster, user: str, password: str, mechanism: str) -> KafkaError | None:
-    """None when the user can log in with this password (a metadata request succeeds), else the
-    authentication error librdkafka reports (it reports it at once; list_topics alone would retry)."""
-    errors: list[KafkaError] = []
-    config = {**cluster.config(user), "sasl.mechanism": mechanism, "sasl.password": password, "error_cb": errors.append}
-    admin = AdminClient(config)
-    for _ in range(120):
-        admin.poll(0.1)
-        failed = [e for e in errors if e.code() == KafkaError._AUTHENTICATION]
-        if failed:
-            return failed[0]
-        try:
-            admin.list_topics(timeout=0.5)
-        except KafkaException:
-            continue
-        return None
-    raise AssertionError(f"{user} neither logged in nor was refused: {errors}")
+    """None when the user can log in with this password, else the authentication error."""
+    return authentication_error({**cluster.config(user), "sasl.mechanism": mechanism, "sasl.password": password})
 
 
 def test_scram_users_through_the_admin_api(cluster: Cluster) -> None:
@@ -291,10 +283,7 @@ def test_scram_users_through_the_admin_api(cluster: Cluster) -> None:
 
 
 def test_kproto_users_add_list_remove_through_the_broker(cluster: Cluster, tmp_path: Path) -> None:
-    properties = tmp_path / "admin.properties"
-    properties.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.username=admin\nsasl.password=admin-pw\n")
-    base = [sys.executable, "-m", "rivven_kproto", "--bootstrap", f"127.0.0.1:{cluster.sasl_port}",
-            "--command-config", str(properties)]
+    base = cluster.admin_cli(tmp_path)
 
     def kproto(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
         return subprocess.run([*base, *args], input=stdin, text=True, capture_output=True, timeout=60)
@@ -313,10 +302,7 @@ def test_kproto_users_add_list_remove_through_the_broker(cluster: Cluster, tmp_p
 
 
 def test_kproto_acls_producer_and_consumer_convenience_sets(cluster: Cluster, tmp_path: Path) -> None:
-    properties = tmp_path / "admin.properties"
-    properties.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.username=admin\nsasl.password=admin-pw\n")
-    base = [sys.executable, "-m", "rivven_kproto", "--bootstrap", f"127.0.0.1:{cluster.sasl_port}",
-            "--command-config", str(properties), "--format", "json"]
+    base = [*cluster.admin_cli(tmp_path), "--format", "json"]
 
     def kproto(*args: str) -> Any:
         result = subprocess.run([*base, *args], text=True, capture_output=True, timeout=60)
@@ -401,10 +387,7 @@ def test_nothing_denied_leaves_a_trace(cluster: Cluster) -> None:
     assert [tp.offset for tp in committed.topic_partitions] == [OFFSET_INVALID]
     # The admin (a super user) sees every transactional id, its own included: bob's was never registered.
     Producer(cluster.config("admin", **{"transactional.id": "admin-visible-tx"})).init_transactions(TIMEOUT_S)
-    properties = cluster.broker.data_dir.parent / "admin-txns.properties"
-    properties.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.username=admin\nsasl.password=admin-pw\n")
-    listed = subprocess.run([sys.executable, "-m", "rivven_kproto", "--bootstrap", f"127.0.0.1:{cluster.sasl_port}",
-                             "--command-config", str(properties), "--format", "json", "txns", "list"],
+    listed = subprocess.run([*cluster.admin_cli(cluster.broker.data_dir.parent), "--format", "json", "txns", "list"],
                             text=True, capture_output=True, timeout=60)
     assert listed.returncode == 0, listed.stderr
     ids = [entry["transactional_id"] for entry in json.loads(listed.stdout)["transactions"]]

@@ -158,6 +158,8 @@ class ConfluentTxn(TxnProducer):
             # and Python reports that as SystemError caused by the real KafkaException.
             if isinstance(exc.__cause__, KafkaException):
                 raise exc.__cause__ from None
+            if self.errors:  # sometimes without the cause ("returned NULL without setting an
+                raise KafkaException(self.errors[0]) from exc  # exception"): the delivery error is it
             raise
         if self.errors:
             raise KafkaException(self.errors[0])

@@ -1,7 +1,10 @@
 """The broker's engine room: topics, their partition logs and topic configs, in plain Python.
 
 Everything here is synchronous and deterministic (time is an argument); the server layer decides
-when to wait, when to fsync and on which thread. Layout of the data directory::
+when to wait, when to fsync and on which thread. State changes do their file writes into the page
+cache only; fsyncs and other blocking file work are collected (``unflushed``, the coordinators'
+logs, ``work``) for the server's flusher to run on a worker thread (see ``broker/durable``).
+Layout of the data directory::
 
     <data_dir>/meta/cluster.json      {"cluster_id": ..., "node_id": ...}, written once
     <data_dir>/meta/topics.json       see broker.topics
@@ -15,7 +18,6 @@ from __future__ import annotations
 import base64
 import json
 import logging
-import shutil
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -25,11 +27,13 @@ from rivven_kproto.codec.errors import Errors, KafkaError
 
 from .config import BrokerConfig
 from .datadir_lock import DataDirLock
+from .durable.files import write_atomic
+from .durable.log import DurableLog
+from .durable.work import BlockingWork, run_all
 from .faults import fault_point
 from .groups import GroupCoordinator
-from .log.checkpoint import write_atomic
 from .log.config import LogConfig
-from .log.partition_log import PartitionLog
+from .log.partition_log import PartitionLog, remove_deleted
 from .producer_ids import ProducerIdAllocator
 from .security.acls import Authorizer
 from .security.scram import ScramStore
@@ -47,7 +51,6 @@ from .topics import (
     validate_topic_name,
 )
 from .txn.coordinator import TransactionCoordinator
-from .txn.wal import WriteAheadLog
 
 log = logging.getLogger(__name__)
 
@@ -90,11 +93,14 @@ class Broker:
             raise
 
     def _open(self, config: BrokerConfig, now_ms: int) -> None:
+        self.work = BlockingWork()
+        self.unflushed: set[PartitionLog] = set()  # written by the broker itself (markers) since the last flush
+        remove_deleted(self.data_dir)
         meta_dir = self.data_dir / "meta"
         meta_dir.mkdir(parents=True, exist_ok=True)
         self.cluster_id = self._load_cluster_id(meta_dir)
         self.store = TopicStore(meta_dir)
-        self.producer_ids = ProducerIdAllocator(meta_dir)
+        self.producer_ids = ProducerIdAllocator(meta_dir, work=self.work)
         self.scram = ScramStore(meta_dir)
         self.authorizer = (
             Authorizer(meta_dir, config.super_users, config.allow_everyone_if_no_acl_found)
@@ -105,19 +111,12 @@ class Broker:
         for meta in self.store.topics.values():
             topic = Topic(meta, self._log_config(meta.configs))
             for index in range(meta.partitions):
-                topic.partitions.append(
-                    PartitionLog.open(_log_dir(self.data_dir, meta.name, index), topic.log_config, now_ms)
-                )
+                topic.partitions.append(self._open_partition(meta.name, index, topic.log_config, now_ms))
             self.topics[meta.name] = topic
-        self.groups = GroupCoordinator(
-            meta_dir / "groups",
-            config.groups,
-            fsync=config.fsync == "always",
-            flush_interval_ms=config.flush_interval_ms if config.fsync == "interval" else None,
-        )
+        self.groups = GroupCoordinator(meta_dir / "groups", config.groups, work=self.work)
         self.groups.load(now_ms)
         self.txn = TransactionCoordinator(
-            WriteAheadLog(meta_dir / "txn", fsync=config.fsync == "always"),
+            DurableLog(meta_dir / "txn", "txn", self.work),
             self.producer_ids.allocate,
             self.write_markers,
             max_timeout_ms=config.transaction_max_timeout_ms,
@@ -126,7 +125,16 @@ class Broker:
         # Transactional offsets become visible (or are dropped) with their transaction; the groups
         # are loaded first so that recovery can finish transactions that hold offsets.
         self.txn.complete_groups = self.groups.complete_transaction
-        self.txn.recover(now_ms)
+        self.txn.recover(now_ms, lambda: self._flush_unflushed(now_ms))
+
+    def _flush_unflushed(self, now_ms: int) -> None:
+        """At load only (nothing is served yet): make the markers recovery wrote durable."""
+        for partition in self.unflushed:
+            partition.flush(now_ms)
+        self.unflushed.clear()
+
+    def _open_partition(self, topic: str, index: int, log_config: LogConfig, now_ms: int) -> PartitionLog:
+        return PartitionLog.open(_log_dir(self.data_dir, topic, index), log_config, now_ms, self.work)
 
     def _load_cluster_id(self, meta_dir: Path) -> str:
         path = meta_dir / "cluster.json"
@@ -220,7 +228,7 @@ class Broker:
         meta = TopicMeta(name, uuid.uuid4(), partitions, dict(configs))
         topic = Topic(meta, log_config)
         for index in range(partitions):
-            topic.partitions.append(PartitionLog.open(_log_dir(self.data_dir, name, index), log_config, now_ms))
+            topic.partitions.append(self._open_partition(name, index, log_config, now_ms))
         self.topics[name] = topic
         self.store.topics[name] = meta
         self.store.save()
@@ -232,9 +240,9 @@ class Broker:
         del self.topics[name]
         del self.store.topics[name]
         self.store.save()
-        for index, partition in enumerate(topic.partitions):
+        for partition in topic.partitions:
             partition.delete()
-            shutil.rmtree(_log_dir(self.data_dir, name, index), ignore_errors=True)
+            self.unflushed.discard(partition)
         self.groups.delete_topic(name)
         log.info("deleted topic %s", name)
 
@@ -255,7 +263,7 @@ class Broker:
         if validate_only:
             return
         for index in range(current, count):
-            topic.partitions.append(PartitionLog.open(_log_dir(self.data_dir, name, index), topic.log_config, now_ms))
+            topic.partitions.append(self._open_partition(name, index, topic.log_config, now_ms))
         topic.meta.partitions = count
         self.store.save()
 
@@ -270,15 +278,6 @@ class Broker:
         for partition in topic.partitions:
             partition.config = log_config
         self.store.save()
-
-    def topic_config_entries(self, name: str) -> list[tuple[str, str, bool]]:
-        """(key, value, is_default) for every topic config we know, as DescribeConfigs lists them."""
-        topic = self.topic(name)
-        defaults = {**TOPIC_CONFIG_DEFAULTS, **log_config_strings(self.config.log)}
-        return [
-            (key, topic.meta.configs.get(key, default), key not in topic.meta.configs)
-            for key, default in sorted(defaults.items())
-        ]
 
     # -- config descriptions (DescribeConfigs, CreateTopics v5+) ------------------------------
 
@@ -337,8 +336,7 @@ class Broker:
                 continue
             try:
                 log_.append_marker(producer_id, producer_epoch, commit, COORDINATOR_EPOCH, now_ms)
-                if self.config.fsync == "always":
-                    log_.flush(now_ms)  # durable before the coordinator logs the completion
+                self.unflushed.add(log_)
             except (KafkaError, OSError):
                 log.exception("writing a transaction marker to %s-%d failed", topic, index)
                 failed.add((topic, index))
@@ -360,15 +358,20 @@ class Broker:
     def idempotent_duplicates_total(self) -> int:
         return sum(p.producers.duplicates for p in self.all_partitions())
 
-    def flush_all(self) -> None:
-        for partition in self.all_partitions():
-            partition.flush()
+    @property
+    def coordinator_writes(self) -> int:
+        """Entries appended to the coordinators' logs since start (the server waits for an fsync
+        before answering a request that wrote any, under ``fsync=always``)."""
+        groups = self.groups.log.appended if self.groups.log is not None else 0
+        return self.txn.log.appended + groups
 
     def close(self) -> None:
+        """Finish the queued file work, flush everything and leave clean-shutdown markers."""
+        run_all(self.work.take())
         for partition in self.all_partitions():
             partition.close()
         self.groups.close()
-        self.txn.wal.close()
+        self.txn.log.close()
         self.lock.release()
 
 

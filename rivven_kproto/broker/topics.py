@@ -23,7 +23,7 @@ from typing import Any
 
 from rivven_kproto.codec.errors import Errors, KafkaError
 
-from .log.checkpoint import write_atomic
+from .durable.files import write_atomic
 
 MAX_TOPIC_NAME = 249
 _LEGAL = re.compile(r"[a-zA-Z0-9._-]+")  # fullmatch: "$" would accept a trailing newline

@@ -248,6 +248,7 @@ class Server:
             self.broker, self.config, wall_clock_ms(), event.header.client_id, client_host, session=session
         )
         request: Any = event.request
+        coordinator_writes = self.broker.coordinator_writes
         if event.api_key == fetch.API_KEY:
             response = await self._fetch(ctx, request, event.api_version)
         else:
@@ -262,6 +263,7 @@ class Server:
             self.notify_append()
             if event.api_key == produce.API_KEY:
                 await self.durability.after_produce(ctx, request.acks)
+        await self.durability.after_request(coordinator_writes)
         if self.metrics is not None:
             self.metrics.observe_request(event.api_key, time.perf_counter() - started, response)
         if event.api_key == produce.API_KEY and request.acks == 0:
@@ -430,7 +432,8 @@ async def _run(broker: Broker, config: BrokerConfig, metrics: BrokerMetrics | No
     finally:
         if metrics is not None:
             metrics.broker = None
-        broker.close()
+        with trio.CancelScope(shield=True):
+            await trio.to_thread.run_sync(broker.close)
         log.info("shut down cleanly")
 
 

@@ -1,27 +1,34 @@
-"""When data reaches the disk: the broker-wide fsync policy and per-topic flush settings.
+"""When data reaches the disk: the only place that interprets the fsync policy.
 
-``interval``: fsync dirty logs and the transaction coordinator's log every
-``flush_interval_ms`` (the group coordinator flushes its own on the same interval). ``always``: a
-produce with acks != 0 is answered only after an fsync that started after its append; concurrent
-producers share one (group commit). ``never``: only per-topic ``flush.messages``/``flush.ms`` and shutdown flush.
+``interval``: every ``flush_interval_ms`` fsync the partitions written since, and the transaction
+and group coordinators' logs. ``always``: a produce with acks != 0, and any request that wrote a
+coordinator log entry, is answered only after an fsync round that started after it (concurrent
+requests share one round: group commit); a transaction's completion is logged only after its
+markers are durable. ``never``: only per-topic ``flush.messages``/``flush.ms`` and shutdown.
 Every policy acknowledges only data already written to the OS, so a broker crash loses nothing
-acknowledged. The fsyncs themselves run on a worker thread (``PartitionLog.begin_flush`` hands
-over duplicated descriptors, see ``broker/log/flush.py``), so the event loop keeps serving
-requests, and appending to the logs, while the disk catches up.
+acknowledged.
+
+One task runs the rounds. A round captures, on the event loop, what must be synced (the broker's
+unflushed partitions via ``PartitionLog.begin_flush``, the coordinators' logs via
+``DurableLog.begin_sync``: duplicated descriptors and checkpoints to write) and the queued blocking
+file work (``Broker.work``: producer snapshots, retention's checkpoints and deletions, log
+compaction snapshots); a worker thread then does all of it, and the loop applies the results. The
+event loop never waits for the disk.
 """
 
 from __future__ import annotations
 
 import errno
 import logging
-import os
 import time
 
 import trio
 
 from rivven_kproto.broker.broker import Broker
 from rivven_kproto.broker.config import BrokerConfig
-from rivven_kproto.broker.log.flush import PendingFlush, sync_all
+from rivven_kproto.broker.durable.flush import PendingFlush, sync_all
+from rivven_kproto.broker.durable.log import DurableLog
+from rivven_kproto.broker.durable.work import Job, run_all
 from rivven_kproto.broker.log.partition_log import PartitionLog
 
 from .context import RequestContext
@@ -35,15 +42,10 @@ SHORTAGE_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM})
 log = logging.getLogger(__name__)
 
 
-def _sync(pending: list[PendingFlush], wal_descriptor: int | None) -> None:
-    """Worker thread: the partitions' prepared flushes and the transaction log's descriptor."""
-    try:
-        sync_all(pending)
-        if wal_descriptor is not None:
-            os.fsync(wal_descriptor)
-    finally:
-        if wal_descriptor is not None:
-            os.close(wal_descriptor)
+def _sync_then_work(pending: list[PendingFlush], jobs: list[Job]) -> None:
+    """Worker thread: fsync what the round captured, then run the queued file work in order."""
+    sync_all(pending)
+    run_all(jobs)
 
 
 class Durability:
@@ -51,7 +53,10 @@ class Durability:
         self.metrics = metrics
         self.broker = broker
         self.config = config
-        self._dirty: set[PartitionLog] = set()
+        self.sync_on_ack = config.fsync == "always"
+        self.sync_coordinators = config.fsync != "never"
+        broker.txn.complete_after_sync = self.sync_on_ack
+        self._due: set[PartitionLog] = set()  # reached flush.messages
         self._kick = trio.Event()
         self._started = 0
         self._completed = 0
@@ -59,55 +64,78 @@ class Durability:
         self._warnings = RateLimitedLog(log)
 
     async def after_produce(self, ctx: RequestContext, acks: int) -> None:
-        now = ctx.now_ms
-        for log in ctx.touched:
-            self._dirty.add(log)
-            flush_messages = log.config.flush_messages
-            if flush_messages is not None and log.unflushed_messages >= flush_messages:
-                log.flush(now)
-        if self.config.fsync == "always" and acks != 0:
-            await self._sync()
+        for partition in ctx.touched:
+            self.broker.unflushed.add(partition)
+            flush_messages = partition.config.flush_messages
+            if flush_messages is not None and partition.unflushed_messages >= flush_messages:
+                self._due.add(partition)
+                self._kick.set()
+        if self.sync_on_ack and acks != 0:
+            await self.sync()
 
-    async def _sync(self) -> None:
-        """Wait for an fsync that starts after this call (group commit)."""
+    async def after_request(self, coordinator_writes_before: int) -> None:
+        """Under ``always``, a request that logged coordinator state is answered once it is durable."""
+        if self.sync_on_ack and self.broker.coordinator_writes != coordinator_writes_before:
+            await self.sync()
+
+    async def sync(self) -> None:
+        """Wait for an fsync round that starts after this call (group commit)."""
         target = self._started + 1
         self._kick.set()
         while self._completed < target:
             await self._completed_event.wait()
 
-    async def _flush(self, only_due: bool) -> None:
-        now = int(time.time() * 1000)
-        pending: list[tuple[PartitionLog, PendingFlush]] = []
+    def _capture(self, now: int, only_due: bool) -> tuple[list[tuple[PartitionLog, PendingFlush]],
+                                                         list[tuple[DurableLog, PendingFlush]]]:
+        partitions: list[tuple[PartitionLog, PendingFlush]] = []
+        logs: list[tuple[DurableLog, PendingFlush]] = []
         try:
-            for partition in list(self._dirty):
+            for partition in list(self.broker.unflushed):
                 flush_ms = partition.config.flush_ms
-                if only_due and (flush_ms is None or now - partition.last_flush_ms < flush_ms):
+                due = partition in self._due or (flush_ms is not None and now - partition.last_flush_ms >= flush_ms)
+                if only_due and not due:
                     continue
                 if not partition.closed:
-                    pending.append((partition, partition.begin_flush()))
-                self._dirty.discard(partition)
-            wal = self.broker.txn.wal.sync_descriptor() if self.config.fsync == "interval" else None
+                    partitions.append((partition, partition.begin_flush()))
+                self.broker.unflushed.discard(partition)
+                self._due.discard(partition)
+            if self.sync_coordinators:
+                for durable_log in (self.broker.txn.log, self.broker.groups.log):
+                    captured = durable_log.begin_sync() if durable_log is not None else None
+                    if durable_log is not None and captured is not None:
+                        logs.append((durable_log, captured))
         except OSError:
-            for partition, flush in pending:  # give the descriptors back; flush them next time
+            for partition, flush in partitions:  # give the descriptors back; flush them next time
                 flush.release()
                 partition.finish_flush(flush, now)
-                self._dirty.add(partition)
+                self.broker.unflushed.add(partition)
+            for durable_log, flush in logs:
+                durable_log.abandon_sync(flush)
             raise
-        if not pending and wal is None:
+        return partitions, logs
+
+    async def _round(self, only_due: bool) -> None:
+        now = int(time.time() * 1000)
+        partitions, logs = self._capture(now, only_due)
+        jobs = self.broker.work.take()
+        completing = self.broker.txn.take_awaiting()
+        if not partitions and not logs and not jobs and not completing:
             return
         started = time.perf_counter()
         try:
-            await trio.to_thread.run_sync(_sync, [flush for _, flush in pending], wal)
+            pending = [flush for _, flush in partitions] + [flush for _, flush in logs]
+            await trio.to_thread.run_sync(_sync_then_work, pending, jobs)
             if self.metrics is not None:
                 self.metrics.fsync_seconds.observe(time.perf_counter() - started)
-                self.metrics.fsync_partitions.inc(len(pending))
+                self.metrics.fsync_partitions.inc(len(partitions))
         finally:
-            for partition, flush in pending:
+            for partition, flush in partitions:
                 if not partition.closed:
                     partition.finish_flush(flush, now)
+        self.broker.txn.complete_synced(completing, now)
 
     async def run(self) -> None:
-        """The flusher task: group commits on demand, the interval policy and per-topic flush.ms."""
+        """The flusher task: group commits on demand, the interval policy and per-topic flush."""
         interval = self.config.flush_interval_ms / 1000 if self.config.fsync == "interval" else TICK_S
         while True:
             with trio.move_on_after(interval):
@@ -115,7 +143,7 @@ class Durability:
             self._kick = trio.Event()
             self._started += 1
             try:
-                await self._flush(only_due=self.config.fsync == "never")
+                await self._round(only_due=self.config.fsync == "never")
             except OSError as exc:
                 if exc.errno not in SHORTAGE_ERRNOS:
                     raise

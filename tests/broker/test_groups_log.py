@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from rivven_kproto.broker.durable.log import MAGIC, DurableLog, frame
 from rivven_kproto.broker.groups import LeavingMember
 from rivven_kproto.broker.groups.api import CommitPartition
 from rivven_kproto.broker.groups.records import (
@@ -19,10 +20,20 @@ from rivven_kproto.broker.groups.records import (
     decode_records,
     encode_records,
 )
-from rivven_kproto.broker.groups.wal import LOG_NAME, MAGIC, GroupLog, frame
 from rivven_kproto.codec.errors import Errors, KafkaError
 
 from .group_helpers import SESSION, Harness
+
+LOG_NAME = "groups-0000000000.log"  # the first file of the coordinator's durable log
+
+
+def GroupLog(directory: Path) -> DurableLog:  # noqa: N802 - reads as the class it stands for
+    return DurableLog(directory, "groups")
+
+
+def log_bytes(directory: Path) -> int:
+    """What the log occupies: its snapshot and log files."""
+    return sum(path.stat().st_size for path in directory.glob("groups-*"))
 
 
 def commit(h: Harness, topic: str, partition: int, offset: int, group: str = "g", generation: int = -1,
@@ -131,26 +142,26 @@ def test_garbage_length_is_treated_as_torn(tmp_path: Path) -> None:
 
 def test_wrong_magic_refuses_to_start(tmp_path: Path) -> None:
     (tmp_path / LOG_NAME).write_bytes(b"NOTAGRPLOG" + frame(b"[]"))
-    with pytest.raises(ValueError, match="bad magic"):
+    with pytest.raises(ValueError, match="not a rivven_kproto durable log"):
         GroupLog(tmp_path).open()
 
 
 def test_leftover_tmp_file_is_removed_and_short_file_recreated(tmp_path: Path) -> None:
-    (tmp_path / (LOG_NAME + ".tmp")).write_bytes(b"half a compaction")
+    tmp = tmp_path / "groups-0000000001.snapshot.tmp"
+    tmp.write_bytes(b"half a compaction")
     (tmp_path / LOG_NAME).write_bytes(MAGIC[:3])  # a crash while creating the file
     assert GroupLog(tmp_path).open() == []
-    assert not (tmp_path / (LOG_NAME + ".tmp")).exists()
+    assert not tmp.exists()
     assert (tmp_path / LOG_NAME).read_bytes() == MAGIC
 
 
 def test_compaction_bounds_the_log_and_keeps_the_state(tmp_path: Path) -> None:
     h = Harness(tmp_path, compact_bytes=4096)
     (a, b), gen = h.stable(2)
-    path = tmp_path / LOG_NAME
     sizes = []
     for round_ in range(300):
         commit(h, "t", round_ % 3, round_, generation=gen, member=a)
-        sizes.append(path.stat().st_size)
+        sizes.append(log_bytes(tmp_path))
     assert max(sizes) < 3 * 4096
     assert min(sizes[100:]) < sizes[0] * 4  # it shrank again after growing
     state = sorted(map(repr, h.c.snapshot_records()))
@@ -184,10 +195,10 @@ def test_failed_compaction_keeps_the_old_log_in_use(tmp_path: Path, monkeypatch:
     h = Harness(tmp_path)
     monkeypatch.setattr(h.c, "_compaction_due", lambda: True)
 
-    def disk_full(self: GroupLog, entries: bytes) -> None:
+    def disk_full(self: DurableLog, snapshot: object, now: bool = False) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(GroupLog, "_rewrite", disk_full)
+    monkeypatch.setattr(DurableLog, "roll", disk_full)
     commit(h, "t", 0, 1)
     commit(h, "t", 1, 2)
     h.reopen()
@@ -226,28 +237,35 @@ def test_failed_write_changes_nothing(tmp_path: Path, monkeypatch: pytest.Monkey
     assert offsets(h) == {("t", 0): 3}
 
 
-def test_fsync_always_syncs_every_append(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_coordinator_never_fsyncs_its_log_is_synced_by_the_flusher(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Appends reach the OS only; ``begin_sync`` hands the flusher what to fsync, once."""
     h = Harness(tmp_path)
-    h.reopen(fsync=True)
     calls: list[int] = []
     real_fsync = os.fsync
     monkeypatch.setattr(os, "fsync", lambda fd: (calls.append(fd), real_fsync(fd))[1])
     commit(h, "t", 0, 1)
+    h.advance(10_000)
+    assert calls == []
+    assert h.c.log is not None
+    pending = h.c.log.begin_sync()
+    assert pending is not None and pending.descriptors
+    pending.sync()
+    assert len(calls) >= 1 and h.c.log.begin_sync() is None  # nothing new to sync
     commit(h, "t", 0, 2)
-    assert len(calls) == 2
+    assert h.c.log.begin_sync() is not None
 
 
-def test_interval_policy_flushes_on_tick(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_old_single_file_log_is_adopted(tmp_path: Path) -> None:
+    """Earlier versions wrote ``groups.log`` (magic KPGRPLG1, the same entries)."""
     h = Harness(tmp_path)
-    h.reopen(flush_interval_ms=1000)
-    calls: list[int] = []
-    real_fsync = os.fsync
-    monkeypatch.setattr(os, "fsync", lambda fd: (calls.append(fd), real_fsync(fd))[1])
-    commit(h, "t", 0, 1)
-    assert calls == []
-    h.advance(999)
-    assert calls == []
-    h.advance(1)
-    assert len(calls) == 1
-    h.advance(1000)
-    assert len(calls) == 1  # nothing new to flush
+    commit(h, "t", 0, 7)
+    data = (tmp_path / LOG_NAME).read_bytes()
+    (tmp_path / LOG_NAME).unlink()
+    (tmp_path / "groups.log").write_bytes(b"KPGRPLG1" + data[len(MAGIC):])
+    h.reopen()
+    assert offsets(h) == {("t", 0): 7}
+    assert not (tmp_path / "groups.log").exists()
+    commit(h, "t", 0, 8)
+    h.reopen()
+    assert offsets(h) == {("t", 0): 8}

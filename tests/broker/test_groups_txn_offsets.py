@@ -110,13 +110,13 @@ def test_completion_covers_every_group_and_only_that_producer(h: Harness) -> Non
     txn_commit(h, ("t", 0, 1), group="g")
     txn_commit(h, ("t", 0, 2), group="h")
     txn_commit(h, ("t", 1, 3), group="g", pid=OTHER)
-    size = h.c._log.size  # type: ignore[union-attr]
+    size = h.c.log.size  # type: ignore[union-attr]
     h.c.complete_transaction(PID, ["g", "h", "never-used"], True)
     assert fetched(h, stable=True) == {("t", 0): 1, ("t", 1): "unstable"}
     assert fetched(h, stable=True, group="h") == {("t", 0): 2, ("t", 1): None}
-    entries = h.c._log.size - size  # type: ignore[union-attr]
+    entries = h.c.log.size - size  # type: ignore[union-attr]
     h.c.complete_transaction(PID, ["g", "h"], True)  # idempotent: nothing pending, nothing written
-    assert h.c._log.size - size == entries  # type: ignore[union-attr]
+    assert h.c.log.size - size == entries  # type: ignore[union-attr]
     h.c.complete_transaction(OTHER, ["g"], False)
     assert fetched(h, stable=True) == {("t", 0): 1, ("t", 1): None}
 
@@ -260,7 +260,7 @@ def test_failed_completion_write_raises_and_keeps_them_pending(h: Harness, monke
     def broken(payload: bytes) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(h.c._log, "append", broken)
+    monkeypatch.setattr(h.c.log, "append", broken)
     with pytest.raises(OSError):
         h.c.complete_transaction(PID, ["g"], True)
     monkeypatch.undo()
@@ -417,11 +417,11 @@ def test_crash_after_offsets_completed_before_the_transaction(node: Node, fault:
         node.broker.txn.end_txn("app", pid, epoch, commit_it, node.now)
     expected = [10, 20] if commit_it else [None, None]
     assert node.offsets() == expected and node.state().is_prepare
-    size = (node.config.data_dir / "meta" / "groups" / "groups.log").stat().st_size
+    size = (node.config.data_dir / "meta" / "groups" / "groups-0000000000.log").stat().st_size
     node.crash()  # recovery calls complete_groups again: nothing pending, nothing written
     assert node.state() is (TxnState.COMPLETE_COMMIT if commit_it else TxnState.COMPLETE_ABORT)
     assert node.offsets() == expected
-    assert (node.config.data_dir / "meta" / "groups" / "groups.log").stat().st_size == size
+    assert (node.config.data_dir / "meta" / "groups" / "groups-0000000000.log").stat().st_size == size
     node.crash()
     assert node.offsets() == expected
 
@@ -441,7 +441,7 @@ def test_next_transaction_after_recovery(node: Node, fault: dict[str, str]) -> N
 
 def test_failed_group_write_leaves_the_transaction_prepared(node: Node, monkeypatch: pytest.MonkeyPatch) -> None:
     pid, epoch = node.begin()
-    log = node.broker.groups._log
+    log = node.broker.groups.log
     assert log is not None
 
     def broken(payload: bytes) -> None:

@@ -8,9 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rivven_kproto.broker.durable.files import read_offset
+from rivven_kproto.broker.durable.work import BlockingWork, run_all
 from rivven_kproto.broker.log.partition_log import PartitionLog
+from rivven_kproto.broker.log.producer_state import INT32_MAX, ProducerStateManager, in_sequence
 from rivven_kproto.broker.producer_ids import ProducerIdAllocator
-from rivven_kproto.broker.producer_state import INT32_MAX, ProducerStateManager, in_sequence
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.records.batch import iter_headers
 from rivven_kproto.codec.records.records import Record, build_batch
@@ -153,6 +155,23 @@ def test_producer_ids_are_never_reused(tmp_path: Path) -> None:
     again = ProducerIdAllocator(tmp_path, block_size=10)  # a restart skips the rest of the block
     assert again.allocate() == 10
     assert len({*first, *(again.allocate() for _ in range(20))}) == 23
+
+
+def test_the_next_producer_id_block_is_reserved_by_the_flusher(tmp_path: Path) -> None:
+    work = BlockingWork()
+    allocator = ProducerIdAllocator(tmp_path, block_size=10, work=work)
+    assert read_offset(tmp_path / "producer-ids") == 10  # the first block, at open
+    assert [allocator.allocate() for _ in range(5)] == [0, 1, 2, 3, 4]
+    assert len(work) == 0
+    allocator.allocate()  # half of the block is used: the next one is requested, not written
+    assert len(work) == 1 and read_offset(tmp_path / "producer-ids") == 10
+    run_all(work.take())
+    assert read_offset(tmp_path / "producer-ids") == 20
+    ids = [allocator.allocate() for _ in range(20)]  # a burst past the queued reservation
+    assert ids == list(range(6, 26)) and read_offset(tmp_path / "producer-ids") >= 26
+    run_all(work.take())  # a late reservation never lowers the reserved end
+    assert read_offset(tmp_path / "producer-ids") >= 26
+    assert ProducerIdAllocator(tmp_path, block_size=10).allocate() >= 26
 
 
 def test_aborted_between_against_a_brute_force_scan_and_trimmed_by_retention(tmp_path: Path) -> None:

@@ -3,18 +3,22 @@ and the last stable offset / aborted-transaction index of a real partition log."
 
 from __future__ import annotations
 
+import json
+import struct
 from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
+import xxhash
 
+from rivven_kproto.broker.durable.log import DurableLog, scan
+from rivven_kproto.broker.durable.work import BlockingWork
 from rivven_kproto.broker.log.partition_log import PartitionLog
+from rivven_kproto.broker.log.producer_state import AbortedTxn
 from rivven_kproto.broker.producer_ids import ProducerIdAllocator
-from rivven_kproto.broker.producer_state import AbortedTxn
 from rivven_kproto.broker.txn import coordinator as coordinator_module
 from rivven_kproto.broker.txn.coordinator import MAX_EPOCH, TransactionCoordinator
 from rivven_kproto.broker.txn.state import TxnMetadata, TxnState
-from rivven_kproto.broker.txn.wal import WriteAheadLog
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.records.batch import iter_headers
 from rivven_kproto.codec.records.records import Record, build_batch
@@ -57,7 +61,7 @@ class Setup:
             self.markers = markers
         ids = ProducerIdAllocator(self.path, block_size=10)
         self.coord = TransactionCoordinator(
-            WriteAheadLog(self.path / "txn", fsync=False), ids.allocate, self.markers, **self.kwargs
+            DurableLog(self.path / "txn", "txn"), ids.allocate, self.markers, **self.kwargs
         )
         self.coord.recover(NOW)
         return self.coord
@@ -205,7 +209,7 @@ def test_reinit_during_ongoing_aborts_fences_and_answers_concurrent(s: Setup) ->
 def test_epoch_exhaustion_rotates_the_producer_id(s: Setup) -> None:
     pid, _ = s.ready()
     # Pretend many restarts happened: the id's epoch is one short of the last usable one.
-    s.coord.wal.append(s.state().evolve(producer_epoch=MAX_EPOCH - 1).to_json())
+    s.coord.log.append(json.dumps(s.state().evolve(producer_epoch=MAX_EPOCH - 1).to_json()).encode())
     s.restart()
     assert s.init() == (Errors.NONE, pid, MAX_EPOCH)
     # The producer asks to bump its exhausted epoch (KIP-360): a new producer id.
@@ -218,7 +222,7 @@ def test_epoch_exhaustion_rotates_the_producer_id(s: Setup) -> None:
     assert s.init(pid=pid, epoch=MAX_EPOCH) == (Errors.NONE, new_pid, 0)
     assert s.coord.add_partitions(TID, pid, MAX_EPOCH, [T1], NOW) == Errors.INVALID_PRODUCER_ID_MAPPING
     # A new instance rotating an exhausted id records no last epoch to retry with.
-    s.coord.wal.append(s.state().evolve(producer_epoch=MAX_EPOCH).to_json())
+    s.coord.log.append(json.dumps(s.state().evolve(producer_epoch=MAX_EPOCH).to_json()).encode())
     s.restart()
     error, third_pid, epoch = s.init()
     assert error == Errors.NONE and third_pid not in (pid, new_pid) and epoch == 0
@@ -230,7 +234,7 @@ def test_rotated_producer_id_cannot_write_into_the_new_transaction(s: Setup) -> 
     """A zombie still holding the exhausted producer id must not pass KIP-890 verification: its
     batches would open a transaction under the old id that no marker ever closes (LSO stuck)."""
     pid, _ = s.ready()
-    s.coord.wal.append(s.state().evolve(producer_epoch=MAX_EPOCH).to_json())
+    s.coord.log.append(json.dumps(s.state().evolve(producer_epoch=MAX_EPOCH).to_json()).encode())
     s.restart()
     _, new_pid, new_epoch = s.init()
     assert new_pid != pid
@@ -247,7 +251,7 @@ def test_epoch_exhaustion_while_ongoing_aborts_under_the_same_producer_id(s: Set
     """The fencing abort must close the transaction the producer id opened: its markers carry that
     producer id (a new id's markers would leave the old transaction open and the LSO stuck)."""
     pid, _ = s.ready()
-    s.coord.wal.append(s.state().evolve(producer_epoch=MAX_EPOCH).to_json())
+    s.coord.log.append(json.dumps(s.state().evolve(producer_epoch=MAX_EPOCH).to_json()).encode())
     s.restart()
     assert s.coord.add_partitions(TID, pid, MAX_EPOCH, [T1], NOW) == Errors.NONE
     assert s.init()[0] == Errors.CONCURRENT_TRANSACTIONS
@@ -398,14 +402,14 @@ def test_failed_log_write_changes_nothing(s: Setup, monkeypatch: pytest.MonkeyPa
     def broken(entry: object) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr(s.coord.wal, "append", broken)
+    monkeypatch.setattr(s.coord.log, "append", broken)
     assert s.coord.add_partitions(TID, pid, epoch, [T1], NOW) == Errors.COORDINATOR_NOT_AVAILABLE
     assert s.init()[0] == Errors.COORDINATOR_NOT_AVAILABLE
     assert s.init("txn-new")[0] == Errors.COORDINATOR_NOT_AVAILABLE
     assert s.state() == before and "txn-new" not in s.coord.txns
     monkeypatch.undo()
     assert s.coord.add_partitions(TID, pid, epoch, [T1], NOW) == Errors.NONE
-    monkeypatch.setattr(s.coord.wal, "append", broken)
+    monkeypatch.setattr(s.coord.log, "append", broken)
     assert s.coord.end_txn(TID, pid, epoch, True, NOW) == Errors.COORDINATOR_NOT_AVAILABLE
     assert s.state().state is TxnState.ONGOING and s.markers.calls == []
 
@@ -454,7 +458,7 @@ def test_producer_ids_after_restart_are_new(s: Setup) -> None:
 def test_torn_log_tail_is_truncated(s: Setup) -> None:
     pid, epoch = s.ready()
     s.coord.add_partitions(TID, pid, epoch, [T1], NOW)
-    log_path = s.coord.wal.log_path
+    log_path = s.coord.log.current_path
     good = log_path.read_bytes()
     s.coord.add_partitions(TID, pid, epoch, [T2], NOW)
     full = log_path.read_bytes()
@@ -470,7 +474,7 @@ def test_torn_log_tail_is_truncated(s: Setup) -> None:
 
 def test_corrupt_entry_stops_replay_there(s: Setup) -> None:
     pid, epoch = s.ready()
-    log_path = s.coord.wal.log_path
+    log_path = s.coord.log.current_path
     good = len(log_path.read_bytes())
     s.coord.add_partitions(TID, pid, epoch, [T1], NOW)
     s.coord.add_partitions(TID, pid, epoch, [T2], NOW)
@@ -484,7 +488,7 @@ def test_corrupt_entry_stops_replay_there(s: Setup) -> None:
 
 def test_garbage_length_is_not_allocated(s: Setup) -> None:
     s.ready()
-    log_path = s.coord.wal.log_path
+    log_path = s.coord.log.current_path
     good = log_path.read_bytes()
     log_path.write_bytes(good + b"\xff\xff\xff\xff" + b"\x00" * 8 + b"{}")
     s.restart()
@@ -504,11 +508,15 @@ def drive(s: Setup, rounds: int) -> None:
             s.coord.end_txn(tid, pid, epoch, i % 2 == 0, NOW + i)
 
 
+def snapshots(s: Setup) -> list[Path]:
+    return sorted((s.path / "txn").glob("txn-*.snapshot"))
+
+
 def test_compaction_replays_to_the_same_state(s: Setup, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(coordinator_module, "COMPACT_AFTER_ENTRIES", 7)
     drive(s, 23)
-    assert s.coord.wal.snapshot_path.exists()
-    assert s.coord.wal.entries < 7
+    assert snapshots(s)
+    assert len(decode_entries(s.coord.log.current_path)) < 7
     before = dict(s.coord.txns)
     assert any(t.state is TxnState.ONGOING for t in before.values())
     s.restart(Markers())
@@ -520,31 +528,65 @@ def test_compaction_at_the_real_threshold(s: Setup) -> None:
     s.coord.add_partitions(TID, pid, epoch, [T1], NOW)
     for i in range(coordinator_module.COMPACT_AFTER_ENTRIES):
         s.ready(f"other-{i % 50}")
-    assert s.coord.wal.snapshot_path.exists() and s.coord.wal.entries < 100
+    assert snapshots(s) and len(decode_entries(s.coord.log.current_path)) < 100
     before = dict(s.coord.txns)
     s.restart(Markers())
     assert s.coord.txns == before and s.state().partitions == {T1}
 
 
-def test_crash_between_snapshot_and_log_reset_replays_the_same(s: Setup) -> None:
+def test_crash_before_the_snapshot_is_written_replays_the_same(s: Setup) -> None:
     drive(s, 11)
-    old_log = s.coord.wal.log_path.read_bytes()
+    s.coord.log.work = BlockingWork()  # the snapshot job is queued, never run: the crash came first
     before = dict(s.coord.txns)
-    s.coord.wal.compact({k: v.to_json() for k, v in s.coord.txns.items()})
-    assert s.coord.wal.log_path.read_bytes() == b""
-    s.coord.wal.log_path.write_bytes(old_log)  # the log was not emptied yet when the crash came
+    s.coord.log.roll(s.coord._snapshot())
+    s.ready("late")
+    after = dict(s.coord.txns)
+    assert not snapshots(s) and len(list((s.path / "txn").glob("txn-*.log"))) == 2
     s.restart(Markers())
-    assert s.coord.txns == before
+    assert s.coord.txns == after and set(after) - set(before) == {"late"}
 
 
-def test_corrupt_snapshot_falls_back_to_the_log(s: Setup) -> None:
+def test_crash_before_older_files_are_deleted_replays_the_same(s: Setup) -> None:
+    drive(s, 11)
+    old_log = s.coord.log.current_path
+    kept = old_log.read_bytes()
+    s.coord.log.roll(s.coord._snapshot())
+    assert not old_log.exists()
+    old_log.write_bytes(kept)  # the crash came between the snapshot's rename and the deletion
+    before = dict(s.coord.txns)
+    s.restart(Markers())
+    assert s.coord.txns == before and not old_log.exists()
+
+
+def test_corrupt_snapshot_keeps_what_follows_it(s: Setup) -> None:
     drive(s, 6)
-    s.coord.wal.compact({k: v.to_json() for k, v in s.coord.txns.items()})
+    s.coord.log.roll(s.coord._snapshot())
     pid, epoch = s.ready("late")
-    s.coord.wal.snapshot_path.write_bytes(b"\x00" * 8 + b"{}")
+    snapshots(s)[-1].write_bytes(b"\x00" * 8 + b"{}")
     s.restart(Markers())
-    assert set(s.coord.txns) == {"late"}  # only what the log holds, not garbage
+    assert set(s.coord.txns) == {"late"}  # only what the log after it holds, not garbage
     assert s.state("late").producer_id == pid
+
+
+def test_an_old_format_log_is_converted(s: Setup) -> None:
+    """The coordinator's files of earlier versions (txn.log, txn.snapshot) are read once and
+    rewritten as a snapshot of the durable log."""
+    pid, epoch = s.ready()
+    s.coord.add_partitions(TID, pid, epoch, [T1], NOW)
+    state = s.state()
+    directory = s.path / "txn"
+    for path in directory.iterdir():
+        path.unlink()
+    snapshot_doc = json.dumps({"other": s.state().evolve(transactional_id="other", producer_id=99).to_json()}).encode()
+    (directory / "txn.snapshot").write_bytes(xxhash.xxh64_intdigest(snapshot_doc).to_bytes(8, "big") + snapshot_doc)
+    entry = json.dumps(state.to_json()).encode()
+    (directory / "txn.log").write_bytes(
+        struct.pack(">IQ", len(entry), xxhash.xxh64_intdigest(entry)) + entry + b"\x00\x00\x01")  # a torn tail
+    s.restart(Markers())
+    assert s.state() == state and s.state("other").producer_id == 99
+    assert not (directory / "txn.log").exists() and not (directory / "txn.snapshot").exists()
+    s.restart(Markers())
+    assert s.state() == state and s.state("other").producer_id == 99
 
 
 # -- LSO and the aborted-transaction index of a partition log ---------------------------------------
@@ -696,3 +738,7 @@ def test_torn_tail_after_crash_reopens_the_transaction_it_held(tmp_path: Path) -
     assert log.log_end_offset == 2 and log.last_stable_offset == 0
     log.append_marker(A, 0, True, 0, NOW)
     assert log.last_stable_offset == log.log_end_offset == 3
+
+
+def decode_entries(path: Path) -> list[bytes]:
+    return scan(path.read_bytes())[0]

@@ -25,9 +25,10 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from tools.bench.brokers import OURS_READY
-from tools.bench.workloads import create_topic
 from tools.hostile_latency import Probe
+
+from .brokers import OURS_READY
+from .workloads import create_topic
 
 SLOW_FSYNC_SERVE = """
 import os, sys, time

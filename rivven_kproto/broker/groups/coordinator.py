@@ -2,10 +2,10 @@
 
 Operations take ``now_ms`` and never block; the server layer decides when to wait. Offset
 operations follow Kafka's CoordinatorShard pattern strictly: validate, build records, append them
-to the log (see ``wal.py``), then change state only by applying those records — the same
+to the durable log (see ``broker/durable/log.py``), then change state only by applying those records — the same
 ``_apply`` that replays the log at start-up. Group records are the persisted projection of soft
-membership state (see ``membership.py``). ``tick(now_ms)`` fires session, join and sync timers,
-expires offsets and flushes the log on the broker's interval; ``take_changed()`` names the groups
+membership state (see ``membership.py``). ``tick(now_ms)`` fires session, join and sync timers
+and expires offsets (the server's flusher fsyncs the log); ``take_changed()`` names the groups
 whose parked requests may now be answered.
 
 Transactional offsets (see ``offsets.py``): ``commit_txn_offsets`` logs them as pending per
@@ -25,6 +25,8 @@ from pathlib import Path
 
 from rivven_kproto.codec.errors import Errors, KafkaError
 
+from ..durable.log import DurableLog
+from ..durable.work import BlockingWork
 from .api import (
     Awaiting,
     CommitPartition,
@@ -55,7 +57,6 @@ from .records import (
     decode_records,
     encode_records,
 )
-from .wal import GroupLog
 
 log = logging.getLogger(__name__)
 
@@ -74,35 +75,31 @@ class GroupCoordinator:
         directory: Path | None,
         config: GroupConfig | None = None,
         *,
-        fsync: bool = False,
-        flush_interval_ms: int | None = 1000,
+        work: BlockingWork | None = None,
         new_id: Callable[[], str] = lambda: str(uuid.uuid4()),
     ) -> None:
         """``directory=None`` keeps everything in memory (unit tests of the state machine).
 
-        The broker's fsync policy maps to ``fsync`` (``always``: every append is fsynced before
-        the answer) and ``flush_interval_ms`` (``interval``: ``tick`` fsyncs what was written
-        since; ``None`` for ``never``: only ``close`` does).
+        The log's file work (compaction snapshots) goes to ``work``; its fsyncs are the server's
+        flusher's (``log.begin_sync``), as the fsync policy says.
         """
         self.config = config or GroupConfig()
         self.groups: dict[str, ClassicGroup] = {}
         self.offsets = OffsetStore()
         self.tickets = Tickets()
         self.membership = Membership(self.groups, self.config, self.tickets, self._store_group, new_id)
-        self._log = GroupLog(directory, fsync=fsync) if directory is not None else None
-        self._flush_interval_ms = flush_interval_ms
-        self._last_flush_ms = 0
+        self.log = DurableLog(directory, "groups", work) if directory is not None else None
         self._last_expiry_ms = 0
-        self._snapshot_size = 0
+        self._failed_size = 0
 
     # -- start-up -----------------------------------------------------------------------------
 
     def load(self, now_ms: int) -> None:
         """Replay the log; loaded members get a fresh session, as Kafka does on load."""
-        self._last_flush_ms = self._last_expiry_ms = now_ms
-        if self._log is None:
+        self._last_expiry_ms = now_ms
+        if self.log is None:
             return
-        payloads = self._log.open()
+        payloads = self.log.open()
         count = 0
         for payload in payloads:
             for record in decode_records(payload):
@@ -111,7 +108,6 @@ class GroupCoordinator:
         for group in self.groups.values():
             for member in group.members.values():
                 member.heartbeat_deadline = now_ms + member.session_timeout_ms
-        self._snapshot_size = self._log.size
         log.info("group coordinator loaded %d groups and %d committed offsets from %d records",
                  len(self.groups), sum(1 for _ in self.offsets.records()), count)
 
@@ -133,9 +129,9 @@ class GroupCoordinator:
         """Append first, then (for replayable records) apply; a failed append changes nothing."""
         if not records:
             return
-        if self._log is not None:
+        if self.log is not None:
             try:
-                self._log.append(encode_records(records))
+                self.log.append(encode_records(records))
             except OSError as exc:
                 log.error("group coordinator log write failed: %s", exc)
                 raise KafkaError(Errors.NOT_COORDINATOR, "the group coordinator could not write its log") from exc
@@ -159,25 +155,25 @@ class GroupCoordinator:
         return True
 
     def _compaction_due(self) -> bool:
-        if self._log is None:
+        """The snapshot plus the entries since has reached compact_bytes and twice the snapshot."""
+        if self.log is None:
             return False
-        size = self._log.size
-        return size >= self.config.compact_bytes and size >= 2 * self._snapshot_size
+        size = self.log.snapshot_size + self.log.size
+        return size >= self.config.compact_bytes and size >= 2 * max(self.log.snapshot_size, self._failed_size)
 
     def _compact(self) -> None:
-        """Rewrite the log as the current state; a failure leaves the old log in use."""
-        assert self._log is not None
-        size = self._log.size
+        """Start a new log file from a snapshot of the current state (written off the loop)."""
+        assert self.log is not None
+        size = self.log.snapshot_size + self.log.size
         records = self.snapshot_records()
         chunks = [records[i : i + SNAPSHOT_CHUNK] for i in range(0, len(records), SNAPSHOT_CHUNK)]
         try:
-            self._log.compact(encode_records(chunk) for chunk in chunks)
+            self.log.roll(encode_records(chunk) for chunk in chunks)
         except OSError as exc:
             log.error("could not compact the group coordinator log (%s); it keeps growing", exc)
-            self._snapshot_size = size  # try again once it has doubled
+            self._failed_size = size  # try again once it has doubled
             return
-        self._snapshot_size = self._log.size
-        log.info("compacted the group coordinator log from %d to %d bytes", size, self._snapshot_size)
+        log.info("compacted the group coordinator log from %d to %d bytes", size, self.log.snapshot_size)
 
     def snapshot_records(self) -> list[Record]:
         """The current record of every key: what replay needs to rebuild the durable state."""
@@ -186,13 +182,9 @@ class GroupCoordinator:
         records.extend(self.offsets.pending_records())  # after the committed ones (see offsets.py)
         return records
 
-    def flush(self) -> None:
-        if self._log is not None:
-            self._log.flush()
-
     def close(self) -> None:
-        if self._log is not None:
-            self._log.close()
+        if self.log is not None:
+            self.log.close()
 
     # -- membership (see membership.py) -------------------------------------------------------
 
@@ -224,7 +216,7 @@ class GroupCoordinator:
     # -- timers -------------------------------------------------------------------------------
 
     def tick(self, now_ms: int) -> None:
-        """Fire every due timer in deadline order, expire offsets, flush the log when due.
+        """Fire every due timer in deadline order and expire offsets.
 
         A timer re-armed for ``now_ms`` or earlier (a zero initial rebalance delay) fires in the
         same tick; the rounds are bounded in case a bug re-arms one forever.
@@ -244,9 +236,6 @@ class GroupCoordinator:
         if now_ms - self._last_expiry_ms >= self.config.offsets_retention_check_interval_ms:
             self._last_expiry_ms = now_ms
             self.expire_offsets(now_ms)
-        if self._flush_interval_ms is not None and now_ms - self._last_flush_ms >= self._flush_interval_ms:
-            self._last_flush_ms = now_ms
-            self.flush()
 
     def _fire(self, group: ClassicGroup, kind: str, member_id: str, now_ms: int) -> None:
         if kind == "member":

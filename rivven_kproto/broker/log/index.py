@@ -28,6 +28,8 @@ from array import array
 from collections.abc import Sequence
 from pathlib import Path
 
+from rivven_kproto.broker.durable.files import fsync
+
 logger = logging.getLogger(__name__)
 
 OFFSET_ENTRY = struct.Struct(">ii")
@@ -70,7 +72,7 @@ class _IndexFile:
 
     def flush(self) -> None:
         if self._dirty:
-            os.fsync(self._handle())
+            fsync(self._handle())
             self._dirty = False
 
     def take_dirty_descriptor(self) -> int | None:

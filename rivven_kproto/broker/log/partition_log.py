@@ -3,7 +3,7 @@
 Directory layout::
 
     <20-digit base>.log / .index / .timeindex   one segment each, see ``segment.py``
-    recovery-point      offset checkpoint: every offset below it was fsynced (see ``checkpoint.py``)
+    recovery-point      offset checkpoint: every offset below it was fsynced (see ``durable/files.py``)
     log-start-offset    offset checkpoint: first offset visible to readers (retention, DeleteRecords)
     clean-shutdown      empty marker, present only while the log is closed after a clean close()
 
@@ -11,7 +11,10 @@ Opening removes the marker (durably) before anything else. Without it, the segme
 holding the recovery point onwards are recovered: every batch is verified and the first bad one cut
 off together with all later segments. With it, segments are loaded from their indexes and only the
 tail after the last index entry is scanned. Appends are one write per call into the page cache; the
-log never fsyncs on its own, the caller decides when to call ``flush()``.
+log never fsyncs on its own: the server's flusher calls ``begin_flush``/``finish_flush`` around an
+fsync on a worker thread. Other file work a state change causes (the producer snapshot at a roll,
+checkpoints and segment deletions of retention and DeleteRecords, a deleted partition's files) goes
+to ``work`` (see ``durable/work.py``), which the server runs in order off the event loop.
 """
 
 from __future__ import annotations
@@ -19,13 +22,16 @@ from __future__ import annotations
 import bisect
 import logging
 import shutil
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from rivven_kproto.broker.log import checkpoint
+from rivven_kproto.broker.durable import files as checkpoint
+from rivven_kproto.broker.durable.flush import PendingFlush
+from rivven_kproto.broker.durable.work import BlockingWork, submit
 from rivven_kproto.broker.log.config import LogConfig
-from rivven_kproto.broker.log.flush import PendingFlush
+from rivven_kproto.broker.log.producer_state import BatchMeta, ProducerStateManager, store_snapshot
 from rivven_kproto.broker.log.segment import LOG_SUFFIX, MAX_RELATIVE_OFFSET, Segment
 from rivven_kproto.broker.log.validation import (
     RecordCheck,
@@ -34,7 +40,6 @@ from rivven_kproto.broker.log.validation import (
     validate_batches,
     validate_records,
 )
-from rivven_kproto.broker.producer_state import BatchMeta, ProducerStateManager
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.records.batch import BatchHeader, iter_headers
 from rivven_kproto.codec.records.control import ControlType, build_control_batch, parse_control_record
@@ -43,6 +48,7 @@ from rivven_kproto.codec.records.records import decode_batch
 logger = logging.getLogger(__name__)
 
 MARKER_FILE = "clean-shutdown"
+DELETED_SUFFIX = "-deleted"  # a deleted partition's directory, renamed until its files are removed
 RECOVERY_POINT_FILE = "recovery-point"
 LOG_START_FILE = "log-start-offset"
 LEADER_EPOCH = 0
@@ -83,7 +89,9 @@ class PartitionLog:
         self._recovery_point = 0
         self._dir_dirty = False
         self._truncations = 0
+        self._checkpoint_missing = False
         self._closed = False
+        self.work: BlockingWork | None = None
         self.last_flush_ms = now_ms
         self.producers = ProducerStateManager(directory)
         # Since this process opened the log (for the metrics): client records and bytes appended
@@ -95,8 +103,10 @@ class PartitionLog:
     # -- opening ---------------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, directory: Path, config: LogConfig, now_ms: int) -> PartitionLog:
-        """Open (creating if needed) the log in ``directory``, recovering it after a crash."""
+    def open(cls, directory: Path, config: LogConfig, now_ms: int, work: BlockingWork | None = None) -> PartitionLog:
+        """Open (creating if needed) the log in ``directory``, recovering it after a crash.
+
+        Opening does its file work at once; later file work goes to ``work`` when given."""
         _make_directory(directory)
         _remove_strays(directory)
         clean = checkpoint.remove_marker(directory / MARKER_FILE)
@@ -120,6 +130,8 @@ class PartitionLog:
         if recovered:
             log.flush(now_ms)
         log._rebuild_producer_state()
+        log._checkpoint_missing = not (directory / RECOVERY_POINT_FILE).exists()
+        log.work = work
         logger.debug(
             "opened %s (%s): offsets [%d, %d), %d segments",
             directory,
@@ -327,7 +339,9 @@ class PartitionLog:
             self._roll(first_offset, now_ms)
 
     def _roll(self, base_offset: int, now_ms: int) -> None:
-        self.producers.write_snapshot(base_offset)
+        snapshot = self.producers.encode_snapshot(base_offset)
+        directory = self.directory
+        submit(self.work, lambda: store_snapshot(directory, base_offset, snapshot))
         self._active.seal()
         segment = Segment(self.directory, base_offset, self.config.index_interval_bytes, now_ms)
         self._segments.append(segment)
@@ -473,10 +487,16 @@ class PartitionLog:
             return 0
         # Persist the new start first: a crash then leaves a segment to delete again, never a gap.
         new_start = max(self._log_start_offset, self._segments[len(doomed)].base_offset)
-        self._set_log_start_offset(new_start)
-        for segment in doomed:
-            logger.info("deleting segment %s (log start offset now %d)", segment.log_path, new_start)
-            segment.delete()
+        self._set_log_start_offset(new_start, persist=False)
+        path = self.directory / LOG_START_FILE
+
+        def checkpoint_then_delete() -> None:
+            checkpoint.write_offset(path, new_start)
+            for segment in doomed:
+                logger.info("deleting segment %s (log start offset now %d)", segment.log_path, new_start)
+                segment.delete()
+
+        submit(self.work, checkpoint_then_delete)
         del self._segments[: len(doomed)]
         del self._bases[: len(doomed)]
         return len(doomed)
@@ -485,7 +505,8 @@ class PartitionLog:
         self._log_start_offset = offset
         self.producers.forget_aborted_before(offset)
         if persist:
-            checkpoint.write_offset(self.directory / LOG_START_FILE, offset)
+            path = self.directory / LOG_START_FILE
+            submit(self.work, lambda: checkpoint.write_offset(path, offset))
 
     # -- truncation ------------------------------------------------------------------------------
 
@@ -527,13 +548,15 @@ class PartitionLog:
     def _lower_recovery_point(self) -> None:
         self._truncations += 1  # a flush prepared before this covers offsets that may be gone
         if self._recovery_point != self.log_end_offset:
-            self._recovery_point = min(self._recovery_point, self.log_end_offset)
-            checkpoint.write_offset(self.directory / RECOVERY_POINT_FILE, self._recovery_point)
+            self._recovery_point = lowered = min(self._recovery_point, self.log_end_offset)
+            path = self.directory / RECOVERY_POINT_FILE
+            submit(self.work, lambda: checkpoint.write_offset(path, lowered))
 
     # -- durability and lifecycle ----------------------------------------------------------------
 
     def flush(self, now_ms: int | None = None) -> None:
-        """fsync everything appended since the last flush, then advance the recovery point."""
+        """fsync everything appended since the last flush, then advance the recovery point, here
+        and now (opening, closing, offline tools); the server flushes off the loop instead."""
         pending = self.begin_flush()
         pending.sync()
         self.finish_flush(pending, now_ms)
@@ -555,6 +578,9 @@ class PartitionLog:
         if self._dir_dirty:
             pending.directory = self.directory
             self._dir_dirty = False
+        if self.log_end_offset > self._recovery_point or self._checkpoint_missing:
+            pending.checkpoint = self.directory / RECOVERY_POINT_FILE
+            self._checkpoint_missing = False
         return pending
 
     def finish_flush(self, pending: PendingFlush, now_ms: int | None = None) -> None:
@@ -563,16 +589,14 @@ class PartitionLog:
             return
         if not pending.synced:
             self._dir_dirty = self._dir_dirty or pending.directory is not None
+            self._checkpoint_missing = self._checkpoint_missing or pending.checkpoint is not None
             return
         for segment in pending.sealed:
             if segment is not self._active and segment in self._segments:
                 segment.release_indexes()
         end = min(pending.end_offset, self.log_end_offset)
-        if pending.truncations == self._truncations and (
-            end > self._recovery_point or not (self.directory / RECOVERY_POINT_FILE).exists()
-        ):
-            self._recovery_point = end
-            checkpoint.write_offset(self.directory / RECOVERY_POINT_FILE, end)
+        if pending.truncations == self._truncations and end > self._recovery_point:
+            self._recovery_point = end  # the checkpoint file was written by ``pending.sync()``
         if now_ms is not None:
             self.last_flush_ms = now_ms
 
@@ -582,18 +606,34 @@ class PartitionLog:
             return
         self._active.seal()
         self.flush()
-        self.producers.write_snapshot(self.log_end_offset)
+        store_snapshot(self.directory, self.log_end_offset, self.producers.encode_snapshot(self.log_end_offset))
         checkpoint.write_marker(self.directory / MARKER_FILE)
         for segment in self._segments:
             segment.close()
         self._closed = True
 
     def delete(self) -> None:
-        """Remove the partition directory and everything in it (DeleteTopics)."""
+        """Remove the partition directory and everything in it (DeleteTopics).
+
+        The directory is renamed at once (a topic of the same name may be created right after),
+        its files are removed by ``work``; ``remove_deleted`` finishes what a crash interrupted."""
         for segment in self._segments:
             segment.close()
         self._closed = True
-        shutil.rmtree(self.directory, ignore_errors=True)
+        doomed = self.directory.with_name(f"{self.directory.name}.{uuid.uuid4().hex}{DELETED_SUFFIX}")
+        try:
+            self.directory.rename(doomed)
+        except FileNotFoundError:
+            return
+        submit(self.work, lambda: shutil.rmtree(doomed, ignore_errors=True))
+
+
+def remove_deleted(data_dir: Path) -> None:
+    """Remove partition directories that a deletion renamed but did not remove before a crash."""
+    for path in data_dir.glob(f"*{DELETED_SUFFIX}"):
+        if path.is_dir():
+            logger.info("removing deleted partition directory %s", path)
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def _largest_timestamp(segment: Segment) -> int:

@@ -324,15 +324,6 @@ class Segment:
         self.size = position
         self.index.truncate_from_position(position)
 
-    def flush(self, *, release_indexes: bool = False) -> None:
-        """fsync the log and its indexes; a sealed segment may also let go of its index descriptors."""
-        os.fsync(self._fd)
-        if release_indexes:
-            self.release_indexes()
-        else:
-            self.index.flush()
-            self.time_index.flush()
-
     def sync_descriptors(self) -> list[int]:
         """Duplicates of the descriptors a flush must fsync now: the log and any written index."""
         descriptors = [os.dup(self._fd)]

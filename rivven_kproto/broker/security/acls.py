@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from rivven_kproto.broker.log.checkpoint import write_atomic
+from rivven_kproto.broker.durable.files import write_atomic
 from rivven_kproto.codec.acls import AclEntry, Operation, PatternType, Permission, ResourceType
 
 __all__ = ["AclBinding", "AclEntry", "AclError", "AclFilter", "Authorizer", "Operation", "PatternType", "Permission", "ResourceType"]

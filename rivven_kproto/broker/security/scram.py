@@ -12,7 +12,7 @@ from pathlib import Path
 
 from scramp import ScramMechanism
 
-from rivven_kproto.broker.log.checkpoint import write_atomic
+from rivven_kproto.broker.durable.files import write_atomic
 
 MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 # Kafka's ScramMechanism type codes in the KIP-554 APIs (0 is UNKNOWN).

@@ -1,25 +1,34 @@
 """The transaction coordinator: Kafka's state machine per transactional id, error code for error code.
 
-Every transition is built as a new :class:`TxnMetadata`, appended to the write-ahead log, and only
-then installed in memory (a failed write answers COORDINATOR_NOT_AVAILABLE and changes nothing).
-Ending a transaction is a two-phase commit run synchronously on the caller's thread: log
-PrepareCommit/PrepareAbort, write a COMMIT/ABORT marker to every partition of the transaction
-(through ``write_markers``), then log CompleteCommit/CompleteAbort. Partitions whose marker could
-not be written are retried by :meth:`tick`; a logged commit decision is never turned into an abort.
-On start, :meth:`recover` completes every transaction left in a Prepare state.
+Every transition is checked against Kafka's table of legal previous states (``VALID_PREVIOUS``),
+built as a new :class:`TxnMetadata`, appended to the durable log (one JSON entry per transition,
+replayed "last entry per id wins"), and only then installed in memory (a failed write answers
+COORDINATOR_NOT_AVAILABLE and changes nothing). The coordinator does no other I/O: the server's
+flusher fsyncs the log off the event loop.
+
+Ending a transaction is a two-phase commit: log PrepareCommit/PrepareAbort, write a COMMIT/ABORT
+marker to every partition of the transaction (through ``write_markers``), then log
+CompleteCommit/CompleteAbort. With ``complete_after_sync`` (the server sets it for
+``fsync=always``) the completion waits in :attr:`awaiting_sync` until the flusher has made the
+markers durable (``take_awaiting``, then ``complete_synced``). Partitions whose marker could not
+be written are retried by :meth:`tick`; a logged commit decision is never turned into an abort.
+On start, :meth:`recover` re-writes the markers of every transaction left in a Prepare state,
+has the broker flush them, then logs the completions.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from rivven_kproto.codec.errors import Errors
 
+from ..durable.log import DurableLog
 from ..faults import fault_point
-from .state import TxnMetadata, TxnState
-from .wal import WriteAheadLog
+from .legacy_log import has_legacy, read_legacy, remove_legacy
+from .state import VALID_PREVIOUS, TxnMetadata, TxnState
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +44,10 @@ MarkerWriter = Callable[[int, int, bool, Iterable[Partition], int], set[Partitio
 GroupCompleter = Callable[[int, frozenset[str], bool], None]
 
 
+class IllegalTransition(RuntimeError):
+    """A transition Kafka's state machine forbids: a bug, never a client's doing."""
+
+
 @dataclass
 class TxnCounters:
     started: int = 0
@@ -46,14 +59,17 @@ class TxnCounters:
 class TransactionCoordinator:
     def __init__(
         self,
-        wal: WriteAheadLog,
+        durable_log: DurableLog,
         allocate_producer_id: Callable[[], int],
         write_markers: MarkerWriter,
         *,
         max_timeout_ms: int = 900_000,
         id_expiration_ms: int = 7 * 24 * 3_600_000,
     ) -> None:
-        self.wal = wal
+        self.log = durable_log
+        self.complete_after_sync = False
+        self.awaiting_sync: dict[str, TxnMetadata] = {}
+        self._appended_at_roll = 0
         self.allocate_producer_id = allocate_producer_id
         self.write_markers = write_markers
         self.complete_groups: GroupCompleter | None = None
@@ -66,16 +82,33 @@ class TransactionCoordinator:
 
     # -- persistence --------------------------------------------------------------------------
 
-    def recover(self, now_ms: int) -> None:
-        """Replay the log, then finish transactions whose commit/abort decision was logged."""
-        for doc in self.wal.replay().values():
+    def recover(self, now_ms: int, make_durable: Callable[[], None] = lambda: None) -> None:
+        """Replay the log, then finish transactions whose decision was logged: re-write their
+        markers, let ``make_durable`` flush them, then log the completions."""
+        state: dict[str, dict[str, object]] = read_legacy(self.log.directory)
+        for payload in self.log.open():
+            doc = json.loads(payload)
+            state[doc["transactional_id"]] = doc
+        for doc in state.values():
             txn = TxnMetadata.from_json(doc)
             if txn.state is not TxnState.DEAD:
                 self._install(txn)
-        for txn in list(self.txns.values()):
-            if txn.state.is_prepare:
-                log.info("completing %s of %s after restart", txn.state.value, txn.transactional_id)
-                self._write_markers_and_complete(txn, now_ms)
+        if has_legacy(self.log.directory):
+            self.log.roll(self._snapshot(), now=True)
+            remove_legacy(self.log.directory)
+        complete_after_sync, self.complete_after_sync = self.complete_after_sync, True
+        try:
+            for txn in list(self.txns.values()):
+                if txn.state.is_prepare:
+                    log.info("completing %s of %s after restart", txn.state.value, txn.transactional_id)
+                    self._write_markers_and_complete(txn, now_ms)
+        finally:
+            self.complete_after_sync = complete_after_sync
+        make_durable()
+        self.complete_synced(self.take_awaiting(), now_ms)
+
+    def _snapshot(self) -> list[bytes]:
+        return [_encode(txn) for txn in self.txns.values()]
 
     def _install(self, txn: TxnMetadata) -> None:
         previous = self.txns.get(txn.transactional_id)
@@ -85,15 +118,22 @@ class TransactionCoordinator:
         self.by_producer[txn.producer_id] = txn.transactional_id
 
     def _transition(self, txn: TxnMetadata) -> None:
-        """Log, then install. Raises OSError with memory untouched."""
-        self.wal.append(txn.to_json())
+        """Check, log, then install. Raises OSError with memory untouched."""
+        previous = self.txns.get(txn.transactional_id)
+        if previous is not None and previous.state not in VALID_PREVIOUS[txn.state]:
+            raise IllegalTransition(f"{txn.transactional_id}: {previous.state.value} -> {txn.state.value}")
+        self.log.append(_encode(txn))
         if txn.state is TxnState.DEAD:
             self.txns.pop(txn.transactional_id, None)
             self.by_producer.pop(txn.producer_id, None)
         else:
             self._install(txn)
-        if self.wal.entries >= COMPACT_AFTER_ENTRIES:
-            self.wal.compact({k: v.to_json() for k, v in self.txns.items()})
+        if self.log.appended - self._appended_at_roll >= COMPACT_AFTER_ENTRIES:
+            self._appended_at_roll = self.log.appended
+            try:
+                self.log.roll(self._snapshot())
+            except OSError:
+                log.exception("could not start a new transaction log file; the current one keeps growing")
 
     # -- the APIs -----------------------------------------------------------------------------
 
@@ -282,6 +322,25 @@ class TransactionCoordinator:
             self.unwritten[txn.transactional_id] = failed
             return
         self.unwritten.pop(txn.transactional_id, None)
+        if self.complete_after_sync:
+            self.awaiting_sync[txn.transactional_id] = txn
+            return
+        self._complete_written(txn, now_ms)
+
+    def take_awaiting(self) -> list[TxnMetadata]:
+        """Transactions whose markers are written; complete them once a flush that starts now ends."""
+        return list(self.awaiting_sync.values())
+
+    def complete_synced(self, synced: Iterable[TxnMetadata], now_ms: int) -> None:
+        """The markers of these transactions are durable: log their completion."""
+        for txn in synced:
+            if self.awaiting_sync.get(txn.transactional_id) is txn:
+                del self.awaiting_sync[txn.transactional_id]
+                if self.txns.get(txn.transactional_id) is txn:
+                    self._complete_written(txn, now_ms)
+
+    def _complete_written(self, txn: TxnMetadata, now_ms: int) -> None:
+        commit = txn.state is TxnState.PREPARE_COMMIT
         if txn.groups and self.complete_groups is not None:
             self.complete_groups(txn.producer_id, txn.groups, commit)
         fault_point("txn-before-complete")
@@ -311,7 +370,7 @@ class TransactionCoordinator:
                     log.info("aborting transaction %s: timed out after %d ms", txn.transactional_id, txn.timeout_ms)
                     self.counters.timed_out += 1
                     self._abort(self._fenced(txn, now_ms), now_ms)
-                elif txn.state.is_prepare:
+                elif txn.state.is_prepare and txn.transactional_id not in self.awaiting_sync:
                     self._write_markers_and_complete(txn, now_ms)
                 elif txn.state.is_complete and now_ms - txn.last_update_ms > self.id_expiration_ms:
                     self._transition(txn.evolve(state=TxnState.DEAD, last_update_ms=now_ms))
@@ -322,6 +381,10 @@ class TransactionCoordinator:
     def active(self) -> int:
         """Transactions in flight: Ongoing, PrepareCommit or PrepareAbort (the design's definition)."""
         return sum(1 for t in self.txns.values() if t.state is TxnState.ONGOING or t.state.is_prepare)
+
+
+def _encode(txn: TxnMetadata) -> bytes:
+    return json.dumps(txn.to_json(), separators=(",", ":")).encode()
 
 
 def _epoch_exhausted(epoch: int) -> bool:

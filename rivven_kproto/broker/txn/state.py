@@ -26,6 +26,20 @@ class TxnState(enum.Enum):
         return self in (TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT)
 
 
+_COMPLETED = frozenset({TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT})
+
+# Kafka's TransactionState.validPreviousStates: a transition into the key may only leave these.
+VALID_PREVIOUS: dict[TxnState, frozenset[TxnState]] = {
+    TxnState.EMPTY: _COMPLETED,
+    TxnState.ONGOING: _COMPLETED | {TxnState.ONGOING},
+    TxnState.PREPARE_COMMIT: frozenset({TxnState.ONGOING}),
+    TxnState.PREPARE_ABORT: frozenset({TxnState.ONGOING}),
+    TxnState.COMPLETE_COMMIT: frozenset({TxnState.PREPARE_COMMIT}),
+    TxnState.COMPLETE_ABORT: frozenset({TxnState.PREPARE_ABORT}),
+    TxnState.DEAD: _COMPLETED,
+}
+
+
 @dataclass(frozen=True)
 class TxnMetadata:
     """Immutable: every transition builds a new value, logs it, then installs it."""

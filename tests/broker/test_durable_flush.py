@@ -10,7 +10,7 @@ import os
 import threading
 from pathlib import Path
 
-from rivven_kproto.broker.log.flush import sync_all
+from rivven_kproto.broker.durable.flush import sync_all
 
 from .log_helpers import NOW, crash, make_batch, open_log, read_all
 

@@ -1,4 +1,4 @@
-"""Small crash-safe files of a partition directory: offset checkpoints and the shutdown marker.
+"""Crash-safe small files: offset checkpoints, the shutdown marker, metadata tables; every fsync.
 
 Offset checkpoint format (``recovery-point``, ``log-start-offset``), ASCII text::
 
@@ -23,11 +23,16 @@ CHECKPOINT_VERSION = 0
 TMP_SUFFIX = ".tmp"
 
 
+def fsync(fd: int) -> None:
+    """The broker's only call of ``os.fsync``: one place to find, count and test every sync."""
+    os.fsync(fd)
+
+
 def fsync_dir(directory: Path) -> None:
     """Make renames, creations and unlinks inside ``directory`` durable."""
     fd = os.open(directory, os.O_RDONLY)
     try:
-        os.fsync(fd)
+        fsync(fd)
     finally:
         os.close(fd)
 
@@ -40,7 +45,7 @@ def write_atomic(path: Path, data: bytes) -> None:
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
-        os.fsync(fd)
+        fsync(fd)
     finally:
         os.close(fd)
     os.replace(tmp, path)
@@ -79,7 +84,7 @@ def write_marker(path: Path) -> None:
     """Create an empty marker file durably (the clean-shutdown marker)."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        os.fsync(fd)
+        fsync(fd)
     finally:
         os.close(fd)
     fsync_dir(path.parent)

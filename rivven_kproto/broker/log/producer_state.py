@@ -48,7 +48,7 @@ import xxhash
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.records.batch import NO_PRODUCER_ID, BatchHeader
 
-from .log.checkpoint import write_atomic
+from ..durable.files import write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -243,10 +243,8 @@ class ProducerStateManager:
 
     # -- snapshots ----------------------------------------------------------------------------
 
-    def snapshot_path(self, offset: int) -> Path:
-        return self.directory / f"{offset:020d}{SNAPSHOT_SUFFIX}"
-
-    def write_snapshot(self, offset: int) -> None:
+    def encode_snapshot(self, offset: int) -> bytes:
+        """The table as of ``offset``, as snapshot bytes (``store_snapshot`` writes them)."""
         doc = {
             "version": SNAPSHOT_VERSION,
             "offset": offset,
@@ -260,17 +258,16 @@ class ProducerStateManager:
             "aborted": [[a.producer_id, a.first_offset, a.last_offset] for a in self.aborted],
         }
         payload = json.dumps(doc, separators=(",", ":")).encode()
-        write_atomic(self.snapshot_path(offset), payload + _CHECKSUM.pack(xxhash.xxh64_intdigest(payload)))
-        for old in self.snapshot_offsets()[:-SNAPSHOTS_KEPT]:
-            self.snapshot_path(old).unlink(missing_ok=True)
+        return payload + _CHECKSUM.pack(xxhash.xxh64_intdigest(payload))
+
+    def write_snapshot(self, offset: int) -> None:
+        store_snapshot(self.directory, offset, self.encode_snapshot(offset))
+
+    def snapshot_path(self, offset: int) -> Path:
+        return snapshot_path(self.directory, offset)
 
     def snapshot_offsets(self) -> list[int]:
-        offsets = []
-        for path in self.directory.glob(f"*{SNAPSHOT_SUFFIX}"):
-            stem = path.name[: -len(SNAPSHOT_SUFFIX)]
-            if stem.isdigit():
-                offsets.append(int(stem))
-        return sorted(offsets)
+        return snapshot_offsets(self.directory)
 
     def load_latest_snapshot(self, log_end_offset: int) -> int | None:
         """Load the newest valid snapshot at or below the log end; returns its offset.
@@ -315,3 +312,28 @@ def _read_snapshot(path: Path) -> tuple[dict[int, ProducerEntry], list[AbortedTx
         return producers, [AbortedTxn(*a) for a in doc["aborted"]]
     except (ValueError, KeyError, TypeError):
         return None
+
+
+def snapshot_path(directory: Path, offset: int) -> Path:
+    return directory / f"{offset:020d}{SNAPSHOT_SUFFIX}"
+
+
+def snapshot_offsets(directory: Path) -> list[int]:
+    offsets = []
+    for path in directory.glob(f"*{SNAPSHOT_SUFFIX}"):
+        stem = path.name[: -len(SNAPSHOT_SUFFIX)]
+        if stem.isdigit():
+            offsets.append(int(stem))
+    return sorted(offsets)
+
+
+def store_snapshot(directory: Path, offset: int, data: bytes) -> None:
+    """Write one snapshot atomically and forget all but the newest few (any thread; a partition
+    deleted meanwhile needs none)."""
+    try:
+        write_atomic(snapshot_path(directory, offset), data)
+    except FileNotFoundError:
+        log.debug("producer snapshot of %s not written: the partition is gone", directory)
+        return
+    for old in snapshot_offsets(directory)[:-SNAPSHOTS_KEPT]:
+        snapshot_path(directory, old).unlink(missing_ok=True)

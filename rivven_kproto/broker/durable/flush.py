@@ -1,0 +1,100 @@
+"""An fsync split in three so that the slow middle can leave the event loop's thread.
+
+``PartitionLog.begin_flush()`` (or ``DurableLog.begin_sync()``) runs where the log lives and
+captures what must reach the disk: duplicated descriptors of the files written since the last
+flush, the log end offset they cover and the recovery-point checkpoint to write once they are
+synced. ``sync_all()`` may run on any thread: it only fsyncs and closes those duplicates and
+writes the checkpoint, so the log can append, roll, retain or close meanwhile (a duplicate keeps
+even a deleted file's inode alive). ``PartitionLog.finish_flush()`` then advances the in-memory
+recovery point, back on the log's thread. Data appended after ``begin_flush()`` may or may not be
+synced; it is only counted as durable by a later flush.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from rivven_kproto.broker.durable import files as checkpoint
+
+
+class Sealed(Protocol):
+    """A sealed segment: once synced it may let go of its index descriptors."""
+
+    def release_indexes(self) -> None: ...
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class PendingFlush:
+    """What one flush of one partition covers; the descriptors belong to it until ``sync``."""
+
+    end_offset: int = 0
+    truncations: int = 0
+    descriptors: list[int] = field(default_factory=list)
+    directory: Path | None = None
+    sealed: list[Sealed] = field(default_factory=list)
+    checkpoint: Path | None = None  # where to record ``end_offset`` as the recovery point once synced
+    synced: bool = False
+
+    def sync(self) -> None:
+        """fsync and close the duplicated descriptors (and the directory when entries changed)."""
+        try:
+            for fd in self.descriptors:
+                checkpoint.fsync(fd)
+            if self.directory is not None:
+                try:
+                    checkpoint.fsync_dir(self.directory)
+                except FileNotFoundError:  # the partition was deleted meanwhile: nothing to keep
+                    logger.debug("directory %s vanished before its fsync", self.directory)
+            if self.checkpoint is not None:
+                try:
+                    checkpoint.write_offset(self.checkpoint, self.end_offset)
+                except FileNotFoundError:
+                    logger.debug("checkpoint %s vanished with its partition", self.checkpoint)
+            self.synced = True
+        finally:
+            self.release()
+
+    def release(self) -> None:
+        for fd in self.descriptors:
+            os.close(fd)
+        self.descriptors = []
+
+
+def sync_all(pending: Iterable[PendingFlush]) -> None:
+    """Sync every prepared flush, concurrently (a round's fsyncs overlap as the disk allows,
+    instead of adding up); descriptors are closed even when one fsync fails."""
+    pending = list(pending)
+    try:
+        if len(pending) == 1:
+            pending[0].sync()
+            return
+        futures = [_pool().submit(flush.sync) for flush in pending]
+        errors = [future.exception() for future in futures]
+        for error in errors:
+            if error is not None:
+                raise error
+    finally:
+        for flush in pending:
+            flush.release()
+
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+SYNC_THREADS = 8
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=SYNC_THREADS, thread_name_prefix="kproto-fsync")
+        return _POOL

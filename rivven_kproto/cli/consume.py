@@ -27,9 +27,9 @@ import trio
 
 from rivven_kproto.client import KafkaClient
 from rivven_kproto.client import groups as group_admin
-from rivven_kproto.client.admin import READ_COMMITTED, READ_UNCOMMITTED
 from rivven_kproto.client.consumer import ConsumedRecord, Consumer, StartAt
 from rivven_kproto.client.membership import GroupMembership
+from rivven_kproto.codec.enums import READ_COMMITTED, READ_UNCOMMITTED
 
 from .output import run, settings, text
 

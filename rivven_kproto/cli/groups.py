@@ -18,8 +18,8 @@ import click
 
 from rivven_kproto.client import ClientError, KafkaClient
 from rivven_kproto.client import groups as group_admin
-from rivven_kproto.client.admin import EARLIEST, LATEST
 from rivven_kproto.client.groups import TP, CommittedOffset, GroupDescription
+from rivven_kproto.codec.enums import EARLIEST, LATEST
 from rivven_kproto.codec.errors import Errors
 
 from .output import emit, fail, run, table

@@ -11,6 +11,7 @@ import enum
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from rivven_kproto.codec.enums import EARLIEST, LATEST, READ_COMMITTED, READ_UNCOMMITTED
 from rivven_kproto.codec.messages.create_partitions import (
     CreatePartitionsRequest,
     CreatePartitionsResponse,
@@ -54,10 +55,6 @@ from .client import BrokerInfo, KafkaClient, PartitionInfo, TopicInfo
 from .errors import KafkaResponseError, check
 from .versions import ApiSupport
 
-EARLIEST = -2
-LATEST = -1
-READ_UNCOMMITTED = 0
-READ_COMMITTED = 1
 # The request timeout we ask the controller to honour; our own deadline still bounds the wait.
 ADMIN_TIMEOUT_MS = 30_000
 

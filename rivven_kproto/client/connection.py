@@ -17,7 +17,7 @@ import trio
 from scramp import ScramException
 
 from rivven_kproto.codec.errors import Errors
-from rivven_kproto.codec.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from rivven_kproto.codec.messages.api_versions import ApiVersionsResponse
 from rivven_kproto.codec.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
 from rivven_kproto.codec.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
 from rivven_kproto.codec.schema import Request, Response
@@ -25,7 +25,7 @@ from rivven_kproto.codec.schema import Request, Response
 from .errors import BrokerUnreachableError, ClientError, ConnectionLostError, ProtocolViolationError, check
 from .protocol import ClientProtocol
 from .security import ClientSecurity, sasl_conversation
-from .versions import NegotiatedVersions, negotiate
+from .versions import NegotiatedVersions, api_versions_exchange
 
 CLIENT_SOFTWARE_NAME = "rivven-kproto"
 CLIENT_SOFTWARE_VERSION = "0.1.0"
@@ -102,24 +102,15 @@ class BrokerConnection:
 
     async def _negotiate(self) -> None:
         """ApiVersions at our newest version, falling back to the broker's newest (KIP-511)."""
-        version = ApiVersionsRequest.VALID_VERSIONS.high
-        while True:
-            if version >= 3:
-                request = ApiVersionsRequest(
-                    client_software_name=CLIENT_SOFTWARE_NAME, client_software_version=CLIENT_SOFTWARE_VERSION
-                )
-            else:
-                request = ApiVersionsRequest()
-            response = await self.request(request, version, ApiVersionsResponse)
-            if response.error_code == Errors.UNSUPPORTED_VERSION:
-                theirs = next((a for a in response.api_keys if a.api_key == ApiVersionsRequest.API_KEY), None)
-                fallback = 0 if theirs is None else negotiate(0, version, theirs.min_version, theirs.max_version)
-                if fallback is not None and fallback < version:
-                    version = fallback
-                    continue
-            check(response.error_code, context=f"ApiVersions v{version} with {self.address}")
-            self._versions = NegotiatedVersions(response.api_keys)
-            return
+        exchange = api_versions_exchange(CLIENT_SOFTWARE_NAME, CLIENT_SOFTWARE_VERSION)
+        request, version = next(exchange)
+        try:
+            while True:
+                request, version = exchange.send(await self.request(request, version, ApiVersionsResponse))
+        except StopIteration as done:
+            version, response = done.value
+        check(response.error_code, context=f"ApiVersions v{version} with {self.address}")
+        self._versions = NegotiatedVersions(response.api_keys)
 
     async def _authenticate(self, security: ClientSecurity) -> None:
         """SaslHandshake, then SaslAuthenticate rounds of PLAIN or SCRAM (KIP-152 framing)."""

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import trio
 
 from rivven_kproto.codec.compression import CompressionError
+from rivven_kproto.codec.enums import EARLIEST, LATEST, READ_COMMITTED, READ_UNCOMMITTED
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.fetch import (
     FetchPartition,
@@ -28,7 +29,7 @@ from rivven_kproto.codec.messages.fetch import (
 from rivven_kproto.codec.records.control import ControlType, control_type
 from rivven_kproto.codec.records.records import Record, RecordBatch, RecordFormatError, decode_batches
 
-from .admin import EARLIEST, LATEST, READ_COMMITTED, READ_UNCOMMITTED, list_offsets
+from .admin import list_offsets
 from .client import KafkaClient, TopicInfo
 from .errors import ClientError, KafkaResponseError, check
 

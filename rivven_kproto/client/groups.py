@@ -18,6 +18,7 @@ from typing import TypeVar
 
 import trio
 
+from rivven_kproto.codec.enums import LATEST
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
 from rivven_kproto.codec.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
@@ -37,7 +38,7 @@ from rivven_kproto.codec.messages.offset_fetch import (
 )
 from rivven_kproto.codec.schema import Request, Response
 
-from .admin import LATEST, list_offsets
+from .admin import list_offsets
 from .client import RETRY_BACKOFF_S, KafkaClient
 from .coordinator import KeyType, find_coordinator
 from .errors import KafkaResponseError, check

@@ -7,9 +7,11 @@ ApiVersions answer intersected with what our codec declares, so the client talks
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from dataclasses import dataclass
 
-from rivven_kproto.codec.messages.api_versions import ApiVersion
+from rivven_kproto.codec.errors import Errors
+from rivven_kproto.codec.messages.api_versions import ApiVersion, ApiVersionsRequest, ApiVersionsResponse
 from rivven_kproto.codec.schema import REQUESTS, Request
 
 from .errors import UnsupportedApiError
@@ -79,3 +81,27 @@ class NegotiatedVersions:
                 f"-{request_cls.VALID_VERSIONS.high}"
             )
         return support.negotiated
+
+
+ApiVersionsExchange = Generator[tuple[ApiVersionsRequest, int], ApiVersionsResponse, tuple[int, ApiVersionsResponse]]
+
+
+def api_versions_exchange(software_name: str, software_version: str) -> ApiVersionsExchange:
+    """KIP-511's ApiVersions exchange, sans-IO: send each (request, version) it yields and send
+    the response back in; it returns (version, final response). Our newest version first; a broker
+    that does not know it answers UNSUPPORTED_VERSION with its own range, and we retry at the
+    newest version both speak (v0 when it names none)."""
+    version = ApiVersionsRequest.VALID_VERSIONS.high
+    while True:
+        if version >= 3:
+            request = ApiVersionsRequest(client_software_name=software_name, client_software_version=software_version)
+        else:
+            request = ApiVersionsRequest()
+        response = yield request, version
+        if response.error_code == Errors.UNSUPPORTED_VERSION:
+            theirs = next((a for a in response.api_keys if a.api_key == ApiVersionsRequest.API_KEY), None)
+            fallback = 0 if theirs is None else negotiate(0, version, theirs.min_version, theirs.max_version)
+            if fallback is not None and fallback < version:
+                version = fallback
+                continue
+        return version, response

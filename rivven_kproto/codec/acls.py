@@ -62,3 +62,16 @@ class AclEntry:
     host: str | None
     operation: int
     permission: int
+
+
+# ``authorized_operations`` when the client did not ask for it (Java's Integer.MIN_VALUE).
+OPERATIONS_NOT_REQUESTED = -2147483648
+
+# The operations Kafka supports on each resource type (AclOperation codes); the bit set a client
+# gets has those it is allowed (all of them without an authorizer).
+TOPIC_OPERATIONS = (Operation.READ, Operation.WRITE, Operation.CREATE, Operation.DELETE, Operation.ALTER,
+                    Operation.DESCRIBE, Operation.DESCRIBE_CONFIGS, Operation.ALTER_CONFIGS)
+CLUSTER_OPERATIONS = (Operation.CREATE, Operation.ALTER, Operation.DESCRIBE, Operation.CLUSTER_ACTION,
+                      Operation.DESCRIBE_CONFIGS, Operation.ALTER_CONFIGS, Operation.IDEMPOTENT_WRITE)
+GROUP_OPERATIONS = (Operation.READ, Operation.DELETE, Operation.DESCRIBE, Operation.DESCRIBE_CONFIGS,
+                    Operation.ALTER_CONFIGS)

@@ -31,12 +31,13 @@ from rivven_kproto.codec.connection import (
 )
 
 from .connection_limits import ConnectionLimits, default_max_connections, raise_descriptor_limit
-from .context import RequestContext
+from .context import NoResponse, RequestContext
 from .delayed import DelayedResponses, Pending
 from .durability import Durability
-from .handlers import HANDLERS, fetch, produce
+from .handlers import HANDLERS
 from .handlers._group_wait import wake_keys
 from .handlers.api_versions import supported_versions
+from .handlers.fetch import APPENDED
 from .http import serve_metrics
 from .log_limits import RateLimitedLog
 from .metrics import BrokerMetrics
@@ -69,7 +70,6 @@ class Server:
         self.metrics = metrics
         self.durability = Durability(broker, config, metrics)
         self.delayed = DelayedResponses(wall_clock_ms)
-        self._append_event = trio.Event()
         self._idle_scopes: set[trio.CancelScope] = set()
         self._busy = 0
         self.stopping = False
@@ -87,8 +87,7 @@ class Server:
     # -- appends wake fetch long-polls --------------------------------------------------------
 
     def notify_append(self) -> None:
-        event, self._append_event = self._append_event, trio.Event()
-        event.set()
+        self.delayed.notify([APPENDED])
 
     # -- connections --------------------------------------------------------------------------
 
@@ -226,7 +225,8 @@ class Server:
         return None
 
     async def _decode(self, frame: bytes) -> RequestEvent:
-        if len(frame) > OFFLOAD_FRAME_BYTES and frame_api_key(frame) != produce.API_KEY:
+        handler = HANDLERS.get(frame_api_key(frame)) if len(frame) > OFFLOAD_FRAME_BYTES else None
+        if handler is not None and not handler.decode_inline:
             return await trio.to_thread.run_sync(decode_request, frame, limiter=self.cpu_limiter)
         return decode_request(frame)
 
@@ -247,42 +247,24 @@ class Server:
         ctx = RequestContext(
             self.broker, self.config, wall_clock_ms(), event.header.client_id, client_host, session=session
         )
-        request: Any = event.request
         coordinator_writes = self.broker.coordinator_writes
-        if event.api_key == fetch.API_KEY:
-            response = await self._fetch(ctx, request, event.api_version)
-        else:
-            if event.api_key == produce.API_KEY:
-                await produce.prepare(ctx, request, self.cpu_limiter)
-                ctx.now_ms = wall_clock_ms()
-            response = handler.handle(ctx, request, event.api_version)
-            self.wake_groups()
-            if isinstance(response, Pending):
-                response = await self.delayed.wait(response)
+        if handler.prepare is not None:
+            await handler.prepare(ctx, event.request, self.cpu_limiter)
+            ctx.now_ms = wall_clock_ms()
+        response = handler.handle(ctx, event.request, event.api_version)
+        self.wake_groups()
+        if isinstance(response, Pending):
+            response = await self.delayed.wait(response)
         if ctx.appended:
             self.notify_append()
-            if event.api_key == produce.API_KEY:
-                await self.durability.after_produce(ctx, request.acks)
-        await self.durability.after_request(coordinator_writes)
+        await self.durability.after_request(ctx, coordinator_writes)
         if self.metrics is not None:
             self.metrics.observe_request(event.api_key, time.perf_counter() - started, response)
-        if event.api_key == produce.API_KEY and request.acks == 0:
+        if isinstance(response, NoResponse):
             return None
-        if event.frame_size > OFFLOAD_FRAME_BYTES and event.api_key != produce.API_KEY:
+        if event.frame_size > OFFLOAD_FRAME_BYTES and not handler.decode_inline:
             return await trio.to_thread.run_sync(encode_response, event.header, response, limiter=self.cpu_limiter)
         return encode_response(event.header, response)
-
-    async def _fetch(self, ctx: RequestContext, request: Any, version: int) -> Any:
-        """Long-poll: answer once min_bytes are there, an error occurs or max_wait_ms passes."""
-        deadline = trio.current_time() + max(request.max_wait_ms, 0) / 1000
-        while True:
-            wake = self._append_event
-            response, size, has_error = fetch.fetch(ctx, request, version)
-            if size >= request.min_bytes or has_error or trio.current_time() >= deadline or self.stopping:
-                return response
-            with trio.move_on_at(deadline):
-                await wake.wait()
-            ctx.now_ms = wall_clock_ms()
 
     def wake_groups(self) -> None:
         """Parked JoinGroup/SyncGroup requests of groups that changed may be answerable now."""

@@ -16,6 +16,14 @@ from .session import Session
 PartitionKey = tuple[str, int]
 
 
+@dataclass(frozen=True)
+class NoResponse:
+    """What a handler returns when Kafka sends nothing back (Produce with acks=0); ``unsent`` is
+    the response it would have been (its error codes still count in the metrics)."""
+
+    unsent: object = None
+
+
 @dataclass
 class RequestContext:
     broker: Broker
@@ -27,6 +35,8 @@ class RequestContext:
     appended: bool = False
     # Logs this request wrote to, for the durability policy (fsync, flush.messages).
     touched: list[PartitionLog] = field(default_factory=list)
+    # Answer only once this request's writes are durable, when the fsync policy says so (acks != 0).
+    sync_before_answer: bool = False
     # Produce: each partition's batch validated (and recompressed) before the handler runs, or why not.
     prepared: dict[PartitionKey, RecordCheck | KafkaError] = field(default_factory=dict)
     # The connection's listener and client identity (None: a request outside any connection).

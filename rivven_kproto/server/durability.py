@@ -63,19 +63,18 @@ class Durability:
         self._completed_event = trio.Event()
         self._warnings = RateLimitedLog(log)
 
-    async def after_produce(self, ctx: RequestContext, acks: int) -> None:
+    async def after_request(self, ctx: RequestContext, coordinator_writes_before: int) -> None:
+        """Note the logs a request wrote; under ``always``, return once its writes are durable
+        (records of a produce with acks != 0, any coordinator log entry)."""
         for partition in ctx.touched:
             self.broker.unflushed.add(partition)
             flush_messages = partition.config.flush_messages
             if flush_messages is not None and partition.unflushed_messages >= flush_messages:
                 self._due.add(partition)
                 self._kick.set()
-        if self.sync_on_ack and acks != 0:
-            await self.sync()
-
-    async def after_request(self, coordinator_writes_before: int) -> None:
-        """Under ``always``, a request that logged coordinator state is answered once it is durable."""
-        if self.sync_on_ack and self.broker.coordinator_writes != coordinator_writes_before:
+        if self.sync_on_ack and (
+            (ctx.sync_before_answer and ctx.touched) or self.broker.coordinator_writes != coordinator_writes_before
+        ):
             await self.sync()
 
     async def sync(self) -> None:

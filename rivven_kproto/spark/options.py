@@ -15,8 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from rivven_kproto.client.security import ClientSecurity, from_properties
-
-from .wire import EARLIEST, LATEST, READ_COMMITTED, READ_UNCOMMITTED
+from rivven_kproto.codec.enums import EARLIEST, LATEST, READ_COMMITTED, READ_UNCOMMITTED
 
 STRATEGY_KEYS = ("subscribe", "subscribepattern", "assign")
 STRATEGY_KEYS_TEXT = "subscribe, subscribepattern, assign"

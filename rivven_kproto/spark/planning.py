@@ -12,8 +12,10 @@ import logging
 import math
 from dataclasses import dataclass
 
+from rivven_kproto.codec.enums import EARLIEST, LATEST
+
 from .options import KafkaOptions, OffsetSpec, TopicPartition, show_partitions
-from .wire import EARLIEST, LATEST, Cluster
+from .wire import Cluster
 
 log = logging.getLogger(__name__)
 

@@ -19,13 +19,14 @@ from collections.abc import Iterator
 import pyarrow as pa
 
 from rivven_kproto.codec.compression import CompressionError
+from rivven_kproto.codec.enums import EARLIEST
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.records.records import RecordFormatError
 
 from .decode import decode_rows, select_batches
 from .options import KafkaOptions
 from .planning import OffsetRange, data_loss
-from .wire import EARLIEST, RETRY_BACKOFF_S, Cluster, Connection, KafkaWireError, check
+from .wire import RETRY_BACKOFF_S, Cluster, Connection, KafkaWireError, check
 
 MAX_FETCH_BYTES = 256 * 1024 * 1024
 MIN_FETCH_BYTES = 64 * 1024

@@ -34,9 +34,11 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from rivven_kproto.codec.enums import EARLIEST
+
 from .options import FIXED_SCHEMA_MESSAGE, KafkaOptions, OffsetSpec, TopicPartition, parse
 from .planning import OffsetRange, batch_ranges, data_loss, discover, resolve, split_ranges
-from .wire import EARLIEST, Cluster
+from .wire import Cluster
 
 try:  # PySpark 4.2+: admission control and Trigger.AvailableNow for Python sources
     from pyspark.sql.streaming.datasource import (

@@ -13,7 +13,6 @@ level) and Fetch (v4+, so isolation level, last stable offset and aborted transa
 
 from __future__ import annotations
 
-import io
 import socket
 import ssl
 import struct
@@ -24,12 +23,13 @@ from typing import TypeVar
 
 from scramp import ScramException
 
+from rivven_kproto.client.errors import ClientError, ProtocolViolationError, UnsupportedApiError
+from rivven_kproto.client.protocol import ClientProtocol
 from rivven_kproto.client.security import ClientSecurity, sasl_conversation
+from rivven_kproto.client.versions import NegotiatedVersions, api_versions_exchange
 from rivven_kproto.codec import messages as _messages  # noqa: F401  (registers every declaration)
-from rivven_kproto.codec.connection import encode_request
 from rivven_kproto.codec.errors import Errors
-from rivven_kproto.codec.headers import RequestHeader, ResponseHeader, response_header_version
-from rivven_kproto.codec.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from rivven_kproto.codec.messages.api_versions import ApiVersionsResponse
 from rivven_kproto.codec.messages.fetch import (
     FetchPartition,
     FetchRequest,
@@ -46,14 +46,11 @@ from rivven_kproto.codec.messages.list_offsets import (
 from rivven_kproto.codec.messages.metadata import MetadataRequest, MetadataRequestTopic, MetadataResponse
 from rivven_kproto.codec.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
 from rivven_kproto.codec.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
-from rivven_kproto.codec.schema import REQUESTS, DecodeError, Request, Response
+from rivven_kproto.codec.schema import Request, Response
 
-EARLIEST = -2
-LATEST = -1
-READ_UNCOMMITTED = 0
-READ_COMMITTED = 1
 FETCH_MIN_VERSION = 4  # isolation level, last stable offset, aborted transactions
 MAX_RESPONSE_SIZE = 512 * 1024 * 1024
+RECEIVE_SIZE = 1024 * 1024
 RETRY_BACKOFF_S = 0.1
 RETRIES = 50
 
@@ -108,8 +105,8 @@ class Connection:
             raise KafkaWireError(f"cannot connect to {self.address}: {exc}", Errors.NETWORK_EXCEPTION) from None
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._sock = sock
-        self._next_id = 1
-        self._versions: dict[int, int] = {}
+        self._protocol = ClientProtocol(client_id, MAX_RESPONSE_SIZE)
+        self._versions = NegotiatedVersions([])
         try:
             if security is not None and security.ssl_context is not None:
                 self._sock = self._tls(sock, security.ssl_context, host)
@@ -148,29 +145,21 @@ class Connection:
             raise KafkaWireError(f"SCRAM with {self.address}: {exc}", Errors.SASL_AUTHENTICATION_FAILED) from None
 
     def _negotiate(self) -> None:
-        version = 3
-        response = self.request(ApiVersionsRequest(client_software_name="rivven-kproto-spark",
-                                                   client_software_version="0.1.0"), version, ApiVersionsResponse)
-        if response.error_code == Errors.UNSUPPORTED_VERSION:
-            version = 0
-            response = self.request(ApiVersionsRequest(), version, ApiVersionsResponse)
+        exchange = api_versions_exchange("rivven-kproto-spark", "0.1.0")
+        request, version = next(exchange)
+        try:
+            while True:
+                request, version = exchange.send(self.request(request, version, ApiVersionsResponse))
+        except StopIteration as done:
+            version, response = done.value
         check(response.error_code, f"ApiVersions with {self.address}")
-        for entry in response.api_keys:
-            ours = REQUESTS.get(entry.api_key)
-            if ours is None:
-                continue
-            high = min(ours.VALID_VERSIONS.high, entry.max_version)
-            if high >= max(ours.VALID_VERSIONS.low, entry.min_version):
-                self._versions[entry.api_key] = high
+        self._versions = NegotiatedVersions(response.api_keys)
 
     def version_for(self, request_cls: type[Request], min_version: int = 0) -> int:
-        version = self._versions.get(request_cls.API_KEY)
-        if version is None or version < min_version:
-            raise KafkaWireError(
-                f"{self.address} serves no usable version of {request_cls.__name__} (need v{min_version}+)",
-                Errors.UNSUPPORTED_VERSION,
-            )
-        return version
+        try:
+            return self._versions.version_for(request_cls, min_version)
+        except UnsupportedApiError as exc:
+            raise KafkaWireError(f"{self.address}: {exc}", Errors.UNSUPPORTED_VERSION) from None
 
     def request(self, request: Request, version: int | None, response_cls: type[R]) -> R:
         """Send ``request`` at ``version`` (None: the negotiated one) and wait for its response."""
@@ -180,16 +169,12 @@ class Connection:
         """Write a request without waiting: the broker answers in order, so callers may pipeline."""
         if version is None:
             version = self.version_for(type(request))
-        correlation_id = self._next_id
-        self._next_id = self._next_id % 0x7FFFFFFF + 1
-        header = RequestHeader(
-            request_api_key=request.API_KEY,
-            request_api_version=version,
-            correlation_id=correlation_id,
-            client_id=self.client_id,
-        )
         try:
-            self._sock.sendall(encode_request(header, request))
+            correlation_id, data = self._protocol.send_request(request, version)
+        except ClientError as exc:
+            raise KafkaWireError(str(exc), Errors.INVALID_REQUEST) from None
+        try:
+            self._sock.sendall(data)
         except OSError as exc:
             self.close()
             raise KafkaWireError(f"connection to {self.address} failed: {exc}", Errors.NETWORK_EXCEPTION) from None
@@ -197,45 +182,24 @@ class Connection:
 
     def receive(self, sent: tuple[int, Request, int], response_cls: type[R]) -> R:
         """The response to a request from :meth:`send` (responses must be collected in order)."""
-        correlation_id, request, version = sent
+        correlation_id = sent[0]
         try:
-            frame = self._read_frame()
+            while (received := self._protocol.next_response()) is None:
+                data = self._sock.recv(RECEIVE_SIZE)
+                if not data:
+                    raise OSError(f"{self.address} closed the connection")
+                self._protocol.receive_data(data)
         except OSError as exc:
             self.close()
             raise KafkaWireError(f"connection to {self.address} failed: {exc}", Errors.NETWORK_EXCEPTION) from None
-        stream = io.BytesIO(frame)
-        try:
-            response_header = ResponseHeader.decode_from(stream, response_header_version(type(request), version))
-            if response_header.correlation_id != correlation_id:
-                raise KafkaWireError(f"{self.address} answered correlation id {response_header.correlation_id}, "
-                                     f"expected {correlation_id}")
-            body = frame[stream.tell():]
-            try:
-                return response_cls.decode(body, version)
-            except DecodeError:
-                if request.API_KEY != ApiVersionsRequest.API_KEY or version == 0:
-                    raise
-                return response_cls.decode(body, 0)  # KIP-511: UNSUPPORTED_VERSION comes in a v0 body
-        except DecodeError as exc:
-            raise KafkaWireError(f"undecodable {response_cls.__name__} v{version} from {self.address}: {exc}") from None
-
-    def _read_frame(self) -> memoryview:
-        head = self._read_exactly(4)
-        (size,) = _SIZE.unpack(head)
-        if size < 4 or size > MAX_RESPONSE_SIZE:
-            raise KafkaWireError(f"response frame size {size} from {self.address} out of bounds")
-        return self._read_exactly(size)
-
-    def _read_exactly(self, size: int) -> memoryview:
-        buf = bytearray(size)
-        view = memoryview(buf)
-        got = 0
-        while got < size:
-            n = self._sock.recv_into(view[got:], size - got)
-            if n == 0:
-                raise OSError(f"{self.address} closed the connection")
-            got += n
-        return view
+        except ProtocolViolationError as exc:
+            self.close()
+            raise KafkaWireError(f"{self.address}: {exc}") from None
+        answered, response = received
+        if answered != correlation_id or not isinstance(response, response_cls):
+            self.close()
+            raise KafkaWireError(f"{self.address} answered correlation id {answered}, expected {correlation_id}")
+        return response
 
     def close(self) -> None:
         try:

@@ -42,7 +42,10 @@ from rivven_kproto.codec.messages.list_offsets import (
 from rivven_kproto.codec.messages.metadata import MetadataRequest, MetadataRequestTopic, MetadataResponse
 from rivven_kproto.codec.records.records import Record, build_batch
 from rivven_kproto.server.context import RequestContext
+from rivven_kproto.server.delayed import Pending
 from rivven_kproto.server.handlers import delete_records, describe_cluster, fetch, list_offsets, metadata
+
+from ..broker.log_helpers import make_batch
 
 NOW = 1_700_000_000_000
 NODE = 7
@@ -207,7 +210,7 @@ def fetch_request(
         for index, offset in parts or [(0, 0)]
     ]
     topics = [FetchTopic(topic=topic, partitions=wanted)]
-    return FetchRequest(max_wait_ms=500, min_bytes=1, max_bytes=max_bytes, topics=topics, **kw)
+    return FetchRequest(max_wait_ms=500, max_bytes=max_bytes, topics=topics, **{"min_bytes": 1, **kw})
 
 
 def run_fetch(ctx: RequestContext, request: FetchRequest, version: int = 12) -> tuple[FetchResponse, int, bool]:
@@ -317,8 +320,22 @@ def test_fetch_leader_epoch_checks(ctx: RequestContext, broker: Broker) -> None:
 
 def test_fetch_handle_returns_the_response(ctx: RequestContext, broker: Broker) -> None:
     broker.create_topic("t", 1, 1, {}, NOW)
-    response = fetch.handle(ctx, fetch_request(), 12)
+    response = fetch.handle(ctx, fetch_request(min_bytes=0), 12)
     assert isinstance(response, FetchResponse) and response.responses[0].partitions[0].records == b""
+
+
+def test_fetch_without_min_bytes_waits_as_a_pending_woken_by_appends(ctx: RequestContext, broker: Broker) -> None:
+    """The long-poll is a delayed response like JoinGroup's: parked under the append key."""
+    broker.create_topic("t", 1, 1, {}, NOW)
+    pending = fetch.handle(ctx, fetch_request(), 12)
+    assert isinstance(pending, Pending)
+    assert (pending.key, pending.deadline_ms) == (fetch.APPENDED, NOW + 500)
+    assert pending.complete(NOW + 10) is None  # nothing to read yet
+    expired = pending.expire(NOW + 500)
+    assert isinstance(expired, FetchResponse) and expired.responses[0].partitions[0].records == b""
+    broker.partition("t", 0).append(make_batch(2), NOW)
+    woken = pending.complete(NOW + 20)
+    assert isinstance(woken, FetchResponse) and woken.responses[0].partitions[0].records
 
 
 # -- ListOffsets ----------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from rivven_kproto.broker.config import BrokerConfig, FsyncPolicy
 from rivven_kproto.broker.log import LogConfig
 from rivven_kproto.broker.txn.state import TxnState
 from rivven_kproto.codec.errors import Errors
+from rivven_kproto.server.context import RequestContext
 from rivven_kproto.server.durability import Durability
 
 from ..broker.log_helpers import make_batch
@@ -61,7 +62,7 @@ async def test_under_always_a_commit_is_completed_after_its_markers_are_synced_o
         assert broker.partition("t", 0).log_end_offset == 1
         assert broker.txn.txns["app"].state is TxnState.PREPARE_COMMIT
         assert on_loop_thread == []
-        await durability.after_request(before)
+        await durability.after_request(RequestContext(broker, broker.config, NOW), before)
         assert broker.txn.txns["app"].state is TxnState.COMPLETE_COMMIT
         assert on_loop_thread and not any(on_loop_thread)
         nursery.cancel_scope.cancel()
@@ -79,7 +80,7 @@ async def test_under_interval_a_coordinator_write_is_answered_without_waiting(
     assert broker.txn.end_txn("app", pid, epoch, False, NOW) is Errors.NONE
     assert broker.txn.txns["app"].state is TxnState.COMPLETE_ABORT  # no wait for the disk
     with trio.fail_after(1):
-        await durability.after_request(before)  # no flusher runs: this must not wait for one
+        await durability.after_request(RequestContext(broker, broker.config, NOW), before)  # no flusher runs: this must not wait for one
     assert on_loop_thread == []
     async with trio.open_nursery() as nursery:
         nursery.start_soon(durability.run)

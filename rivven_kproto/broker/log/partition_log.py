@@ -31,7 +31,12 @@ from rivven_kproto.broker.durable import files as checkpoint
 from rivven_kproto.broker.durable.flush import PendingFlush
 from rivven_kproto.broker.durable.work import BlockingWork, submit
 from rivven_kproto.broker.log.config import LogConfig
-from rivven_kproto.broker.log.producer_state import BatchMeta, ProducerStateManager, store_snapshot
+from rivven_kproto.broker.log.producer_state import (
+    AbortedTxn,
+    BatchMeta,
+    ProducerStateManager,
+    store_snapshot,
+)
 from rivven_kproto.broker.log.segment import LOG_SUFFIX, MAX_RELATIVE_OFFSET, Segment
 from rivven_kproto.broker.log.validation import (
     RecordCheck,
@@ -40,6 +45,7 @@ from rivven_kproto.broker.log.validation import (
     validate_batches,
     validate_records,
 )
+from rivven_kproto.codec.enums import IsolationLevel
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.records.batch import BatchHeader, iter_headers
 from rivven_kproto.codec.records.control import ControlType, build_control_batch, parse_control_record
@@ -51,8 +57,30 @@ MARKER_FILE = "clean-shutdown"
 DELETED_SUFFIX = "-deleted"  # a deleted partition's directory, renamed until its files are removed
 RECOVERY_POINT_FILE = "recovery-point"
 LOG_START_FILE = "log-start-offset"
-LEADER_EPOCH = 0
+LEADER_EPOCH = 0  # one node: the leader never changes
+NO_LEADER_EPOCH = -1
 REBUILD_CHUNK_BYTES = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """One partition's part of a Fetch: batches visible at the isolation level, and the marks."""
+
+    data: bytes
+    high_watermark: int
+    last_stable_offset: int
+    log_start_offset: int
+    aborted: list[AbortedTxn] | None  # read_committed: transactions overlapping the data; else None
+
+
+def check_leader_epoch(current_leader_epoch: int) -> None:
+    """Kafka's fencing check on a client's idea of the leader epoch (-1: the client has none)."""
+    if current_leader_epoch == NO_LEADER_EPOCH:
+        return
+    if current_leader_epoch < LEADER_EPOCH:
+        raise KafkaError(Errors.FENCED_LEADER_EPOCH, f"leader epoch {current_leader_epoch} is older than ours")
+    if current_leader_epoch > LEADER_EPOCH:
+        raise KafkaError(Errors.UNKNOWN_LEADER_EPOCH, f"leader epoch {current_leader_epoch} is newer than ours")
 
 
 @dataclass(frozen=True)
@@ -323,8 +351,31 @@ class PartitionLog:
         return info.base_offset
 
     @property
+    def high_watermark(self) -> int:
+        """One node, nothing to replicate: everything appended is committed."""
+        return self.log_end_offset
+
+    @property
     def last_stable_offset(self) -> int:
+        """The first offset of the earliest open transaction, or the high watermark."""
         return self.producers.last_stable_offset(self.log_end_offset)
+
+    def visible_end(self, isolation: IsolationLevel) -> int:
+        """Where a consumer's view ends: the last stable offset for read_committed, else the HW."""
+        return self.last_stable_offset if isolation == IsolationLevel.READ_COMMITTED else self.high_watermark
+
+    def fetch(self, offset: int, max_bytes: int, isolation: IsolationLevel, *, min_one_batch: bool) -> Fetched:
+        """Kafka's read for a consumer: whole batches below the visible end, and for
+        read_committed the aborted transactions overlapping them (clients drop those records)."""
+        high_watermark, last_stable = self.high_watermark, self.last_stable_offset
+        result = self.read(offset, max_bytes, upper_bound=self.visible_end(isolation), min_one_batch=min_one_batch)
+        aborted = None
+        if isolation == IsolationLevel.READ_COMMITTED:
+            end = offset
+            for _, header in iter_headers(result.data):
+                end = header.next_offset
+            aborted = self.producers.aborted_between(offset, end)
+        return Fetched(result.data, high_watermark, last_stable, result.log_start_offset, aborted)
 
     def _maybe_roll(
         self, size: int, first_offset: int, last_offset: int, max_timestamp: int, now_ms: int

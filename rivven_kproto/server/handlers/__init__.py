@@ -1,19 +1,34 @@
 """The dispatch table: one module per Kafka API, each a plain function (ctx, request, version).
 
-A handler module declares ``API_KEY`` (its request class's key), ``VERSIONS`` (the versions it
-serves, advertised in ApiVersions) and ``handle(ctx, request, version) -> response``. Only APIs
-listed here are advertised: never one we cannot serve.
+The handler contract (the server knows nothing else about any API):
+
+- ``API_KEY`` (its request class's key) and optionally ``VERSIONS`` (the versions it serves,
+  advertised in ApiVersions; default: every version the codec declares).
+- ``handle(ctx, request, version)`` returns the response, a :class:`~.delayed.Pending` (answered
+  later, when its wake key is notified or its deadline passes), or a :class:`~.context.NoResponse`.
+- Effects are declared on the context, never performed by the handler: ``ctx.appended`` (records
+  or markers were appended: wake parked fetches), ``ctx.touched`` (logs written, for the
+  durability policy), ``ctx.sync_before_answer`` (answer only once the writes are durable under
+  ``fsync=always``). Coordinator log writes are seen by the server itself.
+- Optionally ``async prepare(ctx, request, limiter)``: CPU-heavy work on worker threads before
+  ``handle`` (Produce's record validation); and ``DECODE_INLINE = True`` when large frames of
+  this API must still be decoded on the loop (their bulk is handled by ``prepare``).
+
+Only APIs listed here are advertised: never one we cannot serve.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+import trio
+
 from rivven_kproto.codec.schema import REQUESTS, Versions
 
+from ..context import RequestContext
 from . import (
     add_offsets_to_txn,
     add_partitions_to_txn,
@@ -103,11 +118,17 @@ _MODULES: list[ModuleType] = [
 ]
 
 
+Handle = Callable[[RequestContext, Any, int], Any]  # -> response | Pending | NoResponse
+Prepare = Callable[[RequestContext, Any, trio.CapacityLimiter], Awaitable[None]]
+
+
 @dataclass(frozen=True)
 class Handler:
     api_key: int
     versions: Versions
-    handle: Callable[..., Any]
+    handle: Handle
+    prepare: Prepare | None = None
+    decode_inline: bool = False
 
 
 HANDLERS: dict[int, Handler] = {}
@@ -115,4 +136,8 @@ for _module in _MODULES:
     _key = _module.API_KEY
     # Advertise what the codec declares for this API (issue table), unless the handler narrows it.
     _versions = getattr(_module, "VERSIONS", REQUESTS[_key].VALID_VERSIONS)
-    HANDLERS[_key] = Handler(_key, _versions, _module.handle)
+    HANDLERS[_key] = Handler(
+        _key, _versions, _module.handle, getattr(_module, "prepare", None), getattr(_module, "DECODE_INLINE", False)
+    )
+
+__all__ = ["HANDLERS", "Handler"]

@@ -24,8 +24,6 @@ from rivven_kproto.codec.messages.delete_records import (
 )
 from rivven_kproto.server.context import RequestContext
 
-from .fetch import high_watermark
-
 log = logging.getLogger(__name__)
 
 API_KEY = DeleteRecordsRequest.API_KEY
@@ -55,7 +53,7 @@ def _delete(ctx: RequestContext, topic: str, wanted: DeleteRecordsPartition) -> 
                 Errors.POLICY_VIOLATION,
                 f"Records of partition {topic}-{index} can not be deleted due to the configured policy",
             )
-        low_watermark = partition.delete_records(wanted.offset, high_watermark=high_watermark(partition))
+        low_watermark = partition.delete_records(wanted.offset, high_watermark=partition.high_watermark)
     except KafkaError as exc:
         log.debug("delete records %s-%d before %d: %s", topic, index, wanted.offset, exc)
         return DeleteRecordsPartitionResult(

@@ -11,6 +11,7 @@ Kafka broker without an authorizer grants), racks.
 from __future__ import annotations
 
 from rivven_kproto.broker.security.acls import CLUSTER_NAME, ResourceType
+from rivven_kproto.codec.acls import CLUSTER_OPERATIONS, OPERATIONS_NOT_REQUESTED
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.describe_cluster import (
     DescribeClusterBroker,
@@ -18,8 +19,6 @@ from rivven_kproto.codec.messages.describe_cluster import (
     DescribeClusterResponse,
 )
 from rivven_kproto.server.context import RequestContext
-
-from .metadata import CLUSTER_OPERATIONS, OPERATIONS_NOT_REQUESTED
 
 API_KEY = DescribeClusterRequest.API_KEY
 

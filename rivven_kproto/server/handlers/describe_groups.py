@@ -10,6 +10,7 @@ are every operation Kafka supports on a group, as a broker without an authorizer
 from __future__ import annotations
 
 from rivven_kproto.broker.security.acls import Operation, ResourceType
+from rivven_kproto.codec.acls import GROUP_OPERATIONS
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.describe_groups import (
     DescribedGroup,
@@ -19,7 +20,6 @@ from rivven_kproto.codec.messages.describe_groups import (
 )
 
 from ..context import RequestContext
-from .metadata import GROUP_OPERATIONS
 
 API_KEY = DescribeGroupsRequest.API_KEY
 # AclOperation codes Kafka supports on a group: READ 3, DELETE 6, DESCRIBE 8, DESCRIBE_CONFIGS 10,

@@ -1,7 +1,9 @@
 """Fetch (key 1), versions 4-12: read record batches for consumers, by topic name.
 
-``fetch`` answers once from what the logs hold now; the server's long-poll loop calls it again
-until ``min_bytes`` arrive, an error shows up or ``max_wait_ms`` passes. Batches travel as the
+``fetch`` answers once from what the logs hold now; ``handle`` answers at once when that is
+enough (``min_bytes`` arrived, an error, no wait asked), else returns a :class:`Pending` woken by
+every append (:data:`APPENDED`) that answers once ``min_bytes`` arrive or ``max_wait_ms`` passes
+(the long-poll, parked by the server's delayed responses like any other wait). Batches travel as the
 bytes on disk (never decoded). Size limits follow Kafka: each partition reads at most
 ``partition_max_bytes`` and the response at most ``max_bytes``, except that the first partition
 with data returns its first batch whole, so a consumer always makes progress.
@@ -20,8 +22,9 @@ from __future__ import annotations
 import logging
 
 from rivven_kproto.broker.broker import Broker
-from rivven_kproto.broker.log.partition_log import LEADER_EPOCH, PartitionLog
+from rivven_kproto.broker.log.partition_log import PartitionLog, check_leader_epoch
 from rivven_kproto.broker.security.acls import Operation, ResourceType
+from rivven_kproto.codec.enums import IsolationLevel
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.fetch import (
     AbortedTransaction,
@@ -31,42 +34,32 @@ from rivven_kproto.codec.messages.fetch import (
     FetchResponse,
     PartitionData,
 )
-from rivven_kproto.codec.records.batch import iter_headers
 from rivven_kproto.server.context import RequestContext
+from rivven_kproto.server.delayed import Pending
 
 log = logging.getLogger(__name__)
 
 API_KEY = FetchRequest.API_KEY
+APPENDED = "records-appended"  # the wake key of parked fetches: records or markers were appended
 
-READ_COMMITTED = 1
 # Fetch session epochs meaning "full request, no incremental session" (Kafka's FetchMetadata).
 INITIAL_EPOCH = 0
 FINAL_EPOCH = -1
-NO_LEADER_EPOCH = -1
 
 
-def high_watermark(partition: PartitionLog) -> int:
-    """One node, nothing to replicate: everything appended is committed."""
-    return partition.log_end_offset
+def handle(ctx: RequestContext, request: FetchRequest, version: int) -> FetchResponse | Pending:
+    response, size, has_error = fetch(ctx, request, version)
+    if size >= request.min_bytes or has_error or request.max_wait_ms <= 0:
+        return response
 
+    def complete(now_ms: int) -> FetchResponse | None:
+        response, size, has_error = fetch(ctx, request, version)
+        return response if size >= request.min_bytes or has_error else None
 
-def last_stable_offset(partition: PartitionLog) -> int:
-    """The first offset of the earliest open transaction, or the high watermark."""
-    return partition.last_stable_offset
+    def expire(now_ms: int) -> FetchResponse:
+        return fetch(ctx, request, version)[0]
 
-
-def check_leader_epoch(current_leader_epoch: int) -> None:
-    """Kafka's fencing check on a client's idea of the leader epoch (-1: the client has none)."""
-    if current_leader_epoch == NO_LEADER_EPOCH:
-        return
-    if current_leader_epoch < LEADER_EPOCH:
-        raise KafkaError(Errors.FENCED_LEADER_EPOCH, f"leader epoch {current_leader_epoch} is older than ours")
-    if current_leader_epoch > LEADER_EPOCH:
-        raise KafkaError(Errors.UNKNOWN_LEADER_EPOCH, f"leader epoch {current_leader_epoch} is newer than ours")
-
-
-def handle(ctx: RequestContext, request: FetchRequest, version: int) -> FetchResponse:
-    return fetch(ctx, request, version)[0]
+    return Pending(APPENDED, ctx.now_ms + request.max_wait_ms, complete, expire)
 
 
 def fetch(ctx: RequestContext, request: FetchRequest, version: int) -> tuple[FetchResponse, int, bool]:
@@ -78,7 +71,8 @@ def fetch(ctx: RequestContext, request: FetchRequest, version: int) -> tuple[Fet
             throttle_time_ms=0, error_code=Errors.FETCH_SESSION_ID_NOT_FOUND, session_id=0, responses=[]
         )
         return response, 0, True
-    read_committed = request.isolation_level == READ_COMMITTED
+    committed = request.isolation_level == IsolationLevel.READ_COMMITTED
+    isolation = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
     # The broker's fetch.max.bytes caps what a client may ask for (Kafka: min of the two); the
     # first batch is still returned whole when it is larger, so a consumer can always progress.
     remaining = min(max(request.max_bytes, 0), ctx.config.fetch_max_bytes)
@@ -91,9 +85,7 @@ def fetch(ctx: RequestContext, request: FetchRequest, version: int) -> tuple[Fet
         for wanted in topic.partitions:
             max_bytes = min(max(wanted.partition_max_bytes, 0), remaining)
             if readable.setdefault(topic.topic, ctx.allowed(Operation.READ, ResourceType.TOPIC, topic.topic)):
-                data = _read_partition(
-                    ctx.broker, topic.topic, wanted, max_bytes, read_committed=read_committed, min_one_batch=min_one_batch
-                )
+                data = _read_partition(ctx.broker, topic.topic, wanted, max_bytes, isolation, min_one_batch=min_one_batch)
             else:
                 data = _error_partition(wanted.partition, Errors.TOPIC_AUTHORIZATION_FAILED)
             size = len(data.records or b"")
@@ -113,8 +105,8 @@ def _read_partition(
     topic: str,
     wanted: FetchPartition,
     max_bytes: int,
+    isolation: IsolationLevel,
     *,
-    read_committed: bool,
     min_one_batch: bool,
 ) -> PartitionData:
     """Read one partition; every failure becomes the partition's error code, never an exception."""
@@ -122,44 +114,32 @@ def _read_partition(
     try:
         partition = broker.partition(topic, wanted.partition)
         check_leader_epoch(wanted.current_leader_epoch)
-        hw = high_watermark(partition)
-        lso = last_stable_offset(partition)
-        result = partition.read(
-            wanted.fetch_offset, max_bytes, upper_bound=lso if read_committed else hw, min_one_batch=min_one_batch
-        )
+        fetched = partition.fetch(wanted.fetch_offset, max_bytes, isolation, min_one_batch=min_one_batch)
     except KafkaError as exc:
         log.debug("fetch %s-%d at %d: %s", topic, wanted.partition, wanted.fetch_offset, exc)
         data = _error_partition(wanted.partition, exc.error)
         if exc.error == Errors.OFFSET_OUT_OF_RANGE and partition is not None:
             # Kafka sends -1 here; the real bounds help anyone debugging a reset and harm nobody.
-            data.high_watermark = data.last_stable_offset = high_watermark(partition)
+            data.high_watermark = data.last_stable_offset = partition.high_watermark
             data.log_start_offset = partition.log_start_offset
         return data
     except OSError:
         log.exception("fetch %s-%d: reading the log failed", topic, wanted.partition)
         return _error_partition(wanted.partition, Errors.KAFKA_STORAGE_ERROR)
+    # Kafka: a list (empty without aborted transactions) for read_committed, null otherwise.
+    aborted = None if fetched.aborted is None else [
+        AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset) for a in fetched.aborted
+    ]
     return PartitionData(
         partition_index=wanted.partition,
         error_code=Errors.NONE,
-        high_watermark=hw,
-        last_stable_offset=lso,
-        log_start_offset=result.log_start_offset,
-        # Kafka: a list (empty without aborted transactions) for read_committed, null otherwise.
-        aborted_transactions=_aborted(partition, wanted.fetch_offset, result.data) if read_committed else None,
+        high_watermark=fetched.high_watermark,
+        last_stable_offset=fetched.last_stable_offset,
+        log_start_offset=fetched.log_start_offset,
+        aborted_transactions=aborted,
         preferred_read_replica=-1,
-        records=result.data,
+        records=fetched.data,
     )
-
-
-def _aborted(partition: PartitionLog, fetch_offset: int, data: bytes) -> list[AbortedTransaction]:
-    """Aborted transactions overlapping [fetch_offset, the offset after the returned batches)."""
-    end = fetch_offset
-    for _, header in iter_headers(data):
-        end = header.next_offset
-    return [
-        AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset)
-        for a in partition.producers.aborted_between(fetch_offset, end)
-    ]
 
 
 def _error_partition(index: int, error: Errors) -> PartitionData:

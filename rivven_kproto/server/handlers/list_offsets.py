@@ -16,8 +16,16 @@ from __future__ import annotations
 import logging
 from collections import Counter
 
-from rivven_kproto.broker.log.partition_log import LEADER_EPOCH
+from rivven_kproto.broker.log.partition_log import LEADER_EPOCH, check_leader_epoch
 from rivven_kproto.broker.security.acls import Operation, ResourceType
+from rivven_kproto.codec.enums import (
+    EARLIEST,
+    LATEST,
+    MAX_TIMESTAMP,
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
+    IsolationLevel,
+)
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.list_offsets import (
     ListOffsetsPartition,
@@ -28,21 +36,17 @@ from rivven_kproto.codec.messages.list_offsets import (
 )
 from rivven_kproto.server.context import RequestContext
 
-from .fetch import READ_COMMITTED, check_leader_epoch, high_watermark, last_stable_offset
-
 log = logging.getLogger(__name__)
 
 API_KEY = ListOffsetsRequest.API_KEY
 
-LATEST_TIMESTAMP = -1
-EARLIEST_TIMESTAMP = -2
-MAX_TIMESTAMP = -3
 UNKNOWN = -1
 
 
 def handle(ctx: RequestContext, request: ListOffsetsRequest, version: int) -> ListOffsetsResponse:
     counts = Counter((topic.name, p.partition_index) for topic in request.topics for p in topic.partitions)
-    read_committed = version >= 2 and request.isolation_level == READ_COMMITTED
+    committed = version >= 2 and request.isolation_level == READ_COMMITTED
+    isolation = READ_COMMITTED if committed else READ_UNCOMMITTED
     topics = []
     for topic in request.topics:
         partitions = []
@@ -50,24 +54,24 @@ def handle(ctx: RequestContext, request: ListOffsetsRequest, version: int) -> Li
             if counts[(topic.name, wanted.partition_index)] > 1:
                 partitions.append(_error(wanted.partition_index, Errors.INVALID_REQUEST))
             else:
-                partitions.append(_list_offset(ctx, topic.name, wanted, read_committed, version))
+                partitions.append(_list_offset(ctx, topic.name, wanted, isolation, version))
         topics.append(ListOffsetsTopicResponse(name=topic.name, partitions=partitions))
     return ListOffsetsResponse(throttle_time_ms=0, topics=topics)
 
 
 def _list_offset(
-    ctx: RequestContext, topic: str, wanted: ListOffsetsPartition, read_committed: bool, version: int
+    ctx: RequestContext, topic: str, wanted: ListOffsetsPartition, isolation: IsolationLevel, version: int
 ) -> ListOffsetsPartitionResponse:
     try:
         if not ctx.allowed(Operation.DESCRIBE, ResourceType.TOPIC, topic):
             raise KafkaError(Errors.TOPIC_AUTHORIZATION_FAILED)
         partition = ctx.broker.partition(topic, wanted.partition_index)
         check_leader_epoch(wanted.current_leader_epoch)
-        fetchable = last_stable_offset(partition) if read_committed else high_watermark(partition)
+        fetchable = partition.visible_end(isolation)
         found: tuple[int, int] | None
-        if wanted.timestamp == LATEST_TIMESTAMP:
+        if wanted.timestamp == LATEST:
             found = fetchable, UNKNOWN
-        elif wanted.timestamp == EARLIEST_TIMESTAMP:
+        elif wanted.timestamp == EARLIEST:
             found = partition.log_start_offset, UNKNOWN
         else:
             if wanted.timestamp == MAX_TIMESTAMP:

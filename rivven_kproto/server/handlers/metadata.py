@@ -22,6 +22,7 @@ from rivven_kproto.broker.broker import Topic
 from rivven_kproto.broker.log.partition_log import LEADER_EPOCH
 from rivven_kproto.broker.security.acls import CLUSTER_NAME, Operation, ResourceType
 from rivven_kproto.broker.topics import INTERNAL_TOPICS, validate_topic_name
+from rivven_kproto.codec.acls import CLUSTER_OPERATIONS, OPERATIONS_NOT_REQUESTED, TOPIC_OPERATIONS
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.metadata import (
     MetadataRequest,
@@ -38,18 +39,6 @@ log = logging.getLogger(__name__)
 API_KEY = MetadataRequest.API_KEY
 
 ZERO_TOPIC_ID = uuid.UUID(int=0)
-# Schema default meaning "not requested" for authorized-operation fields.
-OPERATIONS_NOT_REQUESTED = -2147483648
-
-
-# The operations Kafka supports on each resource type (AclOperation codes); the bit set a client
-# gets has those it is allowed (all of them without an authorizer).
-TOPIC_OPERATIONS = (Operation.READ, Operation.WRITE, Operation.CREATE, Operation.DELETE, Operation.ALTER,
-                    Operation.DESCRIBE, Operation.DESCRIBE_CONFIGS, Operation.ALTER_CONFIGS)
-CLUSTER_OPERATIONS = (Operation.CREATE, Operation.ALTER, Operation.DESCRIBE, Operation.CLUSTER_ACTION,
-                      Operation.DESCRIBE_CONFIGS, Operation.ALTER_CONFIGS, Operation.IDEMPOTENT_WRITE)
-GROUP_OPERATIONS = (Operation.READ, Operation.DELETE, Operation.DESCRIBE, Operation.DESCRIBE_CONFIGS,
-                    Operation.ALTER_CONFIGS)
 
 
 def handle(ctx: RequestContext, request: MetadataRequest, version: int) -> MetadataResponse:

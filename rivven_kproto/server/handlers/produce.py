@@ -35,9 +35,10 @@ from rivven_kproto.codec.messages.produce import (
 from rivven_kproto.codec.records.batch import BatchFormatError, iter_headers, parse_header
 from rivven_kproto.codec.records.scan import COMPILED
 
-from ..context import PartitionKey, RequestContext
+from ..context import NoResponse, PartitionKey, RequestContext
 
 API_KEY = 0
+DECODE_INLINE = True  # the bulk of a large Produce is record bytes, validated by ``prepare``
 MIN_SERVED_VERSION = 3
 log = logging.getLogger(__name__)
 
@@ -107,7 +108,14 @@ def _run(preparation: Preparation) -> RecordCheck | KafkaError:
         return KafkaError(Errors.CORRUPT_MESSAGE, str(exc))
 
 
-def handle(ctx: RequestContext, request: ProduceRequest, version: int) -> ProduceResponse:
+def handle(ctx: RequestContext, request: ProduceRequest, version: int) -> ProduceResponse | NoResponse:
+    response = answer(ctx, request, version)
+    ctx.sync_before_answer = request.acks != 0
+    return NoResponse(response) if request.acks == 0 else response
+
+
+def answer(ctx: RequestContext, request: ProduceRequest, version: int) -> ProduceResponse:
+    """The response Kafka would send (also built for acks=0, whose errors are only logged)."""
     responses = []
     for topic_data in request.topic_data:
         partitions = [

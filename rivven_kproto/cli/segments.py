@@ -15,17 +15,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from rivven_kproto.broker.log.segment import offsets_problem
 from rivven_kproto.codec.records.batch import (
     HEADER_SIZE,
-    LOG_OVERHEAD,
     BatchHeader,
     compute_crc,
+    header_problem,
     parse_header,
 )
 
 SEGMENT_FILE = re.compile(r"^(\d{20})\.log$")
-MAGIC_V2 = 2
-MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD
 
 
 @dataclass
@@ -77,9 +76,14 @@ def segment_base_offset(path: Path) -> int | None:
 
 
 def scan_segment(stream: BinaryIO, size: int, base_offset: int | None = None) -> Iterator[ScannedBatch | Damage]:
-    """Yield each batch of the segment in ``stream`` (``size`` bytes), then any damage that ends it."""
+    """Yield each batch of the segment in ``stream`` (``size`` bytes), then any damage that ends it.
+
+    The checks are recovery's own (``codec.records.batch.header_problem`` and
+    ``broker.log.segment.offsets_problem``), so what ``kproto log verify`` calls damage is exactly
+    what the broker would cut off when it recovers the segment."""
     position = 0
-    previous_last: int | None = None
+    next_offset: int | None = base_offset
+    segment_base = base_offset
     while position < size:
         stream.seek(position)
         head = stream.read(HEADER_SIZE)
@@ -87,27 +91,19 @@ def scan_segment(stream: BinaryIO, size: int, base_offset: int | None = None) ->
             yield Damage(position, None, f"torn batch: {size - position} bytes left, a batch header needs {HEADER_SIZE}")
             return
         header = parse_header(head)
-        if header.magic != MAGIC_V2:
-            yield Damage(position, header.base_offset, f"unsupported magic {header.magic} (expected 2)")
-            return
-        if header.batch_length < MIN_BATCH_LENGTH:
-            yield Damage(position, header.base_offset, f"batch length {header.batch_length} below the minimum {MIN_BATCH_LENGTH}")
-            return
-        if position + header.size > size:
-            yield Damage(position, header.base_offset, f"torn batch: {header.size} bytes declared, {size - position} present")
+        damage = header_problem(header, size - position)
+        if damage is not None:
+            yield Damage(position, header.base_offset, damage)
             return
         stream.seek(position)
         data = stream.read(header.size)
         computed = compute_crc(data, 0, header.size)
         problem = None
-        if header.last_offset_delta < 0:
-            problem = f"negative last offset delta {header.last_offset_delta}"
-        elif previous_last is not None and header.base_offset <= previous_last:
-            problem = f"offset {header.base_offset} not above the previous batch's last offset {previous_last}"
-        elif previous_last is None and base_offset is not None and header.base_offset < base_offset:
-            problem = f"offset {header.base_offset} below the segment's base offset {base_offset}"
-        elif computed != header.crc:
+        if segment_base is None:  # a file not named by its base offset: trust its first batch
+            segment_base = header.base_offset
+        problem = offsets_problem(header, segment_base if next_offset is None else next_offset, segment_base)
+        if problem is None and computed != header.crc:
             problem = f"CRC mismatch (stored 0x{header.crc:08x}, computed 0x{computed:08x})"
         yield ScannedBatch(position, header, data, computed, problem)
-        previous_last = header.last_offset
+        next_offset = header.next_offset
         position += header.size

@@ -28,6 +28,7 @@ from rivven_kproto.codec.messages.fetch import (
 )
 from rivven_kproto.codec.records.control import ControlType, control_type
 from rivven_kproto.codec.records.records import Record, RecordBatch, RecordFormatError, decode_batches
+from rivven_kproto.codec.records.visibility import Visibility
 
 from .admin import list_offsets
 from .client import KafkaClient, TopicInfo
@@ -65,28 +66,12 @@ def _is_abort_marker(batch: RecordBatch) -> bool:
 def visible_records(
     batches: Iterable[RecordBatch], aborted: Iterable[tuple[int, int]] | None, read_committed: bool
 ) -> Iterator[tuple[int, int, Record]]:
-    """(offset, timestamp, record) a consumer may see; ``aborted`` holds (producer id, first offset).
-
-    An aborted transaction becomes active once a batch reaches its first offset; from then on
-    that producer's transactional batches are dropped until its ABORT marker closes it.
-    """
-    pending = sorted(aborted or (), key=lambda entry: entry[1])
-    aborted_producers: set[int] = set()
-    next_pending = 0
+    """(offset, timestamp, record) a consumer may see; ``aborted`` holds (producer id, first offset)
+    (Kafka's rule: see ``codec/records/visibility.py``)."""
+    visibility = Visibility(aborted, read_committed)
     for batch in batches:
-        if read_committed and batch.producer_id >= 0:
-            while next_pending < len(pending) and pending[next_pending][1] <= batch.last_offset:
-                aborted_producers.add(pending[next_pending][0])
-                next_pending += 1
-            if batch.is_control:
-                if _is_abort_marker(batch):
-                    aborted_producers.discard(batch.producer_id)
-                continue
-            if batch.is_transactional and batch.producer_id in aborted_producers:
-                continue
-        if batch.is_control:
-            continue
-        yield from batch.iter_absolute()
+        if visibility.shows(batch, lambda: _is_abort_marker(batch)):  # noqa: B023 - called at once
+            yield from batch.iter_absolute()
 
 
 class Consumer:

@@ -52,7 +52,17 @@ def _decode(buf: Buffer, pos: int, max_bytes: int, max_value: int) -> tuple[int,
     return value, pos
 
 
-def _encode(value: int) -> bytes:
+def zigzag(value: int, bits: int) -> int:
+    """The unsigned form a signed ``bits``-wide value travels as."""
+    return ((value << 1) ^ (value >> (bits - 1))) & ((1 << bits) - 1)
+
+
+def unzigzag(raw: int) -> int:
+    return (raw >> 1) ^ -(raw & 1)
+
+
+def encode_raw(value: int) -> bytes:
+    """Base-128 groups of a non-negative value the caller has range-checked."""
     out = bytearray()
     while value > 0x7F:
         out.append((value & 0x7F) | 0x80)
@@ -69,31 +79,31 @@ def decode_unsigned_varint(buf: Buffer, pos: int = 0) -> tuple[int, int]:
 def decode_varint(buf: Buffer, pos: int = 0) -> tuple[int, int]:
     """Zigzag-encoded signed 32-bit varint at ``pos``."""
     raw, pos = _decode(buf, pos, MAX_VARINT_BYTES, UINT32_MAX)
-    return (raw >> 1) ^ -(raw & 1), pos
+    return unzigzag(raw), pos
 
 
 def decode_varlong(buf: Buffer, pos: int = 0) -> tuple[int, int]:
     """Zigzag-encoded signed 64-bit varlong at ``pos``."""
     raw, pos = _decode(buf, pos, MAX_VARLONG_BYTES, UINT64_MAX)
-    return (raw >> 1) ^ -(raw & 1), pos
+    return unzigzag(raw), pos
 
 
 def encode_unsigned_varint(value: int) -> bytes:
     if not 0 <= value <= UINT32_MAX:
         raise VarintError(f"unsigned varint out of range: {value}")
-    return _encode(value)
+    return encode_raw(value)
 
 
 def encode_varint(value: int) -> bytes:
     if not INT32_MIN <= value <= INT32_MAX:
         raise VarintError(f"varint out of int32 range: {value}")
-    return _encode(((value << 1) ^ (value >> 31)) & UINT32_MAX)
+    return encode_raw(zigzag(value, 32))
 
 
 def encode_varlong(value: int) -> bytes:
     if not INT64_MIN <= value <= INT64_MAX:
         raise VarintError(f"varlong out of int64 range: {value}")
-    return _encode(((value << 1) ^ (value >> 63)) & UINT64_MAX)
+    return encode_raw(zigzag(value, 64))
 
 
 def unsigned_varint_size(value: int) -> int:
@@ -106,8 +116,8 @@ def unsigned_varint_size(value: int) -> int:
 
 
 def varint_size(value: int) -> int:
-    return unsigned_varint_size(((value << 1) ^ (value >> 31)) & UINT32_MAX)
+    return unsigned_varint_size(zigzag(value, 32))
 
 
 def varlong_size(value: int) -> int:
-    return unsigned_varint_size(((value << 1) ^ (value >> 63)) & UINT64_MAX)
+    return unsigned_varint_size(zigzag(value, 64))

@@ -41,6 +41,7 @@ from rivven_kproto.codec.records.records import (
     RecordFormatError,
     decode_batch,
 )
+from rivven_kproto.codec.records.visibility import Visibility
 from rivven_kproto.codec.varint import VarintError, decode_varint
 
 from .vectors import (
@@ -77,15 +78,6 @@ def kafka_arrow_schema(include_headers: bool) -> pa.Schema:
     return pa.schema(fields)
 
 
-@dataclass
-class Decoded:
-    """One fetch answer, decoded: rows in [start, end) and where the next fetch starts."""
-
-    batch: pa.RecordBatch | None
-    next_offset: int
-    batches_seen: int
-
-
 def _is_abort_marker(buf: memoryview, pos: int) -> bool:
     batch = decode_batch(buf, pos)
     if not batch.records:
@@ -105,9 +97,7 @@ def select_batches(
     """
     view = memoryview(buf)
     end = len(view)
-    pending = sorted(aborted or (), key=lambda entry: entry[1])
-    next_pending = 0
-    aborted_producers: set[int] = set()
+    visibility = Visibility(aborted, read_committed)
     shown: list[tuple[int, BatchHeader]] = []
     next_offset = -1
     seen = 0
@@ -126,16 +116,7 @@ def select_batches(
             raise RecordFormatError(f"batch at offset {header.base_offset} has a negative offset delta or count")
         seen += 1
         next_offset = max(next_offset, header.next_offset)
-        if read_committed and header.producer_id >= 0:
-            while next_pending < len(pending) and pending[next_pending][1] <= header.last_offset:
-                aborted_producers.add(pending[next_pending][0])
-                next_pending += 1
-            if header.is_control:
-                if _is_abort_marker(view, pos):
-                    aborted_producers.discard(header.producer_id)
-            elif not (header.is_transactional and header.producer_id in aborted_producers):
-                shown.append((pos, header))
-        elif not header.is_control:
+        if visibility.shows(header, lambda: _is_abort_marker(view, pos)):  # noqa: B023 - called at once
             shown.append((pos, header))
         pos += header.size
     return shown, next_offset, seen
@@ -449,21 +430,3 @@ def decode_rows(
         return decode_fast(buf, shown, **kwargs)  # type: ignore[arg-type]
     except FastPathError:
         return decode_reference(buf, shown, **kwargs)  # type: ignore[arg-type]
-
-
-def decode_fetch(
-    buf: bytes | memoryview,
-    aborted: Iterable[tuple[int, int]] | None,
-    *,
-    read_committed: bool,
-    topic: str,
-    partition: int,
-    start: int,
-    end: int,
-    include_headers: bool,
-) -> Decoded:
-    """Decode one partition's Fetch records: visible rows with start <= offset < end."""
-    shown, next_offset, seen = select_batches(buf, aborted, read_committed)
-    rows = decode_rows(buf, shown, topic=topic, partition=partition, start=start, end=end,
-                       include_headers=include_headers)
-    return Decoded(rows, next_offset, seen)

@@ -131,9 +131,6 @@ class OffsetStore:
         """A copy: callers iterate while records change the store."""
         return dict(self._committed.get(group_id, {}))
 
-    def has_offsets(self, group_id: str) -> bool:
-        return bool(self._committed.get(group_id))
-
     def group_ids(self) -> list[str]:
         return list(self._committed)
 

@@ -29,9 +29,9 @@ from pathlib import Path
 from rivven_kproto.broker.log.index import OffsetIndex, TimeIndex
 from rivven_kproto.codec.records.batch import (
     HEADER_SIZE,
-    LOG_OVERHEAD,
     BatchHeader,
     crc_ok,
+    header_problem,
     iter_headers,
     parse_header,
 )
@@ -49,6 +49,20 @@ LOOKUP_CHUNK = 16 << 10
 
 def segment_name(base_offset: int) -> str:
     return f"{base_offset:020d}"
+
+
+def offsets_problem(header: BatchHeader, next_offset: int, base_offset: int) -> str | None:
+    """Recovery's offset rule for the next batch of a segment (None: it holds): offsets only
+    grow, from the segment's base on, and stay within a relative offset of the segment."""
+    if header.last_offset_delta < 0:
+        return f"negative last offset delta {header.last_offset_delta}"
+    if header.base_offset < next_offset:
+        if next_offset == base_offset:
+            return f"offset {header.base_offset} below the segment's base offset {base_offset}"
+        return f"offset {header.base_offset} not above the previous batch's last offset {next_offset - 1}"
+    if header.last_offset - base_offset > MAX_RELATIVE_OFFSET:
+        return f"last offset {header.last_offset} too far above the segment's base offset {base_offset}"
+    return None
 
 
 def iter_file_batches(
@@ -69,7 +83,7 @@ def iter_file_batches(
             if len(buf) < HEADER_SIZE:
                 return
         header = parse_header(buf, rel)
-        if header.magic != 2 or header.batch_length < HEADER_SIZE - LOG_OVERHEAD or pos + header.size > end:
+        if header_problem(header, end - pos) is not None:
             return
         if verify:
             if len(buf) - rel < header.size:
@@ -196,11 +210,7 @@ class Segment:
         return end
 
     def _offsets_plausible(self, header: BatchHeader) -> bool:
-        return (
-            header.base_offset >= self.next_offset
-            and header.last_offset_delta >= 0
-            and header.last_offset - self.base_offset <= MAX_RELATIVE_OFFSET
-        )
+        return offsets_problem(header, self.next_offset, self.base_offset) is None
 
     # -- appending -------------------------------------------------------------------------------
 

@@ -24,8 +24,8 @@ from rivven_kproto.codec.records.batch import (
     ATTRIBUTES_OFFSET,
     CRC_OFFSET,
     HEADER_SIZE,
-    LOG_OVERHEAD,
     MAGIC_OFFSET,
+    MIN_BATCH_LENGTH,
     NO_PRODUCER_ID,
     TIMESTAMP_TYPE_MASK,
     BatchFormatError,
@@ -90,7 +90,7 @@ def _checked_header(data: bytes | bytearray | memoryview, pos: int, config: LogC
     if remaining < HEADER_SIZE:
         raise KafkaError(Errors.CORRUPT_MESSAGE, f"truncated record batch header at byte {pos}")
     header = parse_header(data, pos)
-    if header.batch_length < HEADER_SIZE - LOG_OVERHEAD or header.size > remaining:
+    if header.batch_length < MIN_BATCH_LENGTH or header.size > remaining:
         raise KafkaError(
             Errors.CORRUPT_MESSAGE, f"record batch at byte {pos} has an invalid length {header.batch_length}"
         )

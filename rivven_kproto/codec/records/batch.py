@@ -35,6 +35,8 @@ import crc32c
 
 HEADER_SIZE = 61
 LOG_OVERHEAD = 12  # base_offset + batch_length
+MAGIC_V2 = 2
+MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD
 CRC_START = 21
 MAGIC_OFFSET = 16
 CRC_OFFSET = 17
@@ -147,6 +149,21 @@ def crc_ok(buf: bytes | bytearray | memoryview, pos: int, header: BatchHeader) -
     return compute_crc(buf, pos, header.size) == header.crc
 
 
+def header_problem(header: BatchHeader, available: int) -> str | None:
+    """Why ``header`` cannot start a v2 batch within ``available`` bytes; None when it can.
+
+    The one plausibility rule of every reader of stored or fetched batches (recovery, ``kproto
+    log verify``, consumers); producer input gets Kafka's error codes from the broker's validation.
+    """
+    if header.magic != MAGIC_V2:
+        return f"unsupported magic {header.magic} (expected {MAGIC_V2})"
+    if header.batch_length < MIN_BATCH_LENGTH:
+        return f"batch length {header.batch_length} below the minimum {MIN_BATCH_LENGTH}"
+    if header.size > available:
+        return f"torn batch: {header.size} bytes declared, {available} present"
+    return None
+
+
 def iter_headers(buf: bytes | bytearray | memoryview, pos: int = 0) -> Iterator[tuple[int, BatchHeader]]:
     """Yield (position, header) for each complete batch; stops silently at a partial tail.
 
@@ -156,7 +173,7 @@ def iter_headers(buf: bytes | bytearray | memoryview, pos: int = 0) -> Iterator[
     end = len(buf)
     while end - pos >= HEADER_SIZE:
         header = parse_header(buf, pos)
-        if header.batch_length < HEADER_SIZE - LOG_OVERHEAD or pos + header.size > end:
+        if header.batch_length < MIN_BATCH_LENGTH or pos + header.size > end:
             return
         yield pos, header
         pos += header.size

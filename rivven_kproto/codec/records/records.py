@@ -38,6 +38,8 @@ from .batch import (
     CONTROL_MASK,
     HEADER_SIZE,
     LOG_OVERHEAD,
+    MAGIC_V2,
+    MIN_BATCH_LENGTH,
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
     NO_SEQUENCE,
@@ -49,8 +51,6 @@ from .batch import (
     parse_header,
 )
 
-MAGIC_V2 = 2
-MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD
 # length, attributes, timestamp delta, offset delta, key length, value length, header count
 MIN_RECORD_SIZE = 7
 MIN_HEADER_SIZE = 2

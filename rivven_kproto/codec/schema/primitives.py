@@ -31,6 +31,8 @@ from construct import (
     stream_write,
 )
 
+from rivven_kproto.codec.varint import encode_raw, unzigzag, zigzag
+
 __all__ = [
     "Int8sb",
     "Int16sb",
@@ -106,13 +108,8 @@ class UVarInt(Construct):  # type: ignore[misc]
     def _build(self, obj: int, stream: io.BytesIO, context: Any, path: str) -> int:
         if not isinstance(obj, int) or obj < 0 or obj >= self.limit:
             raise ValidationError(f"unsigned varint out of range: {obj!r}", path=path)
-        out = bytearray()
-        value = obj
-        while value >= 0x80:
-            out.append((value & 0x7F) | 0x80)
-            value >>= 7
-        out.append(value)
-        stream_write(stream, bytes(out), len(out), path)
+        out = encode_raw(obj)
+        stream_write(stream, out, len(out), path)
         return obj
 
     def _sizeof(self, context: Any, path: str) -> int:
@@ -128,14 +125,13 @@ class VarInt(Construct):  # type: ignore[misc]
         self.bits = 32 if max_bytes == 5 else 64
 
     def _parse(self, stream: io.BytesIO, context: Any, path: str) -> int:
-        value: int = self.raw._parse(stream, context, path)
-        return (value >> 1) ^ -(value & 1)
+        return unzigzag(self.raw._parse(stream, context, path))
 
     def _build(self, obj: int, stream: io.BytesIO, context: Any, path: str) -> int:
         bound = 1 << (self.bits - 1)
         if not isinstance(obj, int) or not -bound <= obj < bound:
             raise ValidationError(f"varint out of range: {obj!r}", path=path)
-        self.raw._build((obj << 1) ^ (obj >> (self.bits - 1)), stream, context, path)
+        self.raw._build(zigzag(obj, self.bits), stream, context, path)
         return obj
 
     def _sizeof(self, context: Any, path: str) -> int:

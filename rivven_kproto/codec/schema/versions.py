@@ -35,10 +35,6 @@ class Versions:
     def empty(self) -> bool:
         return self.low > self.high
 
-    def intersect(self, other: Versions) -> Versions:
-        low, high = max(self.low, other.low), min(self.high, other.high)
-        return Versions(low, high) if low <= high else NONE
-
     def __iter__(self):  # type: ignore[no-untyped-def]
         return iter(range(self.low, min(self.high, MAX_VERSION) + 1))
 

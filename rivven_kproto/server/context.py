@@ -39,6 +39,9 @@ class RequestContext:
     sync_before_answer: bool = False
     # Produce: each partition's batch validated (and recompressed) before the handler runs, or why not.
     prepared: dict[PartitionKey, RecordCheck | KafkaError] = field(default_factory=dict)
+    # Fetch: reads of sealed segments done on a worker thread before the handler runs, by
+    # partition: (fetch offset, whole batches read).
+    prefetched: dict[PartitionKey, tuple[int, bytes]] = field(default_factory=dict)
     # The connection's listener and client identity (None: a request outside any connection).
     session: Session | None = None
 

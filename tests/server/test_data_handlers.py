@@ -8,12 +8,15 @@ would read off the wire.
 from __future__ import annotations
 
 import dataclasses
+import os
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 
 from rivven_kproto.broker.broker import Broker
 from rivven_kproto.broker.config import BrokerConfig
@@ -336,6 +339,31 @@ def test_fetch_without_min_bytes_waits_as_a_pending_woken_by_appends(ctx: Reques
     broker.partition("t", 0).append(make_batch(2), NOW)
     woken = pending.complete(NOW + 20)
     assert isinstance(woken, FetchResponse) and woken.responses[0].partitions[0].records
+
+
+async def test_fetch_reads_sealed_segments_on_a_worker_thread(
+        ctx: RequestContext, broker: Broker, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A consumer catching up reads old segments off the loop; the answer is the inline one."""
+    broker.create_topic("t", 2, 1, {"segment.bytes": "1024"}, NOW)
+    for _ in range(30):
+        broker.partition("t", 0).append(batch(3, value=b"x" * 40), NOW)
+    broker.partition("t", 1).append(batch(1), NOW)  # one segment only: read on the loop
+    request = wire(fetch_request("t", (0, 0), (1, 0), max_bytes=2000, part_max=1500), 12)
+    inline, _, _ = fetch.fetch(ctx, request, 12)
+    real_pread = os.pread
+    on_loop: list[bool] = []
+
+    def recording(fd: int, size: int, position: int) -> bytes:
+        on_loop.append(threading.current_thread() is threading.main_thread())
+        return real_pread(fd, size, position)
+
+    monkeypatch.setattr(os, "pread", recording)
+    cold = RequestContext(broker, ctx.config, NOW, "test-client")
+    await fetch.prepare(cold, request, trio.CapacityLimiter(1))
+    assert set(cold.prefetched) == {("t", 0)} and on_loop and not any(on_loop)
+    response = fetch.handle(cold, request, 12)
+    assert response == inline and cold.prefetched == {}
+    assert response.responses[0].partitions[0].records  # type: ignore[union-attr]
 
 
 # -- ListOffsets ----------------------------------------------------------------------------------

@@ -20,7 +20,9 @@ to ``work`` (see ``durable/work.py``), which the server runs in order off the ev
 from __future__ import annotations
 
 import bisect
+import itertools
 import logging
+import os
 import shutil
 import uuid
 from collections.abc import Callable
@@ -38,6 +40,7 @@ from rivven_kproto.broker.log.producer_state import (
     store_snapshot,
 )
 from rivven_kproto.broker.log.segment import LOG_SUFFIX, MAX_RELATIVE_OFFSET, Segment
+from rivven_kproto.broker.log.span import ColdRead, read_span, whole_batches
 from rivven_kproto.broker.log.validation import (
     RecordCheck,
     check_offsets,
@@ -364,11 +367,21 @@ class PartitionLog:
         """Where a consumer's view ends: the last stable offset for read_committed, else the HW."""
         return self.last_stable_offset if isolation == IsolationLevel.READ_COMMITTED else self.high_watermark
 
-    def fetch(self, offset: int, max_bytes: int, isolation: IsolationLevel, *, min_one_batch: bool) -> Fetched:
+    def fetch(
+        self, offset: int, max_bytes: int, isolation: IsolationLevel, *, min_one_batch: bool,
+        prefetched: bytes | None = None,
+    ) -> Fetched:
         """Kafka's read for a consumer: whole batches below the visible end, and for
-        read_committed the aborted transactions overlapping them (clients drop those records)."""
+        read_committed the aborted transactions overlapping them (clients drop those records).
+
+        ``prefetched``: what a ``ColdRead`` of this offset returned (read with at least this
+        budget, below an earlier, so lower or equal, visible end); cut to ``max_bytes`` here."""
         high_watermark, last_stable = self.high_watermark, self.last_stable_offset
-        result = self.read(offset, max_bytes, upper_bound=self.visible_end(isolation), min_one_batch=min_one_batch)
+        if prefetched is not None and offset >= self._log_start_offset:
+            data = whole_batches(prefetched, max_bytes, min_one_batch)
+            result = ReadResult(data, self._log_start_offset, self.log_end_offset)
+        else:
+            result = self.read(offset, max_bytes, upper_bound=self.visible_end(isolation), min_one_batch=min_one_batch)
         aborted = None
         if isolation == IsolationLevel.READ_COMMITTED:
             end = offset
@@ -421,21 +434,35 @@ class PartitionLog:
         if offset == end or (upper_bound is not None and offset >= upper_bound):
             return ReadResult(b"", start, end)
         i = bisect.bisect_right(self._bases, offset) - 1
-        position = self._segments[i].find_position(offset)
-        parts: list[bytes] = []
-        remaining, min_one = max_bytes, min_one_batch
-        while i < len(self._segments):
-            if position is not None:
-                data, at_end = self._segments[i].read(position, remaining, upper_bound, min_one)
-                if data:
-                    parts.append(data)
-                    remaining -= len(data)
-                    min_one = False
-                if not at_end or remaining <= 0:
+        files = ((segment.descriptor, segment.size) for segment in itertools.islice(self._segments, i, None))
+        data = read_span(files, self._segments[i].index_position(offset), offset, max_bytes, upper_bound, min_one_batch)
+        return ReadResult(data, start, end)
+
+    def plan_cold_read(self, offset: int, max_bytes: int, isolation: IsolationLevel) -> ColdRead | None:
+        """A Fetch read that starts in a sealed segment, ready to run on a worker thread (see
+        ``span.py``); None when it starts in the active segment or has nothing to read."""
+        self._check_open()
+        upper_bound = self.visible_end(isolation)
+        if not self._log_start_offset <= offset < upper_bound:
+            return None
+        i = bisect.bisect_right(self._bases, offset) - 1
+        if i >= len(self._segments) - 1:
+            return None
+        first = self._segments[i]
+        scan_from = first.index_position(offset)
+        files: list[tuple[int, int]] = []
+        covered = -scan_from
+        try:
+            for segment in itertools.islice(self._segments, i, None):
+                files.append((segment.duplicate_descriptor(), segment.size))
+                covered += segment.size
+                if covered > max_bytes:
                     break
-            i += 1
-            position = 0
-        return ReadResult(b"".join(parts), start, end)
+        except OSError:
+            for fd, _ in files:
+                os.close(fd)
+            raise
+        return ColdRead(offset, max_bytes, upper_bound, scan_from, files)
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record whose timestamp >= ``timestamp``.

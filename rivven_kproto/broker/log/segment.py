@@ -94,6 +94,37 @@ def iter_file_batches(
         pos += header.size
 
 
+def find_batch(fd: int, end: int, start: int, offset: int) -> int | None:
+    """Position of the first batch in ``fd[start:end]`` ending after ``offset``, if any."""
+    for pos, header in iter_file_batches(fd, start, end, verify=False, chunk=LOOKUP_CHUNK):
+        if header.next_offset > offset:
+            return pos
+    return None
+
+
+def read_batches(
+    fd: int, end: int, position: int, max_bytes: int, upper_bound: int | None, min_one: bool
+) -> tuple[bytes, bool]:
+    """Whole batches of ``fd`` from ``position``: at most ``max_bytes`` unless ``min_one`` and the
+    first is larger, none with a base offset >= ``upper_bound``. Returns (bytes, reached ``end``).
+    Reads only below ``end``, so it may run on any thread against a file that is being appended."""
+    want = min(max(max_bytes, 0), end - position)
+    chunk = os.pread(fd, want, position) if want > 0 else b""
+    taken = 0
+    for rel, header in iter_headers(chunk):
+        if upper_bound is not None and header.base_offset >= upper_bound:
+            return chunk[:taken], False
+        taken = rel + header.size
+    if taken == 0 and min_one and end - position >= HEADER_SIZE:
+        header = parse_header(os.pread(fd, HEADER_SIZE, position))
+        if upper_bound is not None and header.base_offset >= upper_bound:
+            return b"", False
+        data = os.pread(fd, header.size, position)
+        return data, position + len(data) >= end
+    data = chunk if taken == len(chunk) else chunk[:taken]
+    return data, position + taken >= end
+
+
 class Segment:
     """A segment's files and the few facts about it kept in memory (size, offsets, timestamps)."""
 
@@ -271,35 +302,26 @@ class Segment:
         """Position of the first batch ending after ``offset`` (the one holding it, or the next)."""
         if offset >= self.next_offset:
             return None
+        return find_batch(self._fd, self.size, self.index_position(offset), offset)
+
+    def index_position(self, offset: int) -> int:
+        """Where a scan for ``offset`` may start, by the offset index (in memory)."""
         _, start = self.index.lookup(offset - self.base_offset)
-        if start >= self.size:
-            start = 0
-        for pos, header in iter_file_batches(self._fd, start, self.size, verify=False, chunk=LOOKUP_CHUNK):
-            if header.next_offset > offset:
-                return pos
-        return None
+        return start if start < self.size else 0
 
     def read(
         self, position: int, max_bytes: int, upper_bound: int | None, min_one: bool
     ) -> tuple[bytes, bool]:
-        """Whole batches from ``position``: at most ``max_bytes`` unless ``min_one`` and the first is
-        larger, none with a base offset >= ``upper_bound``. Returns (bytes, reached segment end)."""
-        end = self.size
-        want = min(max(max_bytes, 0), end - position)
-        chunk = os.pread(self._fd, want, position) if want > 0 else b""
-        taken = 0
-        for rel, header in iter_headers(chunk):
-            if upper_bound is not None and header.base_offset >= upper_bound:
-                return chunk[:taken], False
-            taken = rel + header.size
-        if taken == 0 and min_one and end - position >= HEADER_SIZE:
-            header = parse_header(os.pread(self._fd, HEADER_SIZE, position))
-            if upper_bound is not None and header.base_offset >= upper_bound:
-                return b"", False
-            data = os.pread(self._fd, header.size, position)
-            return data, position + len(data) >= end
-        data = chunk if taken == len(chunk) else chunk[:taken]
-        return data, position + taken >= end
+        """Whole batches from ``position`` (see :func:`read_batches`)."""
+        return read_batches(self._fd, self.size, position, max_bytes, upper_bound, min_one)
+
+    @property
+    def descriptor(self) -> int:
+        return self._fd
+
+    def duplicate_descriptor(self) -> int:
+        """A descriptor of the log file that stays valid after the segment is closed or deleted."""
+        return os.dup(self._fd)
 
     def find_timestamp(self, timestamp: int, min_offset: int = 0) -> tuple[int, int] | None:
         """(base offset, max timestamp) of the first batch ending after ``min_offset`` whose max

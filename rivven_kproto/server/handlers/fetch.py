@@ -15,14 +15,22 @@ rack-aware preferred read replicas (always -1).
 
 read_committed: data only below the last stable offset, with the aborted transactions that
 overlap the returned range (producer id, first offset), so clients drop aborted records.
+
+Cold reads: ``prepare`` reads the partitions whose fetch offset lies in a sealed segment on a
+worker thread (``PartitionLog.plan_cold_read``), so a consumer catching up on old data never makes
+the event loop wait for the disk; ``fetch`` then cuts those reads to the response's budget.
+Reads of the active segment (the tail, where consumers that keep up read) stay on the loop.
 """
 
 from __future__ import annotations
 
 import logging
 
+import trio
+
 from rivven_kproto.broker.broker import Broker
 from rivven_kproto.broker.log.partition_log import PartitionLog, check_leader_epoch
+from rivven_kproto.broker.log.span import ColdRead
 from rivven_kproto.broker.security.acls import Operation, ResourceType
 from rivven_kproto.codec.enums import IsolationLevel
 from rivven_kproto.codec.errors import Errors, KafkaError
@@ -45,6 +53,52 @@ APPENDED = "records-appended"  # the wake key of parked fetches: records or mark
 # Fetch session epochs meaning "full request, no incremental session" (Kafka's FetchMetadata).
 INITIAL_EPOCH = 0
 FINAL_EPOCH = -1
+
+
+async def prepare(ctx: RequestContext, request: FetchRequest, limiter: trio.CapacityLimiter) -> None:
+    """Read the partitions that start in a sealed segment on a worker thread (into ``ctx.prefetched``)."""
+    isolation = _isolation(request)
+    budget = min(max(request.max_bytes, 0), ctx.config.fetch_max_bytes)
+    planned: list[tuple[tuple[str, int], ColdRead]] = []
+    try:
+        for topic in request.topics:
+            if not ctx.allowed(Operation.READ, ResourceType.TOPIC, topic.topic):
+                continue
+            for wanted in topic.partitions:
+                try:
+                    partition = ctx.broker.partition(topic.topic, wanted.partition)
+                    plan = partition.plan_cold_read(
+                        wanted.fetch_offset, min(max(wanted.partition_max_bytes, 0), budget), isolation)
+                except (KafkaError, OSError):
+                    continue  # answered by ``fetch`` with the partition's error
+                if plan is not None:
+                    planned.append(((topic.topic, wanted.partition), plan))
+    except BaseException:
+        for _, plan in planned:
+            plan.release()
+        raise
+    if not planned:
+        return
+
+    def read_all() -> list[bytes | None]:
+        results: list[bytes | None] = []
+        for (topic, index), plan in planned:
+            try:
+                results.append(plan.run())
+            except OSError:
+                log.exception("fetch %s-%d: reading the log failed", topic, index)
+                results.append(None)  # read again (and answered) by ``fetch``
+        return results
+
+    results = await trio.to_thread.run_sync(read_all, limiter=limiter)
+    for ((key, plan), data) in zip(planned, results, strict=True):
+        if data is not None:
+            ctx.prefetched[key] = (plan.offset, data)
+
+
+def _isolation(request: FetchRequest) -> IsolationLevel:
+    committed = request.isolation_level == IsolationLevel.READ_COMMITTED
+    return IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
 
 
 def handle(ctx: RequestContext, request: FetchRequest, version: int) -> FetchResponse | Pending:
@@ -71,8 +125,7 @@ def fetch(ctx: RequestContext, request: FetchRequest, version: int) -> tuple[Fet
             throttle_time_ms=0, error_code=Errors.FETCH_SESSION_ID_NOT_FOUND, session_id=0, responses=[]
         )
         return response, 0, True
-    committed = request.isolation_level == IsolationLevel.READ_COMMITTED
-    isolation = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
+    isolation = _isolation(request)
     # The broker's fetch.max.bytes caps what a client may ask for (Kafka: min of the two); the
     # first batch is still returned whole when it is larger, so a consumer can always progress.
     remaining = min(max(request.max_bytes, 0), ctx.config.fetch_max_bytes)
@@ -85,7 +138,9 @@ def fetch(ctx: RequestContext, request: FetchRequest, version: int) -> tuple[Fet
         for wanted in topic.partitions:
             max_bytes = min(max(wanted.partition_max_bytes, 0), remaining)
             if readable.setdefault(topic.topic, ctx.allowed(Operation.READ, ResourceType.TOPIC, topic.topic)):
-                data = _read_partition(ctx.broker, topic.topic, wanted, max_bytes, isolation, min_one_batch=min_one_batch)
+                prefetched = ctx.prefetched.pop((topic.topic, wanted.partition), None)
+                data = _read_partition(ctx.broker, topic.topic, wanted, max_bytes, isolation, min_one_batch=min_one_batch,
+                                       prefetched=prefetched)
             else:
                 data = _error_partition(wanted.partition, Errors.TOPIC_AUTHORIZATION_FAILED)
             size = len(data.records or b"")
@@ -108,13 +163,15 @@ def _read_partition(
     isolation: IsolationLevel,
     *,
     min_one_batch: bool,
+    prefetched: tuple[int, bytes] | None = None,
 ) -> PartitionData:
     """Read one partition; every failure becomes the partition's error code, never an exception."""
     partition: PartitionLog | None = None
     try:
         partition = broker.partition(topic, wanted.partition)
         check_leader_epoch(wanted.current_leader_epoch)
-        fetched = partition.fetch(wanted.fetch_offset, max_bytes, isolation, min_one_batch=min_one_batch)
+        cold = prefetched[1] if prefetched is not None and prefetched[0] == wanted.fetch_offset else None
+        fetched = partition.fetch(wanted.fetch_offset, max_bytes, isolation, min_one_batch=min_one_batch, prefetched=cold)
     except KafkaError as exc:
         log.debug("fetch %s-%d at %d: %s", topic, wanted.partition, wanted.fetch_offset, exc)
         data = _error_partition(wanted.partition, exc.error)

@@ -33,7 +33,8 @@ from .durable.work import BlockingWork, run_all
 from .faults import fault_point
 from .groups import GroupCoordinator
 from .log.config import LogConfig
-from .log.partition_log import PartitionLog, remove_deleted
+from .log.directory import remove_deleted
+from .log.partition_log import PartitionLog
 from .producer_ids import ProducerIdAllocator
 from .security.acls import Authorizer
 from .security.scram import ScramStore

@@ -33,6 +33,13 @@ from rivven_kproto.broker.durable import files as checkpoint
 from rivven_kproto.broker.durable.flush import PendingFlush
 from rivven_kproto.broker.durable.work import BlockingWork, submit
 from rivven_kproto.broker.log.config import LogConfig
+from rivven_kproto.broker.log.directory import (
+    DELETED_SUFFIX,
+    is_segment_name,
+    load_segments,
+    make_directory,
+    remove_strays,
+)
 from rivven_kproto.broker.log.producer_state import (
     AbortedTxn,
     BatchMeta,
@@ -57,7 +64,6 @@ from rivven_kproto.codec.records.records import decode_batch
 logger = logging.getLogger(__name__)
 
 MARKER_FILE = "clean-shutdown"
-DELETED_SUFFIX = "-deleted"  # a deleted partition's directory, renamed until its files are removed
 RECOVERY_POINT_FILE = "recovery-point"
 LOG_START_FILE = "log-start-offset"
 LEADER_EPOCH = 0  # one node: the leader never changes
@@ -138,18 +144,18 @@ class PartitionLog:
         """Open (creating if needed) the log in ``directory``, recovering it after a crash.
 
         Opening does its file work at once; later file work goes to ``work`` when given."""
-        _make_directory(directory)
-        _remove_strays(directory)
+        make_directory(directory)
+        remove_strays(directory)
         clean = checkpoint.remove_marker(directory / MARKER_FILE)
         recovery_point = checkpoint.read_offset(directory / RECOVERY_POINT_FILE) or 0
         log_start = checkpoint.read_offset(directory / LOG_START_FILE)
-        bases = sorted(int(path.stem) for path in directory.glob("*" + LOG_SUFFIX) if _is_segment_name(path))
+        bases = sorted(int(path.stem) for path in directory.glob("*" + LOG_SUFFIX) if is_segment_name(path))
         segments = [Segment(directory, base, config.index_interval_bytes, now_ms) for base in bases]
         created = not segments
         if created:
             segments = [Segment(directory, log_start or 0, config.index_interval_bytes, now_ms)]
         first_dirty = len(segments) if clean else max(bisect.bisect_right(bases, recovery_point) - 1, 0)
-        segments, recovered = _load_segments(segments, first_dirty, recovery_point)
+        segments, recovered = load_segments(segments, first_dirty, recovery_point)
         for sealed in segments[:-1]:
             sealed.release_indexes()
         log = cls(directory, config, segments, now_ms)
@@ -706,72 +712,8 @@ class PartitionLog:
         submit(self.work, lambda: shutil.rmtree(doomed, ignore_errors=True))
 
 
-def remove_deleted(data_dir: Path) -> None:
-    """Remove partition directories that a deletion renamed but did not remove before a crash."""
-    for path in data_dir.glob(f"*{DELETED_SUFFIX}"):
-        if path.is_dir():
-            logger.info("removing deleted partition directory %s", path)
-            shutil.rmtree(path, ignore_errors=True)
-
-
 def _largest_timestamp(segment: Segment) -> int:
     """Kafka's retention clock: the newest batch timestamp, else the file's modification time."""
     if segment.offset_of_max_timestamp >= 0 and segment.max_timestamp >= 0:
         return segment.max_timestamp
     return segment.last_modified_ms()
-
-
-def _make_directory(directory: Path) -> None:
-    """Create the partition directory durably (its entry in the parent is fsynced too)."""
-    if directory.is_dir():
-        return
-    directory.mkdir(parents=True, exist_ok=True)
-    checkpoint.fsync_dir(directory.parent)
-
-
-def _is_segment_name(path: Path) -> bool:
-    return len(path.stem) == 20 and path.stem.isdigit()
-
-
-def _remove_strays(directory: Path) -> None:
-    """Delete half-written checkpoints and index files whose segment is gone."""
-    for path in directory.glob("*" + checkpoint.TMP_SUFFIX):
-        logger.info("removing leftover %s", path)
-        path.unlink(missing_ok=True)
-    for pattern in ("*.index", "*.timeindex"):
-        for path in directory.glob(pattern):
-            if not path.with_suffix(LOG_SUFFIX).exists():
-                logger.info("removing orphan index %s", path)
-                path.unlink(missing_ok=True)
-
-
-def _load_segments(
-    segments: list[Segment], first_dirty: int, recovery_point: int
-) -> tuple[list[Segment], bool]:
-    """Load trusted segments, recover the rest; drop everything after the first damage.
-
-    Returns the surviving segments and whether any recovery ran.
-    """
-    kept: list[Segment] = []
-    recovered = False
-    for i, segment in enumerate(segments):
-        if kept and segment.base_offset < kept[-1].next_offset:
-            logger.warning("%s overlaps the previous segment; dropping it and what follows", segment.log_path)
-            _delete_all(segments[i:])
-            break
-        needs_recovery = i >= first_dirty or not segment.load()
-        cut = 0
-        if needs_recovery:
-            recovered = True
-            cut = segment.recover(recovery_point - 1 if i == first_dirty else None)
-        kept.append(segment)
-        if cut:
-            _delete_all(segments[i + 1 :])
-            break
-    return kept, recovered
-
-
-def _delete_all(segments: list[Segment]) -> None:
-    for segment in segments:
-        logger.warning("deleting segment %s after a damaged predecessor", segment.log_path)
-        segment.delete()

@@ -171,6 +171,21 @@ def test_design_metrics_are_exact_and_the_rest_consistent(metered: tuple[BrokerP
     assert samples["rivven_recovery_seconds"] > 0
     fsyncs = scraper.wait_for("rivven_fsync_partitions_total", samples["rivven_fsync_partitions_total"] or -1)
     assert fsyncs["rivven_fsync_duration_seconds_count"] >= 1 and fsyncs["rivven_fsync_partitions_total"] >= 1
+    # Each transaction's Prepare -> Complete, by result; each request's queue and send phases.
+    assert samples['rivven_transaction_completion_seconds_count{result="commit"}'] == 3
+    assert samples['rivven_transaction_completion_seconds_count{result="abort"}'] == 3
+    assert samples['rivven_request_queue_seconds_count{api="EndTxn"}'] == 5
+    assert samples['rivven_response_send_seconds_count{api="EndTxn"}'] == 5
+    # Both coordinators' logs are fsynced by the flusher's rounds (every second under interval).
+    deadline = time.monotonic() + TIMEOUT_S
+    while True:
+        synced = scraper.samples()
+        txn, groups = (synced.get(f'rivven_fsync_coordinator_logs_total{{coordinator="{name}"}}', 0)
+                       for name in ("txn", "groups"))
+        if (txn >= 1 and groups >= 1) or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert txn >= 1 and groups >= 1
 
 
 def test_a_subscribing_consumer_counts_rebalances(metered: tuple[BrokerProcess, Scraper]) -> None:
@@ -258,3 +273,54 @@ def test_the_grafana_dashboard_uses_only_exported_metrics(metered: tuple[BrokerP
                  "rivven_transactions_timed_out_total", "rivven_transactions_active",
                  "rivven_idempotent_producers_active", "rivven_idempotent_duplicates_total"):
         assert name in named, name
+
+
+BLOCKED_FSYNC_SERVE = """
+import os, sys, time
+release = sys.argv.pop(1)
+real_fsync = os.fsync
+def held_fsync(fd):
+    while not os.path.exists(release):  # the test releases the disk once it has seen /readyz say 503
+        time.sleep(0.01)
+    return real_fsync(fd)
+os.fsync = held_fsync
+from rivven_kproto.cli.main import main
+sys.exit(main())
+"""
+
+
+def test_readyz_is_503_until_recovery_is_done(tmp_path: Path) -> None:
+    """Opening the data directory (here: its first fsync) is held until the test has seen the
+    endpoint answer /healthz 200 and /readyz 503; then the broker becomes ready."""
+    release = tmp_path / "release"
+    log_path = tmp_path / "broker.log"
+    with log_path.open("wb") as log_file:
+        process = subprocess.Popen(
+            [sys.executable, "-c", BLOCKED_FSYNC_SERVE, str(release), "serve", "--data-dir", str(tmp_path / "data"),
+             "--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0"],
+            stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + TIMEOUT_S
+        while not (found := METRICS.findall(log_path.read_text())):
+            assert process.poll() is None and time.monotonic() < deadline, log_path.read_text()
+            time.sleep(0.05)
+        base = found[0]
+
+        def get(path: str) -> tuple[int, str]:
+            try:
+                with urllib.request.urlopen(base + path, timeout=TIMEOUT_S) as answer:
+                    return answer.status, answer.read().decode()
+            except urllib.error.HTTPError as error:
+                return error.code, error.read().decode()
+
+        assert get("/healthz") == (200, "ok\n")
+        assert get("/readyz")[0] == 503
+        assert "listening on" not in log_path.read_text()
+        release.touch()
+        while get("/readyz")[0] != 200:
+            assert process.poll() is None and time.monotonic() < deadline, log_path.read_text()
+            time.sleep(0.05)
+        assert "listening on" in log_path.read_text()
+    finally:
+        process.terminate()
+        process.wait(TIMEOUT_S)

@@ -171,11 +171,17 @@ class Server:
                     if (frame := connection.next_frame()) is None:
                         break
                     self._busy += 1
+                    api_key = None
                     try:
                         if session.raw_tokens:
                             reply = raw_sasl_token(session, frame, wall_clock_ms())
                         else:
-                            reply = await self.dispatch(await self._decode(frame), client_host, session)
+                            received = time.perf_counter()
+                            event = await self._decode(frame)
+                            api_key = event.api_key
+                            if self.metrics is not None:
+                                self.metrics.observe_queue(api_key, time.perf_counter() - received)
+                            reply = await self.dispatch(event, client_host, session)
                     finally:
                         self._busy -= 1
                     if session.failed_authentication:
@@ -183,9 +189,12 @@ class Server:
                         self._count_auth_failure(listener_name, session.mechanism or "none")
                         await trio.sleep(self.config.security.failed_authentication_delay_ms / 1000)
                     if reply is not None:
+                        sending = time.perf_counter()
                         await stream.send_all(reply)
                         if self.metrics is not None:
                             self.metrics.bytes_sent.inc(len(reply))
+                            if api_key is not None:
+                                self.metrics.observe_send(api_key, time.perf_counter() - sending)
                     if session.failed_authentication:
                         return
         except ProtocolError as exc:

@@ -56,6 +56,8 @@ class Durability:
         self.sync_on_ack = config.fsync == "always"
         self.sync_coordinators = config.fsync != "never"
         broker.txn.complete_after_sync = self.sync_on_ack
+        if metrics is not None:
+            broker.txn.completion_observer = metrics.observe_transaction
         self._due: set[PartitionLog] = set()  # reached flush.messages
         self._kick = trio.Event()
         self._started = 0
@@ -127,6 +129,9 @@ class Durability:
             if self.metrics is not None:
                 self.metrics.fsync_seconds.observe(time.perf_counter() - started)
                 self.metrics.fsync_partitions.inc(len(partitions))
+                for durable_log, _ in logs:
+                    self.metrics.fsync_coordinator_logs.labels(durable_log.name).inc()
+                self.metrics.file_jobs.inc(len(jobs))
         finally:
             for partition, flush in partitions:
                 if not partition.closed:

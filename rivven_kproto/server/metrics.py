@@ -47,8 +47,18 @@ class BrokerMetrics:
             ["api", "error"], registry=r,
         )
         self.request_seconds = Histogram(
-            "rivven_request_duration_seconds", "Time from a decoded request to its encoded response, by API.",
+            "rivven_request_duration_seconds", "Time from a decoded request to its encoded response, by API "
+            "(handling, including waits for data, group members or an fsync).",
             ["api"], buckets=LATENCY_BUCKETS, registry=r,
+        )
+        self.request_queue_seconds = Histogram(
+            "rivven_request_queue_seconds", "Time from a complete request frame to the decoded request, by API "
+            "(decoding, and waiting for a worker thread when it is decoded off the event loop).",
+            ["api"], buckets=LATENCY_BUCKETS, registry=r,
+        )
+        self.response_send_seconds = Histogram(
+            "rivven_response_send_seconds", "Time to hand an encoded response to the connection, by API "
+            "(longer when the client reads slowly).", ["api"], buckets=LATENCY_BUCKETS, registry=r,
         )
         self.bytes_received = Counter("rivven_bytes_received", "Bytes read from client connections.", registry=r)
         self.bytes_sent = Counter("rivven_bytes_sent", "Bytes written to client connections.", registry=r)
@@ -62,10 +72,23 @@ class BrokerMetrics:
             ["listener", "mechanism"], registry=r,
         )
         self.fsync_seconds = Histogram(
-            "rivven_fsync_duration_seconds", "One flush round on the worker thread (every dirty segment and the "
-            "transaction log).", buckets=LATENCY_BUCKETS, registry=r,
+            "rivven_fsync_duration_seconds", "One flush round on worker threads (every dirty segment, the "
+            "coordinators' logs, then the queued file work).", buckets=LATENCY_BUCKETS, registry=r,
         )
         self.fsync_partitions = Counter("rivven_fsync_partitions", "Partition logs fsynced.", registry=r)
+        self.fsync_coordinator_logs = Counter(
+            "rivven_fsync_coordinator_logs", "Transaction and group coordinator log syncs, by coordinator.",
+            ["coordinator"], registry=r,
+        )
+        self.file_jobs = Counter(
+            "rivven_file_jobs", "Blocking file work run off the event loop (producer snapshots, checkpoints, "
+            "segment and partition deletions, coordinator log snapshots).", registry=r,
+        )
+        self.transaction_completion_seconds = Histogram(
+            "rivven_transaction_completion_seconds", "From a transaction's PrepareCommit/PrepareAbort to its "
+            "completion being logged (markers written, and durable under fsync=always), by result.",
+            ["result"], buckets=LATENCY_BUCKETS, registry=r,
+        )
         self.recovery_seconds = Gauge("rivven_recovery_seconds", "How long opening and recovering the data took.",
                                       registry=r)
         self.event_loop_lag = Histogram(
@@ -76,6 +99,15 @@ class BrokerMetrics:
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
+
+    def observe_queue(self, api_key: int, seconds: float) -> None:
+        self.request_queue_seconds.labels(api_name(api_key)).observe(seconds)
+
+    def observe_send(self, api_key: int, seconds: float) -> None:
+        self.response_send_seconds.labels(api_name(api_key)).observe(seconds)
+
+    def observe_transaction(self, committed: bool, seconds: float) -> None:
+        self.transaction_completion_seconds.labels("commit" if committed else "abort").observe(seconds)
 
     def observe_request(self, api_key: int, seconds: float, response: object) -> None:
         api = api_name(api_key)

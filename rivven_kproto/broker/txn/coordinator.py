@@ -68,6 +68,8 @@ class TransactionCoordinator:
     ) -> None:
         self.log = durable_log
         self.complete_after_sync = False
+        # (committed, seconds from Prepare to the logged completion): the metrics' histogram.
+        self.completion_observer: Callable[[bool, float], None] | None = None
         self.awaiting_sync: dict[str, TxnMetadata] = {}
         self._appended_at_roll = 0
         self.allocate_producer_id = allocate_producer_id
@@ -359,6 +361,8 @@ class TransactionCoordinator:
             self.counters.committed += 1
         else:
             self.counters.aborted += 1
+        if self.completion_observer is not None:
+            self.completion_observer(commit, max(now_ms - txn.last_update_ms, 0) / 1000)
 
     # -- time ---------------------------------------------------------------------------------
 

@@ -186,6 +186,11 @@ def test_design_metrics_are_exact_and_the_rest_consistent(metered: tuple[BrokerP
             break
         time.sleep(0.2)
     assert txn >= 1 and groups >= 1
+    for log in ("segment", "txn", "groups"):  # each log kind's own fsync latency
+        assert synced[f'rivven_log_fsync_duration_seconds_count{{log="{log}"}}'] >= 1
+    by_version = {name: value for name, value in samples.items()
+                  if name.startswith('rivven_requests_by_version_total{api="EndTxn",')}
+    assert sum(by_version.values()) == 5 and len(by_version) == 1  # one client, one version
 
 
 def test_a_subscribing_consumer_counts_rebalances(metered: tuple[BrokerProcess, Scraper]) -> None:

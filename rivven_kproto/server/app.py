@@ -268,7 +268,7 @@ class Server:
             self.notify_append()
         await self.durability.after_request(ctx, coordinator_writes)
         if self.metrics is not None:
-            self.metrics.observe_request(event.api_key, time.perf_counter() - started, response)
+            self.metrics.observe_request(event.api_key, time.perf_counter() - started, response, event.api_version)
         if isinstance(response, NoResponse):
             return None
         if event.frame_size > OFFLOAD_FRAME_BYTES and not handler.decode_inline:

@@ -131,6 +131,9 @@ class Durability:
                 self.metrics.fsync_partitions.inc(len(partitions))
                 for durable_log, _ in logs:
                     self.metrics.fsync_coordinator_logs.labels(durable_log.name).inc()
+                for flush in pending:
+                    if flush.synced:
+                        self.metrics.log_fsync_seconds.labels(flush.kind).observe(flush.seconds)
                 self.metrics.file_jobs.inc(len(jobs))
         finally:
             for partition, flush in partitions:

@@ -42,6 +42,9 @@ class BrokerMetrics:
         self.ready = False
         r = self.registry
         self.requests = Counter("rivven_requests", "Requests handled, by API.", ["api"], registry=r)
+        self.requests_by_version = Counter(
+            "rivven_requests_by_version", "Requests handled, by API and version.", ["api", "version"], registry=r,
+        )
         self.request_errors = Counter(
             "rivven_request_errors", "Error codes in responses (top level and per partition), by API and error.",
             ["api", "error"], registry=r,
@@ -80,6 +83,10 @@ class BrokerMetrics:
             "rivven_fsync_coordinator_logs", "Transaction and group coordinator log syncs, by coordinator.",
             ["coordinator"], registry=r,
         )
+        self.log_fsync_seconds = Histogram(
+            "rivven_log_fsync_duration_seconds", "One log's fsync within a flush round, by log kind (segment: a "
+            "partition's files; txn, groups: the coordinators' logs).", ["log"], buckets=LATENCY_BUCKETS, registry=r,
+        )
         self.file_jobs = Counter(
             "rivven_file_jobs", "Blocking file work run off the event loop (producer snapshots, checkpoints, "
             "segment and partition deletions, coordinator log snapshots).", registry=r,
@@ -109,9 +116,10 @@ class BrokerMetrics:
     def observe_transaction(self, committed: bool, seconds: float) -> None:
         self.transaction_completion_seconds.labels("commit" if committed else "abort").observe(seconds)
 
-    def observe_request(self, api_key: int, seconds: float, response: object) -> None:
+    def observe_request(self, api_key: int, seconds: float, response: object, version: int = -1) -> None:
         api = api_name(api_key)
         self.requests.labels(api).inc()
+        self.requests_by_version.labels(api, str(version)).inc()
         self.request_seconds.labels(api).observe(seconds)
         for code in error_codes(response):
             self.request_errors.labels(api, Errors.for_code(code).name).inc()

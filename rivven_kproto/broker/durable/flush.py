@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -42,10 +43,13 @@ class PendingFlush:
     directory: Path | None = None
     sealed: list[Sealed] = field(default_factory=list)
     checkpoint: Path | None = None  # where to record ``end_offset`` as the recovery point once synced
+    kind: str = "segment"  # what is synced ("segment", or a coordinator log's name), for the metrics
     synced: bool = False
+    seconds: float = 0.0  # how long ``sync`` took
 
     def sync(self) -> None:
         """fsync and close the duplicated descriptors (and the directory when entries changed)."""
+        started = time.perf_counter()
         try:
             for fd in self.descriptors:
                 checkpoint.fsync(fd)
@@ -61,6 +65,7 @@ class PendingFlush:
                     logger.debug("checkpoint %s vanished with its partition", self.checkpoint)
             self.synced = True
         finally:
+            self.seconds = time.perf_counter() - started
             self.release()
 
     def release(self) -> None:

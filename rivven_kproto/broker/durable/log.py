@@ -217,7 +217,7 @@ class DurableLog:
         if not (self._dirty or self._dir_dirty or self._retired) or self._fd < 0:
             return None
         current = [os.dup(self._fd)] if self._dirty else []
-        pending = PendingFlush(descriptors=[*self._retired, *current])
+        pending = PendingFlush(descriptors=[*self._retired, *current], kind=self.name)
         self._retired = []
         if self._dir_dirty:
             pending.directory = self.directory

@@ -329,3 +329,13 @@ def test_readyz_is_503_until_recovery_is_done(tmp_path: Path) -> None:
     finally:
         process.terminate()
         process.wait(TIMEOUT_S)
+
+
+def test_the_dashboard_renders_from_a_real_run(tmp_path: Path) -> None:
+    """tools/grafana/render.py: a broker, a mixed workload, scrapes, every panel drawn to a PNG."""
+    out = tmp_path / "dashboard.png"
+    result = subprocess.run([sys.executable, "-m", "tools.grafana.render", "--seconds", "8", "--out", str(out)],
+                            capture_output=True, text=True, timeout=300, cwd=Path(__file__).parents[1])
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "client error" not in result.stderr, result.stderr[-2000:]
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 20_000

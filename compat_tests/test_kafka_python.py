@@ -105,6 +105,28 @@ def test_admin_operations(broker: BrokerProcess, topic_name: str) -> None:
         client.close()
 
 
+def test_describe_topic_partitions_pages_with_a_cursor(broker: BrokerProcess, topic_name: str) -> None:
+    """KIP-966 (DescribeTopicPartitions, API 75) through kafka-python's admin client."""
+    client = admin(broker)
+    try:
+        client.create_topics([NewTopic(topic_name, 5, 1)])
+        seen, cursor = [], None
+        for _ in range(5):
+            page = client.describe_topic_partitions([topic_name], response_partition_limit=2, cursor=cursor)
+            (topic,) = page["topics"]
+            assert topic["error_code"] == 0 and topic["name"] == topic_name
+            seen += [(p["partition_index"], p["leader_id"], p["replica_nodes"]) for p in topic["partitions"]]
+            cursor = page["next_cursor"]
+            if cursor is None:
+                break
+            assert cursor["topic_name"] == topic_name
+        assert seen == [(index, 0, [0]) for index in range(5)]  # node 0, the default node.id
+        missing = client.describe_topic_partitions([topic_name + "-missing"])
+        assert [t["error_code"] for t in missing["topics"]] == [3] and missing["next_cursor"] is None
+    finally:
+        client.close()
+
+
 def test_admin_errors(broker: BrokerProcess, topic_name: str) -> None:
     client = admin(broker)
     try:

@@ -86,7 +86,8 @@ class StructType(KafkaType):
         self.spec_name = cls.kafka_name()
 
     def construct(self, version: int, flexible: bool, nullable: bool) -> Construct:
-        return self.cls.construct_for(version, flexible)
+        struct = self.cls.construct_for(version, flexible)
+        return p.NullableStructCon(struct) if nullable else struct
 
     def implicit_default(self) -> Any:
         return self.cls

@@ -48,6 +48,7 @@ __all__ = [
     "StringCon",
     "BytesCon",
     "ArrayCon",
+    "NullableStructCon",
     "remaining",
 ]
 
@@ -296,3 +297,27 @@ class ArrayCon(Construct):  # type: ignore[misc]
 
     def _sizeof(self, context: Any, path: str) -> int:
         raise SizeofError("arrays have no fixed size", path=path)
+
+
+class NullableStructCon(Construct):  # type: ignore[misc]
+    """A struct field that may be null: Kafka writes an int8 first, -1 for null, 1 before the struct."""
+
+    def __init__(self, struct: Construct) -> None:
+        super().__init__()
+        self.struct = struct
+
+    def _parse(self, stream: io.BytesIO, context: Any, path: str) -> Any:
+        present = stream_read(stream, 1, path)[0]
+        if present >= 0x80:  # negative as an int8
+            return None
+        return self.struct._parse(stream, context, path)
+
+    def _build(self, obj: Any, stream: io.BytesIO, context: Any, path: str) -> Any:
+        if obj is None:
+            stream_write(stream, b"\xff", 1, path)
+            return obj
+        stream_write(stream, b"\x01", 1, path)
+        return self.struct._build(obj, stream, context, path)
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        raise SizeofError("nullable structs have no fixed size", path=path)

@@ -48,6 +48,7 @@ from . import (
     describe_groups,
     describe_log_dirs,
     describe_producers,
+    describe_topic_partitions,
     describe_transactions,
     describe_user_scram_credentials,
     end_txn,
@@ -115,6 +116,7 @@ _MODULES: list[ModuleType] = [
     delete_acls,
     describe_user_scram_credentials,
     alter_user_scram_credentials,
+    describe_topic_partitions,
 ]
 
 

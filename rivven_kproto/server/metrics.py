@@ -13,7 +13,7 @@ import functools
 import time
 from collections.abc import Iterator
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -26,6 +26,13 @@ from rivven_kproto.codec.schema import REQUESTS
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 LAG_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0)
+# The queue and send phases are short unless something is wrong: decades are enough, and keep a
+# scrape small (every bucket of every API is a line, and scraping runs on the event loop).
+PHASE_BUCKETS = (0.0001, 0.001, 0.01, 0.1, 1.0)
+
+# No ``_created`` series (one per counter and histogram child): they double the scrape for a
+# timestamp Prometheus does not need.
+disable_created_metrics()
 
 
 def api_name(api_key: int) -> str:
@@ -57,11 +64,11 @@ class BrokerMetrics:
         self.request_queue_seconds = Histogram(
             "rivven_request_queue_seconds", "Time from a complete request frame to the decoded request, by API "
             "(decoding, and waiting for a worker thread when it is decoded off the event loop).",
-            ["api"], buckets=LATENCY_BUCKETS, registry=r,
+            ["api"], buckets=PHASE_BUCKETS, registry=r,
         )
         self.response_send_seconds = Histogram(
             "rivven_response_send_seconds", "Time to hand an encoded response to the connection, by API "
-            "(longer when the client reads slowly).", ["api"], buckets=LATENCY_BUCKETS, registry=r,
+            "(longer when the client reads slowly).", ["api"], buckets=PHASE_BUCKETS, registry=r,
         )
         self.bytes_received = Counter("rivven_bytes_received", "Bytes read from client connections.", registry=r)
         self.bytes_sent = Counter("rivven_bytes_sent", "Bytes written to client connections.", registry=r)

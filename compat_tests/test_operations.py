@@ -51,6 +51,45 @@ def test_fsync_always_acknowledges_after_flush(strict_broker: BrokerProcess, top
     assert int(recovery_point[-1]) == 300
 
 
+def test_fsync_always_transactions_and_group_offsets_are_durable_when_answered(tmp_path: Path) -> None:
+    """Under fsync=always a committed transaction is answered once its markers are fsynced (its
+    partition's recovery point covers them) and its offsets survive kill -9 of the broker."""
+    broker = BrokerProcess(tmp_path / "data", tmp_path / "broker.log", ["--fsync", "always"]).start()
+    try:
+        create(broker, "always-out")
+        create(broker, "in")
+        group = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "always-group"})
+        producer = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "always-txn", "linger.ms": 5})
+        producer.init_transactions(TIMEOUT_S)
+        for round_ in range(3):
+            producer.begin_transaction()
+            for index in range(5):
+                producer.produce("always-out", f"r{round_}-{index}".encode(), partition=0)
+            producer.send_offsets_to_transaction([TopicPartition("in", 0, 10 * (round_ + 1))],
+                                                 group.consumer_group_metadata(), TIMEOUT_S)
+            producer.commit_transaction(TIMEOUT_S)
+            recovery_point = (broker.data_dir / "always-out-0" / "recovery-point").read_text().split()
+            assert int(recovery_point[-1]) == 6 * (round_ + 1)  # 5 records and the COMMIT marker
+        group.close()
+        port = broker.port
+        broker.kill()
+        broker.start(port or 0)
+        consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "always-check",
+                             "isolation.level": "read_committed", "enable.auto.commit": False})
+        consumer.assign([TopicPartition("always-out", 0, 0)])
+        got, deadline = [], time.monotonic() + TIMEOUT_S
+        while len(got) < 15 and time.monotonic() < deadline:
+            got += [m.value() for m in consumer.consume(100, 1.0) if m.error() is None]
+        committed = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "always-group"}).committed(
+            [TopicPartition("in", 0)], TIMEOUT_S)
+        consumer.close()
+        assert got == [f"r{r}-{i}".encode() for r in range(3) for i in range(5)]
+        assert committed[0].offset == 30
+    finally:
+        if broker.alive():
+            broker.stop()
+
+
 def test_idle_connections_are_closed(strict_broker: BrokerProcess) -> None:
     sock = raw_client.connect(strict_broker.bootstrap)
     assert raw_client.call(sock, ApiVersionsRequest(), 0).error_code == 0

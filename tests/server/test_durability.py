@@ -13,6 +13,7 @@ import trio
 
 from rivven_kproto.broker.broker import Broker
 from rivven_kproto.broker.config import BrokerConfig, FsyncPolicy
+from rivven_kproto.broker.durable import files
 from rivven_kproto.broker.log import LogConfig
 from rivven_kproto.broker.txn.state import TxnState
 from rivven_kproto.codec.errors import Errors
@@ -125,3 +126,30 @@ async def test_a_topic_recreated_at_once_survives_the_deletion_of_the_old_one(tm
     reopened = Broker(broker.config, NOW)
     assert reopened.partition("t", 0).log_end_offset == 2
     reopened.close()
+
+
+async def test_creating_many_partitions_costs_the_loop_only_the_topic_table(
+        tmp_path: Path, on_loop_thread: list[bool], monkeypatch: pytest.MonkeyPatch) -> None:
+    """CreateTopics with 50 partitions: the topic table is written (2 fsyncs) on the loop; the new
+    directories' entries are fsynced by the flusher, once, before any write to them is durable."""
+    broker = open_broker(tmp_path, "always")
+    durability = Durability(broker, broker.config)
+    synced_dirs: list[str] = []
+    real_fsync_dir = files.fsync_dir
+    monkeypatch.setattr(files, "fsync_dir", lambda path: (synced_dirs.append(str(path)), real_fsync_dir(path))[1])
+    on_loop_thread.clear()
+    broker.create_topic("wide", 50, 1, {}, NOW)
+    assert on_loop_thread == [True, True]  # the topic table: its temporary file, then the directory
+    assert synced_dirs == [str(broker.data_dir / "meta")]  # no directory entry of a partition yet
+    on_loop_thread.clear()
+    for index in (0, 7):
+        partition = broker.partition("wide", index)
+        partition.append(make_batch(2), NOW)
+        broker.unflushed.add(partition)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(durability.run)
+        await durability.sync()
+        nursery.cancel_scope.cancel()
+    assert on_loop_thread and not any(on_loop_thread)
+    assert synced_dirs.count(str(broker.data_dir)) == 1  # once, for both written partitions
+    broker.close()

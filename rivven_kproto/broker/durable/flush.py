@@ -41,6 +41,7 @@ class PendingFlush:
     truncations: int = 0
     descriptors: list[int] = field(default_factory=list)
     directory: Path | None = None
+    parent: Path | None = None  # the directory holding ``directory``, when its entry is new
     sealed: list[Sealed] = field(default_factory=list)
     checkpoint: Path | None = None  # where to record ``end_offset`` as the recovery point once synced
     kind: str = "segment"  # what is synced ("segment", or a coordinator log's name), for the metrics
@@ -53,6 +54,8 @@ class PendingFlush:
         try:
             for fd in self.descriptors:
                 checkpoint.fsync(fd)
+            if self.parent is not None:
+                checkpoint.fsync_dir(self.parent)
             if self.directory is not None:
                 try:
                     checkpoint.fsync_dir(self.directory)
@@ -82,6 +85,11 @@ def sync_all(pending: Iterable[PendingFlush]) -> None:
         if len(pending) == 1:
             pending[0].sync()
             return
+        # Many new partitions share one parent directory: fsync it once, first.
+        for parent in {flush.parent for flush in pending if flush.parent is not None}:
+            checkpoint.fsync_dir(parent)
+        for flush in pending:
+            flush.parent = None
         futures = [_pool().submit(flush.sync) for flush in pending]
         errors = [future.exception() for future in futures]
         for error in errors:

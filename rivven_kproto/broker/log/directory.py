@@ -26,12 +26,15 @@ def remove_deleted(data_dir: Path) -> None:
             shutil.rmtree(path, ignore_errors=True)
 
 
-def make_directory(directory: Path) -> None:
-    """Create the partition directory durably (its entry in the parent is fsynced too)."""
+def make_directory(directory: Path, *, sync_parent: bool = True) -> bool:
+    """Create the partition directory (its entry in the parent fsynced now, or by the caller's
+    first flush when ``sync_parent`` is False); returns whether it was created."""
     if directory.is_dir():
-        return
+        return False
     directory.mkdir(parents=True, exist_ok=True)
-    checkpoint.fsync_dir(directory.parent)
+    if sync_parent:
+        checkpoint.fsync_dir(directory.parent)
+    return True
 
 
 def is_segment_name(path: Path) -> bool:

@@ -94,17 +94,17 @@ class Broker:
             raise
 
     def _open(self, config: BrokerConfig, now_ms: int) -> None:
-        self.work = BlockingWork()
+        self.work = BlockingWork(inline=True)  # until a server's flusher takes the file work over
         self.unflushed: set[PartitionLog] = set()  # written by the broker itself (markers) since the last flush
         remove_deleted(self.data_dir)
         meta_dir = self.data_dir / "meta"
         meta_dir.mkdir(parents=True, exist_ok=True)
         self.cluster_id = self._load_cluster_id(meta_dir)
-        self.store = TopicStore(meta_dir)
+        self.store = TopicStore(meta_dir, self.work)
         self.producer_ids = ProducerIdAllocator(meta_dir, work=self.work)
-        self.scram = ScramStore(meta_dir)
+        self.scram = ScramStore(meta_dir, self.work)
         self.authorizer = (
-            Authorizer(meta_dir, config.super_users, config.allow_everyone_if_no_acl_found)
+            Authorizer(meta_dir, config.super_users, config.allow_everyone_if_no_acl_found, self.work)
             if config.authorizer_enabled
             else None
         )

@@ -24,6 +24,7 @@ from typing import Any
 from rivven_kproto.codec.errors import Errors, KafkaError
 
 from .durable.files import write_atomic
+from .durable.work import BlockingWork, submit
 
 MAX_TOPIC_NAME = 249
 _LEGAL = re.compile(r"[a-zA-Z0-9._-]+")  # fullmatch: "$" would accept a trailing newline
@@ -417,8 +418,9 @@ class CorruptMetadata(OSError):
 class TopicStore:
     """The persisted topic table; the broker owns the logs, this owns the names."""
 
-    def __init__(self, meta_dir: Path) -> None:
+    def __init__(self, meta_dir: Path, work: BlockingWork | None = None) -> None:
         self.path = meta_dir / "topics.json"
+        self.work = work
         meta_dir.mkdir(parents=True, exist_ok=True)
         self.topics: dict[str, TopicMeta] = {}
         if self.path.exists():
@@ -436,4 +438,5 @@ class TopicStore:
             name: {"id": meta.topic_id.hex, "partitions": meta.partitions, "configs": meta.configs}
             for name, meta in sorted(self.topics.items())
         }
-        write_atomic(self.path, json.dumps(doc, indent=1).encode())
+        data, path = json.dumps(doc, indent=1).encode(), self.path
+        submit(self.work, lambda: write_atomic(path, data), critical=True)

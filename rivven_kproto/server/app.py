@@ -256,7 +256,7 @@ class Server:
         ctx = RequestContext(
             self.broker, self.config, wall_clock_ms(), event.header.client_id, client_host, session=session
         )
-        coordinator_writes = self.broker.coordinator_writes
+        coordinator_writes, critical = self.broker.coordinator_writes, self.broker.work.critical_submitted
         if handler.prepare is not None:
             await handler.prepare(ctx, event.request, self.cpu_limiter)
             ctx.now_ms = wall_clock_ms()
@@ -266,7 +266,7 @@ class Server:
             response = await self.delayed.wait(response)
         if ctx.appended:
             self.notify_append()
-        await self.durability.after_request(ctx, coordinator_writes)
+        await self.durability.after_request(ctx, coordinator_writes, critical)
         if self.metrics is not None:
             self.metrics.observe_request(event.api_key, time.perf_counter() - started, response, event.api_version)
         if isinstance(response, NoResponse):

@@ -56,6 +56,7 @@ class Durability:
         self.sync_on_ack = config.fsync == "always"
         self.sync_coordinators = config.fsync != "never"
         broker.txn.complete_after_sync = self.sync_on_ack
+        broker.work.inline = False  # from now on this flusher runs the broker's file work
         if metrics is not None:
             broker.txn.completion_observer = metrics.observe_transaction
         self._due: set[PartitionLog] = set()  # reached flush.messages
@@ -65,16 +66,21 @@ class Durability:
         self._completed_event = trio.Event()
         self._warnings = RateLimitedLog(log)
 
-    async def after_request(self, ctx: RequestContext, coordinator_writes_before: int) -> None:
-        """Note the logs a request wrote; under ``always``, return once its writes are durable
-        (records of a produce with acks != 0, any coordinator log entry)."""
+    async def after_request(self, ctx: RequestContext, coordinator_writes_before: int, critical_before: int = 0) -> None:
+        """Note the logs a request wrote; return once what must be durable before the answer is:
+        metadata it changed (critical file work), or records written while such a change is
+        still pending (always); under ``always`` also its records (acks != 0) and coordinator
+        log entries."""
         for partition in ctx.touched:
             self.broker.unflushed.add(partition)
             flush_messages = partition.config.flush_messages
             if flush_messages is not None and partition.unflushed_messages >= flush_messages:
                 self._due.add(partition)
                 self._kick.set()
-        if self.sync_on_ack and (
+        work = self.broker.work
+        if work.critical_submitted != critical_before or (ctx.touched and work.critical_pending):
+            await self.sync()
+        elif self.sync_on_ack and (
             (ctx.sync_before_answer and ctx.touched) or self.broker.coordinator_writes != coordinator_writes_before
         ):
             await self.sync()
@@ -119,6 +125,7 @@ class Durability:
         now = int(time.time() * 1000)
         partitions, logs = self._capture(now, only_due)
         jobs = self.broker.work.take()
+        critical = self.broker.work.critical_submitted
         completing = self.broker.txn.take_awaiting()
         if not partitions and not logs and not jobs and not completing:
             return
@@ -139,6 +146,7 @@ class Durability:
             for partition, flush in partitions:
                 if not partition.closed:
                     partition.finish_flush(flush, now)
+        self.broker.work.critical_done = critical
         self.broker.txn.complete_synced(completing, now)
 
     async def run(self) -> None:

@@ -14,6 +14,7 @@ import trio
 from rivven_kproto.broker.broker import Broker
 from rivven_kproto.broker.config import BrokerConfig, FsyncPolicy
 from rivven_kproto.broker.durable import files
+from rivven_kproto.broker.durable.work import CriticalWriteFailed
 from rivven_kproto.broker.log import LogConfig
 from rivven_kproto.broker.txn.state import TxnState
 from rivven_kproto.codec.errors import Errors
@@ -128,28 +129,50 @@ async def test_a_topic_recreated_at_once_survives_the_deletion_of_the_old_one(tm
     reopened.close()
 
 
-async def test_creating_many_partitions_costs_the_loop_only_the_topic_table(
+async def test_creating_many_partitions_costs_the_loop_no_fsync(
         tmp_path: Path, on_loop_thread: list[bool], monkeypatch: pytest.MonkeyPatch) -> None:
-    """CreateTopics with 50 partitions: the topic table is written (2 fsyncs) on the loop; the new
-    directories' entries are fsynced by the flusher, once, before any write to them is durable."""
+    """CreateTopics with 50 partitions: the topic table is written by the flusher (a critical job,
+    answered after it) and the new directories' entries are fsynced by the flusher, once, before
+    any write to them is durable."""
     broker = open_broker(tmp_path, "always")
     durability = Durability(broker, broker.config)
     synced_dirs: list[str] = []
     real_fsync_dir = files.fsync_dir
     monkeypatch.setattr(files, "fsync_dir", lambda path: (synced_dirs.append(str(path)), real_fsync_dir(path))[1])
     on_loop_thread.clear()
+    before = broker.work.critical_submitted
     broker.create_topic("wide", 50, 1, {}, NOW)
-    assert on_loop_thread == [True, True]  # the topic table: its temporary file, then the directory
-    assert synced_dirs == [str(broker.data_dir / "meta")]  # no directory entry of a partition yet
-    on_loop_thread.clear()
+    assert on_loop_thread == [] and synced_dirs == []
+    assert broker.work.critical_submitted == before + 1 and broker.work.critical_pending
+    assert "wide" not in (broker.data_dir / "meta" / "topics.json").read_text()  # not yet
     for index in (0, 7):
         partition = broker.partition("wide", index)
         partition.append(make_batch(2), NOW)
         broker.unflushed.add(partition)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(durability.run)
-        await durability.sync()
+        await durability.after_request(RequestContext(broker, broker.config, NOW), broker.coordinator_writes, before)
         nursery.cancel_scope.cancel()
+    assert not broker.work.critical_pending and "wide" in (broker.data_dir / "meta" / "topics.json").read_text()
     assert on_loop_thread and not any(on_loop_thread)
     assert synced_dirs.count(str(broker.data_dir)) == 1  # once, for both written partitions
+    broker.close()
+    assert Broker(broker.config, NOW).partition("wide", 49).log_end_offset == 0
+
+
+async def test_a_failed_metadata_write_stops_the_flusher(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Memory and disk must not disagree about a topic: the broker stops instead."""
+    broker = open_broker(tmp_path, "interval")
+    durability = Durability(broker, broker.config)
+
+    def disk_full(path: Path, data: bytes) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("rivven_kproto.broker.topics.write_atomic", disk_full)
+    broker.create_topic("doomed", 1, 1, {}, NOW)
+    with pytest.raises(BaseExceptionGroup) as raised:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(durability.run)
+            await durability.sync()
+    assert raised.group_contains(CriticalWriteFailed)
     broker.close()

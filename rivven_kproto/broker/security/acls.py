@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from rivven_kproto.broker.durable.files import write_atomic
+from rivven_kproto.broker.durable.work import BlockingWork, submit
 from rivven_kproto.codec.acls import AclEntry, Operation, PatternType, Permission, ResourceType
 
 __all__ = ["AclBinding", "AclEntry", "AclError", "AclFilter", "Authorizer", "Operation", "PatternType", "Permission", "ResourceType"]
@@ -102,10 +103,12 @@ class AclFilter(AclEntry):
 
 
 class Authorizer:
-    """Decisions over the stored ACLs; changes are durable before they take effect."""
+    """Decisions over the stored ACLs; a change is durable before it is answered."""
 
-    def __init__(self, meta_dir: Path, super_users: Iterable[str], allow_if_no_acl: bool) -> None:
+    def __init__(self, meta_dir: Path, super_users: Iterable[str], allow_if_no_acl: bool,
+                 work: BlockingWork | None = None) -> None:
         self.path = meta_dir / FILE_NAME
+        self.work = work
         self.super_users = frozenset(super_users)
         self.allow_if_no_acl = allow_if_no_acl
         self.acls: list[AclBinding] = []
@@ -157,6 +160,8 @@ class Authorizer:
         return [acl for acl in self.acls if acl_filter.matches(acl)]
 
     def _save(self, acls: list[AclBinding]) -> None:
+        """Take effect now; durable before the change is answered (a critical job of ``work``)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(self.path, json.dumps([asdict(acl) for acl in acls], indent=1).encode())
+        data, path = json.dumps([asdict(acl) for acl in acls], indent=1).encode(), self.path
+        submit(self.work, lambda: write_atomic(path, data), critical=True)
         self.acls = acls

@@ -13,6 +13,7 @@ from pathlib import Path
 from scramp import ScramMechanism
 
 from rivven_kproto.broker.durable.files import write_atomic
+from rivven_kproto.broker.durable.work import BlockingWork, submit
 
 MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 # Kafka's ScramMechanism type codes in the KIP-554 APIs (0 is UNKNOWN).
@@ -62,8 +63,9 @@ def credential_from_salted_password(mechanism: str, salt: bytes, salted: bytes, 
 class ScramStore:
     """Credentials by mechanism and user name."""
 
-    def __init__(self, meta_dir: Path) -> None:
+    def __init__(self, meta_dir: Path, work: BlockingWork | None = None) -> None:
         self.path = meta_dir / FILE_NAME
+        self.work = work
         self.credentials: dict[str, dict[str, ScramCredential]] = {m: {} for m in MECHANISMS}
         if self.path.exists():
             raw = json.loads(self.path.read_text())
@@ -120,4 +122,5 @@ class ScramStore:
             for mechanism, users in self.credentials.items()
         }
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(self.path, json.dumps(data, indent=1, sort_keys=True).encode())
+        raw, path = json.dumps(data, indent=1, sort_keys=True).encode(), self.path
+        submit(self.work, lambda: write_atomic(path, raw), critical=True)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from rivven_kproto.broker.log.partition_log import LARGE_READ_BYTES
 from rivven_kproto.broker.log.span import whole_batches
 from rivven_kproto.codec.enums import IsolationLevel
 from rivven_kproto.codec.errors import KafkaError
@@ -75,3 +76,18 @@ def test_whole_batches_keeps_whole_batches_only() -> None:
     assert whole_batches(data, 0, False) == b""
     assert whole_batches(data, sizes[0] + sizes[1], False) == data[: sizes[0] + sizes[1]]
     assert whole_batches(data, len(data) + 5, False) is data
+
+
+def test_a_large_read_of_the_active_segment_goes_off_the_loop_too(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    for _ in range(40):
+        log.append(make_batch(10, 1000), NOW)  # ~10 KB a batch, one segment
+    assert len(log.segment_base_offsets) == 1 and log.size_bytes > LARGE_READ_BYTES
+    assert log.plan_cold_read(0, LARGE_READ_BYTES - 1, UNCOMMITTED) is None  # a small budget: inline
+    plan = log.plan_cold_read(0, 1 << 20, UNCOMMITTED)
+    assert plan is not None
+    log.append(make_batch(3), NOW)  # appended after planning: not in this read, never torn
+    cold = log.fetch(0, 1 << 20, UNCOMMITTED, min_one_batch=True, prefetched=plan.run())
+    inline = log.fetch(0, 1 << 20, UNCOMMITTED, min_one_batch=True)
+    assert inline.data.startswith(cold.data) and len(cold.data) == len(inline.data) - len(make_batch(3))
+    assert cold.high_watermark == inline.high_watermark

@@ -69,6 +69,8 @@ LOG_START_FILE = "log-start-offset"
 LEADER_EPOCH = 0  # one node: the leader never changes
 NO_LEADER_EPOCH = -1
 REBUILD_CHUNK_BYTES = 8 * 1024 * 1024
+# A Fetch read of the active segment that may copy this much is done off the event loop too.
+LARGE_READ_BYTES = 256 * 1024
 
 
 @dataclass(frozen=True)
@@ -451,17 +453,18 @@ class PartitionLog:
         return ReadResult(data, start, end)
 
     def plan_cold_read(self, offset: int, max_bytes: int, isolation: IsolationLevel) -> ColdRead | None:
-        """A Fetch read that starts in a sealed segment, ready to run on a worker thread (see
-        ``span.py``); None when it starts in the active segment or has nothing to read."""
+        """A Fetch read worth a worker thread (see ``span.py``): one that starts in a sealed
+        segment (its pages are the likely ones to be off the cache), or a large one (a consumer
+        catching up: ``LARGE_READ_BYTES`` or more to copy). None: read it inline."""
         self._check_open()
         upper_bound = self.visible_end(isolation)
         if not self._log_start_offset <= offset < upper_bound:
             return None
         i = bisect.bisect_right(self._bases, offset) - 1
-        if i >= len(self._segments) - 1:
-            return None
         first = self._segments[i]
         scan_from = first.index_position(offset)
+        if first is self._active and min(max_bytes, first.size - scan_from) < LARGE_READ_BYTES:
+            return None
         files: list[tuple[int, int]] = []
         covered = -scan_from
         try:

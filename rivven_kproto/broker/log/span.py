@@ -4,9 +4,9 @@ A read names the files as (descriptor, end) pairs: the segment holding the wante
 after it. Only bytes below each ``end`` are read, so a read may run on a worker thread while the
 event loop appends to the active segment; given duplicated descriptors (``ColdRead``) it also
 survives the segments being closed or deleted meanwhile (a duplicate keeps the inode alive).
-Fetch prepares reads that start in a sealed segment as a ``ColdRead`` (their pages are the likely
-ones to be off the page cache) and runs them on a worker thread; reads of the active segment stay
-on the loop.
+Fetch prepares reads that start in a sealed segment (their pages are the likely ones to be off the
+page cache) or that may copy a lot (a consumer catching up) as a ``ColdRead`` and runs them on a
+worker thread; small reads of the active segment stay on the loop.
 """
 
 from __future__ import annotations

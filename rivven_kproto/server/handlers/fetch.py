@@ -16,10 +16,11 @@ rack-aware preferred read replicas (always -1).
 read_committed: data only below the last stable offset, with the aborted transactions that
 overlap the returned range (producer id, first offset), so clients drop aborted records.
 
-Cold reads: ``prepare`` reads the partitions whose fetch offset lies in a sealed segment on a
-worker thread (``PartitionLog.plan_cold_read``), so a consumer catching up on old data never makes
-the event loop wait for the disk; ``fetch`` then cuts those reads to the response's budget.
-Reads of the active segment (the tail, where consumers that keep up read) stay on the loop.
+Cold and large reads: ``prepare`` reads on a worker thread the partitions whose fetch offset lies
+in a sealed segment, or that may copy 256 KiB or more (``PartitionLog.plan_cold_read``), so a
+consumer catching up never makes the event loop wait for the disk or a big copy; ``fetch`` then
+cuts those reads to the response's budget. Small reads of the active segment (the tail, where
+consumers that keep up read) stay on the loop.
 """
 
 from __future__ import annotations

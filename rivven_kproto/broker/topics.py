@@ -23,8 +23,7 @@ from typing import Any
 
 from rivven_kproto.codec.errors import Errors, KafkaError
 
-from .durable.files import write_atomic
-from .durable.work import BlockingWork, submit
+from .durable.work import BlockingWork, save_metadata
 
 MAX_TOPIC_NAME = 249
 _LEGAL = re.compile(r"[a-zA-Z0-9._-]+")  # fullmatch: "$" would accept a trailing newline
@@ -438,5 +437,4 @@ class TopicStore:
             name: {"id": meta.topic_id.hex, "partitions": meta.partitions, "configs": meta.configs}
             for name, meta in sorted(self.topics.items())
         }
-        data, path = json.dumps(doc, indent=1).encode(), self.path
-        submit(self.work, lambda: write_atomic(path, data), critical=True)
+        save_metadata(self.work, self.path, json.dumps(doc, indent=1).encode())

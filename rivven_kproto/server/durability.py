@@ -78,11 +78,11 @@ class Durability:
                 self._due.add(partition)
                 self._kick.set()
         work = self.broker.work
-        if work.critical_submitted != critical_before or (ctx.touched and work.critical_pending):
-            await self.sync()
-        elif self.sync_on_ack and (
-            (ctx.sync_before_answer and ctx.touched) or self.broker.coordinator_writes != coordinator_writes_before
-        ):
+        metadata = work.critical_submitted != critical_before or bool(ctx.touched and work.critical_pending)
+        policy = self.sync_on_ack and (
+            bool(ctx.sync_before_answer and ctx.touched) or self.broker.coordinator_writes != coordinator_writes_before
+        )
+        if metadata or policy:
             await self.sync()
 
     async def sync(self) -> None:

@@ -168,7 +168,7 @@ async def test_a_failed_metadata_write_stops_the_flusher(tmp_path: Path, monkeyp
     def disk_full(path: Path, data: bytes) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("rivven_kproto.broker.topics.write_atomic", disk_full)
+    monkeypatch.setattr("rivven_kproto.broker.durable.work.write_atomic", disk_full)
     broker.create_topic("doomed", 1, 1, {}, NOW)
     with pytest.raises(BaseExceptionGroup) as raised:
         async with trio.open_nursery() as nursery:

@@ -244,11 +244,7 @@ class DurableLog:
             self._retired.append(os.dup(old_fd))
         os.close(old_fd)
         self.snapshot_size = len(entries)
-        job = self._snapshot_job(self._seq, entries)
-        if now:
-            job()
-        else:
-            submit(self.work, job)
+        submit(None if now else self.work, self._snapshot_job(self._seq, entries))
 
     def _snapshot_job(self, seq: int, entries: bytes) -> Job:
         def write_snapshot_then_forget_older() -> None:

@@ -16,6 +16,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from pathlib import Path
+
+from .files import write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +75,11 @@ def submit(work: BlockingWork | None, job: Job, *, critical: bool = False) -> No
         job()
     else:
         work.submit(job, critical=critical)
+
+
+def save_metadata(work: BlockingWork | None, path: Path, data: bytes) -> None:
+    """Replace a metadata file (topic table, ACLs, SCRAM credentials) with ``data``, as a critical job."""
+    submit(work, lambda: write_atomic(path, data), critical=True)
 
 
 def run_all(jobs: list[Job]) -> None:

@@ -15,8 +15,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from rivven_kproto.broker.durable.files import write_atomic
-from rivven_kproto.broker.durable.work import BlockingWork, submit
+from rivven_kproto.broker.durable.work import BlockingWork, save_metadata
 from rivven_kproto.codec.acls import AclEntry, Operation, PatternType, Permission, ResourceType
 
 __all__ = ["AclBinding", "AclEntry", "AclError", "AclFilter", "Authorizer", "Operation", "PatternType", "Permission", "ResourceType"]
@@ -162,6 +161,5 @@ class Authorizer:
     def _save(self, acls: list[AclBinding]) -> None:
         """Take effect now; durable before the change is answered (a critical job of ``work``)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        data, path = json.dumps([asdict(acl) for acl in acls], indent=1).encode(), self.path
-        submit(self.work, lambda: write_atomic(path, data), critical=True)
+        save_metadata(self.work, self.path, json.dumps([asdict(acl) for acl in acls], indent=1).encode())
         self.acls = acls

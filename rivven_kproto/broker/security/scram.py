@@ -12,8 +12,7 @@ from pathlib import Path
 
 from scramp import ScramMechanism
 
-from rivven_kproto.broker.durable.files import write_atomic
-from rivven_kproto.broker.durable.work import BlockingWork, submit
+from rivven_kproto.broker.durable.work import BlockingWork, save_metadata
 
 MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 # Kafka's ScramMechanism type codes in the KIP-554 APIs (0 is UNKNOWN).
@@ -122,5 +121,4 @@ class ScramStore:
             for mechanism, users in self.credentials.items()
         }
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        raw, path = json.dumps(data, indent=1, sort_keys=True).encode(), self.path
-        submit(self.work, lambda: write_atomic(path, raw), critical=True)
+        save_metadata(self.work, self.path, json.dumps(data, indent=1, sort_keys=True).encode())

@@ -26,12 +26,21 @@ import os
 import shutil
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from rivven_kproto.broker.durable import files as checkpoint
 from rivven_kproto.broker.durable.flush import PendingFlush
 from rivven_kproto.broker.durable.work import BlockingWork, submit
+from rivven_kproto.broker.log.base import (  # noqa: F401 (re-exported: the log's public types)
+    LEADER_EPOCH,
+    NO_LEADER_EPOCH,
+    AppendInfo,
+    Batches,
+    Fetched,
+    PartitionLogBase,
+    ReadResult,
+    check_leader_epoch,
+)
 from rivven_kproto.broker.log.config import LogConfig
 from rivven_kproto.broker.log.directory import (
     DELETED_SUFFIX,
@@ -41,24 +50,13 @@ from rivven_kproto.broker.log.directory import (
     remove_strays,
 )
 from rivven_kproto.broker.log.producer_state import (
-    AbortedTxn,
-    BatchMeta,
     ProducerStateManager,
     store_snapshot,
 )
-from rivven_kproto.broker.log.segment import LOG_SUFFIX, MAX_RELATIVE_OFFSET, Segment
-from rivven_kproto.broker.log.span import ColdRead, read_span, whole_batches
-from rivven_kproto.broker.log.validation import (
-    RecordCheck,
-    check_offsets,
-    stamp_batches,
-    validate_batches,
-    validate_records,
-)
+from rivven_kproto.broker.log.segment import LOG_SUFFIX, Segment
+from rivven_kproto.broker.log.span import ColdRead, read_span
 from rivven_kproto.codec.enums import IsolationLevel
 from rivven_kproto.codec.errors import Errors, KafkaError
-from rivven_kproto.codec.records.batch import BatchHeader, iter_headers
-from rivven_kproto.codec.records.control import ControlType, build_control_batch, parse_control_record
 from rivven_kproto.codec.records.records import decode_batch
 
 logger = logging.getLogger(__name__)
@@ -66,62 +64,17 @@ logger = logging.getLogger(__name__)
 MARKER_FILE = "clean-shutdown"
 RECOVERY_POINT_FILE = "recovery-point"
 LOG_START_FILE = "log-start-offset"
-LEADER_EPOCH = 0  # one node: the leader never changes
-NO_LEADER_EPOCH = -1
 REBUILD_CHUNK_BYTES = 8 * 1024 * 1024
 # A Fetch read of the active segment that may copy this much is done off the event loop too.
 LARGE_READ_BYTES = 256 * 1024
 
 
-@dataclass(frozen=True)
-class Fetched:
-    """One partition's part of a Fetch: batches visible at the isolation level, and the marks."""
-
-    data: bytes
-    high_watermark: int
-    last_stable_offset: int
-    log_start_offset: int
-    aborted: list[AbortedTxn] | None  # read_committed: transactions overlapping the data; else None
-
-
-def check_leader_epoch(current_leader_epoch: int) -> None:
-    """Kafka's fencing check on a client's idea of the leader epoch (-1: the client has none)."""
-    if current_leader_epoch == NO_LEADER_EPOCH:
-        return
-    if current_leader_epoch < LEADER_EPOCH:
-        raise KafkaError(Errors.FENCED_LEADER_EPOCH, f"leader epoch {current_leader_epoch} is older than ours")
-    if current_leader_epoch > LEADER_EPOCH:
-        raise KafkaError(Errors.UNKNOWN_LEADER_EPOCH, f"leader epoch {current_leader_epoch} is newer than ours")
-
-
-@dataclass(frozen=True)
-class AppendInfo:
-    """What a produce response (and the producer-state tracker) needs to know about an append."""
-
-    base_offset: int
-    last_offset: int
-    log_append_time: int  # -1 for CreateTime topics
-    log_start_offset: int
-    max_timestamp: int
-    offset_of_max_timestamp: int
-    batches: tuple[BatchHeader, ...]  # headers as written (offsets, timestamps, producer fields)
-    size: int
-    duplicate: bool = False  # an idempotent retry: nothing written, offsets are the original ones
-
-
-@dataclass(frozen=True)
-class ReadResult:
-    data: bytes
-    log_start_offset: int
-    log_end_offset: int
-
-
-class PartitionLog:
+class PartitionLog(PartitionLogBase):
     """Append, read, search, retain and recover the batches of one partition directory."""
 
     def __init__(self, directory: Path, config: LogConfig, segments: list[Segment], now_ms: int) -> None:
+        super().__init__(directory.name, config, ProducerStateManager(directory), now_ms)
         self.directory = directory
-        self.config = config
         self._segments = segments
         self._bases = [segment.base_offset for segment in segments]
         self._log_start_offset = segments[0].base_offset
@@ -132,13 +85,6 @@ class PartitionLog:
         self._parent_unsynced = False
         self._closed = False
         self.work: BlockingWork | None = None
-        self.last_flush_ms = now_ms
-        self.producers = ProducerStateManager(directory)
-        # Since this process opened the log (for the metrics): client records and bytes appended
-        # (duplicates not counted), and transaction markers written.
-        self.appended_messages = 0
-        self.appended_bytes = 0
-        self.markers_written = 0
 
     # -- opening ---------------------------------------------------------------------------------
 
@@ -194,10 +140,6 @@ class PartitionLog:
         return self._closed
 
     @property
-    def log_start_offset(self) -> int:
-        return self._log_start_offset
-
-    @property
     def log_end_offset(self) -> int:
         """The next offset to assign."""
         return self._segments[-1].next_offset
@@ -215,11 +157,6 @@ class PartitionLog:
         return list(self._bases)
 
     @property
-    def unflushed_messages(self) -> int:
-        """Offsets appended since the last flush (Kafka's ``flush.messages`` counter)."""
-        return self.log_end_offset - self._recovery_point
-
-    @property
     def _active(self) -> Segment:
         return self._segments[-1]
 
@@ -229,90 +166,14 @@ class PartitionLog:
 
     # -- appending -------------------------------------------------------------------------------
 
-    def append(
-        self,
-        data: bytes | bytearray,
-        now_ms: int,
-        *,
-        assign_offsets: bool = True,
-        from_client: bool = True,
-        record_check: RecordCheck | None = None,
-    ) -> AppendInfo:
-        """Validate ``data`` (RecordBatch v2 bytes), give it offsets and write it with one write.
-
-        Nothing is written unless every batch passes. ``assign_offsets=False`` keeps the batches'
-        own offsets (they must follow the log end); ``from_client=False`` is for the broker's own
-        writers (control batches allowed, records not walked). Client batches have every record
-        walked, here or earlier off the event loop (``record_check`` for exactly this ``data``).
-        """
-        self._check_open()
-        batches = validate_batches(data, self.config, from_client=from_client)
-        max_timestamps = None
-        if from_client:
-            if record_check is None or record_check.data is not data or record_check.config is not self.config:
-                record_check = validate_records(data, batches, self.config, f" {self.directory.name}")
-            max_timestamps = record_check.max_timestamps
-        log_append_time = now_ms if self.config.log_append_time else -1
-        if from_client:
-            for _, header in batches:
-                duplicate = self.producers.check(header)
-                if duplicate is not None:
-                    return self._duplicate_info(duplicate, header)
-        buf: bytes | bytearray = data
-        if assign_offsets:
-            stamped = bytearray(data)
-            batches = stamp_batches(
-                stamped,
-                batches,
-                self.log_end_offset,
-                log_append_time_ms=now_ms if self.config.log_append_time else None,
-                leader_epoch=LEADER_EPOCH,
-                max_timestamps=max_timestamps,
-            )
-            buf = stamped
-        else:
-            check_offsets(batches, self.log_end_offset)
-        headers = tuple(header for _, header in batches)
-        if headers[-1].last_offset - headers[0].base_offset > MAX_RELATIVE_OFFSET:
-            raise KafkaError(Errors.INVALID_RECORD, "the batches span more offsets than a segment can index")
-        max_timestamp, offset_of_max = -1, -1
-        for header in headers:
-            if header.max_timestamp > max_timestamp:
-                max_timestamp, offset_of_max = header.max_timestamp, header.base_offset
-        self._maybe_roll(len(buf), headers[0].base_offset, headers[-1].last_offset, max_timestamp, now_ms)
+    def _write(self, buf: bytes | bytearray, batches: Batches, max_timestamp: int, now_ms: int) -> None:
+        first, last = batches[0][1], batches[-1][1]
+        self._maybe_roll(len(buf), first.base_offset, last.last_offset, max_timestamp, now_ms)
         try:
             self._active.append(buf, batches)
         except OSError as exc:
             logger.exception("append to %s failed", self.directory)
             raise KafkaError(Errors.KAFKA_STORAGE_ERROR, str(exc)) from exc
-        self.producers.update(headers)
-        if from_client:
-            self.appended_messages += headers[-1].last_offset - headers[0].base_offset + 1
-            self.appended_bytes += len(buf)
-        return AppendInfo(
-            base_offset=headers[0].base_offset,
-            last_offset=headers[-1].last_offset,
-            log_append_time=log_append_time,
-            log_start_offset=self._log_start_offset,
-            max_timestamp=max_timestamp,
-            offset_of_max_timestamp=offset_of_max,
-            batches=headers,
-            size=len(buf),
-        )
-
-    def _duplicate_info(self, original: BatchMeta, header: BatchHeader) -> AppendInfo:
-        """Kafka answers a retried batch with the offsets it was first written at."""
-        return AppendInfo(
-            base_offset=original.first_offset,
-            last_offset=original.last_offset,
-            log_append_time=-1,
-            log_start_offset=self._log_start_offset,
-            max_timestamp=original.timestamp,
-            offset_of_max_timestamp=original.first_offset,
-            batches=(header,),
-            size=0,
-            duplicate=True,
-        )
 
     def _rebuild_producer_state(self) -> None:
         """Newest snapshot, then the batch headers written after it (records are not decoded)."""
@@ -324,85 +185,7 @@ class PartitionLog:
             data = self.read(offset, REBUILD_CHUNK_BYTES).data
             if not data:
                 break
-            last = offset
-            for position, header in iter_headers(data):
-                last = header.next_offset
-                if header.next_offset <= offset:
-                    continue
-                if header.is_control:
-                    self._replay_marker(data, position, header)
-                else:
-                    self.producers.update((header,))
-            offset = last
-
-    def _replay_marker(self, data: bytes, position: int, header: BatchHeader) -> None:
-        try:
-            record = decode_batch(data, position, verify_crc=False).records[0]
-            kind, _ = parse_control_record(record)
-        except (ValueError, IndexError):
-            return  # a control record of a kind that is not a transaction marker
-        self.producers.complete_txn(header.producer_id, header.producer_epoch, header.base_offset, kind == ControlType.COMMIT)
-
-    # -- transactions ----------------------------------------------------------------------------
-
-    def append_marker(
-        self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int, now_ms: int
-    ) -> int:
-        """Write a COMMIT/ABORT control batch ending the producer's transaction here; its offset."""
-        known = self.producers.producers.get(producer_id)
-        if known is not None and producer_epoch < known.epoch:
-            raise KafkaError(
-                Errors.INVALID_PRODUCER_EPOCH,
-                f"marker epoch {producer_epoch} is older than producer {producer_id}'s epoch {known.epoch}",
-            )
-        marker = build_control_batch(
-            ControlType.COMMIT if commit else ControlType.ABORT,
-            producer_id=producer_id,
-            producer_epoch=producer_epoch,
-            coordinator_epoch=coordinator_epoch,
-            timestamp=now_ms,
-        )
-        info = self.append(marker, now_ms, from_client=False)
-        self.markers_written += 1
-        self.producers.complete_txn(producer_id, producer_epoch, info.base_offset, commit)
-        return info.base_offset
-
-    @property
-    def high_watermark(self) -> int:
-        """One node, nothing to replicate: everything appended is committed."""
-        return self.log_end_offset
-
-    @property
-    def last_stable_offset(self) -> int:
-        """The first offset of the earliest open transaction, or the high watermark."""
-        return self.producers.last_stable_offset(self.log_end_offset)
-
-    def visible_end(self, isolation: IsolationLevel) -> int:
-        """Where a consumer's view ends: the last stable offset for read_committed, else the HW."""
-        return self.last_stable_offset if isolation == IsolationLevel.READ_COMMITTED else self.high_watermark
-
-    def fetch(
-        self, offset: int, max_bytes: int, isolation: IsolationLevel, *, min_one_batch: bool,
-        prefetched: bytes | None = None,
-    ) -> Fetched:
-        """Kafka's read for a consumer: whole batches below the visible end, and for
-        read_committed the aborted transactions overlapping them (clients drop those records).
-
-        ``prefetched``: what a ``ColdRead`` of this offset returned (read with at least this
-        budget, below an earlier, so lower or equal, visible end); cut to ``max_bytes`` here."""
-        high_watermark, last_stable = self.high_watermark, self.last_stable_offset
-        if prefetched is not None and offset >= self._log_start_offset:
-            data = whole_batches(prefetched, max_bytes, min_one_batch)
-            result = ReadResult(data, self._log_start_offset, self.log_end_offset)
-        else:
-            result = self.read(offset, max_bytes, upper_bound=self.visible_end(isolation), min_one_batch=min_one_batch)
-        aborted = None
-        if isolation == IsolationLevel.READ_COMMITTED:
-            end = offset
-            for _, header in iter_headers(result.data):
-                end = header.next_offset
-            aborted = self.producers.aborted_between(offset, end)
-        return Fetched(result.data, high_watermark, last_stable, result.log_start_offset, aborted)
+            offset = self._replay(data, offset)
 
     def _maybe_roll(
         self, size: int, first_offset: int, last_offset: int, max_timestamp: int, now_ms: int
@@ -552,22 +335,9 @@ class PartitionLog:
         self.producers.aborted = [a for a in self.producers.aborted if a.last_offset >= self._log_start_offset]
         return deleted
 
-    def delete_records(self, before_offset: int, *, high_watermark: int | None = None) -> int:
-        """DeleteRecords: hide offsets below ``before_offset`` (-1: the high watermark); returns
-        the new log start offset (the response's low watermark)."""
-        self._check_open()
-        limit = self.log_end_offset if high_watermark is None else high_watermark
-        if before_offset == -1:
-            before_offset = limit
-        if before_offset < 0 or before_offset > limit:
-            raise KafkaError(
-                Errors.OFFSET_OUT_OF_RANGE,
-                f"cannot delete records before {before_offset}: the limit is {limit}",
-            )
-        if before_offset > self._log_start_offset:
-            self._set_log_start_offset(before_offset)
-            self._delete_oldest(lambda segment: segment.next_offset <= self._log_start_offset)
-        return self._log_start_offset
+    def _advance_log_start(self, offset: int) -> None:
+        self._set_log_start_offset(offset)
+        self._delete_oldest(lambda segment: segment.next_offset <= self._log_start_offset)
 
     def _delete_oldest(self, predicate: Callable[[Segment], bool]) -> int:
         """Delete segments from the oldest while ``predicate(segment)`` holds, never the active one."""

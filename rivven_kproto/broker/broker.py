@@ -15,29 +15,26 @@ Layout of the data directory::
 
 from __future__ import annotations
 
-import base64
-import json
 import logging
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from rivven_kproto.codec.errors import Errors, KafkaError
 
 from .config import BrokerConfig
 from .datadir_lock import DataDirLock
-from .durable.files import write_atomic
-from .durable.log import DurableLog
 from .durable.work import BlockingWork, run_all
 from .faults import fault_point
 from .groups import GroupCoordinator
+from .log.base import PartitionLogBase
 from .log.config import LogConfig
-from .log.directory import remove_deleted
-from .log.partition_log import PartitionLog
 from .producer_ids import ProducerIdAllocator
+from .security.acls import FILE_NAME as ACLS_FILE
 from .security.acls import Authorizer
+from .security.scram import FILE_NAME as SCRAM_FILE
 from .security.scram import ScramStore
+from .storage import open_storage
 from .topics import (
     TOPIC_CONFIG_DEFAULTS,
     ConfigEntry,
@@ -63,7 +60,7 @@ COORDINATOR_EPOCH = 0  # one broker: the coordinator never moves
 class Topic:
     meta: TopicMeta
     log_config: LogConfig
-    partitions: list[PartitionLog] = field(default_factory=list)
+    partitions: list[PartitionLogBase] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -72,10 +69,6 @@ class Topic:
     @property
     def compression_type(self) -> str:
         return self.meta.configs.get("compression.type", "producer").strip()  # Kafka trims values
-
-
-def _log_dir(data_dir: Path, topic: str, partition: int) -> Path:
-    return data_dir / f"{topic}-{partition}"
 
 
 class Broker:
@@ -95,16 +88,22 @@ class Broker:
 
     def _open(self, config: BrokerConfig, now_ms: int) -> None:
         self.work = BlockingWork(inline=True)  # until a server's flusher takes the file work over
-        self.unflushed: set[PartitionLog] = set()  # written by the broker itself (markers) since the last flush
-        remove_deleted(self.data_dir)
-        meta_dir = self.data_dir / "meta"
-        meta_dir.mkdir(parents=True, exist_ok=True)
-        self.cluster_id = self._load_cluster_id(meta_dir)
-        self.store = TopicStore(meta_dir, self.work)
-        self.producer_ids = ProducerIdAllocator(meta_dir, work=self.work)
-        self.scram = ScramStore(meta_dir, self.work)
+        self.unflushed: set[PartitionLogBase] = set()  # written by the broker itself (markers) since the last flush
+        self.storage = open_storage(config.storage, self.data_dir)
+        try:
+            self._load(config, now_ms)
+        except BaseException:
+            self.storage.close()
+            raise
+
+    def _load(self, config: BrokerConfig, now_ms: int) -> None:
+        storage = self.storage
+        self.cluster_id = storage.cluster_id(config.node_id)
+        self.store = TopicStore(storage.document("topics.json"), self.work)
+        self.producer_ids = ProducerIdAllocator(storage.producer_id_blocks(), work=self.work)
+        self.scram = ScramStore(storage.document(SCRAM_FILE), self.work)
         self.authorizer = (
-            Authorizer(meta_dir, config.super_users, config.allow_everyone_if_no_acl_found, self.work)
+            Authorizer(storage.document(ACLS_FILE), config.super_users, config.allow_everyone_if_no_acl_found, self.work)
             if config.authorizer_enabled
             else None
         )
@@ -112,12 +111,13 @@ class Broker:
         for meta in self.store.topics.values():
             topic = Topic(meta, self._log_config(meta.configs))
             for index in range(meta.partitions):
-                topic.partitions.append(self._open_partition(meta.name, index, topic.log_config, now_ms))
+                topic.partitions.append(self._open_partition(meta, index, topic.log_config, now_ms, new=False))
             self.topics[meta.name] = topic
-        self.groups = GroupCoordinator(meta_dir / "groups", config.groups, work=self.work)
+        self.groups = GroupCoordinator(
+            None, config.groups, work=self.work, durable_log=storage.coordinator_log("groups", self.work))
         self.groups.load(now_ms)
         self.txn = TransactionCoordinator(
-            DurableLog(meta_dir / "txn", "txn", self.work),
+            storage.coordinator_log("txn", self.work),
             self.producer_ids.allocate,
             self.write_markers,
             max_timeout_ms=config.transaction_max_timeout_ms,
@@ -134,16 +134,10 @@ class Broker:
             partition.flush(now_ms)
         self.unflushed.clear()
 
-    def _open_partition(self, topic: str, index: int, log_config: LogConfig, now_ms: int) -> PartitionLog:
-        return PartitionLog.open(_log_dir(self.data_dir, topic, index), log_config, now_ms, self.work)
-
-    def _load_cluster_id(self, meta_dir: Path) -> str:
-        path = meta_dir / "cluster.json"
-        if path.exists():
-            return str(json.loads(path.read_text())["cluster_id"])
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        write_atomic(path, json.dumps({"cluster_id": cluster_id, "node_id": self.config.node_id}).encode())
-        return cluster_id
+    def _open_partition(
+        self, meta: TopicMeta, index: int, log_config: LogConfig, now_ms: int, *, new: bool = True
+    ) -> PartitionLogBase:
+        return self.storage.open_partition(meta.topic_id, meta.name, index, log_config, now_ms, self.work, new=new)
 
     def _log_config(self, overrides: dict[str, str]) -> LogConfig:
         return LogConfig.from_topic_config(overrides, self.config.log)
@@ -163,7 +157,7 @@ class Broker:
                 return topic
         return None
 
-    def partition(self, name: str, index: int) -> PartitionLog:
+    def partition(self, name: str, index: int) -> PartitionLogBase:
         topic = self.topic(name)
         if not 0 <= index < len(topic.partitions):
             raise KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"unknown partition {name}-{index}")
@@ -229,7 +223,7 @@ class Broker:
         meta = TopicMeta(name, uuid.uuid4(), partitions, dict(configs))
         topic = Topic(meta, log_config)
         for index in range(partitions):
-            topic.partitions.append(self._open_partition(name, index, log_config, now_ms))
+            topic.partitions.append(self._open_partition(meta, index, log_config, now_ms))
         self.topics[name] = topic
         self.store.topics[name] = meta
         self.store.save()
@@ -264,7 +258,7 @@ class Broker:
         if validate_only:
             return
         for index in range(current, count):
-            topic.partitions.append(self._open_partition(name, index, topic.log_config, now_ms))
+            topic.partitions.append(self._open_partition(topic.meta, index, topic.log_config, now_ms))
         topic.meta.partitions = count
         self.store.save()
 
@@ -315,7 +309,7 @@ class Broker:
 
     # -- housekeeping -------------------------------------------------------------------------
 
-    def all_partitions(self) -> list[PartitionLog]:
+    def all_partitions(self) -> list[PartitionLogBase]:
         return [p for topic in self.topics.values() for p in topic.partitions]
 
     def apply_retention(self, now_ms: int) -> None:
@@ -373,6 +367,7 @@ class Broker:
             partition.close()
         self.groups.close()
         self.txn.log.close()
+        self.storage.close()
         self.lock.release()
 
 

@@ -5,7 +5,7 @@ The file uses Kafka's ``server.properties`` keys where one exists (``num.partiti
 ``auto.create.topics.enable``, ``log.segment.bytes``, ``log.retention.ms``, ...); an environment
 variable is the same key upper-cased with dots as underscores behind ``KPROTO_``
 (``KPROTO_NUM_PARTITIONS=3``), plus ``KPROTO_LISTEN``, ``KPROTO_ADVERTISED_LISTENER``,
-``KPROTO_DATA_DIR`` and ``KPROTO_FSYNC``.
+``KPROTO_DATA_DIR``, ``KPROTO_FSYNC`` and ``KPROTO_STORAGE``.
 
 Durability (``fsync``): ``interval`` (default) acknowledges a write once it is in the operating
 system, so it survives ``kill -9`` of the broker, and fsyncs every ``log.flush.interval.ms``
@@ -102,6 +102,7 @@ class BrokerConfig:
     # The metrics endpoint (/metrics, /healthz, /readyz); None: off. Per-partition and per-group
     # series can be switched off for large clusters (kproto.metrics.partitions=false).
     metrics_listen: tuple[str, int] | None = None
+    storage: str | None = None  # None: the native log in data_dir; "postgresql://...": that database
     metrics_per_partition: bool = True
     # ACL authorization (authorizer.class.name set), super.users, allow.everyone.if.no.acl.found.
     authorizer_enabled: bool = False
@@ -259,6 +260,10 @@ def _apply(config: BrokerConfig, props: Mapping[str, str], *, warn_unknown: bool
             changes["super_users"] = tuple(u.strip() for u in value.split(";") if u.strip())
         elif key == "allow.everyone.if.no.acl.found":
             changes["allow_everyone_if_no_acl_found"] = _bool(key, value)
+        elif key in ("storage", "kproto.storage"):
+            if value.strip() and not value.strip().startswith(("postgresql://", "postgres://", "native")):
+                raise ConfigError(f"storage must be native or postgresql://USER[:PASSWORD]@HOST[:PORT]/DB, got {value!r}")
+            changes["storage"] = None if value.strip() in ("", "native") else value.strip()
         elif key in ("metrics", "kproto.metrics.listen"):
             changes["metrics_listen"] = parse_host_port(value) if value.strip() else None
         elif key in ("kproto.metrics.partitions", "metrics.partitions"):

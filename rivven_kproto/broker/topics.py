@@ -23,7 +23,7 @@ from typing import Any
 
 from rivven_kproto.codec.errors import Errors, KafkaError
 
-from .durable.work import BlockingWork, save_metadata
+from .durable.work import BlockingWork, Document
 
 MAX_TOPIC_NAME = 249
 _LEGAL = re.compile(r"[a-zA-Z0-9._-]+")  # fullmatch: "$" would accept a trailing newline
@@ -417,14 +417,15 @@ class CorruptMetadata(OSError):
 class TopicStore:
     """The persisted topic table; the broker owns the logs, this owns the names."""
 
-    def __init__(self, meta_dir: Path, work: BlockingWork | None = None) -> None:
-        self.path = meta_dir / "topics.json"
+    def __init__(self, meta_dir: Path | Document, work: BlockingWork | None = None) -> None:
+        self.document = meta_dir if isinstance(meta_dir, Document) else Document(meta_dir / "topics.json")
+        self.path = self.document.path
         self.work = work
-        meta_dir.mkdir(parents=True, exist_ok=True)
         self.topics: dict[str, TopicMeta] = {}
-        if self.path.exists():
+        raw = self.document.read()
+        if raw is not None:
             try:
-                for name, entry in json.loads(self.path.read_text()).items():
+                for name, entry in json.loads(raw).items():
                     self.topics[name] = TopicMeta(name, uuid.UUID(entry["id"]), entry["partitions"], entry["configs"])
             except (ValueError, KeyError, TypeError, AttributeError) as exc:
                 raise CorruptMetadata(
@@ -437,4 +438,4 @@ class TopicStore:
             name: {"id": meta.topic_id.hex, "partitions": meta.partitions, "configs": meta.configs}
             for name, meta in sorted(self.topics.items())
         }
-        save_metadata(self.work, self.path, json.dumps(doc, indent=1).encode())
+        self.document.save(self.work, json.dumps(doc, indent=1).encode())

@@ -108,6 +108,7 @@ def main(ctx: click.Context, bootstrap: str, output: str, timeout: float, comman
 @click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), help="Data directory (default ./kproto-data; ':memory:' for a throwaway one in RAM, removed at exit).")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path), help="server.properties-style file.")
 @click.option("--fsync", type=click.Choice(FSYNC_POLICIES), help="When to fsync (default interval).")
+@click.option("--storage", metavar="URL", help="Where partitions and state live: the native log in --data-dir (default) or postgresql://USER[:PW]@HOST[:PORT]/DB.")
 @click.option("--metrics", metavar="HOST:PORT", help="Serve /metrics (Prometheus), /healthz and /readyz here (default off).")
 @click.option("--log-level", default="INFO", show_default=True, type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]))
 def serve(
@@ -116,6 +117,7 @@ def serve(
     data_dir: Path | None,
     config_file: Path | None,
     fsync: str | None,
+    storage: str | None,
     metrics: str | None,
     log_level: str,
 ) -> None:
@@ -135,6 +137,7 @@ def serve(
         "advertised.listener": advertised_listener,
         "data.dir": str(data_dir) if data_dir else None,
         "fsync": fsync,
+        "storage": storage,
         "metrics": metrics,
     }
     try:

@@ -70,6 +70,9 @@ class Server:
         self.metrics = metrics
         self.durability = Durability(broker, config, metrics)
         self.delayed = DelayedResponses(wall_clock_ms)
+        if broker.storage.acknowledge_after_commit:
+            # Readers see records once committed (the high watermark): wake parked fetches then.
+            self.durability.after_commit = self.notify_append
         self._idle_scopes: set[trio.CancelScope] = set()
         self._busy = 0
         self.stopping = False

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from rivven_kproto.broker.broker import Broker
 from rivven_kproto.broker.config import BrokerConfig
-from rivven_kproto.broker.log.partition_log import PartitionLog
+from rivven_kproto.broker.log.base import PartitionLogBase as PartitionLog
 from rivven_kproto.broker.log.validation import RecordCheck
 from rivven_kproto.broker.security.acls import CLUSTER_NAME, Operation, ResourceType
 from rivven_kproto.codec.errors import KafkaError

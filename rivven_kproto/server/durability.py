@@ -21,15 +21,17 @@ from __future__ import annotations
 import errno
 import logging
 import time
+from collections.abc import Callable
 
 import trio
 
 from rivven_kproto.broker.broker import Broker
 from rivven_kproto.broker.config import BrokerConfig
-from rivven_kproto.broker.durable.flush import PendingFlush, sync_all
+from rivven_kproto.broker.durable.flush import PendingFlush
 from rivven_kproto.broker.durable.log import DurableLog
 from rivven_kproto.broker.durable.work import Job, run_all
-from rivven_kproto.broker.log.partition_log import PartitionLog
+from rivven_kproto.broker.log.base import PartitionLogBase as PartitionLog
+from rivven_kproto.broker.storage import Storage, StorageUnavailable
 
 from .context import RequestContext
 from .log_limits import RateLimitedLog
@@ -38,13 +40,16 @@ from .metrics import BrokerMetrics
 TICK_S = 0.1
 # Out of descriptors (or memory for them): the flush is retried after this pause; nothing is acked meanwhile.
 RETRY_AFTER_SHORTAGE_S = 0.1
+# The database is unreachable: the round's writes are kept and committed again after this pause.
+RETRY_AFTER_STORAGE_FAILURE_S = 0.5
 SHORTAGE_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM})
 log = logging.getLogger(__name__)
 
 
-def _sync_then_work(pending: list[PendingFlush], jobs: list[Job]) -> None:
-    """Worker thread: fsync what the round captured, then run the queued file work in order."""
-    sync_all(pending)
+def _sync_then_work(storage: Storage, pending: list[PendingFlush], jobs: list[Job]) -> None:
+    """Worker thread: make what the round captured durable (fsyncs, or one database commit),
+    then run the queued file work in order."""
+    storage.sync(pending)
     run_all(jobs)
 
 
@@ -53,12 +58,14 @@ class Durability:
         self.metrics = metrics
         self.broker = broker
         self.config = config
-        self.sync_on_ack = config.fsync == "always"
-        self.sync_coordinators = config.fsync != "never"
+        # A database engine acknowledges only what it committed, whatever the fsync policy says.
+        self.sync_on_ack = config.fsync == "always" or broker.storage.acknowledge_after_commit
+        self.sync_coordinators = config.fsync != "never" or broker.storage.acknowledge_after_commit
         broker.txn.complete_after_sync = self.sync_on_ack
         broker.work.inline = False  # from now on this flusher runs the broker's file work
         if metrics is not None:
             broker.txn.completion_observer = metrics.observe_transaction
+        self.after_commit: Callable[[], None] | None = None  # called after a round that made records durable
         self._due: set[PartitionLog] = set()  # reached flush.messages
         self._kick = trio.Event()
         self._started = 0
@@ -130,9 +137,9 @@ class Durability:
         if not partitions and not logs and not jobs and not completing:
             return
         started = time.perf_counter()
+        pending = [flush for _, flush in partitions] + [flush for _, flush in logs]
         try:
-            pending = [flush for _, flush in partitions] + [flush for _, flush in logs]
-            await trio.to_thread.run_sync(_sync_then_work, pending, jobs)
+            await trio.to_thread.run_sync(_sync_then_work, self.broker.storage, pending, jobs)
             if self.metrics is not None:
                 self.metrics.fsync_seconds.observe(time.perf_counter() - started)
                 self.metrics.fsync_partitions.inc(len(partitions))
@@ -142,11 +149,22 @@ class Durability:
                     if flush.synced:
                         self.metrics.log_fsync_seconds.labels(flush.kind).observe(flush.seconds)
                 self.metrics.file_jobs.inc(len(jobs))
+        except StorageUnavailable:
+            # Nothing of this round is durable: keep all of it for the next round.
+            for durable_log, flush in logs:
+                if not flush.synced:
+                    durable_log.abandon_sync(flush)
+            self.broker.work.requeue([job for job in jobs])
+            raise
         finally:
             for partition, flush in partitions:
                 if not partition.closed:
                     partition.finish_flush(flush, now)
+                    if not flush.synced:
+                        self.broker.unflushed.add(partition)
         self.broker.work.critical_done = critical
+        if partitions and self.after_commit is not None:
+            self.after_commit()
         self.broker.txn.complete_synced(completing, now)
 
     async def run(self) -> None:
@@ -159,6 +177,12 @@ class Durability:
             self._started += 1
             try:
                 await self._round(only_due=self.config.fsync == "never")
+            except StorageUnavailable as exc:
+                self._warnings.warning(
+                    "storage", "storage unavailable: %s; retrying (nothing is acknowledged meanwhile)", exc)
+                self._kick.set()
+                await trio.sleep(RETRY_AFTER_STORAGE_FAILURE_S)
+                continue
             except OSError as exc:
                 if exc.errno not in SHORTAGE_ERRNOS:
                     raise

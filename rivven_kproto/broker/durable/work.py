@@ -61,6 +61,10 @@ class BlockingWork:
         jobs, self._jobs = self._jobs, []
         return jobs
 
+    def requeue(self, jobs: list[Job]) -> None:
+        """Jobs taken by a round that could not run them: first in line again."""
+        self._jobs[:0] = jobs
+
     @property
     def critical_pending(self) -> bool:
         return self.critical_done < self.critical_submitted
@@ -80,6 +84,22 @@ def submit(work: BlockingWork | None, job: Job, *, critical: bool = False) -> No
 def save_metadata(work: BlockingWork | None, path: Path, data: bytes) -> None:
     """Replace a metadata file (topic table, ACLs, SCRAM credentials) with ``data``, as a critical job."""
     submit(work, lambda: write_atomic(path, data), critical=True)
+
+
+class Document:
+    """One metadata document (the topic table, ACLs, SCRAM credentials): a file in the data
+    directory here; another storage engine keeps it elsewhere (a subclass)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path  # where it lives (for messages)
+
+    def read(self) -> bytes | None:
+        return self.path.read_bytes() if self.path.exists() else None
+
+    def save(self, work: BlockingWork | None, data: bytes) -> None:
+        """Replace the document, as a critical job of ``work``."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        save_metadata(work, self.path, data)
 
 
 def run_all(jobs: list[Job]) -> None:

@@ -22,6 +22,7 @@ import logging
 import uuid
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 from rivven_kproto.codec.errors import Errors, KafkaError
 
@@ -77,8 +78,10 @@ class GroupCoordinator:
         *,
         work: BlockingWork | None = None,
         new_id: Callable[[], str] = lambda: str(uuid.uuid4()),
+        durable_log: Any = None,
     ) -> None:
-        """``directory=None`` keeps everything in memory (unit tests of the state machine).
+        """``directory=None`` keeps everything in memory (unit tests of the state machine), unless
+        ``durable_log`` (the storage engine's log) is given.
 
         The log's file work (compaction snapshots) goes to ``work``; its fsyncs are the server's
         flusher's (``log.begin_sync``), as the fsync policy says.
@@ -88,7 +91,10 @@ class GroupCoordinator:
         self.offsets = OffsetStore()
         self.tickets = Tickets()
         self.membership = Membership(self.groups, self.config, self.tickets, self._store_group, new_id)
-        self.log = DurableLog(directory, "groups", work) if directory is not None else None
+        self.log: DurableLog | Any = (
+            durable_log if durable_log is not None
+            else DurableLog(directory, "groups", work) if directory is not None else None
+        )
         self._last_expiry_ms = 0
         self._failed_size = 0
 

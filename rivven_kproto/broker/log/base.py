@@ -9,6 +9,7 @@ native segment files (``partition_log.PartitionLog``) or PostgreSQL rows
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from rivven_kproto.broker.log.config import LogConfig
 from rivven_kproto.broker.log.producer_state import AbortedTxn, BatchMeta, ProducerStateManager
@@ -30,6 +31,16 @@ from rivven_kproto.codec.records.records import decode_batch
 LEADER_EPOCH = 0  # one leader epoch: a partition's leader never changes
 NO_LEADER_EPOCH = -1
 Batches = list[tuple[int, BatchHeader]]  # (position in the buffer, header), as validate_batches returns
+
+
+class ColdReadPlan(Protocol):
+    """A read prepared on the loop and run once on a worker thread (``span.ColdRead``, or a query)."""
+
+    offset: int
+
+    def run(self) -> bytes: ...
+
+    def release(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -111,6 +122,47 @@ class PartitionLogBase:
 
     def _advance_log_start(self, offset: int) -> None:
         """Hide (and eventually delete) the offsets below ``offset``."""
+        raise NotImplementedError
+
+    @property
+    def closed(self) -> bool:
+        raise NotImplementedError
+
+    @property
+    def size_bytes(self) -> int:
+        raise NotImplementedError
+
+    @property
+    def segment_base_offsets(self) -> list[int]:
+        raise NotImplementedError
+
+    def plan_cold_read(self, offset: int, max_bytes: int, isolation: IsolationLevel) -> ColdReadPlan | None:
+        """A Fetch read worth a worker thread, or None to read inline."""
+        raise NotImplementedError
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        raise NotImplementedError
+
+    def max_timestamp_offset(self) -> tuple[int, int] | None:
+        raise NotImplementedError
+
+    def apply_retention(self, now_ms: int) -> int:
+        raise NotImplementedError
+
+    def begin_flush(self) -> Any:
+        """Capture what the flusher must make durable (``PendingFlush`` or a database commit)."""
+        raise NotImplementedError
+
+    def finish_flush(self, pending: Any, now_ms: int | None = None) -> None:
+        raise NotImplementedError
+
+    def flush(self, now_ms: int | None = None) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def delete(self) -> None:
         raise NotImplementedError
 
     # -- shared rules ----------------------------------------------------------------------------
@@ -262,7 +314,7 @@ class PartitionLogBase:
     @property
     def last_stable_offset(self) -> int:
         """The first offset of the earliest open transaction, or the high watermark."""
-        return self.producers.last_stable_offset(self.log_end_offset)
+        return self.producers.last_stable_offset(self.high_watermark)
 
     def visible_end(self, isolation: IsolationLevel) -> int:
         """Where a consumer's view ends: the last stable offset for read_committed, else the HW."""

@@ -214,7 +214,7 @@ class ProducerStateManager:
 
     def last_stable_offset(self, high_watermark: int) -> int:
         """The first offset of the earliest open transaction, or the high watermark when none is."""
-        return min(self.ongoing_first_offsets(), default=high_watermark)
+        return min(min(self.ongoing_first_offsets(), default=high_watermark), high_watermark)
 
     def aborted_between(self, start: int, end: int) -> list[AbortedTxn]:
         """Aborted transactions overlapping offsets [start, end), what Fetch read_committed lists.

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from rivven_kproto.broker.durable.work import BlockingWork, save_metadata
+from rivven_kproto.broker.durable.work import BlockingWork, Document
 from rivven_kproto.codec.acls import AclEntry, Operation, PatternType, Permission, ResourceType
 
 __all__ = ["AclBinding", "AclEntry", "AclError", "AclFilter", "Authorizer", "Operation", "PatternType", "Permission", "ResourceType"]
@@ -104,15 +104,17 @@ class AclFilter(AclEntry):
 class Authorizer:
     """Decisions over the stored ACLs; a change is durable before it is answered."""
 
-    def __init__(self, meta_dir: Path, super_users: Iterable[str], allow_if_no_acl: bool,
+    def __init__(self, meta_dir: Path | Document, super_users: Iterable[str], allow_if_no_acl: bool,
                  work: BlockingWork | None = None) -> None:
-        self.path = meta_dir / FILE_NAME
+        self.document = meta_dir if isinstance(meta_dir, Document) else Document(meta_dir / FILE_NAME)
+        self.path = self.document.path
         self.work = work
         self.super_users = frozenset(super_users)
         self.allow_if_no_acl = allow_if_no_acl
         self.acls: list[AclBinding] = []
-        if self.path.exists():
-            self.acls = [AclBinding(**entry) for entry in json.loads(self.path.read_text())]
+        stored = self.document.read()
+        if stored is not None:
+            self.acls = [AclBinding(**entry) for entry in json.loads(stored)]
 
     def authorize(self, principal: str, host: str, operation: Operation, resource_type: ResourceType, name: str) -> bool:
         if principal in self.super_users:
@@ -160,6 +162,5 @@ class Authorizer:
 
     def _save(self, acls: list[AclBinding]) -> None:
         """Take effect now; durable before the change is answered (a critical job of ``work``)."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        save_metadata(self.work, self.path, json.dumps([asdict(acl) for acl in acls], indent=1).encode())
+        self.document.save(self.work, json.dumps([asdict(acl) for acl in acls], indent=1).encode())
         self.acls = acls

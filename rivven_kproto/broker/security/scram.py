@@ -12,7 +12,7 @@ from pathlib import Path
 
 from scramp import ScramMechanism
 
-from rivven_kproto.broker.durable.work import BlockingWork, save_metadata
+from rivven_kproto.broker.durable.work import BlockingWork, Document
 
 MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 # Kafka's ScramMechanism type codes in the KIP-554 APIs (0 is UNKNOWN).
@@ -62,12 +62,14 @@ def credential_from_salted_password(mechanism: str, salt: bytes, salted: bytes, 
 class ScramStore:
     """Credentials by mechanism and user name."""
 
-    def __init__(self, meta_dir: Path, work: BlockingWork | None = None) -> None:
-        self.path = meta_dir / FILE_NAME
+    def __init__(self, meta_dir: Path | Document, work: BlockingWork | None = None) -> None:
+        self.document = meta_dir if isinstance(meta_dir, Document) else Document(meta_dir / FILE_NAME)
+        self.path = self.document.path
         self.work = work
         self.credentials: dict[str, dict[str, ScramCredential]] = {m: {} for m in MECHANISMS}
-        if self.path.exists():
-            raw = json.loads(self.path.read_text())
+        stored = self.document.read()
+        if stored is not None:
+            raw = json.loads(stored)
             for mechanism, users in raw.items():
                 self.credentials[mechanism] = {
                     user: ScramCredential(
@@ -120,5 +122,4 @@ class ScramStore:
             }
             for mechanism, users in self.credentials.items()
         }
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        save_metadata(self.work, self.path, json.dumps(data, indent=1, sort_keys=True).encode())
+        self.document.save(self.work, json.dumps(data, indent=1, sort_keys=True).encode())

@@ -87,7 +87,8 @@ class TransactionCoordinator:
     def recover(self, now_ms: int, make_durable: Callable[[], None] = lambda: None) -> None:
         """Replay the log, then finish transactions whose decision was logged: re-write their
         markers, let ``make_durable`` flush them, then log the completions."""
-        state: dict[str, dict[str, object]] = read_legacy(self.log.directory)
+        legacy_dir = getattr(self.log, "directory", None)  # the native log's files only
+        state: dict[str, dict[str, object]] = read_legacy(legacy_dir) if legacy_dir is not None else {}
         for payload in self.log.open():
             doc = json.loads(payload)
             state[doc["transactional_id"]] = doc
@@ -95,9 +96,9 @@ class TransactionCoordinator:
             txn = TxnMetadata.from_json(doc)
             if txn.state is not TxnState.DEAD:
                 self._install(txn)
-        if has_legacy(self.log.directory):
+        if legacy_dir is not None and has_legacy(legacy_dir):
             self.log.roll(self._snapshot(), now=True)
-            remove_legacy(self.log.directory)
+            remove_legacy(legacy_dir)
         complete_after_sync, self.complete_after_sync = self.complete_after_sync, True
         try:
             for txn in list(self.txns.values()):

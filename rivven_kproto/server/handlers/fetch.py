@@ -30,8 +30,8 @@ import logging
 import trio
 
 from rivven_kproto.broker.broker import Broker
-from rivven_kproto.broker.log.partition_log import PartitionLog, check_leader_epoch
-from rivven_kproto.broker.log.span import ColdRead
+from rivven_kproto.broker.log.base import ColdReadPlan, check_leader_epoch
+from rivven_kproto.broker.log.base import PartitionLogBase as PartitionLog
 from rivven_kproto.broker.security.acls import Operation, ResourceType
 from rivven_kproto.codec.enums import IsolationLevel
 from rivven_kproto.codec.errors import Errors, KafkaError
@@ -60,7 +60,7 @@ async def prepare(ctx: RequestContext, request: FetchRequest, limiter: trio.Capa
     """Read the partitions that start in a sealed segment on a worker thread (into ``ctx.prefetched``)."""
     isolation = _isolation(request)
     budget = min(max(request.max_bytes, 0), ctx.config.fetch_max_bytes)
-    planned: list[tuple[tuple[str, int], ColdRead]] = []
+    planned: list[tuple[tuple[str, int], ColdReadPlan]] = []
     try:
         for topic in request.topics:
             if not ctx.allowed(Operation.READ, ResourceType.TOPIC, topic.topic):

@@ -1,0 +1,59 @@
+"""Storage engines: where the broker's partitions, catalog and coordinator state are kept.
+
+``native`` (the embedded default): segment files and metadata documents in ``--data-dir``.
+``postgresql``: the same state in a PostgreSQL database (``--storage postgresql://...``), so that a
+broker holds nothing the database does not (see ``postgres/``). The broker asks its engine for
+documents, coordinator logs, producer id blocks and partition logs; the server's flusher asks it
+to make a round's writes durable (``sync``). Handlers never see which engine runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..durable.log import DurableLog
+from ..durable.work import BlockingWork, Document
+from ..log.base import PartitionLogBase
+from ..log.config import LogConfig
+from ..producer_ids import BlockSource
+
+
+class StorageUnavailable(RuntimeError):
+    """The store cannot be reached now (a database restart or failover); the round is retried."""
+
+
+class Storage(Protocol):
+    kind: str
+    acknowledge_after_commit: bool  # every acknowledged write waits for its round's commit
+
+    def document(self, name: str) -> Document: ...
+
+    def coordinator_log(self, name: str, work: BlockingWork) -> DurableLog | Any: ...
+
+    def producer_id_blocks(self) -> BlockSource: ...
+
+    def cluster_id(self, node_id: int) -> str: ...
+
+    def open_partition(
+        self, topic_id: Any, topic: str, index: int, config: LogConfig, now_ms: int, work: BlockingWork, *, new: bool
+    ) -> PartitionLogBase: ...
+
+    def sync(self, pending: list[Any]) -> None:
+        """Worker thread: make what a round captured durable (fsyncs, or one database commit)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def open_storage(url: str | None, data_dir: Path) -> Storage:
+    """The engine a ``--storage`` value names (None: the native log in ``data_dir``)."""
+    if url is None or url in ("", "native"):
+        from .native import NativeStorage
+
+        return NativeStorage(data_dir)
+    if url.startswith(("postgresql://", "postgres://")):
+        from .postgres.store import PostgresStorage
+
+        return PostgresStorage(url)
+    raise ValueError(f"unknown storage {url!r}: expected postgresql://USER[:PASSWORD]@HOST[:PORT]/DB")

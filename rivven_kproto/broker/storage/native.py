@@ -1,0 +1,57 @@
+"""The native engine: segment files and metadata documents in the data directory."""
+
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+from ..durable.files import write_atomic
+from ..durable.flush import sync_all
+from ..durable.log import DurableLog
+from ..durable.work import BlockingWork, Document
+from ..log.config import LogConfig
+from ..log.directory import remove_deleted
+from ..log.partition_log import PartitionLog
+from ..producer_ids import FileBlocks
+
+
+class NativeStorage:
+    kind = "native"
+    acknowledge_after_commit = False  # the fsync policy decides
+
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir
+        self.meta_dir = data_dir / "meta"
+        remove_deleted(data_dir)
+        self.meta_dir.mkdir(parents=True, exist_ok=True)
+
+    def document(self, name: str) -> Document:
+        return Document(self.meta_dir / name)
+
+    def coordinator_log(self, name: str, work: BlockingWork) -> DurableLog:
+        return DurableLog(self.meta_dir / name, name, work)
+
+    def producer_id_blocks(self) -> FileBlocks:
+        return FileBlocks(self.meta_dir)
+
+    def cluster_id(self, node_id: int) -> str:
+        path = self.meta_dir / "cluster.json"
+        if path.exists():
+            return str(json.loads(path.read_text())["cluster_id"])
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        write_atomic(path, json.dumps({"cluster_id": cluster_id, "node_id": node_id}).encode())
+        return cluster_id
+
+    def open_partition(
+        self, topic_id: Any, topic: str, index: int, config: LogConfig, now_ms: int, work: BlockingWork, *, new: bool
+    ) -> PartitionLog:
+        return PartitionLog.open(self.data_dir / f"{topic}-{index}", config, now_ms, work)
+
+    def sync(self, pending: list[Any]) -> None:
+        sync_all(pending)
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,1 @@
+"""The PostgreSQL storage engine (``kproto serve --storage postgresql://...``)."""

@@ -1,0 +1,109 @@
+"""A coordinator's log (transactions, groups) in PostgreSQL, with ``DurableLog``'s interface.
+
+Entries are rows ``(name, seq, payload)``; a snapshot is one row holding the framed payloads of the
+whole state as of ``seq``. ``append`` keeps the entry in memory; the flusher's round inserts it in
+its database transaction, and a request that wrote an entry is answered only after that commit
+(the server treats this engine like ``fsync=always``). ``roll`` writes the snapshot and deletes the
+entries below it in one transaction, as a job: replay reads the snapshot, then the entries from
+its ``seq`` on, so a crash at any point replays to the same state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+import psycopg
+
+from rivven_kproto.broker.durable.log import MAGIC, MAX_ENTRY, frame, scan
+from rivven_kproto.broker.durable.work import BlockingWork, submit
+
+from .partition import PgCommit
+
+if TYPE_CHECKING:
+    from .store import PostgresStorage
+
+
+class PgDurableLog:
+    def __init__(self, storage: PostgresStorage, name: str, work: BlockingWork | None = None) -> None:
+        self.storage = storage
+        self.name = name
+        self.work = work
+        self.size = 0  # bytes appended since the last snapshot (the coordinators compact on it)
+        self.appended = 0
+        self.snapshot_size = 0
+        self._seq = 0  # the next entry's sequence number
+        self._pending: list[tuple[str, int, bytes]] = []
+
+    def open(self) -> list[bytes]:
+        with self.storage.connection() as conn:
+            snapshot = conn.execute(
+                "SELECT seq, payloads FROM kproto_coordinator_snapshots WHERE name = %s", (self.name,)
+            ).fetchone()
+            payloads: list[bytes] = []
+            base = 0
+            if snapshot is not None:
+                base = snapshot[0]
+                data = bytes(snapshot[1])
+                payloads, _ = scan(data)
+                self.snapshot_size = len(data)
+            rows = conn.execute(
+                "SELECT seq, payload FROM kproto_coordinator_log WHERE name = %s AND seq >= %s ORDER BY seq",
+                (self.name, base),
+            ).fetchall()
+        for seq, payload in rows:
+            payloads.append(bytes(payload))
+            self.size += len(payload)
+            base = seq + 1
+        self._seq = base
+        return payloads
+
+    def append(self, payload: bytes) -> None:
+        if len(payload) > MAX_ENTRY:
+            raise ValueError(f"log entry of {len(payload)} bytes exceeds {MAX_ENTRY}")
+        self._pending.append((self.name, self._seq, payload))
+        self._seq += 1
+        self.size += len(payload)
+        self.appended += 1
+
+    def begin_sync(self) -> PgCommit | None:
+        if not self._pending:
+            return None
+        rows, self._pending = self._pending, []
+
+        def write(conn: psycopg.Connection) -> None:
+            with conn.cursor() as cursor:
+                cursor.executemany(
+                    "INSERT INTO kproto_coordinator_log (name, seq, payload) VALUES (%s, %s, %s)"
+                    " ON CONFLICT DO NOTHING", rows)
+
+        return PgCommit(write, kind=self.name, items=rows)
+
+    def abandon_sync(self, pending: PgCommit) -> None:
+        """A round that failed: its entries go again, first."""
+        self._pending = pending.items + self._pending
+
+    def roll(self, snapshot: Iterable[bytes], *, now: bool = False) -> None:
+        data = MAGIC + b"".join(frame(payload) for payload in snapshot)
+        seq, name = self._seq, self.name
+        self.size = 0
+        self.snapshot_size = len(data)
+
+        def write_snapshot() -> None:
+            with self.storage.connection() as conn, conn.transaction():
+                conn.execute(
+                    "INSERT INTO kproto_coordinator_snapshots (name, seq, payloads) VALUES (%s, %s, %s)"
+                    " ON CONFLICT (name) DO UPDATE SET seq = EXCLUDED.seq, payloads = EXCLUDED.payloads"
+                    " WHERE kproto_coordinator_snapshots.seq <= EXCLUDED.seq",
+                    (name, seq, data),
+                )
+                conn.execute("DELETE FROM kproto_coordinator_log WHERE name = %s AND seq < %s", (name, seq))
+
+        if now:
+            self.close()  # entries before the snapshot are committed first
+        submit(None if now else self.work, write_snapshot)
+
+    def close(self) -> None:
+        pending = self.begin_sync()
+        if pending is not None:
+            self.storage.commit([pending])

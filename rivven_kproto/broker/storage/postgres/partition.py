@@ -1,0 +1,361 @@
+"""A partition log kept in PostgreSQL: one row per batch, the producer's bytes as written.
+
+The partition rules (validation, offsets, the idempotence and transaction checks, markers, the
+consumer's view) are ``PartitionLogBase``'s, as for the native log. What differs is where batches
+go: an append is stamped and applied in memory on the event loop (so the producer-state checks see
+every earlier batch), kept in ``_pending``, and written by the server's flusher in one database
+transaction with the round's other writes (``begin_flush`` / ``PostgresStorage.commit``). A
+produce is answered only after that commit, so the database holds everything acknowledged and a
+killed broker loses nothing acknowledged. The commit also moves the partition row's
+``next_offset`` from the value this broker last committed to the new end, and fails when the row
+holds anything else: a second writer is refused, never interleaved.
+
+Reads of recent batches are served from ``_cache`` (the newest ``cache_bytes`` of the log, and
+everything not committed yet); older ones are read from the database, on a worker thread for a
+Fetch (``plan_cold_read``). Opening a partition reads its row and replays its batches' headers
+(control batches whole) to rebuild the producer state.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+
+from rivven_kproto.broker.durable.work import BlockingWork, submit
+from rivven_kproto.broker.log.base import Batches, PartitionLogBase, ReadResult
+from rivven_kproto.broker.log.config import LogConfig
+from rivven_kproto.broker.log.producer_state import ProducerStateManager
+from rivven_kproto.codec.enums import IsolationLevel
+from rivven_kproto.codec.errors import Errors, KafkaError
+from rivven_kproto.codec.records.batch import HEADER_SIZE
+from rivven_kproto.codec.records.records import decode_batch
+
+if TYPE_CHECKING:
+    from .store import PostgresStorage
+
+log = logging.getLogger(__name__)
+
+CACHE_BYTES = 4 * 1024 * 1024  # the newest bytes of each partition kept in memory for reads
+_CONTROL = 0x20  # the control bit of a batch's attributes
+_INSERT_BATCH = (
+    "INSERT INTO kproto_batches (topic_id, partition, base_offset, last_offset, max_timestamp, producer_id,"
+    " producer_epoch, base_sequence, attributes, data) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+    " ON CONFLICT DO NOTHING"
+)
+_MOVE_END = (
+    "INSERT INTO kproto_partitions (topic_id, partition, log_start_offset, next_offset) VALUES (%s, %s, %s, %s)"
+    " ON CONFLICT (topic_id, partition) DO UPDATE SET next_offset = EXCLUDED.next_offset"
+    " WHERE kproto_partitions.next_offset IN (%s, EXCLUDED.next_offset)"
+)
+
+
+class StorageConflict(RuntimeError):
+    """The partition row moved under this broker: another writer appended."""
+
+
+@dataclass
+class _Batch:
+    base_offset: int
+    next_offset: int
+    max_timestamp: int
+    row: tuple[object, ...] | None  # the row to insert while not yet committed
+    data: bytes
+
+
+def take_batches(
+    batches: Iterable[tuple[int, bytes]], max_bytes: int, upper_bound: int | None, min_one_batch: bool
+) -> bytes:
+    """Whole batches in offset order, none at or past ``upper_bound``, within ``max_bytes`` (the
+    first one whole with ``min_one_batch``): what the native log's read returns."""
+    parts: list[bytes] = []
+    used = 0
+    for base_offset, data in batches:
+        if upper_bound is not None and base_offset >= upper_bound:
+            break
+        if used + len(data) > max_bytes and not (min_one_batch and not parts):
+            break
+        parts.append(data)
+        used += len(data)
+    return b"".join(parts)
+
+
+@dataclass
+class PgColdRead:
+    """A Fetch read from the database, prepared on the loop and run on a worker thread."""
+
+    storage: PostgresStorage
+    key: tuple[uuid.UUID, int]
+    offset: int
+    max_bytes: int
+    upper_bound: int
+    files: list[tuple[int, int]] = field(default_factory=list)  # ColdRead's shape: none here
+
+    def run(self) -> bytes:
+        return self.storage.read_batches(self.key, self.offset, self.max_bytes, self.upper_bound, True)
+
+    def release(self) -> None:
+        pass
+
+
+class PgPartitionLog(PartitionLogBase):
+    def __init__(
+        self, storage: PostgresStorage, topic_id: uuid.UUID, topic: str, index: int, config: LogConfig, now_ms: int,
+        work: BlockingWork | None,
+    ) -> None:
+        name = f"{topic}-{index}"
+        super().__init__(name, config, ProducerStateManager(Path(name)), now_ms)
+        self.storage = storage
+        self.key = (topic_id, index)
+        self.work = work
+        self.cache_bytes = CACHE_BYTES
+        self._next_offset = 0
+        self._committed_end = 0
+        self._size_bytes = 0
+        self._cache: list[_Batch] = []
+        self._cache_bases: list[int] = []
+        self._cache_size = 0
+        self._pending: list[_Batch] = []  # appended, not in a commit yet
+        self._closed = False
+
+    @classmethod
+    def open(
+        cls, storage: PostgresStorage, topic_id: uuid.UUID, topic: str, index: int, config: LogConfig, now_ms: int,
+        work: BlockingWork | None, *, new: bool,
+    ) -> PgPartitionLog:
+        """A partition of a topic just created starts empty; an existing one is loaded (start-up)."""
+        partition = cls(storage, topic_id, topic, index, config, now_ms, work)
+        if not new:
+            partition._load()
+        return partition
+
+    def _load(self) -> None:
+        with self.storage.connection() as conn:
+            row = conn.execute(
+                "SELECT log_start_offset, next_offset FROM kproto_partitions WHERE topic_id = %s AND partition = %s",
+                self.key,
+            ).fetchone()
+            if row is None:
+                return
+            self._log_start_offset, self._next_offset = row
+            self._committed_end = self._next_offset
+            size = conn.execute(
+                "SELECT coalesce(sum(length(data)), 0) FROM kproto_batches WHERE topic_id = %s AND partition = %s",
+                self.key,
+            ).fetchone()
+            self._size_bytes = int(size[0]) if size else 0
+            cursor = conn.execute(
+                "SELECT CASE WHEN attributes & %s <> 0 THEN data ELSE substring(data FROM 1 FOR %s) END"
+                " FROM kproto_batches WHERE topic_id = %s AND partition = %s AND last_offset >= %s"
+                " AND producer_id >= 0 ORDER BY base_offset",
+                (_CONTROL, HEADER_SIZE, *self.key, self._log_start_offset),
+            )
+            for (data,) in cursor:
+                self._replay(bytes(data), -1)
+        self.producers.forget_aborted_before(self._log_start_offset)
+
+    # -- the engine's primitives ------------------------------------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._next_offset
+
+    @property
+    def recovery_point(self) -> int:
+        """Everything below it is committed in the database."""
+        return self._committed_end
+
+    @property
+    def high_watermark(self) -> int:
+        """Readers see what the database holds: records are visible once committed."""
+        return self._committed_end
+
+    @property
+    def size_bytes(self) -> int:
+        return self._size_bytes
+
+    @property
+    def segment_base_offsets(self) -> list[int]:
+        return [self._log_start_offset]  # one "segment": the partition's rows
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ValueError(f"log {self.name} is closed")
+
+    def _write(self, buf: bytes | bytearray, batches: Batches, max_timestamp: int, now_ms: int) -> None:
+        topic_id, index = self.key
+        for position, header in batches:
+            data = bytes(buf[position : position + header.size])
+            row = (
+                topic_id, index, header.base_offset, header.last_offset, header.max_timestamp, header.producer_id,
+                header.producer_epoch, header.base_sequence, header.attributes, data,
+            )
+            batch = _Batch(header.base_offset, header.next_offset, header.max_timestamp, row, data)
+            self._pending.append(batch)
+            self._cache.append(batch)
+            self._cache_bases.append(header.base_offset)
+            self._cache_size += len(data)
+            self._size_bytes += len(data)
+        self._next_offset = batches[-1][1].next_offset
+
+    def read(
+        self, offset: int, max_bytes: int, *, upper_bound: int | None = None, min_one_batch: bool = True
+    ) -> ReadResult:
+        self._check_open()
+        start, end = self._log_start_offset, self._next_offset
+        if offset < start or offset > end:
+            raise KafkaError(Errors.OFFSET_OUT_OF_RANGE, f"offset {offset} is outside [{start}, {end}] of {self.name}")
+        if offset == end or (upper_bound is not None and offset >= upper_bound):
+            return ReadResult(b"", start, end)
+        if self._cache and offset >= self._cache_bases[0]:
+            i = bisect.bisect_right(self._cache_bases, offset) - 1
+            rows = ((b.base_offset, b.data) for b in self._cache[i:])
+            return ReadResult(take_batches(rows, max_bytes, upper_bound, min_one_batch), start, end)
+        # Older than the cache: ListOffsets by timestamp comes here (Fetch reads it off the loop).
+        return ReadResult(self.storage.read_batches(self.key, offset, max_bytes, upper_bound, min_one_batch), start, end)
+
+    def plan_cold_read(self, offset: int, max_bytes: int, isolation: IsolationLevel) -> PgColdRead | None:
+        """Reads below the cache go to the database on a worker thread."""
+        self._check_open()
+        upper_bound = self.visible_end(isolation)
+        if not self._log_start_offset <= offset < upper_bound:
+            return None
+        if self._cache and offset >= self._cache_bases[0]:
+            return None
+        return PgColdRead(self.storage, self.key, offset, max_bytes, min(upper_bound, self._committed_end))
+
+    def _advance_log_start(self, offset: int) -> None:
+        self._log_start_offset = offset
+        self.producers.forget_aborted_before(offset)
+        key = self.key
+        submit(self.work, lambda: self.storage.delete_below(key, offset))
+
+    def apply_retention(self, now_ms: int) -> int:
+        """Not applied to PostgreSQL rows yet (see the README's engine table)."""
+        return 0
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        self._check_open()
+        found = self.storage.query_one(
+            "SELECT base_offset, max_timestamp FROM kproto_batches WHERE topic_id = %s AND partition = %s"
+            " AND last_offset >= %s AND max_timestamp >= %s AND attributes & %s = 0 ORDER BY base_offset LIMIT 1",
+            (*self.key, self._log_start_offset, timestamp, _CONTROL),
+        )
+        if found is None:
+            return None
+        return self._exact(found[0], lambda ts: ts >= timestamp) or (max(found[0], self._log_start_offset), found[1])
+
+    def max_timestamp_offset(self) -> tuple[int, int] | None:
+        self._check_open()
+        found = self.storage.query_one(
+            "SELECT base_offset, max_timestamp FROM kproto_batches WHERE topic_id = %s AND partition = %s"
+            " AND last_offset >= %s AND attributes & %s = 0 ORDER BY max_timestamp DESC, base_offset LIMIT 1",
+            (*self.key, self._log_start_offset, _CONTROL),
+        )
+        if found is None:
+            return None
+        target = found[1]
+        return self._exact(found[0], lambda ts: ts == target) or (max(found[0], self._log_start_offset), target)
+
+    def _exact(self, batch_offset: int, wanted: object) -> tuple[int, int] | None:
+        data = self.read(max(batch_offset, self._log_start_offset), 1).data
+        if not data:
+            return None
+        try:
+            batch = decode_batch(data, 0, verify_crc=False)
+        except ValueError:
+            return None
+        for offset, ts, _record in batch.iter_absolute():
+            if offset >= self._log_start_offset and wanted(ts):  # type: ignore[operator]
+                return offset, ts
+        return None
+
+    # -- durability -------------------------------------------------------------------------------
+
+    def begin_flush(self) -> PgCommit:
+        """The rows appended since the last commit, and the end move that fences other writers."""
+        self._check_open()
+        rows = [batch.row for batch in self._pending if batch.row is not None]
+        pending, self._pending = self._pending, []
+        before, after, start = self._committed_end, self._next_offset, self._log_start_offset
+        topic_id, index = self.key
+
+        def write(conn: psycopg.Connection) -> None:
+            with conn.cursor() as cursor:
+                if rows:
+                    cursor.executemany(_INSERT_BATCH, rows)
+                cursor.execute(_MOVE_END, (topic_id, index, start, after, before))
+                if cursor.rowcount != 1:
+                    raise StorageConflict(f"{self.name}: its end moved in the database (another writer?)")
+
+        return PgCommit(write, end_offset=after, items=pending)
+
+    def finish_flush(self, pending: PgCommit, now_ms: int | None = None) -> None:
+        if self._closed:
+            return
+        if not pending.synced:
+            self._pending = pending.items + self._pending  # written again by the next round
+            return
+        for batch in pending.items:
+            batch.row = None
+        self._committed_end = max(self._committed_end, pending.end_offset)
+        if now_ms is not None:
+            self.last_flush_ms = now_ms
+        self._trim_cache()
+
+    def _trim_cache(self) -> None:
+        drop = 0
+        while (
+            self._cache_size > self.cache_bytes and drop < len(self._cache) - 1 and self._cache[drop].row is None
+        ):
+            self._cache_size -= len(self._cache[drop].data)
+            drop += 1
+        if drop:
+            del self._cache[:drop]
+            del self._cache_bases[:drop]
+
+    def flush(self, now_ms: int | None = None) -> None:
+        """Commit now, on this thread (loading, closing, offline tools)."""
+        pending = self.begin_flush()
+        try:
+            self.storage.commit([pending])
+        finally:
+            self.finish_flush(pending, now_ms)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self.flush()
+        self._closed = True
+
+    def delete(self) -> None:
+        """DeleteTopics: the rows go with a job (the topic id is never reused)."""
+        self._closed = True
+        key = self.key
+        submit(self.work, lambda: self.storage.delete_partition(key))
+
+
+@dataclass
+class PgCommit:
+    """One log's part of a round's database transaction (the flusher's ``PendingFlush``)."""
+
+    write: object  # Callable[[psycopg.Connection], None]
+    end_offset: int = 0
+    items: list[Any] = field(default_factory=list)  # what the commit carries (batches, log entries)
+    kind: str = "segment"
+    synced: bool = False
+    seconds: float = 0.0
+    parent: None = None
+
+    def release(self) -> None:
+        pass

@@ -1,0 +1,80 @@
+"""The PostgreSQL schema, created and migrated at start by versioned migrations.
+
+Every broker that starts runs :func:`migrate`; a transaction-scoped advisory lock makes brokers
+that start together apply each migration exactly once (the others wait, then find it applied).
+A migration is never edited once released: a change is a new entry at the end of ``MIGRATIONS``.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import psycopg
+
+log = logging.getLogger(__name__)
+
+ADVISORY_LOCK_KEY = 0x6B70726F746F  # "kproto"
+
+MIGRATIONS: list[str] = [
+    # 1: catalog documents, counters, partition logs as batch rows, coordinator logs.
+    """
+    CREATE TABLE kproto_documents (
+        name text PRIMARY KEY,
+        data bytea NOT NULL
+    );
+    CREATE TABLE kproto_counters (
+        name text PRIMARY KEY,
+        value bigint NOT NULL
+    );
+    CREATE TABLE kproto_partitions (
+        topic_id uuid NOT NULL,
+        partition integer NOT NULL,
+        log_start_offset bigint NOT NULL,
+        next_offset bigint NOT NULL,
+        PRIMARY KEY (topic_id, partition)
+    );
+    CREATE TABLE kproto_batches (
+        topic_id uuid NOT NULL,
+        partition integer NOT NULL,
+        base_offset bigint NOT NULL,
+        last_offset bigint NOT NULL,
+        max_timestamp bigint NOT NULL,
+        producer_id bigint NOT NULL,
+        producer_epoch smallint NOT NULL,
+        base_sequence integer NOT NULL,
+        attributes smallint NOT NULL,
+        data bytea NOT NULL,
+        PRIMARY KEY (topic_id, partition, base_offset)
+    );
+    CREATE INDEX kproto_batches_by_last_offset ON kproto_batches (topic_id, partition, last_offset);
+    CREATE TABLE kproto_coordinator_log (
+        name text NOT NULL,
+        seq bigint NOT NULL,
+        payload bytea NOT NULL,
+        PRIMARY KEY (name, seq)
+    );
+    CREATE TABLE kproto_coordinator_snapshots (
+        name text PRIMARY KEY,
+        seq bigint NOT NULL,
+        payloads bytea NOT NULL
+    );
+    """,
+]
+
+
+def migrate(conn: psycopg.Connection) -> int:
+    """Apply the migrations this database lacks; returns the schema version now."""
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (ADVISORY_LOCK_KEY,))
+        conn.execute("CREATE TABLE IF NOT EXISTS kproto_schema_version (version integer PRIMARY KEY)")
+        row = conn.execute("SELECT max(version) FROM kproto_schema_version").fetchone()
+        current = row[0] if row is not None and row[0] is not None else 0
+        if current > len(MIGRATIONS):
+            raise RuntimeError(
+                f"the database's schema is version {current}, newer than this broker knows ({len(MIGRATIONS)})"
+            )
+        for version in range(current + 1, len(MIGRATIONS) + 1):
+            conn.execute(MIGRATIONS[version - 1].encode())
+            conn.execute("INSERT INTO kproto_schema_version (version) VALUES (%s)", (version,))
+            log.info("PostgreSQL schema migrated to version %d", version)
+        return len(MIGRATIONS)

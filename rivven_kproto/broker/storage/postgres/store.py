@@ -1,0 +1,195 @@
+"""The PostgreSQL engine: a connection pool used from worker threads, and the queries.
+
+psycopg 3's synchronous API runs on the flusher's and Fetch's worker threads (trio has no native
+driver); the event loop touches the database only while the broker opens (before it serves) and
+for ListOffsets by timestamp of batches older than a partition's cache. A round's writes are one
+database transaction (``commit``): concurrent produce requests, markers on several partitions and
+coordinator entries become visible together. A lost connection raises ``StorageUnavailable``: the
+flusher keeps the round's writes and retries, and nothing is acknowledged meanwhile.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from rivven_kproto.broker.durable.work import BlockingWork, Document, submit
+from rivven_kproto.broker.log.config import LogConfig
+
+from .. import StorageUnavailable
+from .coordinator_log import PgDurableLog
+from .partition import PgCommit, PgPartitionLog, StorageConflict
+from .schema import migrate
+
+log = logging.getLogger(__name__)
+
+POOL_SIZE = 8
+CONNECT_TIMEOUT_S = 10.0
+READ_PAGE_ROWS = 64
+
+
+@contextlib.contextmanager
+def _unavailable_on_error() -> Iterator[None]:
+    try:
+        yield
+    except (psycopg.OperationalError, PoolTimeout) as exc:
+        raise StorageUnavailable(f"PostgreSQL is unavailable: {exc}") from exc
+
+
+class PgDocument(Document):
+    def __init__(self, storage: PostgresStorage, name: str) -> None:
+        super().__init__(Path(f"postgresql:kproto_documents/{name}"))
+        self.storage = storage
+        self.name = name
+
+    def read(self) -> bytes | None:
+        row = self.storage.query_one("SELECT data FROM kproto_documents WHERE name = %s", (self.name,))
+        return bytes(row[0]) if row is not None else None
+
+    def save(self, work: BlockingWork | None, data: bytes) -> None:
+        storage, name = self.storage, self.name
+
+        def write() -> None:
+            with storage.connection() as conn, conn.transaction():
+                conn.execute(
+                    "INSERT INTO kproto_documents (name, data) VALUES (%s, %s)"
+                    " ON CONFLICT (name) DO UPDATE SET data = EXCLUDED.data", (name, data))
+
+        submit(work, write, critical=True)
+
+
+class PgBlocks:
+    """Producer id blocks from one counter row: brokers sharing the database never share a block."""
+
+    def __init__(self, storage: PostgresStorage) -> None:
+        self.storage = storage
+
+    def reserve(self, size: int) -> tuple[int, int]:
+        with self.storage.connection() as conn, conn.transaction():
+            row = conn.execute(
+                "INSERT INTO kproto_counters (name, value) VALUES ('producer_id', %s)"
+                " ON CONFLICT (name) DO UPDATE SET value = kproto_counters.value + %s RETURNING value",
+                (size, size),
+            ).fetchone()
+        assert row is not None
+        end = int(row[0])
+        return end - size, end
+
+
+class PostgresStorage:
+    kind = "postgresql"
+    acknowledge_after_commit = True
+
+    def __init__(self, url: str, *, pool_size: int = POOL_SIZE) -> None:
+        self.url = url
+        self.pool = ConnectionPool(url, min_size=1, max_size=pool_size, open=False, timeout=CONNECT_TIMEOUT_S,
+                                   name="kproto")
+        self._closed = threading.Event()
+        with _unavailable_on_error():
+            self.pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
+            with self.connection() as conn:
+                migrate(conn)
+
+    @contextlib.contextmanager
+    def connection(self) -> Iterator[psycopg.Connection]:
+        with _unavailable_on_error(), self.pool.connection() as conn:
+            yield conn
+
+    def query_one(self, sql: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        with self.connection() as conn:
+            return conn.execute(sql.encode(), params).fetchone()
+
+    # -- the engine's interface -------------------------------------------------------------------
+
+    def document(self, name: str) -> PgDocument:
+        return PgDocument(self, name)
+
+    def coordinator_log(self, name: str, work: BlockingWork) -> PgDurableLog:
+        return PgDurableLog(self, name, work)
+
+    def producer_id_blocks(self) -> PgBlocks:
+        return PgBlocks(self)
+
+    def cluster_id(self, node_id: int) -> str:
+        fresh = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=").encode()
+        with self.connection() as conn, conn.transaction():
+            conn.execute(
+                "INSERT INTO kproto_documents (name, data) VALUES ('cluster_id', %s) ON CONFLICT DO NOTHING", (fresh,))
+            row = conn.execute("SELECT data FROM kproto_documents WHERE name = 'cluster_id'").fetchone()
+        assert row is not None
+        return bytes(row[0]).decode()
+
+    def open_partition(
+        self, topic_id: uuid.UUID, topic: str, index: int, config: LogConfig, now_ms: int, work: BlockingWork, *,
+        new: bool,
+    ) -> PgPartitionLog:
+        return PgPartitionLog.open(self, topic_id, topic, index, config, now_ms, work, new=new)
+
+    def sync(self, pending: list[Any]) -> None:
+        self.commit(pending)
+
+    def commit(self, items: list[PgCommit]) -> None:
+        """One database transaction for every log's writes of a round."""
+        if not items:
+            return
+        started = time.perf_counter()
+        with self.connection() as conn, conn.transaction():
+            for item in items:
+                write: Callable[[psycopg.Connection], None] = item.write  # type: ignore[assignment]
+                write(conn)
+        seconds = time.perf_counter() - started
+        for item in items:
+            item.synced, item.seconds = True, seconds
+
+    def read_batches(
+        self, key: tuple[uuid.UUID, int], offset: int, max_bytes: int, upper_bound: int | None, min_one_batch: bool
+    ) -> bytes:
+        """Whole batches from the one holding ``offset`` (as ``take_batches`` selects them)."""
+        parts: list[bytes] = []
+        used = 0
+        bound = upper_bound if upper_bound is not None else 2**63 - 1
+        with self.connection() as conn:
+            while True:
+                rows = conn.execute(
+                    "SELECT base_offset, last_offset, data FROM kproto_batches WHERE topic_id = %s AND partition = %s"
+                    " AND last_offset >= %s AND base_offset < %s ORDER BY base_offset LIMIT %s",
+                    (*key, offset, bound, READ_PAGE_ROWS),
+                ).fetchall()
+                for _base, last, data in rows:
+                    if used + len(data) > max_bytes and not (min_one_batch and not parts):
+                        return b"".join(parts)
+                    parts.append(bytes(data))
+                    used += len(data)
+                    offset = last + 1
+                if len(rows) < READ_PAGE_ROWS:
+                    return b"".join(parts)
+
+    def delete_below(self, key: tuple[uuid.UUID, int], offset: int) -> None:
+        """DeleteRecords: the new log start first, then the batches wholly below it."""
+        with self.connection() as conn, conn.transaction():
+            conn.execute(
+                "UPDATE kproto_partitions SET log_start_offset = greatest(log_start_offset, %s)"
+                " WHERE topic_id = %s AND partition = %s", (offset, *key))
+            conn.execute(
+                "DELETE FROM kproto_batches WHERE topic_id = %s AND partition = %s AND last_offset < %s", (*key, offset))
+
+    def delete_partition(self, key: tuple[uuid.UUID, int]) -> None:
+        with self.connection() as conn, conn.transaction():
+            conn.execute("DELETE FROM kproto_batches WHERE topic_id = %s AND partition = %s", key)
+            conn.execute("DELETE FROM kproto_partitions WHERE topic_id = %s AND partition = %s", key)
+
+    def close(self) -> None:
+        self.pool.close()
+
+
+__all__ = ["PostgresStorage", "StorageConflict", "StorageUnavailable"]

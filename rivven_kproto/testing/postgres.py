@@ -1,0 +1,115 @@
+"""A throwaway PostgreSQL server for tests: initdb + pg_ctl in a temporary directory.
+
+Uses Debian's ``postgresql`` package (``/usr/lib/postgresql/<version>/bin``) or whatever
+``initdb`` is on ``PATH``. PostgreSQL refuses to run as root, so as root the cluster is created
+and started as the unprivileged ``postgres`` user (``runuser``). The server listens on
+127.0.0.1 only, on a free port, with trust authentication for one database ``kproto``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+DATABASE = "kproto"
+USER = "kproto"
+
+
+def find_bin_dir() -> Path | None:
+    """Where ``initdb`` and ``pg_ctl`` live, or None when PostgreSQL is not installed."""
+    found = shutil.which("initdb")
+    if found:
+        return Path(found).resolve().parent  # Debian links initdb into PATH; createdb stays beside it
+    candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(p.split("/")[4]))
+    return Path(candidates[-1]).parent if candidates else None
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class PostgresServer:
+    """A running throwaway server; ``url`` is what ``kproto serve --storage`` takes."""
+
+    bin_dir: Path
+    root: Path
+    port: int
+    run_as: str | None
+
+    @property
+    def data_dir(self) -> Path:
+        return self.root / "data"
+
+    @property
+    def url(self) -> str:
+        return f"postgresql://{USER}@127.0.0.1:{self.port}/{DATABASE}"
+
+    def _run(self, *args: str) -> None:
+        command = [str(self.bin_dir / args[0]), *args[1:]]
+        if self.run_as is not None:
+            command = ["runuser", "-u", self.run_as, "--", *command]
+        done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"{args[0]} failed ({done.returncode}): {done.stderr.strip()}\n{self.log_tail()}")
+
+    def init(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        if self.run_as is not None:
+            shutil.chown(self.root, self.run_as)
+            os.chmod(self.root, 0o700)
+        self._run("initdb", "-D", str(self.data_dir), "-U", USER, "-A", "trust", "--no-sync", "-E", "UTF8")
+        with (self.data_dir / "postgresql.conf").open("a") as conf:
+            conf.write(
+                f"listen_addresses = '127.0.0.1'\nport = {self.port}\n"
+                f"unix_socket_directories = '{self.root}'\nmax_connections = 200\n"
+                "shared_buffers = 64MB\nfsync = on\nsynchronous_commit = on\n"
+            )
+
+    def start(self) -> None:
+        self._run("pg_ctl", "-D", str(self.data_dir), "-l", str(self.root / "server.log"), "-w", "-t", "90", "start")
+        self._run("createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", USER, DATABASE)
+
+    def stop(self, mode: str = "fast") -> None:
+        """``fast`` (clean), or ``immediate`` (like a crash: WAL replay at the next start)."""
+        self._run("pg_ctl", "-D", str(self.data_dir), "-m", mode, "-w", "-t", "90", "stop")
+
+    def restart(self) -> None:
+        self._run("pg_ctl", "-D", str(self.data_dir), "-l", str(self.root / "server.log"), "-w", "-t", "90", "start")
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            return "\n".join((self.root / "server.log").read_text().splitlines()[-lines:])
+        except OSError:
+            return ""
+
+
+@contextlib.contextmanager
+def temporary_postgres() -> Iterator[PostgresServer]:
+    """Start a fresh server; stop it and remove its files afterwards."""
+    bin_dir = find_bin_dir()
+    if bin_dir is None:
+        raise RuntimeError("PostgreSQL is not installed (Debian: apt-get install postgresql)")
+    run_as = "postgres" if os.geteuid() == 0 else None
+    base = tempfile.mkdtemp(prefix="kproto-pg-")
+    if run_as is not None:
+        os.chmod(base, 0o755)  # the postgres user must reach its directory inside
+    server = PostgresServer(bin_dir, Path(base) / "pg", _free_port(), run_as)
+    try:
+        server.init()
+        server.start()
+        yield server
+    finally:
+        with contextlib.suppress(subprocess.SubprocessError, OSError, RuntimeError):
+            server.stop("immediate")
+        shutil.rmtree(base, ignore_errors=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import re
 import shutil
 import signal
 import sys
@@ -19,6 +20,7 @@ import click
 import trio
 
 from rivven_kproto.broker.config import FSYNC_POLICIES, BrokerConfig, ConfigError, load_config
+from rivven_kproto.broker.storage import StorageError
 
 from . import acls, cluster, configs, consume, groups, logtools, produce, topics, txns, users, verify_eos
 from .output import FORMATS, Settings, one_line
@@ -147,6 +149,10 @@ def serve(
     try:
         trio.run(_serve_until_signalled, config)
     except BaseException as exc:
+        storage_failure = _storage_error(exc)
+        if storage_failure is not None:
+            click.echo(f"error: storage {_redacted(config.storage)}: {storage_failure}", err=True)
+            sys.exit(1)
         failure = _os_error(exc)
         if failure is None:
             raise
@@ -155,6 +161,23 @@ def serve(
     finally:
         if throwaway is not None:
             shutil.rmtree(throwaway, ignore_errors=True)
+
+
+def _storage_error(exc: BaseException) -> StorageError | None:
+    """The storage engine's failure that stopped start-up, also from inside exception groups."""
+    if isinstance(exc, StorageError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _storage_error(inner)
+            if found is not None:
+                return found
+    return None
+
+
+def _redacted(url: str | None) -> str:
+    """The storage URL without its password."""
+    return re.sub(r"://([^:@/]+):[^@/]*@", r"://\1:***@", url or "native")
 
 
 def _os_error(exc: BaseException) -> OSError | None:

@@ -25,6 +25,10 @@ log = logging.getLogger(__name__)
 Job = Callable[[], None]
 
 
+class RetryRound(OSError):
+    """The store cannot be reached now: the round's writes and jobs are kept and run again."""
+
+
 class CriticalWriteFailed(RuntimeError):
     """A critical job failed: memory holds a change the disk does not; the broker must stop."""
 
@@ -109,6 +113,8 @@ def run_all(jobs: list[Job]) -> None:
     for job in jobs:
         try:
             job()
+        except RetryRound:
+            raise
         except OSError as exc:
             log.exception("blocking file work failed")
             if isinstance(job, CriticalJob) and failed is None:

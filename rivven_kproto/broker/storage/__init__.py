@@ -13,14 +13,23 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..durable.log import DurableLog
-from ..durable.work import BlockingWork, Document
+from ..durable.work import BlockingWork, Document, RetryRound
 from ..log.base import PartitionLogBase
 from ..log.config import LogConfig
 from ..producer_ids import BlockSource
 
 
-class StorageUnavailable(RuntimeError):
-    """The store cannot be reached now (a database restart or failover); the round is retried."""
+class StorageError(RuntimeError):
+    """The storage engine cannot be used (start-up reports it in one line)."""
+
+
+class StorageUnavailable(StorageError, RetryRound):
+    """The store cannot be reached now (a database restart or failover): the flusher retries the
+    round; a request that reads the store gets KAFKA_STORAGE_ERROR (retriable), as an I/O error."""
+
+
+class DatabaseInUse(StorageError):
+    """Another broker holds this database."""
 
 
 class Storage(Protocol):

@@ -84,6 +84,9 @@ def _list_offset(
     except KafkaError as exc:
         log.debug("list offsets %s-%d: %s", topic, wanted.partition_index, exc)
         return _error(wanted.partition_index, exc.error)
+    except OSError as exc:  # the log (or its database) could not be read: retriable, as Kafka's storage errors
+        log.warning("list offsets %s-%d: %s", topic, wanted.partition_index, exc)
+        return _error(wanted.partition_index, Errors.KAFKA_STORAGE_ERROR)
     if found is None:
         return _error(wanted.partition_index, Errors.NONE)
     offset, timestamp = found

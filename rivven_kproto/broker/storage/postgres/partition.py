@@ -222,6 +222,7 @@ class PgPartitionLog(PartitionLogBase):
             rows = ((b.base_offset, b.data) for b in self._cache[i:])
             return ReadResult(take_batches(rows, max_bytes, upper_bound, min_one_batch), start, end)
         # Older than the cache: ListOffsets by timestamp comes here (Fetch reads it off the loop).
+        self.storage.check_available()
         return ReadResult(self.storage.read_batches(self.key, offset, max_bytes, upper_bound, min_one_batch), start, end)
 
     def plan_cold_read(self, offset: int, max_bytes: int, isolation: IsolationLevel) -> PgColdRead | None:
@@ -246,6 +247,7 @@ class PgPartitionLog(PartitionLogBase):
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         self._check_open()
+        self.storage.check_available()
         found = self.storage.query_one(
             "SELECT base_offset, max_timestamp FROM kproto_batches WHERE topic_id = %s AND partition = %s"
             " AND last_offset >= %s AND max_timestamp >= %s AND attributes & %s = 0 ORDER BY base_offset LIMIT 1",
@@ -257,6 +259,7 @@ class PgPartitionLog(PartitionLogBase):
 
     def max_timestamp_offset(self) -> tuple[int, int] | None:
         self._check_open()
+        self.storage.check_available()
         found = self.storage.query_one(
             "SELECT base_offset, max_timestamp FROM kproto_batches WHERE topic_id = %s AND partition = %s"
             " AND last_offset >= %s AND attributes & %s = 0 ORDER BY max_timestamp DESC, base_offset LIMIT 1",

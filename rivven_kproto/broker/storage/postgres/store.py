@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import logging
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -26,7 +25,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from rivven_kproto.broker.durable.work import BlockingWork, Document, submit
 from rivven_kproto.broker.log.config import LogConfig
 
-from .. import StorageUnavailable
+from .. import DatabaseInUse, StorageUnavailable
 from .coordinator_log import PgDurableLog
 from .partition import PgCommit, PgPartitionLog, StorageConflict
 from .schema import migrate
@@ -36,13 +35,16 @@ log = logging.getLogger(__name__)
 POOL_SIZE = 8
 CONNECT_TIMEOUT_S = 10.0
 READ_PAGE_ROWS = 64
+OWNER_LOCK_KEY = 0x6B70726F746F01
 
 
 @contextlib.contextmanager
-def _unavailable_on_error() -> Iterator[None]:
+def _unavailable_on_error(storage: PostgresStorage | None = None) -> Iterator[None]:
     try:
         yield
     except (psycopg.OperationalError, PoolTimeout) as exc:
+        if storage is not None:
+            storage.available = False
         raise StorageUnavailable(f"PostgreSQL is unavailable: {exc}") from exc
 
 
@@ -92,18 +94,43 @@ class PostgresStorage:
 
     def __init__(self, url: str, *, pool_size: int = POOL_SIZE) -> None:
         self.url = url
+        # False after a failure until a commit succeeds: reads on the event loop then fail at once
+        # instead of waiting for the pool's connection timeout.
+        self.available = True
         self.pool = ConnectionPool(url, min_size=1, max_size=pool_size, open=False, timeout=CONNECT_TIMEOUT_S,
                                    name="kproto")
-        self._closed = threading.Event()
         with _unavailable_on_error():
-            self.pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
-            with self.connection() as conn:
-                migrate(conn)
+            self._owner = self._take_ownership(url)
+            try:
+                self.pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
+                with self.connection() as conn:
+                    migrate(conn)
+            except BaseException:
+                self._owner.close()
+                raise
+
+    @staticmethod
+    def _take_ownership(url: str) -> psycopg.Connection:
+        """One broker per database until brokers share partitions: a session advisory lock, held
+        on its own connection for the broker's life (like the data directory's lock). Commits are
+        fenced as well (a partition's end moves only from where this broker left it)."""
+        owner = psycopg.connect(url, autocommit=True, connect_timeout=int(CONNECT_TIMEOUT_S))
+        row = owner.execute("SELECT pg_try_advisory_lock(%s)", (OWNER_LOCK_KEY,)).fetchone()
+        if row is None or not row[0]:
+            owner.close()
+            raise DatabaseInUse(
+                "another broker is serving this database (a cluster of brokers on one database is not supported yet)")
+        return owner
 
     @contextlib.contextmanager
     def connection(self) -> Iterator[psycopg.Connection]:
-        with _unavailable_on_error(), self.pool.connection() as conn:
+        with _unavailable_on_error(self), self.pool.connection() as conn:
             yield conn
+
+    def check_available(self) -> None:
+        """Before a query on the event loop: fail fast while the database is known to be down."""
+        if not self.available:
+            raise StorageUnavailable("PostgreSQL is unavailable (the last attempt failed)")
 
     def query_one(self, sql: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
         with self.connection() as conn:
@@ -148,6 +175,7 @@ class PostgresStorage:
                 write: Callable[[psycopg.Connection], None] = item.write  # type: ignore[assignment]
                 write(conn)
         seconds = time.perf_counter() - started
+        self.available = True
         for item in items:
             item.synced, item.seconds = True, seconds
 
@@ -190,6 +218,7 @@ class PostgresStorage:
 
     def close(self) -> None:
         self.pool.close()
+        self._owner.close()
 
 
 __all__ = ["PostgresStorage", "StorageConflict", "StorageUnavailable"]

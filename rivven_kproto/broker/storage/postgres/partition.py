@@ -34,7 +34,7 @@ from rivven_kproto.broker.log.config import LogConfig
 from rivven_kproto.broker.log.producer_state import ProducerStateManager
 from rivven_kproto.codec.enums import IsolationLevel
 from rivven_kproto.codec.errors import Errors, KafkaError
-from rivven_kproto.codec.records.batch import HEADER_SIZE
+from rivven_kproto.codec.records.batch import HEADER_SIZE, parse_header
 from rivven_kproto.codec.records.records import decode_batch
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ _INSERT_BATCH = (
 _MOVE_END = (
     "INSERT INTO kproto_partitions (topic_id, partition, log_start_offset, next_offset) VALUES (%s, %s, %s, %s)"
     " ON CONFLICT (topic_id, partition) DO UPDATE SET next_offset = EXCLUDED.next_offset"
-    " WHERE kproto_partitions.next_offset IN (%s, EXCLUDED.next_offset)"
+    " WHERE kproto_partitions.next_offset BETWEEN %s AND EXCLUDED.next_offset"
 )
 
 
@@ -157,7 +157,11 @@ class PgPartitionLog(PartitionLogBase):
                 (_CONTROL, HEADER_SIZE, *self.key, self._log_start_offset),
             )
             for (data,) in cursor:
-                self._replay(bytes(data), -1)
+                header = parse_header(data)  # a data batch's row gives its header only
+                if header.is_control:
+                    self._replay_marker(bytes(data), 0, header)
+                else:
+                    self.producers.update((header,))
         self.producers.forget_aborted_before(self._log_start_offset)
 
     # -- the engine's primitives ------------------------------------------------------------------

@@ -28,6 +28,10 @@ class StorageUnavailable(StorageError, RetryRound):
     round; a request that reads the store gets KAFKA_STORAGE_ERROR (retriable), as an I/O error."""
 
 
+class StorageConflict(StorageError):
+    """A partition's end moved in the store under this broker: another writer appended."""
+
+
 class DatabaseInUse(StorageError):
     """Another broker holds this database."""
 

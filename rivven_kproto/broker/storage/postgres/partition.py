@@ -32,6 +32,7 @@ from rivven_kproto.broker.durable.work import BlockingWork, submit
 from rivven_kproto.broker.log.base import Batches, PartitionLogBase, ReadResult
 from rivven_kproto.broker.log.config import LogConfig
 from rivven_kproto.broker.log.producer_state import ProducerStateManager
+from rivven_kproto.broker.storage import StorageConflict
 from rivven_kproto.codec.enums import IsolationLevel
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.records.batch import HEADER_SIZE, parse_header
@@ -49,15 +50,15 @@ _INSERT_BATCH = (
     " producer_epoch, base_sequence, attributes, data) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
     " ON CONFLICT DO NOTHING"
 )
+# The end moves from where this log left it; or, when this very log's earlier attempt of the same
+# commit reached the database but its answer was lost, from anywhere up to the new end.
 _MOVE_END = (
-    "INSERT INTO kproto_partitions (topic_id, partition, log_start_offset, next_offset) VALUES (%s, %s, %s, %s)"
-    " ON CONFLICT (topic_id, partition) DO UPDATE SET next_offset = EXCLUDED.next_offset"
-    " WHERE kproto_partitions.next_offset BETWEEN %s AND EXCLUDED.next_offset"
+    "INSERT INTO kproto_partitions (topic_id, partition, log_start_offset, next_offset, writer)"
+    " VALUES (%(topic_id)s, %(partition)s, %(start)s, %(after)s, %(writer)s)"
+    " ON CONFLICT (topic_id, partition) DO UPDATE SET next_offset = EXCLUDED.next_offset, writer = EXCLUDED.writer"
+    " WHERE kproto_partitions.next_offset = %(before)s OR (kproto_partitions.writer = EXCLUDED.writer"
+    " AND kproto_partitions.next_offset BETWEEN %(before)s AND EXCLUDED.next_offset)"
 )
-
-
-class StorageConflict(RuntimeError):
-    """The partition row moved under this broker: another writer appended."""
 
 
 @dataclass
@@ -113,6 +114,7 @@ class PgPartitionLog(PartitionLogBase):
         super().__init__(name, config, ProducerStateManager(Path(name)), now_ms)
         self.storage = storage
         self.key = (topic_id, index)
+        self.writer = uuid.uuid4()  # tells this log's own retried commit from another writer's
         self.work = work
         self.cache_bytes = CACHE_BYTES
         self._next_offset = 0
@@ -250,12 +252,13 @@ class PgPartitionLog(PartitionLogBase):
         return 0
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """As Kafka's time index search: control batches count too."""
         self._check_open()
         self.storage.check_available()
         found = self.storage.query_one(
             "SELECT base_offset, max_timestamp FROM kproto_batches WHERE topic_id = %s AND partition = %s"
-            " AND last_offset >= %s AND max_timestamp >= %s AND attributes & %s = 0 ORDER BY base_offset LIMIT 1",
-            (*self.key, self._log_start_offset, timestamp, _CONTROL),
+            " AND last_offset >= %s AND max_timestamp >= %s ORDER BY base_offset LIMIT 1",
+            (*self.key, self._log_start_offset, timestamp),
         )
         if found is None:
             return None
@@ -266,8 +269,8 @@ class PgPartitionLog(PartitionLogBase):
         self.storage.check_available()
         found = self.storage.query_one(
             "SELECT base_offset, max_timestamp FROM kproto_batches WHERE topic_id = %s AND partition = %s"
-            " AND last_offset >= %s AND attributes & %s = 0 ORDER BY max_timestamp DESC, base_offset LIMIT 1",
-            (*self.key, self._log_start_offset, _CONTROL),
+            " AND last_offset >= %s ORDER BY max_timestamp DESC, base_offset LIMIT 1",
+            (*self.key, self._log_start_offset),
         )
         if found is None:
             return None
@@ -301,7 +304,8 @@ class PgPartitionLog(PartitionLogBase):
             with conn.cursor() as cursor:
                 if rows:
                     cursor.executemany(_INSERT_BATCH, rows)
-                cursor.execute(_MOVE_END, (topic_id, index, start, after, before))
+                cursor.execute(_MOVE_END, {"topic_id": topic_id, "partition": index, "start": start, "after": after,
+                                           "before": before, "writer": self.writer})
                 if cursor.rowcount != 1:
                     raise StorageConflict(f"{self.name}: its end moved in the database (another writer?)")
 

@@ -31,6 +31,7 @@ MIGRATIONS: list[str] = [
         partition integer NOT NULL,
         log_start_offset bigint NOT NULL,
         next_offset bigint NOT NULL,
+        writer uuid NOT NULL,
         PRIMARY KEY (topic_id, partition)
     );
     CREATE TABLE kproto_batches (

@@ -1,0 +1,212 @@
+"""The PostgreSQL partition log answers as the native log does, against a real PostgreSQL server.
+
+A seeded random script of plain, idempotent (with retried duplicates) and transactional appends
+and markers runs against both engines; every consumer read (offsets, budgets, both isolation
+levels), timestamp lookup, the last stable offset and the aborted ranges must be equal, also after
+the PostgreSQL log is reopened from the database (empty cache, state rebuilt from rows).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import random
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from rivven_kproto.broker.log.base import Fetched, PartitionLogBase
+from rivven_kproto.broker.log.partition_log import PartitionLog
+from rivven_kproto.broker.storage import StorageConflict, StorageUnavailable
+from rivven_kproto.broker.storage.postgres.partition import PgPartitionLog
+from rivven_kproto.broker.storage.postgres.store import PostgresStorage
+from rivven_kproto.codec.enums import IsolationLevel
+from rivven_kproto.codec.records.batch import iter_headers
+from rivven_kproto.codec.records.records import Record, build_batch
+from rivven_kproto.testing.postgres import PostgresServer, find_bin_dir, temporary_postgres
+
+from .log_helpers import NOW, config
+
+SEEDS = [int(s) for s in os.environ.get("KPROTO_PG_SEEDS", "1 2 3").split()]
+pytestmark = pytest.mark.skipif(find_bin_dir() is None, reason="PostgreSQL is not installed (.ci/run installs it)")
+
+
+@pytest.fixture(scope="module")
+def postgres() -> Iterator[PostgresServer]:
+    with temporary_postgres() as server:
+        yield server
+
+
+@pytest.fixture
+def storage(postgres: PostgresServer) -> Iterator[PostgresStorage]:
+    name = f"u_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(postgres.url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}".encode())
+    opened = PostgresStorage(postgres.url.rsplit("/", 1)[0] + "/" + name)
+    yield opened
+    opened.close()
+
+
+def batch(rng: random.Random, ts: int, **kwargs: object) -> bytes:
+    records = [
+        Record(offset_delta=i, timestamp_delta=rng.randrange(0, 50), key=None, value=rng.randbytes(rng.randrange(1, 300)))
+        for i in range(rng.randrange(1, 6))
+    ]
+    return build_batch(records, base_timestamp=ts, **kwargs)  # type: ignore[arg-type]
+
+
+def run_script(logs: list[PartitionLogBase], seed: int, steps: int = 300) -> None:
+    rng = random.Random(seed)
+    sequences = {pid: 0 for pid in (1, 2, 3, 10, 11, 12)}
+    sent: dict[int, list[bytes]] = {pid: [] for pid in (1, 2, 3)}
+    open_txns: dict[int, int] = {}  # transactional producer id -> epoch
+    for step in range(steps):
+        ts = NOW + step * 10 + rng.randrange(-5, 5)
+        kind = rng.random()
+        if kind < 0.3:
+            data = batch(rng, ts)
+        elif kind < 0.6:
+            pid = rng.choice(list(sent))
+            if sent[pid] and rng.random() < 0.2:
+                data = rng.choice(sent[pid][-5:])  # a retry of one of the last five: a duplicate
+            else:
+                data = batch(rng, ts, producer_id=pid, producer_epoch=0, base_sequence=sequences[pid])
+                sequences[pid] += _count(data)
+                sent[pid].append(data)
+        elif kind < 0.85:
+            pid = rng.choice((10, 11, 12))
+            epoch = open_txns.setdefault(pid, 0)
+            data = batch(rng, ts, producer_id=pid, producer_epoch=epoch, base_sequence=sequences[pid],
+                         is_transactional=True)
+            sequences[pid] += _count(data)
+        else:
+            if not open_txns:
+                continue
+            pid = rng.choice(list(open_txns))
+            commit = rng.random() < 0.5
+            for log in logs:
+                log.append_marker(pid, open_txns[pid], commit, 0, ts)
+            del open_txns[pid]
+            continue
+        infos = [log.append(data, ts) for log in logs]
+        assert len({(i.base_offset, i.last_offset, i.duplicate) for i in infos}) == 1, infos
+        if rng.random() < 0.3:
+            for log in logs:
+                log.flush(ts)
+
+
+def _count(data: bytes) -> int:
+    return int.from_bytes(data[57:61], "big")
+
+
+def clipped(fetched: Fetched, start: int) -> Fetched | tuple[object, ...]:
+    """After DeleteRecords to ``start`` (> 0) the rows below are gone from the database, so a
+    reopened log begins an aborted range that started below ``start`` at that producer's first
+    retained batch (and a range may then start after the data returned and not be listed).
+    Compared then: what a read_committed client drops (the batches inside an aborted range of
+    their producer)."""
+    if fetched.aborted is None or start == 0:
+        return fetched
+    dropped = {
+        header.base_offset
+        for _, header in iter_headers(fetched.data)
+        for a in fetched.aborted
+        if not header.is_control  # markers are never delivered anyway
+        and header.producer_id == a.producer_id and a.first_offset <= header.base_offset <= a.last_offset
+    }
+    return dataclasses.replace(fetched, aborted=None), dropped
+
+
+def assert_same_view(
+    native: PartitionLogBase, pg: PartitionLogBase, rng: random.Random, *, deleted_below: int = 0
+) -> None:
+    assert (pg.log_start_offset, pg.log_end_offset, pg.high_watermark, pg.last_stable_offset) == (
+        native.log_start_offset, native.log_end_offset, native.high_watermark, native.last_stable_offset)
+    end = native.log_end_offset
+    for _ in range(150):
+        offset = rng.randrange(native.log_start_offset, end + 1)
+        budget = rng.choice((1, 100, 1000, 5000, 1 << 20))
+        isolation = rng.choice((IsolationLevel.READ_COMMITTED, IsolationLevel.READ_UNCOMMITTED))
+        first = rng.random() < 0.7
+        a = clipped(native.fetch(offset, budget, isolation, min_one_batch=first), deleted_below)
+        b = clipped(pg.fetch(offset, budget, isolation, min_one_batch=first), deleted_below)
+        assert a == b, (offset, budget, isolation, first)
+        plan = pg.plan_cold_read(offset, budget, isolation)
+        if plan is not None:  # what Fetch reads on a worker thread, cut to the budget
+            cut = clipped(pg.fetch(offset, budget, isolation, min_one_batch=first, prefetched=plan.run()),
+                          deleted_below)
+            assert cut == a, (offset, budget, isolation, first)
+    for ts in (NOW - 1, NOW + 500, NOW + 1500, NOW + 10_000):
+        assert pg.offset_for_timestamp(ts) == native.offset_for_timestamp(ts)
+    assert pg.max_timestamp_offset() == native.max_timestamp_offset()
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_the_postgresql_log_reads_as_the_native_log(tmp_path: Path, storage: PostgresStorage, seed: int) -> None:
+    topic_id = uuid.uuid4()
+    native = PartitionLog.open(tmp_path / "t-0", config(), NOW)
+    pg = PgPartitionLog.open(storage, topic_id, "t", 0, config(), NOW, None, new=True)
+    pg.cache_bytes = 2_000  # small: most reads go to the database
+    run_script([native, pg], seed)
+    native.flush()
+    pg.flush()
+    rng = random.Random(seed)
+    assert_same_view(native, pg, rng)
+
+    reopened = PgPartitionLog.open(storage, topic_id, "t", 0, config(), NOW, None, new=False)
+    assert_same_view(native, reopened, rng)
+    assert reopened.producers.aborted == native.producers.aborted
+    assert {pid: (e.epoch, e.last_seq) for pid, e in reopened.producers.producers.items()} == {
+        pid: (e.epoch, e.last_seq) for pid, e in native.producers.producers.items()}
+
+    middle = (native.log_start_offset + native.log_end_offset) // 2
+    assert reopened.delete_records(middle) == native.delete_records(middle) == middle
+    again = PgPartitionLog.open(storage, topic_id, "t", 0, config(), NOW, None, new=False)
+    assert_same_view(native, again, rng, deleted_below=middle)
+
+
+def test_a_partition_end_moved_by_another_writer_is_refused(storage: PostgresStorage) -> None:
+    topic_id = uuid.uuid4()
+    rng = random.Random(7)
+    first = PgPartitionLog.open(storage, topic_id, "t", 0, config(), NOW, None, new=True)
+    second = PgPartitionLog.open(storage, topic_id, "t", 0, config(), NOW, None, new=True)
+    first.append(batch(rng, NOW), NOW)
+    first.flush()
+    second.append(batch(rng, NOW), NOW)
+    with pytest.raises(StorageConflict):
+        second.flush()
+    assert first.high_watermark == first.log_end_offset and second.high_watermark == 0
+
+
+def test_a_commit_the_database_cannot_take_is_kept_for_the_next(
+    storage: PostgresStorage, postgres: PostgresServer
+) -> None:
+    """A failed commit (the server crashed) leaves the batches pending: not visible, not lost; a
+    later commit, once the server is back, writes them (and what was appended meanwhile)."""
+    rng = random.Random(8)
+    pg = PgPartitionLog.open(storage, uuid.uuid4(), "t", 0, config(), NOW, None, new=True)
+    pg.append(batch(rng, NOW), NOW)
+    pending = pg.begin_flush()
+    postgres.stop("immediate")
+    try:
+        with pytest.raises(StorageUnavailable):
+            storage.commit([pending])
+        pg.finish_flush(pending)
+        assert pg.high_watermark == 0 and pg.log_end_offset > 0
+        pg.append(batch(rng, NOW), NOW)
+    finally:
+        postgres.restart()
+    for _ in range(50):  # the pool finds out about its broken connections one use at a time
+        try:
+            pg.flush()
+            break
+        except StorageUnavailable:
+            time.sleep(0.2)
+    assert pg.high_watermark == pg.log_end_offset
+    reopened = PgPartitionLog.open(storage, pg.key[0], "t", 0, config(), NOW, None, new=False)
+    assert reopened.read(0, 1 << 20).data == pg.read(0, 1 << 20).data
+    assert len(list(iter_headers(reopened.read(0, 1 << 20).data))) == 2

@@ -41,8 +41,21 @@ def database(postgres: PostgresServer) -> str:
     return postgres.url.rsplit("/", 1)[0] + "/" + name
 
 
+_STARTED: list[BrokerProcess] = []
+
+
+@pytest.fixture(autouse=True)
+def kill_brokers_left_running() -> Iterator[None]:
+    """A failing test must not leave its brokers (and their database connections) behind."""
+    yield
+    while _STARTED:
+        _STARTED.pop().kill()
+
+
 def pg_broker(tmp_path: Path, url: str, name: str = "b") -> BrokerProcess:
-    return BrokerProcess(tmp_path / f"{name}-data", tmp_path / f"{name}.log", ["--storage", url]).start()
+    broker = BrokerProcess(tmp_path / f"{name}-data", tmp_path / f"{name}.log", ["--storage", url])
+    _STARTED.append(broker)
+    return broker.start()
 
 
 def produce_acknowledged(

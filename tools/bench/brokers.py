@@ -7,6 +7,8 @@ must exec the broker itself (not a shell that forks it).
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import logging
 import os
 import re
@@ -19,6 +21,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +69,8 @@ def ours(profile_dir: Path | None = None) -> Target:
 
 
 def peer(spec: str) -> Target:
+    if spec == "postgresql":
+        return postgresql_peer()
     if spec == "tansu":
         binary = tansu_binary()
         return Target("tansu", [
@@ -74,6 +79,23 @@ def peer(spec: str) -> Target:
             "--silent",
         ])
     return Target(Path(shlex.split(spec)[0]).name, shlex.split(spec))
+
+
+_POSTGRES: list[contextlib.AbstractContextManager[Any]] = []
+
+
+def postgresql_peer() -> Target:
+    """Ours on the PostgreSQL engine: one throwaway server for the run, a database per start."""
+    from rivven_kproto.testing.postgres import temporary_postgres
+
+    context = temporary_postgres()
+    server = context.__enter__()
+    _POSTGRES.append(context)
+    atexit.register(context.__exit__, None, None, None)
+    return Target("rivven_kproto-pg", [
+        sys.executable, "-m", "tools.bench.pg_broker", "--server-url", server.url, "--port", "{port}",
+        "--data", "{data}",
+    ], OURS_READY)
 
 
 def null_broker() -> Target:

@@ -208,3 +208,38 @@ def test_a_second_broker_on_the_same_database_is_refused(tmp_path: Path, databas
         assert first.alive()
     finally:
         first.stop()
+
+
+def test_retention_deletes_old_batches_from_the_database(tmp_path: Path, database: str) -> None:
+    """Records stamped a day ago on a topic that keeps an hour: the broker's retention check
+    (every 200 ms here) moves the log start past them and deletes their rows; new ones stay."""
+    broker = BrokerProcess(tmp_path / "r-data", tmp_path / "r.log",
+                           ["--storage", database], env={"KPROTO_LOG_RETENTION_CHECK_INTERVAL_MS": "200"})
+    _STARTED.append(broker)
+    broker.start()
+    topic = "pg-retention"
+    create_topics(broker.bootstrap, {topic: 1}, {"retention.ms": "3600000"})
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "enable.idempotence": True})
+    day_ago = int(time.time() * 1000) - 86_400_000
+    for i in range(10):
+        producer.produce(topic, f"old-{i}".encode(), partition=0, timestamp=day_ago + i)
+    assert producer.flush(TIMEOUT_S) == 0
+    for i in range(5):
+        producer.produce(topic, f"new-{i}".encode(), partition=0)
+    assert producer.flush(TIMEOUT_S) == 0
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "pg-retention"})
+    try:
+        deadline = time.monotonic() + TIMEOUT_S
+        low = 0
+        while low == 0 and time.monotonic() < deadline:
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=TIMEOUT_S)
+            time.sleep(0.2)
+        assert low > 0 and high == 15
+    finally:
+        consumer.close()
+    seen = values(consume("confluent-kafka", broker.bootstrap, [(topic, 0)], committed=False, expected=15 - low))
+    assert seen[(topic, 0)][-5:] == [f"new-{i}".encode() for i in range(5)]
+    with psycopg.connect(database) as conn:
+        row = conn.execute("SELECT min(base_offset) FROM kproto_batches").fetchone()
+    assert row is not None and row[0] >= low
+    broker.stop()

@@ -25,6 +25,7 @@ from rivven_kproto.broker.storage import StorageConflict, StorageUnavailable
 from rivven_kproto.broker.storage.postgres.partition import PgPartitionLog
 from rivven_kproto.broker.storage.postgres.store import PostgresStorage
 from rivven_kproto.codec.enums import IsolationLevel
+from rivven_kproto.codec.errors import KafkaError
 from rivven_kproto.codec.records.batch import iter_headers
 from rivven_kproto.codec.records.records import Record, build_batch
 from rivven_kproto.testing.postgres import PostgresServer, find_bin_dir, temporary_postgres
@@ -210,3 +211,39 @@ def test_a_commit_the_database_cannot_take_is_kept_for_the_next(
     reopened = PgPartitionLog.open(storage, pg.key[0], "t", 0, config(), NOW, None, new=False)
     assert reopened.read(0, 1 << 20).data == pg.read(0, 1 << 20).data
     assert len(list(iter_headers(reopened.read(0, 1 << 20).data))) == 2
+
+
+def test_retention_by_time_and_by_size(storage: PostgresStorage) -> None:
+    """Kafka's retention rules over batches: the oldest go while wholly older than retention.ms,
+    and while the partition keeps at least retention.bytes without them; never uncommitted ones."""
+    rng = random.Random(9)
+    pg = PgPartitionLog.open(storage, uuid.uuid4(), "t", 0, config(retention_ms=1000), NOW, None, new=True)
+    for i in range(10):
+        pg.append(build_batch([Record(0, 0, None, b"x" * 100)], base_timestamp=NOW + i * 1000), NOW)
+    pg.flush()
+    pg.append(build_batch([Record(0, 0, None, b"y")], base_timestamp=NOW), NOW)  # old, but not committed
+    assert pg.apply_retention(NOW + 5500) == 0 and pg.log_start_offset == 5  # timestamps NOW+5000.. stay
+    assert pg.read(5, 1 << 20).data[:8] == (5).to_bytes(8, "big")
+    with pytest.raises(KafkaError):
+        pg.read(4, 1)
+    pg.apply_retention(NOW + 100_000)
+    assert pg.log_start_offset == 10  # everything committed is expired; the pending batch stays
+    pg.flush()
+    size_before = pg.size_bytes
+    sized = PgPartitionLog.open(storage, pg.key[0], "t", 0, config(retention_bytes=0), NOW, None, new=False)
+    assert sized.log_start_offset == 10 and sized.size_bytes == size_before
+    sized.apply_retention(NOW)
+    assert sized.log_start_offset == 11 and sized.size_bytes == 0
+    kept = PgPartitionLog.open(storage, uuid.uuid4(), "t", 1, config(retention_bytes=250), NOW, None, new=True)
+    for _ in range(5):
+        kept.append(batch(rng, NOW), NOW)
+    kept.flush()
+    sizes = [len(b.data) for b in kept._cache]
+    kept.apply_retention(NOW)
+    expected_drop = 0  # Kafka: drop the oldest while what remains is still at least retention.bytes
+    while expected_drop < len(sizes) and sum(sizes[expected_drop + 1:]) >= 250:
+        expected_drop += 1
+    assert expected_drop > 0 and kept.log_start_offset > 0
+    assert kept.size_bytes == sum(sizes[expected_drop:]) >= 250
+    reopened = PgPartitionLog.open(storage, kept.key[0], "t", 1, config(), NOW, None, new=False)
+    assert reopened.log_start_offset == kept.log_start_offset and reopened.size_bytes == kept.size_bytes

@@ -124,6 +124,7 @@ class PgPartitionLog(PartitionLogBase):
         self._cache_bases: list[int] = []
         self._cache_size = 0
         self._pending: list[_Batch] = []  # appended, not in a commit yet
+        self._retained: tuple[int, int] | None = None  # (new start, bytes freed) by a retention job
         self._closed = False
 
     @classmethod
@@ -188,6 +189,7 @@ class PgPartitionLog(PartitionLogBase):
 
     @property
     def size_bytes(self) -> int:
+        self._take_retained()
         return self._size_bytes
 
     @property
@@ -218,6 +220,7 @@ class PgPartitionLog(PartitionLogBase):
         self, offset: int, max_bytes: int, *, upper_bound: int | None = None, min_one_batch: bool = True
     ) -> ReadResult:
         self._check_open()
+        self._take_retained()
         start, end = self._log_start_offset, self._next_offset
         if offset < start or offset > end:
             raise KafkaError(Errors.OFFSET_OUT_OF_RANGE, f"offset {offset} is outside [{start}, {end}] of {self.name}")
@@ -234,6 +237,7 @@ class PgPartitionLog(PartitionLogBase):
     def plan_cold_read(self, offset: int, max_bytes: int, isolation: IsolationLevel) -> PgColdRead | None:
         """Reads below the cache go to the database on a worker thread."""
         self._check_open()
+        self._take_retained()
         upper_bound = self.visible_end(isolation)
         if not self._log_start_offset <= offset < upper_bound:
             return None
@@ -245,11 +249,50 @@ class PgPartitionLog(PartitionLogBase):
         self._log_start_offset = offset
         self.producers.forget_aborted_before(offset)
         key = self.key
-        submit(self.work, lambda: self.storage.delete_below(key, offset))
+
+        def delete_below() -> None:
+            self._retained = (offset, self.storage.delete_below(key, offset))
+
+        submit(self.work, delete_below)
+
+    @property
+    def log_start_offset(self) -> int:
+        self._take_retained()
+        return self._log_start_offset
 
     def apply_retention(self, now_ms: int) -> int:
-        """Not applied to PostgreSQL rows yet (see the README's engine table)."""
+        """retention.ms / retention.bytes over batches (Kafka's rule per segment, a batch here):
+        the oldest committed batches go while all of their timestamps are older than
+        retention.ms, and while the partition stays at least retention.bytes without them. The
+        query and the deletion run as a job; the new start is taken on the loop afterwards."""
+        self._check_open()
+        self._take_retained()
+        retention_ms, retention_bytes = self.config.retention_ms, self.config.retention_bytes
+        if retention_ms < 0 and retention_bytes < 0:
+            return 0
+        cutoff = now_ms - retention_ms if retention_ms >= 0 else None
+        excess = self._size_bytes - retention_bytes if retention_bytes >= 0 else 0
+        key, start, limit = self.key, self._log_start_offset, self._committed_end
+
+        def retain() -> None:
+            new_start, freed = self.storage.retain(key, start, limit, cutoff, excess)
+            if new_start > start:
+                self._retained = (new_start, freed)
+
+        submit(self.work, retain)
         return 0
+
+    def _take_retained(self) -> None:
+        """On the loop: apply what a retention job deleted (a plain tuple, set by the worker)."""
+        retained = self._retained
+        if retained is None:
+            return
+        self._retained = None
+        new_start, freed = retained
+        self._size_bytes = max(self._size_bytes - freed, 0)
+        if new_start > self._log_start_offset:
+            self._log_start_offset = new_start
+            self.producers.forget_aborted_before(new_start)
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """As Kafka's time index search: control batches count too."""

@@ -202,14 +202,48 @@ class PostgresStorage:
                 if len(rows) < READ_PAGE_ROWS:
                     return b"".join(parts)
 
-    def delete_below(self, key: tuple[uuid.UUID, int], offset: int) -> None:
-        """DeleteRecords: the new log start first, then the batches wholly below it."""
+    def delete_below(self, key: tuple[uuid.UUID, int], offset: int) -> int:
+        """DeleteRecords: the new log start first, then the batches wholly below it; bytes freed."""
         with self.connection() as conn, conn.transaction():
             conn.execute(
                 "UPDATE kproto_partitions SET log_start_offset = greatest(log_start_offset, %s)"
                 " WHERE topic_id = %s AND partition = %s", (offset, *key))
+            freed = conn.execute(
+                "DELETE FROM kproto_batches WHERE topic_id = %s AND partition = %s AND last_offset < %s"
+                " RETURNING length(data)", (*key, offset)).fetchall()
+        return sum(size for (size,) in freed)
+
+    def retain(
+        self, key: tuple[uuid.UUID, int], start: int, limit: int, cutoff: int | None, excess: int
+    ) -> tuple[int, int]:
+        """Retention: the new log start (never past ``limit``, the committed end) and the bytes
+        freed; the rows below it are deleted in the same transaction."""
+        new_start = start
+        with self.connection() as conn, conn.transaction():
+            if cutoff is not None:
+                row = conn.execute(
+                    "SELECT min(base_offset) FROM kproto_batches WHERE topic_id = %s AND partition = %s"
+                    " AND last_offset >= %s AND max_timestamp >= %s", (*key, start, cutoff)).fetchone()
+                kept_from = row[0] if row is not None and row[0] is not None else limit
+                new_start = max(new_start, min(kept_from, limit))
+            if excess > 0:
+                row = conn.execute(
+                    "SELECT max(last_offset) + 1 FROM (SELECT last_offset, sum(length(data))"
+                    " OVER (ORDER BY base_offset) AS total FROM kproto_batches WHERE topic_id = %s"
+                    " AND partition = %s AND last_offset >= %s AND last_offset < %s) AS prefix WHERE total <= %s",
+                    (*key, start, limit, excess)).fetchone()
+                if row is not None and row[0] is not None:
+                    new_start = max(new_start, min(int(row[0]), limit))
+            if new_start <= start:
+                return start, 0
+            freed = conn.execute(
+                "DELETE FROM kproto_batches WHERE topic_id = %s AND partition = %s AND last_offset < %s"
+                " RETURNING length(data)", (*key, new_start)).fetchall()
             conn.execute(
-                "DELETE FROM kproto_batches WHERE topic_id = %s AND partition = %s AND last_offset < %s", (*key, offset))
+                "UPDATE kproto_partitions SET log_start_offset = greatest(log_start_offset, %s)"
+                " WHERE topic_id = %s AND partition = %s", (new_start, *key))
+        log.info("retention: %s-%d starts at %d now", key[0], key[1], new_start)
+        return new_start, sum(size for (size,) in freed)
 
     def delete_partition(self, key: tuple[uuid.UUID, int]) -> None:
         with self.connection() as conn, conn.transaction():

@@ -105,6 +105,19 @@ def test_a_new_broker_on_the_same_database_serves_everything_acknowledged(tmp_pa
         try:
             for p in range(3):
                 assert consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=TIMEOUT_S) == (0, 1010)
+            # ListOffsets by timestamp: looked up in the database on a worker thread, record-exact.
+            with psycopg.connect(database) as conn:
+                rows = conn.execute(
+                    "SELECT base_offset, last_offset, max_timestamp FROM kproto_batches WHERE partition = 1"
+                    " ORDER BY base_offset").fetchall()
+            base, last, stamp = rows[len(rows) // 2]
+            wanted = [TopicPartition(topic, 1, stamp), TopicPartition(topic, 0, 0),
+                      TopicPartition(topic, 2, int(time.time() * 1000) + 3_600_000)]
+            found = consumer.offsets_for_times(wanted, timeout=TIMEOUT_S)
+            assert all(tp.error is None for tp in found)
+            assert found[0].offset <= last and found[1].offset == 0 and found[2].offset == -1
+            earlier = [r for r in rows if r[0] < found[0].offset]
+            assert all(r[2] < stamp for r in earlier)  # no earlier batch reaches the timestamp
         finally:
             consumer.close()
         from confluent_kafka.admin import AdminClient, ConfigResource

@@ -42,6 +42,8 @@ class RequestContext:
     # Fetch: reads of sealed segments done on a worker thread before the handler runs, by
     # partition: (fetch offset, whole batches read).
     prefetched: dict[PartitionKey, tuple[int, bytes]] = field(default_factory=dict)
+    # ListOffsets by timestamp, looked up by ``prepare`` on a worker thread (PostgreSQL engine).
+    looked_up: dict[PartitionKey, tuple[int, int] | None | OSError] = field(default_factory=dict)
     # The connection's listener and client identity (None: a request outside any connection).
     session: Session | None = None
 

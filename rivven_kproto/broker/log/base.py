@@ -8,6 +8,7 @@ native segment files (``partition_log.PartitionLog``) or PostgreSQL rows
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -86,6 +87,22 @@ class ReadResult:
     log_end_offset: int
 
 
+def exact_record(data: bytes, log_start: int, wanted: Callable[[int], bool]) -> tuple[int, int] | None:
+    """(offset, timestamp) of the first record of the first batch in ``data`` at or after
+    ``log_start`` whose timestamp ``wanted`` accepts: ListOffsets' record-exact answer (only it
+    decodes a batch; produce and fetch never do)."""
+    if not data:
+        return None
+    try:
+        batch = decode_batch(data, 0, verify_crc=False)
+    except ValueError:
+        return None
+    for offset, ts, _record in batch.iter_absolute():
+        if offset >= log_start and wanted(ts):
+            return offset, ts
+    return None
+
+
 class PartitionLogBase:
     """Append, mark and read one partition; the engine stores and reads the bytes."""
 
@@ -145,6 +162,11 @@ class PartitionLogBase:
 
     def max_timestamp_offset(self) -> tuple[int, int] | None:
         raise NotImplementedError
+
+    def plan_offset_lookup(self, timestamp: int) -> Callable[[], tuple[int, int] | None] | None:
+        """ListOffsets by ``timestamp`` (or -3, the largest) as a function for a worker thread,
+        or None when the lookup is cheap enough to run inline (the native log's indexes)."""
+        return None
 
     def apply_retention(self, now_ms: int) -> int:
         raise NotImplementedError

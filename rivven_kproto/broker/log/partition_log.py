@@ -40,6 +40,7 @@ from rivven_kproto.broker.log.base import (  # noqa: F401 (re-exported: the log'
     PartitionLogBase,
     ReadResult,
     check_leader_epoch,
+    exact_record,
 )
 from rivven_kproto.broker.log.config import LogConfig
 from rivven_kproto.broker.log.directory import (
@@ -57,7 +58,6 @@ from rivven_kproto.broker.log.segment import LOG_SUFFIX, Segment
 from rivven_kproto.broker.log.span import ColdRead, read_span
 from rivven_kproto.codec.enums import IsolationLevel
 from rivven_kproto.codec.errors import Errors, KafkaError
-from rivven_kproto.codec.records.records import decode_batch
 
 logger = logging.getLogger(__name__)
 
@@ -297,17 +297,7 @@ class PartitionLog(PartitionLogBase):
         Only ListOffsets by timestamp comes here (never produce or fetch), so decoding the one
         batch is affordable and gives Kafka's record-exact answer.
         """
-        data = self.read(max(batch_offset, self._log_start_offset), 1).data
-        if not data:
-            return None
-        try:
-            batch = decode_batch(data, 0, verify_crc=False)
-        except ValueError:
-            return None
-        for offset, ts, _record in batch.iter_absolute():
-            if offset >= self._log_start_offset and wanted(ts):
-                return offset, ts
-        return None
+        return exact_record(self.read(max(batch_offset, self._log_start_offset), 1).data, self._log_start_offset, wanted)
 
     # -- retention and DeleteRecords -------------------------------------------------------------
 

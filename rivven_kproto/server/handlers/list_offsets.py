@@ -15,6 +15,9 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import Callable
+
+import trio
 
 from rivven_kproto.broker.log.partition_log import LEADER_EPOCH, check_leader_epoch
 from rivven_kproto.broker.security.acls import Operation, ResourceType
@@ -41,6 +44,37 @@ log = logging.getLogger(__name__)
 API_KEY = ListOffsetsRequest.API_KEY
 
 UNKNOWN = -1
+
+
+async def prepare(ctx: RequestContext, request: ListOffsetsRequest, limiter: trio.CapacityLimiter) -> None:
+    """Timestamp lookups an engine cannot answer from memory (PostgreSQL) run on a worker thread."""
+    planned: list[tuple[tuple[str, int], Callable[[], tuple[int, int] | None]]] = []
+    for topic in request.topics:
+        if not ctx.allowed(Operation.DESCRIBE, ResourceType.TOPIC, topic.name):
+            continue
+        for wanted in topic.partitions:
+            if wanted.timestamp < 0 and wanted.timestamp != MAX_TIMESTAMP:
+                continue
+            try:
+                plan = ctx.broker.partition(topic.name, wanted.partition_index).plan_offset_lookup(wanted.timestamp)
+            except (KafkaError, ValueError):
+                continue  # answered by ``handle``
+            if plan is not None:
+                planned.append(((topic.name, wanted.partition_index), plan))
+    if not planned:
+        return
+
+    def look_up_all() -> list[tuple[int, int] | None | OSError]:
+        results: list[tuple[int, int] | None | OSError] = []
+        for _, plan in planned:
+            try:
+                results.append(plan())
+            except OSError as exc:
+                results.append(exc)
+        return results
+
+    results = await trio.to_thread.run_sync(look_up_all, limiter=limiter)
+    ctx.looked_up.update((key, result) for (key, _), result in zip(planned, results, strict=True))
 
 
 def handle(ctx: RequestContext, request: ListOffsetsRequest, version: int) -> ListOffsetsResponse:
@@ -74,7 +108,13 @@ def _list_offset(
         elif wanted.timestamp == EARLIEST:
             found = partition.log_start_offset, UNKNOWN
         else:
-            if wanted.timestamp == MAX_TIMESTAMP:
+            key = (topic, wanted.partition_index)
+            if key in ctx.looked_up:
+                looked_up = ctx.looked_up[key]
+                if isinstance(looked_up, OSError):
+                    raise looked_up
+                found = looked_up
+            elif wanted.timestamp == MAX_TIMESTAMP:
                 found = partition.max_timestamp_offset()
             else:
                 found = partition.offset_for_timestamp(wanted.timestamp)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import bisect
 import logging
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,10 +33,9 @@ from rivven_kproto.broker.log.base import Batches, PartitionLogBase, ReadResult
 from rivven_kproto.broker.log.config import LogConfig
 from rivven_kproto.broker.log.producer_state import ProducerStateManager
 from rivven_kproto.broker.storage import StorageConflict
-from rivven_kproto.codec.enums import IsolationLevel
+from rivven_kproto.codec.enums import MAX_TIMESTAMP, IsolationLevel
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.records.batch import HEADER_SIZE, parse_header
-from rivven_kproto.codec.records.records import decode_batch
 
 if TYPE_CHECKING:
     from .store import PostgresStorage
@@ -295,43 +294,20 @@ class PgPartitionLog(PartitionLogBase):
             self.producers.forget_aborted_before(new_start)
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
-        """As Kafka's time index search: control batches count too."""
+        """As Kafka's time index search (control batches count too), over committed batches."""
         self._check_open()
         self.storage.check_available()
-        found = self.storage.query_one(
-            "SELECT base_offset, max_timestamp FROM kproto_batches WHERE topic_id = %s AND partition = %s"
-            " AND last_offset >= %s AND max_timestamp >= %s ORDER BY base_offset LIMIT 1",
-            (*self.key, self._log_start_offset, timestamp),
-        )
-        if found is None:
-            return None
-        return self._exact(found[0], lambda ts: ts >= timestamp) or (max(found[0], self._log_start_offset), found[1])
+        return self.storage.offset_lookup(self.key, self.log_start_offset, timestamp)
 
     def max_timestamp_offset(self) -> tuple[int, int] | None:
         self._check_open()
         self.storage.check_available()
-        found = self.storage.query_one(
-            "SELECT base_offset, max_timestamp FROM kproto_batches WHERE topic_id = %s AND partition = %s"
-            " AND last_offset >= %s ORDER BY max_timestamp DESC, base_offset LIMIT 1",
-            (*self.key, self._log_start_offset),
-        )
-        if found is None:
-            return None
-        target = found[1]
-        return self._exact(found[0], lambda ts: ts == target) or (max(found[0], self._log_start_offset), target)
+        return self.storage.offset_lookup(self.key, self.log_start_offset, MAX_TIMESTAMP)
 
-    def _exact(self, batch_offset: int, wanted: object) -> tuple[int, int] | None:
-        data = self.read(max(batch_offset, self._log_start_offset), 1).data
-        if not data:
-            return None
-        try:
-            batch = decode_batch(data, 0, verify_crc=False)
-        except ValueError:
-            return None
-        for offset, ts, _record in batch.iter_absolute():
-            if offset >= self._log_start_offset and wanted(ts):  # type: ignore[operator]
-                return offset, ts
-        return None
+    def plan_offset_lookup(self, timestamp: int) -> Callable[[], tuple[int, int] | None] | None:
+        self._check_open()
+        storage, key, start = self.storage, self.key, self.log_start_offset
+        return lambda: storage.offset_lookup(key, start, timestamp)
 
     # -- durability -------------------------------------------------------------------------------
 

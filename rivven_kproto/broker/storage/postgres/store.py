@@ -23,7 +23,9 @@ import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from rivven_kproto.broker.durable.work import BlockingWork, Document, submit
+from rivven_kproto.broker.log.base import exact_record
 from rivven_kproto.broker.log.config import LogConfig
+from rivven_kproto.codec.enums import MAX_TIMESTAMP
 
 from .. import DatabaseInUse, StorageUnavailable
 from .coordinator_log import PgDurableLog
@@ -201,6 +203,26 @@ class PostgresStorage:
                     offset = last + 1
                 if len(rows) < READ_PAGE_ROWS:
                     return b"".join(parts)
+
+    def offset_lookup(self, key: tuple[uuid.UUID, int], start: int, timestamp: int) -> tuple[int, int] | None:
+        """ListOffsets by timestamp (or MAX_TIMESTAMP) over the committed batches, record-exact."""
+        wanted: Callable[[int], bool]
+        if timestamp == MAX_TIMESTAMP:
+            found = self.query_one(
+                "SELECT base_offset, max_timestamp FROM kproto_batches WHERE topic_id = %s AND partition = %s"
+                " AND last_offset >= %s ORDER BY max_timestamp DESC, base_offset LIMIT 1", (*key, start))
+            target = found[1] if found is not None else 0
+            wanted = lambda ts: ts == target  # noqa: E731
+        else:
+            found = self.query_one(
+                "SELECT base_offset, max_timestamp FROM kproto_batches WHERE topic_id = %s AND partition = %s"
+                " AND last_offset >= %s AND max_timestamp >= %s ORDER BY base_offset LIMIT 1",
+                (*key, start, timestamp))
+            wanted = lambda ts: ts >= timestamp  # noqa: E731
+        if found is None:
+            return None
+        data = self.read_batches(key, max(found[0], start), 1, None, True)
+        return exact_record(data, start, wanted) or (max(found[0], start), found[1])
 
     def delete_below(self, key: tuple[uuid.UUID, int], offset: int) -> int:
         """DeleteRecords: the new log start first, then the batches wholly below it; bytes freed."""

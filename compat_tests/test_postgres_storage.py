@@ -256,3 +256,38 @@ def test_retention_deletes_old_batches_from_the_database(tmp_path: Path, databas
         row = conn.execute("SELECT min(base_offset) FROM kproto_batches").fetchone()
     assert row is not None and row[0] >= low
     broker.stop()
+
+
+def test_scram_credentials_and_topics_live_in_the_database(tmp_path: Path, database: str) -> None:
+    """The catalog documents (topics, SCRAM credentials) are rows: a broker with a new data
+    directory on the same database knows them; deleting a topic removes its batch rows."""
+    from confluent_kafka.admin import (
+        AdminClient,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialUpsertion,
+    )
+
+    broker = pg_broker(tmp_path, database, "first")
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    upsert = UserScramCredentialUpsertion("pg-user", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096), b"pw")
+    for future in admin.alter_user_scram_credentials([upsert]).values():
+        future.result(TIMEOUT_S)
+    create_topics(broker.bootstrap, {"pg-kept": 1, "pg-dropped": 2})
+    produce_acknowledged(broker.bootstrap, "pg-dropped", 2, 50)
+    admin.delete_topics(["pg-dropped"])["pg-dropped"].result(TIMEOUT_S)
+    broker.kill()
+
+    fresh = pg_broker(tmp_path, database, "second")
+    try:
+        admin = AdminClient({"bootstrap.servers": fresh.bootstrap})
+        described = admin.describe_user_scram_credentials(["pg-user"])["pg-user"].result(TIMEOUT_S)
+        assert [(i.mechanism, i.iterations) for i in described.scram_credential_infos] == [
+            (ScramMechanism.SCRAM_SHA_256, 4096)]
+        topics = admin.list_topics(timeout=TIMEOUT_S).topics
+        assert "pg-kept" in topics and "pg-dropped" not in topics
+        with psycopg.connect(database) as conn:
+            row = conn.execute("SELECT count(*) FROM kproto_batches").fetchone()
+        assert row == (0,)  # the deleted topic's rows are gone (its deletion job ran before the answer's round ended)
+    finally:
+        fresh.stop()

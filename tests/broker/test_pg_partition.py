@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import random
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -247,3 +248,31 @@ def test_retention_by_time_and_by_size(storage: PostgresStorage) -> None:
     assert kept.size_bytes == sum(sizes[expected_drop:]) >= 250
     reopened = PgPartitionLog.open(storage, kept.key[0], "t", 1, config(), NOW, None, new=False)
     assert reopened.log_start_offset == kept.log_start_offset and reopened.size_bytes == kept.size_bytes
+
+
+def test_brokers_starting_together_migrate_the_schema_once(postgres: PostgresServer) -> None:
+    """The migrations run under an advisory lock: concurrent starts all succeed, each version once."""
+    from rivven_kproto.broker.storage.postgres.schema import MIGRATIONS, migrate
+
+    name = f"m_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(postgres.url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}".encode())
+    url = postgres.url.rsplit("/", 1)[0] + "/" + name
+    results: list[int | BaseException] = []
+
+    def start() -> None:
+        try:
+            with psycopg.connect(url) as conn:
+                results.append(migrate(conn))
+        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+            results.append(exc)
+
+    threads = [threading.Thread(target=start) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert results == [len(MIGRATIONS)] * 6
+    with psycopg.connect(url) as conn:
+        assert conn.execute("SELECT version FROM kproto_schema_version ORDER BY version").fetchall() == [
+            (v,) for v in range(1, len(MIGRATIONS) + 1)]

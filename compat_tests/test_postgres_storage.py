@@ -210,6 +210,9 @@ def test_a_database_restart_loses_and_duplicates_nothing(tmp_path: Path, postgre
     got = [v for vs in seen.values() for v in vs]
     assert len(got) == len(set(got)) == 500
     assert "storage unavailable" in broker.log_text()
+    assert "ownership of the database taken again" in broker.log_text()
+    with pytest.raises(RuntimeError, match="another broker is serving this database"):
+        pg_broker(tmp_path, url, "intruder")  # the lock was lost with the server and taken again
     broker.stop()
 
 

@@ -38,6 +38,7 @@ POOL_SIZE = 8
 CONNECT_TIMEOUT_S = 10.0
 READ_PAGE_ROWS = 64
 OWNER_LOCK_KEY = 0x6B70726F746F01
+OWNER_CHECK_S = 1.0
 
 
 @contextlib.contextmanager
@@ -101,6 +102,7 @@ class PostgresStorage:
         self.available = True
         self.pool = ConnectionPool(url, min_size=1, max_size=pool_size, open=False, timeout=CONNECT_TIMEOUT_S,
                                    name="kproto")
+        self._owner_checked = time.monotonic()
         with _unavailable_on_error():
             self._owner = self._take_ownership(url)
             try:
@@ -167,10 +169,26 @@ class PostgresStorage:
     def sync(self, pending: list[Any]) -> None:
         self.commit(pending)
 
+    def _check_ownership(self) -> None:
+        """Worker thread, before a commit (at most every OWNER_CHECK_S): the lock lives on its own
+        connection, lost with it when the server restarts; take it again, or stop when another
+        broker took the database meanwhile (its commits and ours must never interleave)."""
+        if time.monotonic() - self._owner_checked < OWNER_CHECK_S:
+            return
+        try:
+            self._owner.execute("SELECT 1")
+        except psycopg.Error:
+            self._owner.close()
+            with _unavailable_on_error(self):
+                self._owner = self._take_ownership(self.url)
+            log.info("PostgreSQL: ownership of the database taken again after a lost connection")
+        self._owner_checked = time.monotonic()
+
     def commit(self, items: list[PgCommit]) -> None:
         """One database transaction for every log's writes of a round."""
         if not items:
             return
+        self._check_ownership()
         started = time.perf_counter()
         with self.connection() as conn, conn.transaction():
             for item in items:

@@ -15,8 +15,8 @@ from .procstats import reset_peak, usage
 log = logging.getLogger(__name__)
 
 WORKLOADS = (
-    "produce-1p", "produce-8p", "consume-uncommitted", "consume-committed", "transactions", "latency",
-    "connections", "produce-8p-tls", "consume-tls", "produce-8p-sasl-ssl", "consume-sasl-ssl", "produce-8p-scraped",
+    "produce-1p", "produce-8p", "consume-uncommitted", "consume-committed", "transactions", "transactions-16p",
+    "transactions-offsets", "latency", "connections", "produce-8p-tls", "consume-tls", "produce-8p-sasl-ssl", "consume-sasl-ssl", "produce-8p-scraped",
 )
 # Over our broker's SSL and SASL_SSL (PLAIN) listeners; brokers started without them skip these.
 SECURED_WORKLOADS = {"produce-8p-tls": "SSL", "consume-tls": "SSL", "produce-8p-sasl-ssl": "SASL_SSL",
@@ -47,6 +47,9 @@ def _workload(name: str, running: Running, s: Settings) -> Callable[[], w.Figure
         "consume-committed": lambda: w.consume(bootstrap, CONSUMED_TOPIC, n + CONSUMED_PARTITIONS,
                                                CONSUMED_PARTITIONS, "read_committed"),
         "transactions": lambda: w.transactions(bootstrap, "bench-txn", s.transactions),
+        "transactions-16p": lambda: w.concurrent_transactions(bootstrap, "bench-txn16", s.transactions),
+        "transactions-offsets": lambda: w.transactions_with_offsets(bootstrap, "bench-txn-offsets",
+                                                                    s.transactions // 2),
         "latency": lambda: w.end_to_end(bootstrap, "bench-latency", s.latency_rate, s.latency_seconds),
         "connections": lambda: w.with_idle_connections(
             bootstrap, s.connections, lambda: w.produce(bootstrap, "bench-conn", n, CONSUMED_PARTITIONS)),

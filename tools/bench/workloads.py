@@ -150,6 +150,95 @@ def transactions(bootstrap: str, topic: str, count: int, per_txn: int = 10, size
                    {"txn_per_s": count / seconds})
 
 
+def concurrent_transactions(bootstrap: str, topic: str, count: int, producers: int = 16, per_txn: int = 10,
+                            partitions: int = 8, size: int = 100) -> Figures:
+    """``producers`` transactional producers at once (an exactly-once pipeline's shape), ``count``
+    transactions in all of ``per_txn`` messages each, every producer on its own partition."""
+    create_topic(bootstrap, topic, partitions)
+    clients = [Producer({"bootstrap.servers": bootstrap, "transactional.id": f"bench-{topic}-{i}", "linger.ms": 5})
+               for i in range(producers)]
+    for client in clients:
+        client.init_transactions(30)
+    value = b"t" * size
+    latencies: list[list[float]] = [[] for _ in clients]
+    errors: list[BaseException] = []
+    share = count // producers
+
+    def run(index: int) -> None:
+        producer, mine = clients[index], latencies[index]
+        deadline = time.monotonic() + DEADLINE_S
+        try:
+            for _ in range(share):
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"producer {index}: {len(mine)} of {share} transactions before the deadline")
+                producer.begin_transaction()
+                for _ in range(per_txn):
+                    producer.produce(topic, value, partition=index % partitions)
+                began = time.perf_counter()
+                producer.commit_transaction(30)
+                mine.append((time.perf_counter() - began) * 1000)
+        except BaseException as exc:  # noqa: BLE001 - re-raised by the caller
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(producers)]
+    start = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    seconds = time.perf_counter() - start
+    if errors:
+        raise errors[0]
+    done = share * producers
+    return Figures(done * per_txn, seconds, done * per_txn * size, [x for mine in latencies for x in mine],
+                   {"txn_per_s": done / seconds, "producers": producers})
+
+
+def transactions_with_offsets(bootstrap: str, topic: str, count: int, per_txn: int = 10, size: int = 100) -> Figures:
+    """Consume-transform-produce: each transaction writes ``per_txn`` outputs for ``per_txn`` inputs
+    read by a group member and commits the group's offsets with them (send_offsets_to_transaction)."""
+    source, sink = f"{topic}-in", f"{topic}-out"
+    create_topic(bootstrap, source, 1)
+    create_topic(bootstrap, sink, 1)
+    feeder = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    failures: list[Any] = []
+    _produce_all(feeder, source, count * per_txn, 1, b"i" * size, failures)
+    if failures:
+        raise RuntimeError(f"feeding the input failed: {failures[0]}")
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{topic}", "enable.auto.commit": False,
+                         "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
+    consumer.assign([TopicPartition(source, 0, 0)])
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"bench-{topic}", "linger.ms": 5})
+    producer.init_transactions(30)
+    latencies: list[float] = []
+    done = 0
+    start = time.perf_counter()
+    deadline = time.monotonic() + DEADLINE_S
+    try:
+        while done < count:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{done} of {count} transactions before the deadline")
+            inputs = consumer.consume(per_txn, 1.0)
+            if not inputs:
+                continue
+            producer.begin_transaction()
+            for message in inputs:
+                if message.error() is not None:
+                    raise KafkaException(message.error())
+                producer.produce(sink, message.value(), partition=0)
+            next_offset = (inputs[-1].offset() or 0) + 1
+            producer.send_offsets_to_transaction(
+                [TopicPartition(source, 0, next_offset)], consumer.consumer_group_metadata(), 30)
+            began = time.perf_counter()
+            producer.commit_transaction(30)
+            latencies.append((time.perf_counter() - began) * 1000)
+            done += 1
+    finally:
+        consumer.close()
+    seconds = time.perf_counter() - start
+    return Figures(done * per_txn, seconds, done * per_txn * size, latencies, {"txn_per_s": done / seconds})
+
+
 def end_to_end(bootstrap: str, topic: str, rate: int, seconds: float, size: int = 1024) -> Figures:
     """``rate`` messages/s of ``size`` bytes for ``seconds``; latency from produce() to consume."""
     create_topic(bootstrap, topic, 1)

@@ -1,7 +1,7 @@
 """The PostgreSQL storage engine (#19) with a real PostgreSQL server and real clients.
 
-A throwaway server (initdb + pg_ctl from Debian's ``postgresql`` package) per module; each test
-uses its own database, so brokers of different tests never meet. The broker keeps nothing that is
+A throwaway server (initdb + pg_ctl from Debian's ``postgresql`` package, the plugin's
+``postgres_server`` fixture) for the session; each test uses its own database, so brokers of different tests never meet. The broker keeps nothing that is
 not in the database: a broker killed with SIGKILL and a *new* broker process with an empty data
 directory serve exactly what was acknowledged.
 """
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,27 +17,16 @@ import psycopg
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from rivven_kproto.testing.postgres import PostgresServer, find_bin_dir, temporary_postgres
+from rivven_kproto.testing.postgres import PostgresServer
 
 from .broker_process import BrokerProcess
 from .txn_helpers import TIMEOUT_S, consume, create_topics, txn_producer, values
 
-pytestmark = pytest.mark.skipif(find_bin_dir() is None, reason="PostgreSQL is not installed (.ci/run installs it)")
-
-
-@pytest.fixture(scope="module")
-def postgres() -> Iterator[PostgresServer]:
-    with temporary_postgres() as server:
-        yield server
-
 
 @pytest.fixture
-def database(postgres: PostgresServer) -> str:
-    """A fresh database on the module's server; its URL."""
-    name = f"t_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(postgres.url, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}".encode())
-    return postgres.url.rsplit("/", 1)[0] + "/" + name
+def database(postgres_url: str) -> str:
+    """A fresh database on the session's throwaway server (the plugin's ``postgres_url``)."""
+    return postgres_url
 
 
 _STARTED: list[BrokerProcess] = []
@@ -177,13 +165,12 @@ def test_transactions_and_group_offsets_survive_kill(tmp_path: Path, database: s
         broker.stop()
 
 
-def test_a_database_restart_loses_and_duplicates_nothing(tmp_path: Path, postgres: PostgresServer) -> None:
+def test_a_database_restart_loses_and_duplicates_nothing(
+    tmp_path: Path, postgres_server: PostgresServer, postgres_url: str
+) -> None:
     """PostgreSQL stops while a producer sends, then starts again: the broker keeps what it could
     not commit, acknowledges it once committed, and needs no restart."""
-    name = f"t_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(postgres.url, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}".encode())
-    url = postgres.url.rsplit("/", 1)[0] + "/" + name
+    url, postgres = postgres_url, postgres_server
     broker = pg_broker(tmp_path, url)
     topic = "pg-outage"
     create_topics(broker.bootstrap, {topic: 2})
@@ -294,3 +281,22 @@ def test_scram_credentials_and_topics_live_in_the_database(tmp_path: Path, datab
         assert row == (0,)  # the deleted topic's rows are gone (its deletion job ran before the answer's round ended)
     finally:
         fresh.stop()
+
+
+def test_an_unreachable_database_stops_start_up_with_one_line(tmp_path: Path) -> None:
+    """No server on the port: exit 1 and one error line, the password not shown."""
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    done = subprocess.run(
+        [sys.executable, "-m", "rivven_kproto", "serve", "--listen", "127.0.0.1:0", "--data-dir", str(tmp_path / "d"),
+         "--storage", f"postgresql://kproto:hunter2@127.0.0.1:{port}/kproto"],
+        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 1
+    assert "error: storage postgresql://kproto:***@127.0.0.1" in done.stderr and "unavailable" in done.stderr
+    assert "hunter2" not in done.stderr and "Traceback" not in done.stderr

@@ -14,7 +14,7 @@ import shutil
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 import trio
@@ -149,11 +149,11 @@ def serve(
     try:
         trio.run(_serve_until_signalled, config)
     except BaseException as exc:
-        storage_failure = _storage_error(exc)
+        storage_failure = _cause(exc, StorageError)
         if storage_failure is not None:
             click.echo(f"error: storage {_redacted(config.storage)}: {storage_failure}", err=True)
             sys.exit(1)
-        failure = _os_error(exc)
+        failure = _cause(exc, OSError)
         if failure is None:
             raise
         click.echo(f"error: {_start_failure(failure, config)}", err=True)
@@ -163,13 +163,16 @@ def serve(
             shutil.rmtree(throwaway, ignore_errors=True)
 
 
-def _storage_error(exc: BaseException) -> StorageError | None:
-    """The storage engine's failure that stopped start-up, also from inside exception groups."""
-    if isinstance(exc, StorageError):
+E = TypeVar("E", bound=BaseException)
+
+
+def _cause(exc: BaseException, kind: type[E]) -> E | None:
+    """The ``kind`` of failure that stopped start-up, also from inside trio's exception groups."""
+    if isinstance(exc, kind):
         return exc
     if isinstance(exc, BaseExceptionGroup):
         for inner in exc.exceptions:
-            found = _storage_error(inner)
+            found = _cause(inner, kind)
             if found is not None:
                 return found
     return None
@@ -178,18 +181,6 @@ def _storage_error(exc: BaseException) -> StorageError | None:
 def _redacted(url: str | None) -> str:
     """The storage URL without its password."""
     return re.sub(r"://([^:@/]+):[^@/]*@", r"://\1:***@", url or "native")
-
-
-def _os_error(exc: BaseException) -> OSError | None:
-    """The OSError that stopped start-up, also from inside trio's exception groups."""
-    if isinstance(exc, OSError):
-        return exc
-    if isinstance(exc, BaseExceptionGroup):
-        for inner in exc.exceptions:
-            found = _os_error(inner)
-            if found is not None:
-                return found
-    return None
 
 
 def _start_failure(exc: OSError, config: BrokerConfig) -> str:

@@ -9,6 +9,9 @@ Fixtures:
   config={"retention.ms": "-1"})`` sets it up.
 * ``kafka_admin``: a confluent-kafka ``AdminClient`` on the broker (skips if confluent-kafka is
   not installed).
+* ``postgres_server`` (session): a throwaway PostgreSQL server (``testing.postgres``; skips when
+  PostgreSQL is not installed), and ``postgres_url``: a fresh database on it per test, the URL
+  ``kproto serve --storage`` takes.
 
 ``pytest --kafka-bootstrap HOST:PORT`` runs the same tests against an external cluster instead.
 """
@@ -82,6 +85,23 @@ def kafka_topic(request: pytest.FixtureRequest, kafka_bootstrap: str) -> str:
 def kafka_admin(kafka_bootstrap: str) -> Any:
     admin = pytest.importorskip("confluent_kafka.admin")
     return admin.AdminClient({"bootstrap.servers": kafka_bootstrap})
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[Any]:
+    from rivven_kproto.testing.postgres import find_bin_dir, temporary_postgres
+
+    if find_bin_dir() is None:
+        pytest.skip("PostgreSQL is not installed (Debian: apt-get install postgresql)")
+    with temporary_postgres() as server:
+        yield server
+
+
+@pytest.fixture
+def postgres_url(postgres_server: Any) -> str:
+    from rivven_kproto.testing.postgres import create_database
+
+    return create_database(postgres_server)
 
 
 def _create_topic(bootstrap: str, name: str, partitions: int, config: dict[str, str]) -> None:

@@ -15,6 +15,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,6 +93,16 @@ class PostgresServer:
             return "\n".join((self.root / "server.log").read_text().splitlines()[-lines:])
         except OSError:
             return ""
+
+
+def create_database(server: PostgresServer) -> str:
+    """A fresh, empty database on ``server``; its URL."""
+    import psycopg
+
+    name = f"db_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(server.url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}".encode())
+    return server.url.rsplit("/", 1)[0] + "/" + name
 
 
 @contextlib.contextmanager

@@ -29,26 +29,17 @@ from rivven_kproto.codec.enums import IsolationLevel
 from rivven_kproto.codec.errors import KafkaError
 from rivven_kproto.codec.records.batch import iter_headers
 from rivven_kproto.codec.records.records import Record, build_batch
-from rivven_kproto.testing.postgres import PostgresServer, find_bin_dir, temporary_postgres
+from rivven_kproto.testing.postgres import PostgresServer
 
 from .log_helpers import NOW, config
 
 SEEDS = [int(s) for s in os.environ.get("KPROTO_PG_SEEDS", "1 2 3").split()]
-pytestmark = pytest.mark.skipif(find_bin_dir() is None, reason="PostgreSQL is not installed (.ci/run installs it)")
-
-
-@pytest.fixture(scope="module")
-def postgres() -> Iterator[PostgresServer]:
-    with temporary_postgres() as server:
-        yield server
 
 
 @pytest.fixture
-def storage(postgres: PostgresServer) -> Iterator[PostgresStorage]:
-    name = f"u_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(postgres.url, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}".encode())
-    opened = PostgresStorage(postgres.url.rsplit("/", 1)[0] + "/" + name)
+def storage(postgres_url: str) -> Iterator[PostgresStorage]:
+    """The engine on a fresh database of the session's throwaway server (the plugin's fixtures)."""
+    opened = PostgresStorage(postgres_url)
     yield opened
     opened.close()
 
@@ -185,7 +176,7 @@ def test_a_partition_end_moved_by_another_writer_is_refused(storage: PostgresSto
 
 
 def test_a_commit_the_database_cannot_take_is_kept_for_the_next(
-    storage: PostgresStorage, postgres: PostgresServer
+    storage: PostgresStorage, postgres_server: PostgresServer
 ) -> None:
     """A failed commit (the server crashed) leaves the batches pending: not visible, not lost; a
     later commit, once the server is back, writes them (and what was appended meanwhile)."""
@@ -193,7 +184,7 @@ def test_a_commit_the_database_cannot_take_is_kept_for_the_next(
     pg = PgPartitionLog.open(storage, uuid.uuid4(), "t", 0, config(), NOW, None, new=True)
     pg.append(batch(rng, NOW), NOW)
     pending = pg.begin_flush()
-    postgres.stop("immediate")
+    postgres_server.stop("immediate")
     try:
         with pytest.raises(StorageUnavailable):
             storage.commit([pending])
@@ -201,7 +192,7 @@ def test_a_commit_the_database_cannot_take_is_kept_for_the_next(
         assert pg.high_watermark == 0 and pg.log_end_offset > 0
         pg.append(batch(rng, NOW), NOW)
     finally:
-        postgres.restart()
+        postgres_server.restart()
     for _ in range(50):  # the pool finds out about its broken connections one use at a time
         try:
             pg.flush()
@@ -250,14 +241,11 @@ def test_retention_by_time_and_by_size(storage: PostgresStorage) -> None:
     assert reopened.log_start_offset == kept.log_start_offset and reopened.size_bytes == kept.size_bytes
 
 
-def test_brokers_starting_together_migrate_the_schema_once(postgres: PostgresServer) -> None:
+def test_brokers_starting_together_migrate_the_schema_once(postgres_url: str) -> None:
     """The migrations run under an advisory lock: concurrent starts all succeed, each version once."""
     from rivven_kproto.broker.storage.postgres.schema import MIGRATIONS, migrate
 
-    name = f"m_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(postgres.url, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}".encode())
-    url = postgres.url.rsplit("/", 1)[0] + "/" + name
+    url = postgres_url
     results: list[int | BaseException] = []
 
     def start() -> None:

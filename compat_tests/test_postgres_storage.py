@@ -300,3 +300,52 @@ def test_an_unreachable_database_stops_start_up_with_one_line(tmp_path: Path) ->
     assert done.returncode == 1
     assert "error: storage postgresql://kproto:***@127.0.0.1" in done.stderr and "unavailable" in done.stderr
     assert "hunter2" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_standby_broker_takes_over_when_the_serving_one_dies(tmp_path: Path, database: str) -> None:
+    """``--standby`` waits while another broker serves the database; after kill -9 of that one it
+    takes over (loading everything from the database) and the same clients, bootstrapped with both
+    addresses, carry on: nothing acknowledged lost or duplicated, transactions resume."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        standby_port = probe.getsockname()[1]
+    active = BrokerProcess(tmp_path / "a-data", tmp_path / "a.log", ["--storage", database],
+                           env={"KPROTO_NODE_ID": "1"})
+    standby = BrokerProcess(tmp_path / "s-data", tmp_path / "s.log", ["--storage", database, "--standby"],
+                            env={"KPROTO_NODE_ID": "2"})
+    _STARTED.extend([active, standby])
+    active.start()
+    bootstrap = f"{active.bootstrap},127.0.0.1:{standby_port}"
+    topic = "pg-failover"
+    create_topics(active.bootstrap, {topic: 2})
+    taking_over = threading.Thread(target=standby.start, args=(standby_port,), daemon=True)
+    taking_over.start()
+    deadline = time.monotonic() + TIMEOUT_S
+    while "standby:" not in standby.log_text() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert "standby:" in standby.log_text()
+
+    before = produce_acknowledged(bootstrap, topic, 2, 300, "before-")
+    txn = txn_producer("confluent-kafka", bootstrap, "pg-failover-txn")
+    txn.init()
+    txn.begin()
+    txn.send(topic, 0, b"committed-before")
+    txn.commit()
+    active.kill()
+    taking_over.join(TIMEOUT_S * 2)
+    assert standby.alive() and standby.port == standby_port
+
+    after = produce_acknowledged(bootstrap, topic, 2, 300, "after-")
+    again = txn_producer("confluent-kafka", bootstrap, "pg-failover-txn")  # fences the old epoch
+    again.init()
+    again.begin()
+    again.send(topic, 1, b"committed-after")
+    again.commit()
+    again.close()
+    seen = values(consume("confluent-kafka", standby.bootstrap, [(topic, 0), (topic, 1)], committed=True,
+                          expected=602))
+    got = [v for vs in seen.values() for v in vs if v is not None]
+    assert sorted(got) == sorted([*before, *after, b"committed-before", b"committed-after"])
+    standby.stop()

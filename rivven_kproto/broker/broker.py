@@ -89,7 +89,7 @@ class Broker:
     def _open(self, config: BrokerConfig, now_ms: int) -> None:
         self.work = BlockingWork(inline=True)  # until a server's flusher takes the file work over
         self.unflushed: set[PartitionLogBase] = set()  # written by the broker itself (markers) since the last flush
-        self.storage = open_storage(config.storage, self.data_dir)
+        self.storage = open_storage(config.storage, self.data_dir, standby=config.storage_standby)
         try:
             self._load(config, now_ms)
         except BaseException:

@@ -103,6 +103,7 @@ class BrokerConfig:
     # series can be switched off for large clusters (kproto.metrics.partitions=false).
     metrics_listen: tuple[str, int] | None = None
     storage: str | None = None  # None: the native log in data_dir; "postgresql://...": that database
+    storage_standby: bool = False  # another broker serves the database: wait to take over instead of failing
     metrics_per_partition: bool = True
     # ACL authorization (authorizer.class.name set), super.users, allow.everyone.if.no.acl.found.
     authorizer_enabled: bool = False
@@ -264,6 +265,8 @@ def _apply(config: BrokerConfig, props: Mapping[str, str], *, warn_unknown: bool
             if value.strip() and not value.strip().startswith(("postgresql://", "postgres://", "native")):
                 raise ConfigError(f"storage must be native or postgresql://USER[:PASSWORD]@HOST[:PORT]/DB, got {value!r}")
             changes["storage"] = None if value.strip() in ("", "native") else value.strip()
+        elif key in ("standby", "storage.standby", "kproto.storage.standby"):
+            changes["storage_standby"] = _bool(key, value)
         elif key in ("metrics", "kproto.metrics.listen"):
             changes["metrics_listen"] = parse_host_port(value) if value.strip() else None
         elif key in ("kproto.metrics.partitions", "metrics.partitions"):

@@ -111,6 +111,7 @@ def main(ctx: click.Context, bootstrap: str, output: str, timeout: float, comman
 @click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path), help="server.properties-style file.")
 @click.option("--fsync", type=click.Choice(FSYNC_POLICIES), help="When to fsync (default interval).")
 @click.option("--storage", metavar="URL", help="Where partitions and state live: the native log in --data-dir (default) or postgresql://USER[:PW]@HOST[:PORT]/DB.")
+@click.option("--standby", is_flag=True, default=None, help="With --storage postgresql://...: when another broker serves the database, wait and take over when it stops (instead of failing).")
 @click.option("--metrics", metavar="HOST:PORT", help="Serve /metrics (Prometheus), /healthz and /readyz here (default off).")
 @click.option("--log-level", default="INFO", show_default=True, type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]))
 def serve(
@@ -120,6 +121,7 @@ def serve(
     config_file: Path | None,
     fsync: str | None,
     storage: str | None,
+    standby: bool | None,
     metrics: str | None,
     log_level: str,
 ) -> None:
@@ -140,6 +142,7 @@ def serve(
         "data.dir": str(data_dir) if data_dir else None,
         "fsync": fsync,
         "storage": storage,
+        "standby": "true" if standby else None,
         "metrics": metrics,
     }
     try:

@@ -358,6 +358,13 @@ def _peer_name(stream: trio.SocketStream) -> str:
         return "?"
 
 
+async def _open_broker(config: BrokerConfig) -> Broker:
+    """Open (recover) the broker on a worker thread, so the health endpoints answer meanwhile; a
+    standby waits there for the serving broker to stop, and is abandoned if we are stopped first."""
+    return await trio.to_thread.run_sync(
+        lambda: Broker(config, wall_clock_ms()), abandon_on_cancel=config.storage_standby)
+
+
 async def serve(config: BrokerConfig, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
     """Run the broker until cancelled; ``task_status.started(port)`` (the first listener's) once listening.
 
@@ -373,8 +380,10 @@ async def serve(config: BrokerConfig, *, task_status: Any = trio.TASK_STATUS_IGN
             log.info("metrics on http://%s:%d/metrics (also /healthz, /readyz)", host, bound_port)
             endpoint.start_soon(serve_metrics, sockets, metrics)
             started = time.perf_counter()
-            broker = await trio.to_thread.run_sync(Broker, config, wall_clock_ms())
+            broker = await _open_broker(config)
             metrics.recovery_seconds.set(time.perf_counter() - started)
+        elif config.storage_standby:
+            broker = await _open_broker(config)
         else:
             broker = Broker(config, wall_clock_ms())
         try:

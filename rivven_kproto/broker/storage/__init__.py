@@ -59,8 +59,9 @@ class Storage(Protocol):
     def close(self) -> None: ...
 
 
-def open_storage(url: str | None, data_dir: Path) -> Storage:
-    """The engine a ``--storage`` value names (None: the native log in ``data_dir``)."""
+def open_storage(url: str | None, data_dir: Path, *, standby: bool = False) -> Storage:
+    """The engine a ``--storage`` value names (None: the native log in ``data_dir``); ``standby``:
+    wait for the database's serving broker to stop instead of failing."""
     if url is None or url in ("", "native"):
         from .native import NativeStorage
 
@@ -68,5 +69,5 @@ def open_storage(url: str | None, data_dir: Path) -> Storage:
     if url.startswith(("postgresql://", "postgres://")):
         from .postgres.store import PostgresStorage
 
-        return PostgresStorage(url)
+        return PostgresStorage(url, standby=standby)
     raise ValueError(f"unknown storage {url!r}: expected postgresql://USER[:PASSWORD]@HOST[:PORT]/DB")

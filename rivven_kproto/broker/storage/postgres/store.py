@@ -39,6 +39,7 @@ CONNECT_TIMEOUT_S = 10.0
 READ_PAGE_ROWS = 64
 OWNER_LOCK_KEY = 0x6B70726F746F01
 OWNER_CHECK_S = 1.0
+STANDBY_POLL_S = 0.25
 
 
 @contextlib.contextmanager
@@ -95,7 +96,7 @@ class PostgresStorage:
     kind = "postgresql"
     acknowledge_after_commit = True
 
-    def __init__(self, url: str, *, pool_size: int = POOL_SIZE) -> None:
+    def __init__(self, url: str, *, pool_size: int = POOL_SIZE, standby: bool = False) -> None:
         self.url = url
         # False after a failure until a commit succeeds: reads on the event loop then fail at once
         # instead of waiting for the pool's connection timeout.
@@ -104,7 +105,7 @@ class PostgresStorage:
                                    name="kproto")
         self._owner_checked = time.monotonic()
         with _unavailable_on_error():
-            self._owner = self._take_ownership(url)
+            self._owner = self._wait_for_ownership(url) if standby else self._take_ownership(url)
             try:
                 self.pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
                 with self.connection() as conn:
@@ -112,6 +113,20 @@ class PostgresStorage:
             except BaseException:
                 self._owner.close()
                 raise
+
+    @classmethod
+    def _wait_for_ownership(cls, url: str) -> psycopg.Connection:
+        """Standby: take the database once the broker serving it stops (its session, and with it
+        the lock, ends when its process dies), or once the database is reachable."""
+        waiting = False
+        while True:
+            try:
+                return cls._take_ownership(url)
+            except (DatabaseInUse, psycopg.OperationalError) as exc:
+                if not waiting:
+                    log.info("standby: %s; taking over when that changes", exc)
+                    waiting = True
+            time.sleep(STANDBY_POLL_S)
 
     @staticmethod
     def _take_ownership(url: str) -> psycopg.Connection:
@@ -123,7 +138,8 @@ class PostgresStorage:
         if row is None or not row[0]:
             owner.close()
             raise DatabaseInUse(
-                "another broker is serving this database (a cluster of brokers on one database is not supported yet)")
+                "another broker is serving this database (one broker serves a database at a time; start others "
+                "with --standby to take over when it stops)")
         return owner
 
     @contextlib.contextmanager

@@ -101,3 +101,16 @@ def test_listener_name_keys_apply_to_that_listener_only(tmp_path: Path) -> None:
 def test_bad_security_values_are_config_errors(key: str, value: str) -> None:
     with pytest.raises(ConfigError):
         load_config(None, None, {key: value})
+
+
+def test_storage_engine_from_file_env_and_flags(tmp_path: Path) -> None:
+    props = tmp_path / "server.properties"
+    props.write_text("kproto.storage=postgresql://a@127.0.0.1/one\nkproto.storage.standby=true\n")
+    config = load_config(props)
+    assert (config.storage, config.storage_standby) == ("postgresql://a@127.0.0.1/one", True)
+    config = load_config(props, {"KPROTO_STORAGE": "postgresql://b@127.0.0.1/two"})
+    assert config.storage == "postgresql://b@127.0.0.1/two"
+    assert load_config(props, {}, {"storage": "native"}).storage is None  # the native log in --data-dir
+    assert load_config().storage is None and not load_config().storage_standby
+    with pytest.raises(ConfigError, match="storage must be native or postgresql://"):
+        load_config(None, None, {"storage": "mysql://x/y"})

@@ -349,3 +349,19 @@ def test_a_standby_broker_takes_over_when_the_serving_one_dies(tmp_path: Path, d
     got = [v for vs in seen.values() for v in vs if v is not None]
     assert sorted(got) == sorted([*before, *after, b"committed-before", b"committed-after"])
     standby.stop()
+
+
+@pytest.mark.parametrize("fsync", ["never", "always"])
+def test_every_fsync_policy_acknowledges_only_committed_records(tmp_path: Path, database: str, fsync: str) -> None:
+    """The fsync policy is the native log's business: on PostgreSQL a produce is answered after
+    its commit whatever ``--fsync`` says."""
+    broker = BrokerProcess(tmp_path / "f-data", tmp_path / "f.log", ["--storage", database, "--fsync", fsync])
+    _STARTED.append(broker)
+    broker.start()
+    create_topics(broker.bootstrap, {"pg-policy": 1})
+    acknowledged = produce_acknowledged(broker.bootstrap, "pg-policy", 1, 200)
+    broker.kill()
+    fresh = pg_broker(tmp_path, database, "fresh")
+    seen = values(consume("confluent-kafka", fresh.bootstrap, [("pg-policy", 0)], committed=False, expected=200))
+    assert sorted(seen[("pg-policy", 0)]) == sorted(acknowledged)
+    fresh.stop()

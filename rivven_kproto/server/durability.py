@@ -176,7 +176,7 @@ class Durability:
             self._kick = trio.Event()
             self._started += 1
             try:
-                await self._round(only_due=self.config.fsync == "never")
+                await self._round(only_due=self.config.fsync == "never" and not self.sync_on_ack)
             except StorageUnavailable as exc:
                 self._warnings.warning(
                     "storage", "storage unavailable: %s; retrying (nothing is acknowledged meanwhile)", exc)

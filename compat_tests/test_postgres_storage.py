@@ -365,3 +365,30 @@ def test_every_fsync_policy_acknowledges_only_committed_records(tmp_path: Path, 
     seen = values(consume("confluent-kafka", fresh.bootstrap, [("pg-policy", 0)], committed=False, expected=200))
     assert sorted(seen[("pg-policy", 0)]) == sorted(acknowledged)
     fresh.stop()
+
+
+def test_a_waiting_standby_stops_on_sigterm(tmp_path: Path, database: str) -> None:
+    """Signals are heard from the start: a standby waiting for the database exits cleanly."""
+    import signal
+    import subprocess
+    import sys
+
+    active = pg_broker(tmp_path, database, "active")
+    log_path = tmp_path / "standby.log"
+    with log_path.open("wb") as log:
+        standby = subprocess.Popen(
+            [sys.executable, "-m", "rivven_kproto", "serve", "--listen", "127.0.0.1:0", "--data-dir",
+             str(tmp_path / "standby-data"), "--storage", database, "--standby"],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + TIMEOUT_S
+        while "standby:" not in log_path.read_text() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert "standby:" in log_path.read_text()
+        standby.send_signal(signal.SIGTERM)
+        assert standby.wait(TIMEOUT_S) == 0
+        assert active.alive()
+    finally:
+        if standby.poll() is None:
+            standby.kill()
+        active.stop()

@@ -201,11 +201,18 @@ async def _serve_until_signalled(config: BrokerConfig) -> None:
 
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with trio.open_nursery() as nursery:
-            await nursery.start(serve_broker, config)
-            async for signum in signals:
-                logging.getLogger("rivven_kproto").info("received %s, shutting down", signal.Signals(signum).name)
-                nursery.cancel_scope.cancel()
-                break
+
+            async def stop_on_signal() -> None:
+                # Listened to from the start: a signal during recovery, or while a standby waits
+                # for its database, stops the broker too.
+                async for signum in signals:
+                    logging.getLogger("rivven_kproto").info("received %s, shutting down", signal.Signals(signum).name)
+                    nursery.cancel_scope.cancel()
+                    return
+
+            nursery.start_soon(stop_on_signal)
+            await serve_broker(config)
+            nursery.cancel_scope.cancel()
 
 
 main.add_command(cluster.cluster)

@@ -104,8 +104,8 @@ def test_a_new_broker_on_the_same_database_serves_everything_acknowledged(tmp_pa
             found = consumer.offsets_for_times(wanted, timeout=TIMEOUT_S)
             assert all(tp.error is None for tp in found)
             assert found[0].offset <= last and found[1].offset == 0 and found[2].offset == -1
-            earlier = [r for r in rows if r[0] < found[0].offset]
-            assert all(r[2] < stamp for r in earlier)  # no earlier batch reaches the timestamp
+            earlier = [r for r in rows if r[1] < found[0].offset]  # batches wholly before the answer
+            assert all(r[2] < stamp for r in earlier)  # none of them reaches the timestamp
         finally:
             consumer.close()
         from confluent_kafka.admin import AdminClient, ConfigResource

@@ -29,7 +29,7 @@ from rivven_kproto.codec.enums import MAX_TIMESTAMP
 
 from .. import DatabaseInUse, StorageUnavailable
 from .coordinator_log import PgDurableLog
-from .partition import PgCommit, PgPartitionLog, StorageConflict
+from .partition import PgCommit, PgPartitionLog, StorageConflict, take_batches
 from .schema import migrate
 
 log = logging.getLogger(__name__)
@@ -218,25 +218,26 @@ class PostgresStorage:
     def read_batches(
         self, key: tuple[uuid.UUID, int], offset: int, max_bytes: int, upper_bound: int | None, min_one_batch: bool
     ) -> bytes:
-        """Whole batches from the one holding ``offset`` (as ``take_batches`` selects them)."""
-        parts: list[bytes] = []
-        used = 0
+        """Whole batches from the one holding ``offset``, selected by ``take_batches`` (the same
+        rule as the in-memory tail), fetched a page of rows at a time until it stops."""
         bound = upper_bound if upper_bound is not None else 2**63 - 1
         with self.connection() as conn:
-            while True:
-                rows = conn.execute(
-                    "SELECT base_offset, last_offset, data FROM kproto_batches WHERE topic_id = %s AND partition = %s"
-                    " AND last_offset >= %s AND base_offset < %s ORDER BY base_offset LIMIT %s",
-                    (*key, offset, bound, READ_PAGE_ROWS),
-                ).fetchall()
-                for _base, last, data in rows:
-                    if used + len(data) > max_bytes and not (min_one_batch and not parts):
-                        return b"".join(parts)
-                    parts.append(bytes(data))
-                    used += len(data)
-                    offset = last + 1
-                if len(rows) < READ_PAGE_ROWS:
-                    return b"".join(parts)
+
+            def rows() -> Iterator[tuple[int, bytes]]:
+                start = offset
+                while True:
+                    page = conn.execute(
+                        "SELECT base_offset, last_offset, data FROM kproto_batches WHERE topic_id = %s"
+                        " AND partition = %s AND last_offset >= %s AND base_offset < %s ORDER BY base_offset LIMIT %s",
+                        (*key, start, bound, READ_PAGE_ROWS),
+                    ).fetchall()
+                    for base, last, data in page:
+                        yield base, bytes(data)
+                        start = last + 1
+                    if len(page) < READ_PAGE_ROWS:
+                        return
+
+            return take_batches(rows(), max_bytes, upper_bound, min_one_batch)
 
     def offset_lookup(self, key: tuple[uuid.UUID, int], start: int, timestamp: int) -> tuple[int, int] | None:
         """ListOffsets by timestamp (or MAX_TIMESTAMP) over the committed batches, record-exact."""

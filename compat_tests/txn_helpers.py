@@ -182,8 +182,10 @@ class ConfluentTxn(TxnProducer):
     def is_fenced(exc: BaseException) -> bool:
         if not isinstance(exc, KafkaException):
             return False
+        # A delivery report carries the broker's code without librdkafka's fatal flag (the flag
+        # is on the producer's later calls); either way the code alone says the instance is fenced.
         error = exc.args[0]
-        return error.fatal() and error.code() in (
+        return error.code() in (
             KafkaError._FENCED,
             KafkaError.PRODUCER_FENCED,
             KafkaError.INVALID_PRODUCER_EPOCH,

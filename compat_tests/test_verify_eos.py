@@ -1,7 +1,7 @@
 """``kproto verify-eos`` as a user runs it, against our broker under faults (the issue #14 soak).
 
-The workload's transactional producers, zombies and read_committed consumers are real
-confluent-kafka clients; the broker is started by verify-eos itself from ``--broker-cmd`` so it can
+The workload's transactional producers and zombies are real confluent-kafka or kafka-python
+clients, its read_committed consumers confluent-kafka; the broker is started by verify-eos itself from ``--broker-cmd`` so it can
 SIGKILL and SIGSTOP it, and ``--proxy`` puts a TCP proxy in front whose connections it cuts.
 Every check must report zero anomalies. ``VERIFY_EOS_SEED`` replays a run;
 ``VERIFY_EOS_TRANSACTIONS`` makes it longer.
@@ -36,7 +36,8 @@ def run_verify(*args: str, timeout: float = 900) -> tuple[int, dict, str]:
 
 
 @pytest.mark.slow
-def test_verify_eos_passes_against_our_broker_under_faults(tmp_path: Path) -> None:
+@pytest.mark.parametrize("client", ["confluent-kafka", "kafka-python"])
+def test_verify_eos_passes_against_our_broker_under_faults(tmp_path: Path, client: str) -> None:
     seed = int(os.environ.get("VERIFY_EOS_SEED", random.randrange(1 << 30)))
     transactions = os.environ.get("VERIFY_EOS_TRANSACTIONS", "60")
     port, proxy = free_port(), free_port()
@@ -46,13 +47,14 @@ def test_verify_eos_passes_against_our_broker_under_faults(tmp_path: Path) -> No
     )
     args = ["--bootstrap", f"127.0.0.1:{port}", "--transactions", transactions, "--seed", str(seed),
             "--kill-rate", "0.05", "--pause-rate", "0.03", "--proxy", f"127.0.0.1:{proxy}", "--cut-rate", "0.06",
-            "--history", str(tmp_path / "history.json")]
+            "--history", str(tmp_path / "history.json"), "--client", client]
     code, doc, stderr = run_verify(*args, "--broker-cmd", serve)
     failed = {name: check for name, check in doc["checks"].items() if check["count"]}
     assert code == 0 and doc["passed"], f"seed {seed} (VERIFY_EOS_SEED): {failed}\n{stderr[-3000:]}"
     assert doc["committed_records"] > 0 and doc["transactions"]["committed"] > 0
     assert doc["reads_during_run"] > 0
     assert sum(doc["faults"].values()) > 0
+    assert doc["client"] == client
 
     # The saved history replays to the same verdict; a tampered one (a committed record lost) fails.
     history = json.loads((tmp_path / "history.json").read_text())

@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from rivven_kproto.verify.checker import check
+from rivven_kproto.verify.clients import CLIENTS
 from rivven_kproto.verify.faults import BrokerCommand, CuttingProxy
 from rivven_kproto.verify.history import History
 from rivven_kproto.verify.report import summary, table
@@ -24,6 +25,7 @@ from rivven_kproto.verify.workload import Means, Plan, run
 @click.option("--producers", type=click.IntRange(min=1), default=3, show_default=True, help="Transactional ids.")
 @click.option("--topics", type=click.IntRange(min=1), default=2, show_default=True)
 @click.option("--partitions", type=click.IntRange(min=1), default=3, show_default=True)
+@click.option("--client", type=click.Choice(CLIENTS), default=CLIENTS[0], show_default=True, help="Library of the transactional producers (consumers and the transform stage use confluent-kafka).")
 @click.option("--seed", type=int, help="Replay a run (default: random, printed).")
 @click.option("--broker-cmd", metavar="COMMAND", help="Command line that starts the broker: enables kills and pauses (SIGKILL/SIGSTOP of its process group).")
 @click.option("--proxy", "proxy_listen", metavar="HOST:PORT", help="Run a TCP proxy here in front of the broker and cut its connections (the broker must advertise this address).")
@@ -42,6 +44,7 @@ def verify_eos(
     producers: int,
     topics: int,
     partitions: int,
+    client: str,
     seed: int | None,
     broker_cmd: str | None,
     proxy_listen: str | None,
@@ -54,7 +57,7 @@ def verify_eos(
 ) -> None:
     """Check a broker's exactly-once guarantees with real transactional clients under faults.
 
-    Transactional producers (confluent-kafka) write self-describing records that commit or abort at
+    Transactional producers (confluent-kafka, or kafka-python with --client) write self-describing records that commit or abort at
     random; producers are abandoned mid-transaction and re-initialised (a zombie then tries to
     commit); read_committed consumers (assign and subscribe) poll throughout; a
     consume-transform-produce stage (send_offsets_to_transaction) is killed and restarted; with --broker-cmd the
@@ -77,13 +80,16 @@ def verify_eos(
     else:
         try:
             import confluent_kafka  # noqa: F401
-        except ImportError:
-            raise click.ClickException("verify-eos needs confluent-kafka: pip install 'rivven_kproto[verify]'") from None
+
+            if client == "kafka-python":
+                import kafka  # noqa: F401
+        except ImportError as exc:
+            raise click.ClickException(f"verify-eos needs {exc.name}: pip install 'rivven_kproto[verify]'") from None
         plan = Plan(
             producers=producers, topics=topics, partitions=partitions, transactions=transactions,
             duration_s=duration, seed=seed if seed is not None else random.randrange(1 << 31),
             p_kill=kill_rate if broker_cmd else 0.0, p_pause=pause_rate if broker_cmd else 0.0,
-            p_cut=cut_rate if proxy_listen else 0.0,
+            p_cut=cut_rate if proxy_listen else 0.0, client=client,
         )
         broker = BrokerCommand(broker_cmd, bootstrap) if broker_cmd else None
         proxy = None

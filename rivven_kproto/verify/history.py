@@ -62,6 +62,7 @@ class ClientError:
 class History:
     seed: int
     bootstrap: str
+    client: str = "confluent-kafka"  # the transactional producers' library
     topics: dict[str, int] = field(default_factory=dict)  # topic -> partitions
     transactions: dict[str, Transaction] = field(default_factory=dict)
     acks: dict[str, tuple[str, int, int]] = field(default_factory=dict)  # value -> (topic, partition, offset)
@@ -79,7 +80,8 @@ class History:
     @classmethod
     def load(cls, path: Path) -> History:
         doc = json.loads(path.read_text())
-        history = cls(seed=doc["seed"], bootstrap=doc["bootstrap"], topics=doc["topics"], faults=doc["faults"])
+        history = cls(seed=doc["seed"], bootstrap=doc["bootstrap"], client=doc.get("client", "confluent-kafka"),
+                      topics=doc["topics"], faults=doc["faults"])
         history.transactions = {
             k: Transaction(
                 key=t["key"], producer=t["producer"], generation=t["generation"],

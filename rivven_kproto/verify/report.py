@@ -17,6 +17,7 @@ def summary(history: History, findings: dict[str, Finding], elapsed_s: float) ->
         "passed": passed(findings),
         "seed": history.seed,
         "bootstrap": history.bootstrap,
+        "client": history.client,
         "seconds": round(elapsed_s, 1),
         "transactions": outcomes,
         "committed_records": committed_records,
@@ -30,7 +31,7 @@ def summary(history: History, findings: dict[str, Finding], elapsed_s: float) ->
 
 def table(doc: dict[str, Any]) -> str:
     lines = [
-        f"seed {doc['seed']} against {doc['bootstrap']}: {doc['seconds']} s, transactions {doc['transactions']}, "
+        f"seed {doc['seed']} against {doc['bootstrap']} ({doc['client']} producers): {doc['seconds']} s, transactions {doc['transactions']}, "
         f"{doc['committed_records']} committed records, {doc['reads_during_run']} reads during the run, "
         f"{doc['transformed_outputs']} transformed outputs",
         f"faults: {', '.join(f'{k} {v}' for k, v in doc['faults'].items())}; client errors: {doc['client_errors']}",

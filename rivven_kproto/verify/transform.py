@@ -135,14 +135,25 @@ class TransformStage:
         except Exception:  # noqa: BLE001 - a consumer of a dead broker may fail to close
             pass
 
-    def drain(self, timeout_s: float = 300.0) -> None:
-        """Transform until the input is exhausted (at least one cycle that found it drained)."""
+    def drain(self, until: dict[int, int] | None = None, timeout_s: float = 300.0) -> None:
+        """Transform until the input is exhausted: a cycle found every partition at its end, and
+        the consumer is past ``until`` (partition -> offset after the last committed input). A
+        commit's markers may land after the producer's commit returned (as with Kafka), so an
+        end reached before them is not the end."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             done, drained = self.cycle(poll_s=3.0)
-            if drained and done == 0:
+            if drained and done == 0 and self._past(until or {}):
                 return
         raise TimeoutError("the transform stage did not drain its input")
+
+    def _past(self, until: dict[int, int]) -> bool:
+        from confluent_kafka import TopicPartition
+
+        if not until:
+            return True
+        positions = self.consumer.position([TopicPartition(self.source, p) for p in until])
+        return all(tp.offset >= until[tp.partition] for tp in positions)
 
     def close(self) -> None:
         if self.consumer is not None:

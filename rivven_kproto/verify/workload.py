@@ -1,7 +1,7 @@
 """The verify-eos workload: transactional producers, zombies and read_committed consumers under faults.
 
-Producers are confluent-kafka instances driven one transaction at a time from this thread (the
-order of the run is then the seed's); consumers poll throughout on their own threads. Faults come
+Producers are confluent-kafka (or kafka-python) instances driven one transaction at a time from this
+thread (the order of the run is then the seed's); consumers poll throughout on their own threads. Faults come
 from :mod:`.faults` when the caller supplied the means. Everything the clients were told goes into
 the :class:`~.history.History` that :mod:`.checker` judges.
 """
@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from .clients import ClientFailure, TxnClient, open_client
 from .faults import BrokerCommand, CuttingProxy
 from .history import ABORTED, COMMITTED, UNKNOWN, ZOMBIE, ClientError, History, Read, Transaction, value_of
 from .transform import TransformStage
@@ -45,6 +46,7 @@ class Plan:
     topic_prefix: str = "verify-eos"
     transform: bool = True  # a consume-transform-produce stage on the first topic
     p_transform_die: float = 0.15  # the stage killed mid-cycle (restarted by the next cycle)
+    client: str = "confluent-kafka"  # the transactional producers' library (see .clients)
 
 
 @dataclass
@@ -55,28 +57,14 @@ class Means:
 
 
 class _Instance:
-    def __init__(self, bootstrap: str, tid: str, producer: int, generation: int, linger_ms: int) -> None:
-        from confluent_kafka import Producer
+    """One incarnation of a transactional id: the n-th client opened for producer ``producer``."""
 
+    def __init__(self, library: str, bootstrap: str, tid: str, producer: int, generation: int, linger_ms: int) -> None:
         self.producer_index, self.generation = producer, generation
-        self.delivery_errors: list[Any] = []
-        self.acks: dict[str, tuple[str, int, int]] = {}
-        self.client: Any = Producer(
-            {
-                "bootstrap.servers": bootstrap,
-                "transactional.id": tid,
-                "transaction.timeout.ms": TXN_TIMEOUT_MS,
-                "linger.ms": linger_ms,
-                "message.timeout.ms": 300_000,
-                "reconnect.backoff.max.ms": 500,
-            }
-        )
-
-    def on_delivery(self, err: Any, msg: Any) -> None:
-        if err is not None:
-            self.delivery_errors.append(err)
-        else:
-            self.acks[msg.value().decode()] = (msg.topic(), msg.partition(), msg.offset())
+        self.client: TxnClient = open_client(library, {
+            "bootstrap": bootstrap, "transactional_id": tid, "transaction_timeout_ms": TXN_TIMEOUT_MS,
+            "linger_ms": linger_ms,
+        })
 
 
 class _Poller(threading.Thread):
@@ -125,11 +113,10 @@ class _Poller(threading.Thread):
 
 def run(plan: Plan, means: Means, progress: Callable[[str], None] | None = None) -> History:
     """Drive the workload and return its history (final reads included)."""
-    from confluent_kafka import KafkaError, KafkaException
     from confluent_kafka.admin import AdminClient, NewTopic
 
     rng = random.Random(plan.seed)
-    history = History(seed=plan.seed, bootstrap=means.bootstrap)
+    history = History(seed=plan.seed, bootstrap=means.bootstrap, client=plan.client)
     history.faults = {"broker_kills": 0, "broker_pauses": 0, "connection_cuts": 0, "producer_restarts": 0}
     run_id = f"{plan.seed:x}-{int(time.time() * 1000) % 10**8:x}"
     history.topics = {f"{plan.topic_prefix}-{run_id}-{t}": plan.partitions for t in range(plan.topics)}
@@ -153,9 +140,9 @@ def run(plan: Plan, means: Means, progress: Callable[[str], None] | None = None)
     instances: dict[int, _Instance] = {}
     zombies: list[tuple[_Instance, Transaction]] = []
 
-    def error_entry(inst: _Instance, call: str, error: Any, expected: bool, detail: str = "") -> None:
+    def error_entry(inst: _Instance, call: str, error: ClientFailure, expected: bool, detail: str = "") -> None:
         history.errors.append(
-            ClientError(inst.producer_index, inst.generation, call, error.name(), error.fatal(), expected, detail)
+            ClientError(inst.producer_index, inst.generation, call, error.name, error.fatal, expected, detail)
         )
 
     def retrying(inst: _Instance, call: str, fn: Callable[[], None]) -> None:
@@ -164,9 +151,8 @@ def run(plan: Plan, means: Means, progress: Callable[[str], None] | None = None)
             try:
                 fn()
                 return
-            except KafkaException as exc:
-                error = exc.args[0]
-                if not error.fatal() and error.retriable() and time.monotonic() < deadline:
+            except ClientFailure as error:
+                if not error.fatal and error.retriable and time.monotonic() < deadline:
                     time.sleep(0.1)
                     continue
                 raise
@@ -175,10 +161,10 @@ def run(plan: Plan, means: Means, progress: Callable[[str], None] | None = None)
         if index not in instances:
             generations[index] += 1
             made = _Instance(
-                means.bootstrap, f"{plan.topic_prefix}-{run_id}-tid-{index}", index, generations[index],
+                plan.client, means.bootstrap, f"{plan.topic_prefix}-{run_id}-tid-{index}", index, generations[index],
                 rng.choice([5, 5, 60_000]),
             )
-            retrying(made, "init_transactions", partial(made.client.init_transactions, CALL_TIMEOUT_S))
+            retrying(made, "init_transactions", partial(made.client.init, CALL_TIMEOUT_S))
             instances[index] = made
         return instances[index]
 
@@ -215,13 +201,12 @@ def run(plan: Plan, means: Means, progress: Callable[[str], None] | None = None)
         client = current.client
         txn = Transaction(f"{index}/{current.generation}/{number}", index, current.generation)
         history.transactions[txn.key] = txn
-        client.begin_transaction()
+        client.begin()
         for i in range(rng.randint(*plan.records_per_txn)):
             topic, partition = rng.choice(targets)
             value = value_of(index, current.generation, number, i)
             txn.values.append((topic, partition, value))
-            client.produce(topic, value=value.encode(), partition=partition, on_delivery=current.on_delivery)
-            client.poll(0)
+            client.send(topic, partition, value)
         faulted_inside = maybe_faults()
         if rng.random() < plan.p_restart:
             # Abandoned mid-transaction: the next instance's init fences it and aborts its work.
@@ -231,41 +216,40 @@ def run(plan: Plan, means: Means, progress: Callable[[str], None] | None = None)
             if rng.random() < plan.p_zombie:
                 zombies.append((current, txn))
             else:
-                current.client = None
+                current.client.close()
             instance(index)
             continue
         commit = rng.random() >= plan.p_abort
         try:
-            call = client.commit_transaction if commit else client.abort_transaction
+            call = client.commit if commit else client.abort
             retrying(current, "commit" if commit else "abort", partial(call, CALL_TIMEOUT_S))
             txn.outcome = COMMITTED if commit else ABORTED
-        except KafkaException as exc:
-            error = exc.args[0]
-            if error.fatal():
+        except ClientFailure as error:
+            if error.fatal:
                 # Kafka's own answer when a fault ate AddPartitionsToTxn: EndTxn finds the id
-                # Empty (INVALID_TXN_STATE), fatal to librdkafka; the transaction never existed.
-                lost = faulted_inside and error.code() == KafkaError.INVALID_TXN_STATE
+                # Empty (INVALID_TXN_STATE), fatal to the client; the transaction never existed.
+                lost = faulted_inside and error.name == "INVALID_TXN_STATE"
                 error_entry(current, "commit" if commit else "abort", error, lost, "after a fault" if lost else "")
                 txn.outcome = ABORTED if lost else UNKNOWN
-                instances.pop(index).client = None
-            elif error.txn_requires_abort():
+                instances.pop(index).client.close()
+            elif error.abortable:
                 error_entry(current, "commit", error, True, "abortable")
                 try:
-                    retrying(current, "abort", partial(client.abort_transaction, CALL_TIMEOUT_S))
+                    retrying(current, "abort", partial(client.abort, CALL_TIMEOUT_S))
                     txn.outcome = ABORTED
-                except KafkaException as again:
-                    error_entry(current, "abort", again.args[0], False)
-                    instances.pop(index).client = None
+                except ClientFailure as again:
+                    error_entry(current, "abort", again, False)
+                    instances.pop(index).client.close()
             else:
                 error_entry(current, "commit" if commit else "abort", error, False)
-                instances.pop(index).client = None
+                instances.pop(index).client.close()
         with lock:
-            history.acks.update(current.acks)
-        current.acks.clear()
-        for err in current.delivery_errors:
-            if txn.outcome == COMMITTED and err.fatal():
+            history.acks.update(client.acks)
+        client.acks.clear()
+        for err in client.delivery_errors:
+            if txn.outcome == COMMITTED and err.fatal:
                 error_entry(current, "produce", err, False)
-        current.delivery_errors.clear()
+        client.delivery_errors.clear()
         if zombies and rng.random() < 0.5:
             _zombie_attempt(*zombies.pop(0), targets, rng, history)
         if stage is not None and rng.random() < 0.5:
@@ -274,7 +258,7 @@ def run(plan: Plan, means: Means, progress: Callable[[str], None] | None = None)
     for zombie, txn in zombies:
         _zombie_attempt(zombie, txn, targets, rng, history)
     for inst in instances.values():
-        inst.client = None
+        inst.client.close()
     for poller in pollers:
         poller.stop.set()
     for poller in pollers:
@@ -284,7 +268,7 @@ def run(plan: Plan, means: Means, progress: Callable[[str], None] | None = None)
     if stage is not None:
         if progress is not None:
             progress("draining the transform stage")
-        stage.drain()
+        stage.drain(_after_committed(history, stage.source))
         history.faults["transform_restarts"] = stage.restarts
         stage.close()
     if progress is not None:
@@ -296,10 +280,21 @@ def run(plan: Plan, means: Means, progress: Callable[[str], None] | None = None)
     return history
 
 
+def _after_committed(history: History, topic: str) -> dict[int, int]:
+    """Per partition of ``topic``, the offset after its last acknowledged committed record."""
+    after: dict[int, int] = {}
+    for txn in history.transactions.values():
+        if txn.outcome != COMMITTED:
+            continue
+        for written_to, _, value in txn.values:
+            if written_to == topic and value in history.acks:
+                _, partition, offset = history.acks[value]
+                after[partition] = max(after.get(partition, 0), offset + 1)
+    return after
+
+
 def _zombie_attempt(zombie: _Instance, abandoned: Transaction, targets: list[tuple[str, int]], rng: random.Random, history: History) -> None:
     """A fenced instance writes more and tries to commit: Kafka must refuse (fenced)."""
-    from confluent_kafka import KafkaException
-
     key = f"{abandoned.key}/zombie"
     txn = Transaction(key, zombie.producer_index, zombie.generation, outcome=ZOMBIE)
     history.transactions[key] = txn
@@ -308,21 +303,20 @@ def _zombie_attempt(zombie: _Instance, abandoned: Transaction, targets: list[tup
         topic, partition = rng.choice(targets)
         value = f"{key}/0"
         txn.values.append((topic, partition, value))
-        client.produce(topic, value=value.encode(), partition=partition)
-        client.commit_transaction(10)
+        client.send(topic, partition, value)
+        client.commit(10)
         txn.zombie_commit_ok = True
-    except KafkaException as exc:
-        error = exc.args[0]
+    except ClientFailure as error:
         # Fenced (or a timeout talking to a coordinator that refuses it) is what Kafka gives.
         history.errors.append(
-            ClientError(zombie.producer_index, zombie.generation, "zombie commit", error.name(), error.fatal(), True)
+            ClientError(zombie.producer_index, zombie.generation, "zombie commit", error.name, error.fatal, True)
         )
     except Exception as exc:  # noqa: BLE001 - e.g. a state error raised as another type
         history.errors.append(
             ClientError(zombie.producer_index, zombie.generation, "zombie commit", type(exc).__name__, True, True)
         )
     finally:
-        zombie.client = None
+        client.close()
 
 
 def _read(consumer: str, msg: Any) -> Read:

@@ -32,6 +32,7 @@ def run_verify(*args: str, timeout: float = 900) -> tuple[int, dict, str]:
         capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
     )
     out = result.stdout
+    assert "{" in out, f"verify-eos printed no verdict (exit {result.returncode}):\n{result.stderr[-4000:]}"
     return result.returncode, json.loads(out[out.index("{"):]), result.stderr
 
 

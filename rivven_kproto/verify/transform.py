@@ -135,7 +135,7 @@ class TransformStage:
         except Exception:  # noqa: BLE001 - a consumer of a dead broker may fail to close
             pass
 
-    def drain(self, until: dict[int, int] | None = None, timeout_s: float = 300.0) -> None:
+    def drain(self, until: dict[int, int] | None = None, timeout_s: float = 300.0) -> bool:
         """Transform until the input is exhausted: a cycle found every partition at its end, and
         the consumer is past ``until`` (partition -> offset after the last committed input). A
         commit's markers may land after the producer's commit returned (as with Kafka), so an
@@ -144,8 +144,9 @@ class TransformStage:
         while time.monotonic() < deadline:
             done, drained = self.cycle(poll_s=3.0)
             if drained and done == 0 and self._past(until or {}):
-                return
-        raise TimeoutError("the transform stage did not drain its input")
+                return True
+        log.warning("the transform stage did not drain its input in %.0f s", timeout_s)
+        return False  # the transform check reports the inputs left without an output
 
     def _past(self, until: dict[int, int]) -> bool:
         from confluent_kafka import TopicPartition

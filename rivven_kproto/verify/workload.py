@@ -61,6 +61,7 @@ class _Instance:
 
     def __init__(self, library: str, bootstrap: str, tid: str, producer: int, generation: int, linger_ms: int) -> None:
         self.producer_index, self.generation = producer, generation
+        self.faults_seen = 0  # the run's fault count when this client last finished a transaction
         self.client: TxnClient = open_client(library, {
             "bootstrap": bootstrap, "transactional_id": tid, "transaction_timeout_ms": TXN_TIMEOUT_MS,
             "linger_ms": linger_ms,
@@ -165,6 +166,7 @@ def run(plan: Plan, means: Means, progress: Callable[[str], None] | None = None)
                 rng.choice([5, 5, 60_000]),
             )
             retrying(made, "init_transactions", partial(made.client.init, CALL_TIMEOUT_S))
+            made.faults_seen = broker_faults(history)
             instances[index] = made
         return instances[index]
 
@@ -207,7 +209,7 @@ def run(plan: Plan, means: Means, progress: Callable[[str], None] | None = None)
             value = value_of(index, current.generation, number, i)
             txn.values.append((topic, partition, value))
             client.send(topic, partition, value)
-        faulted_inside = maybe_faults()
+        maybe_faults()
         if rng.random() < plan.p_restart:
             # Abandoned mid-transaction: the next instance's init fences it and aborts its work.
             instances.pop(index)
@@ -226,9 +228,11 @@ def run(plan: Plan, means: Means, progress: Callable[[str], None] | None = None)
             txn.outcome = COMMITTED if commit else ABORTED
         except ClientFailure as error:
             if error.fatal:
-                # Kafka's own answer when a fault ate AddPartitionsToTxn: EndTxn finds the id
-                # Empty (INVALID_TXN_STATE), fatal to the client; the transaction never existed.
-                lost = faulted_inside and error.name == "INVALID_TXN_STATE"
+                # Kafka's own answer when a fault ate AddPartitionsToTxn (the client counts it as
+                # sent; a fault since its last transaction may have cut the connection it went
+                # out on): EndTxn finds the previous transaction's state (INVALID_TXN_STATE), fatal
+                # to the client; this transaction never existed.
+                lost = broker_faults(history) > current.faults_seen and error.name == "INVALID_TXN_STATE"
                 error_entry(current, "commit" if commit else "abort", error, lost, "after a fault" if lost else "")
                 txn.outcome = ABORTED if lost else UNKNOWN
                 instances.pop(index).client.close()
@@ -243,6 +247,7 @@ def run(plan: Plan, means: Means, progress: Callable[[str], None] | None = None)
             else:
                 error_entry(current, "commit" if commit else "abort", error, False)
                 instances.pop(index).client.close()
+        current.faults_seen = broker_faults(history)
         with lock:
             history.acks.update(client.acks)
         client.acks.clear()
@@ -257,6 +262,11 @@ def run(plan: Plan, means: Means, progress: Callable[[str], None] | None = None)
 
     for zombie, txn in zombies:
         _zombie_attempt(zombie, txn, targets, rng, history)
+    for index in range(plan.producers):
+        # An id whose client was dropped after a fatal error may have left a transaction open
+        # (it would hold back read_committed readers until its timeout): a new instance's init
+        # aborts it, as a restarted application's would.
+        instance(index)
     for inst in instances.values():
         inst.client.close()
     for poller in pollers:
@@ -278,6 +288,11 @@ def run(plan: Plan, means: Means, progress: Callable[[str], None] | None = None)
     if stage is not None:
         history.transform_output = read_all(means.bootstrap, {stage.sink: plan.partitions}, committed=True)
     return history
+
+
+def broker_faults(history: History) -> int:
+    """Faults so far that can cut a client's connections (kills, pauses, cuts)."""
+    return sum(history.faults.get(kind, 0) for kind in ("broker_kills", "broker_pauses", "connection_cuts"))
 
 
 def _after_committed(history: History, topic: str) -> dict[int, int]:

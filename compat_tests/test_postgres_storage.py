@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psycopg
@@ -38,6 +38,26 @@ def kill_brokers_left_running() -> Iterator[None]:
     yield
     while _STARTED:
         _STARTED.pop().kill()
+
+
+def registered(url: str) -> list[dict]:
+    """``kproto cluster members`` as an operator runs it: the brokers registered in the database."""
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "rivven_kproto", "--format", "json", "cluster", "members",
+                           "--storage", url], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def members_when(url: str, condition: Callable[[list[dict]], bool]) -> list[dict]:
+    """The registry once ``condition`` holds (heartbeats are once a second), else as it last was."""
+    deadline = time.monotonic() + TIMEOUT_S
+    while not condition(found := registered(url)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return found
 
 
 def pg_broker(tmp_path: Path, url: str, name: str = "b") -> BrokerProcess:
@@ -326,6 +346,10 @@ def test_a_standby_broker_takes_over_when_the_serving_one_dies(tmp_path: Path, d
     while "standby:" not in standby.log_text() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert "standby:" in standby.log_text()
+    # Both are registered with their node ids and advertised addresses, each in its role.
+    members = members_when(database, lambda m: len(m) == 2)
+    assert [(m["node_id"], m["port"], m["role"], m["live"]) for m in members] == [
+        (1, active.port, "serving", True), (2, standby_port, "standby", True)]
 
     before = produce_acknowledged(bootstrap, topic, 2, 300, "before-")
     txn = txn_producer("confluent-kafka", bootstrap, "pg-failover-txn")
@@ -336,6 +360,10 @@ def test_a_standby_broker_takes_over_when_the_serving_one_dies(tmp_path: Path, d
     active.kill()
     taking_over.join(TIMEOUT_S * 2)
     assert standby.alive() and standby.port == standby_port
+    # The standby now serves; the killed broker's row stays but its heartbeat stopped.
+    members = members_when(database, lambda m: m[0]["node_id"] == 2 and m[1]["heartbeat_age_s"] > 2)
+    assert (members[0]["node_id"], members[0]["role"], members[0]["live"]) == (2, "serving", True)
+    assert members[1]["node_id"] == 1 and members[1]["heartbeat_age_s"] > members[0]["heartbeat_age_s"]
 
     after = produce_acknowledged(bootstrap, topic, 2, 300, "after-")
     again = txn_producer("confluent-kafka", bootstrap, "pg-failover-txn")  # fences the old epoch
@@ -385,9 +413,12 @@ def test_a_waiting_standby_stops_on_sigterm(tmp_path: Path, database: str) -> No
         while "standby:" not in log_path.read_text() and time.monotonic() < deadline:
             time.sleep(0.1)
         assert "standby:" in log_path.read_text()
+        assert len(members_when(database, lambda m: len(m) == 2)) == 2
         standby.send_signal(signal.SIGTERM)
         assert standby.wait(TIMEOUT_S) == 0
         assert active.alive()
+        # A broker that stops cleanly leaves the registry.
+        assert [(m["role"], m["port"]) for m in registered(database)] == [("serving", active.port)]
     finally:
         if standby.poll() is None:
             standby.kill()

@@ -89,7 +89,8 @@ class Broker:
     def _open(self, config: BrokerConfig, now_ms: int) -> None:
         self.work = BlockingWork(inline=True)  # until a server's flusher takes the file work over
         self.unflushed: set[PartitionLogBase] = set()  # written by the broker itself (markers) since the last flush
-        self.storage = open_storage(config.storage, self.data_dir, standby=config.storage_standby)
+        self.storage = open_storage(config.storage, self.data_dir, standby=config.storage_standby,
+                                    node=(config.node_id, *config.advertised))
         try:
             self._load(config, now_ms)
         except BaseException:

@@ -68,3 +68,37 @@ def info() -> None:
             ),
         ],
     )
+
+
+@cluster.command()
+@click.option("--storage", required=True, envvar="KPROTO_STORAGE", metavar="postgresql://USER[:PW]@HOST[:PORT]/DB",
+              help="The database the brokers share (also KPROTO_STORAGE).")
+def members(storage: str) -> None:
+    """Brokers registered in a shared PostgreSQL store: node id, advertised address, role
+    (serving, or standby waiting to take over), age of the last heartbeat, and whether it is live
+    (a heartbeat within the 9 s session timeout). Read from the database, so it also shows
+    brokers that do not serve clients.
+
+    \b
+    Example:
+      kproto cluster members --storage postgresql://kproto@db.example/kproto
+    """
+    import psycopg
+
+    from rivven_kproto.broker.storage.postgres.registry import members as registered
+
+    try:
+        with psycopg.connect(storage, connect_timeout=10) as conn:
+            found = registered(conn)
+    except psycopg.errors.UndefinedTable:
+        found = []  # no broker has opened this database yet
+    except psycopg.Error as exc:
+        raise click.ClickException(f"cannot read the registry: {str(exc).strip().splitlines()[0]}") from None
+    data = [
+        {"node_id": m.node_id, "host": m.host, "port": m.port, "role": m.role, "live": m.live,
+         "heartbeat_age_s": round(m.heartbeat_age_s, 1), "started_at": m.started_at.isoformat()}
+        for m in found
+    ]
+    emit(data, lambda: table("brokers", ["node", "host", "port", "role", "live", "heartbeat", "started"], [
+        [m.node_id, m.host, m.port, m.role, "yes" if m.live else "no", f"{m.heartbeat_age_s:.1f} s ago",
+         m.started_at.strftime("%Y-%m-%d %H:%M:%S %Z")] for m in found]))

@@ -19,6 +19,7 @@ import trio
 from rivven_kproto.broker.broker import Broker
 from rivven_kproto.broker.config import BrokerConfig
 from rivven_kproto.broker.security.principal_mapping import NoMatchingRule
+from rivven_kproto.broker.storage import StorageError
 from rivven_kproto.codec.connection import (
     MIN_REQUEST_FRAME,
     ProtocolError,
@@ -292,6 +293,18 @@ class Server:
             nursery.start_soon(self._group_loop)
             if self.metrics is not None:
                 nursery.start_soon(self._loop_lag)
+            if self.broker.storage.heartbeat_interval_s is not None:
+                nursery.start_soon(self._heartbeat_loop, self.broker.storage.heartbeat_interval_s)
+
+    async def _heartbeat_loop(self, interval_s: float) -> None:
+        """Tell a shared store this broker is alive (its registry row), from a worker thread."""
+        host, port = self.config.advertised
+        while True:
+            try:
+                await trio.to_thread.run_sync(self.broker.storage.heartbeat, host, port)
+            except StorageError as exc:
+                self.warnings.warning("heartbeat", "heartbeat failed: %s", exc)
+            await trio.sleep(interval_s)
 
     async def _retention_loop(self) -> None:
         while True:

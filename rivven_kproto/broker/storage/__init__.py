@@ -39,6 +39,7 @@ class DatabaseInUse(StorageError):
 class Storage(Protocol):
     kind: str
     acknowledge_after_commit: bool  # every acknowledged write waits for its round's commit
+    heartbeat_interval_s: float | None  # how often ``heartbeat`` runs (None: never)
 
     def document(self, name: str) -> Document: ...
 
@@ -56,12 +57,19 @@ class Storage(Protocol):
         """Worker thread: make what a round captured durable (fsyncs, or one database commit)."""
         ...
 
+    def heartbeat(self, host: str, port: int) -> None:
+        """Worker thread: tell the store this broker (advertised at host:port) is alive."""
+        ...
+
     def close(self) -> None: ...
 
 
-def open_storage(url: str | None, data_dir: Path, *, standby: bool = False) -> Storage:
+def open_storage(
+    url: str | None, data_dir: Path, *, standby: bool = False, node: tuple[int, str, int] | None = None
+) -> Storage:
     """The engine a ``--storage`` value names (None: the native log in ``data_dir``); ``standby``:
-    wait for the database's serving broker to stop instead of failing."""
+    wait for the database's serving broker to stop instead of failing; ``node``: this broker's
+    node id and advertised address, for a shared store's registry of brokers."""
     if url is None or url in ("", "native"):
         from .native import NativeStorage
 
@@ -69,5 +77,5 @@ def open_storage(url: str | None, data_dir: Path, *, standby: bool = False) -> S
     if url.startswith(("postgresql://", "postgres://")):
         from .postgres.store import PostgresStorage
 
-        return PostgresStorage(url, standby=standby)
+        return PostgresStorage(url, standby=standby, node=node)
     raise ValueError(f"unknown storage {url!r}: expected postgresql://USER[:PASSWORD]@HOST[:PORT]/DB")

@@ -21,6 +21,7 @@ from ..producer_ids import FileBlocks
 class NativeStorage:
     kind = "native"
     acknowledge_after_commit = False  # the fsync policy decides
+    heartbeat_interval_s: float | None = None  # one process owns the directory: nobody to tell
 
     def __init__(self, data_dir: Path) -> None:
         self.data_dir = data_dir
@@ -52,6 +53,9 @@ class NativeStorage:
 
     def sync(self, pending: list[Any]) -> None:
         sync_all(pending)
+
+    def heartbeat(self, host: str, port: int) -> None:
+        pass
 
     def close(self) -> None:
         pass

@@ -60,6 +60,18 @@ MIGRATIONS: list[str] = [
         payloads bytea NOT NULL
     );
     """,
+    # 2: the brokers using the database (registry.py).
+    """
+    CREATE TABLE kproto_brokers (
+        incarnation uuid PRIMARY KEY,
+        node_id integer NOT NULL,
+        host text NOT NULL,
+        port integer NOT NULL,
+        role text NOT NULL,
+        started_at timestamptz NOT NULL DEFAULT now(),
+        heartbeat_at timestamptz NOT NULL DEFAULT now()
+    );
+    """,
 ]
 
 

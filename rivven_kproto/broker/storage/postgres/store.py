@@ -10,9 +10,11 @@ flusher keeps the round's writes and retries, and nothing is acknowledged meanwh
 
 from __future__ import annotations
 
+import atexit
 import base64
 import contextlib
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -30,6 +32,7 @@ from rivven_kproto.codec.enums import MAX_TIMESTAMP
 from .. import DatabaseInUse, StorageUnavailable
 from .coordinator_log import PgDurableLog
 from .partition import PgCommit, PgPartitionLog, StorageConflict, take_batches
+from .registry import SERVING, Registration
 from .schema import migrate
 
 log = logging.getLogger(__name__)
@@ -40,6 +43,7 @@ READ_PAGE_ROWS = 64
 OWNER_LOCK_KEY = 0x6B70726F746F01
 OWNER_CHECK_S = 1.0
 STANDBY_POLL_S = 0.25
+HEARTBEAT_S = 1.0
 
 
 @contextlib.contextmanager
@@ -95,9 +99,14 @@ class PgBlocks:
 class PostgresStorage:
     kind = "postgresql"
     acknowledge_after_commit = True
+    heartbeat_interval_s: float | None = HEARTBEAT_S
 
-    def __init__(self, url: str, *, pool_size: int = POOL_SIZE, standby: bool = False) -> None:
+    def __init__(
+        self, url: str, *, pool_size: int = POOL_SIZE, standby: bool = False, node: tuple[int, str, int] | None = None
+    ) -> None:
         self.url = url
+        # This broker's row in kproto_brokers (``node``: node id and advertised host and port).
+        self.registration = Registration(node[0], node[1], node[2], uuid.uuid4()) if node is not None else None
         # False after a failure until a commit succeeds: reads on the event loop then fail at once
         # instead of waiting for the pool's connection timeout.
         self.available = True
@@ -110,23 +119,56 @@ class PostgresStorage:
                 self.pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
                 with self.connection() as conn:
                     migrate(conn)
+                    if self.registration is not None:
+                        self.registration.role = SERVING
+                        self.registration.register(conn)
             except BaseException:
                 self._owner.close()
                 raise
 
-    @classmethod
-    def _wait_for_ownership(cls, url: str) -> psycopg.Connection:
+    def _wait_for_ownership(self, url: str) -> psycopg.Connection:
         """Standby: take the database once the broker serving it stops (its session, and with it
-        the lock, ends when its process dies), or once the database is reachable."""
+        the lock, ends when its process dies), or once the database is reachable. Meanwhile the
+        standby is registered (and heartbeats) on a connection of its own."""
         waiting = False
-        while True:
-            try:
-                return cls._take_ownership(url)
-            except (DatabaseInUse, psycopg.OperationalError) as exc:
-                if not waiting:
-                    log.info("standby: %s; taking over when that changes", exc)
-                    waiting = True
-            time.sleep(STANDBY_POLL_S)
+        side: psycopg.Connection | None = None
+        last_beat = 0.0
+        leaving = threading.Event()
+
+        def leave_at_exit() -> None:
+            """A standby stopped while it waits (its thread is abandoned): remove its row."""
+            leaving.set()
+            if self.registration is not None:
+                with contextlib.suppress(psycopg.Error), psycopg.connect(url, autocommit=True, connect_timeout=5) as conn:
+                    self.registration.leave(conn)
+
+        atexit.register(leave_at_exit)
+        try:
+            while True:
+                try:
+                    return self._take_ownership(url)
+                except (DatabaseInUse, psycopg.OperationalError) as exc:
+                    if not waiting:
+                        log.info("standby: %s; taking over when that changes", exc)
+                        waiting = True
+                if self.registration is not None and time.monotonic() - last_beat >= HEARTBEAT_S and not leaving.is_set():
+                    last_beat = time.monotonic()
+                    try:
+                        if side is None:
+                            side = psycopg.connect(url, autocommit=True, connect_timeout=int(CONNECT_TIMEOUT_S))
+                            migrate(side)
+                            self.registration.register(side)
+                        else:
+                            self.registration.beat(side)
+                    except psycopg.Error:
+                        if side is not None:
+                            side.close()
+                        side = None
+                time.sleep(STANDBY_POLL_S)
+        finally:
+            atexit.unregister(leave_at_exit)
+            if side is not None:
+                side.close()
 
     @staticmethod
     def _take_ownership(url: str) -> psycopg.Connection:
@@ -184,6 +226,18 @@ class PostgresStorage:
 
     def sync(self, pending: list[Any]) -> None:
         self.commit(pending)
+
+    def heartbeat(self, host: str, port: int) -> None:
+        """Worker thread, every ``heartbeat_interval_s``: refresh this broker's registry row."""
+        registration = self.registration
+        if registration is None:
+            return
+        registration.host, registration.port = host, port
+        try:
+            with self.connection() as conn:
+                registration.beat(conn)
+        except psycopg.Error as exc:
+            raise StorageUnavailable(f"heartbeat: {exc}") from exc
 
     def _check_ownership(self) -> None:
         """Worker thread, before a commit (at most every OWNER_CHECK_S): the lock lives on its own
@@ -308,6 +362,12 @@ class PostgresStorage:
             conn.execute("DELETE FROM kproto_partitions WHERE topic_id = %s AND partition = %s", key)
 
     def close(self) -> None:
+        if self.registration is not None:
+            try:
+                with self.connection() as conn:
+                    self.registration.leave(conn)
+            except (StorageUnavailable, psycopg.Error):
+                log.warning("could not remove this broker from the registry (its heartbeat will age out)")
         self.pool.close()
         self._owner.close()
 

@@ -1,0 +1,75 @@
+"""The brokers using one database: a row per broker process, kept fresh by its heartbeat.
+
+A broker registers when it opens the database (``serving``, or ``standby`` while it waits to take
+over) with its node id and advertised address, and refreshes ``heartbeat_at`` (the database's
+clock, so brokers' clocks need not agree) about once a second; it deletes its row when it stops
+cleanly. A row whose heartbeat is older than the session timeout is a broker that died or lost the
+database: it is reported as not live, and rows long dead are removed by the next registration.
+``kproto cluster members --storage URL`` reads this table.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import psycopg
+
+SESSION_TIMEOUT_S = 9.0  # Kafka's broker.session.timeout.ms default: no heartbeat for this long is not live
+FORGET_AFTER_S = 3600.0  # a row this stale is removed when any broker registers
+SERVING, STANDBY = "serving", "standby"
+
+
+@dataclass(frozen=True)
+class Member:
+    node_id: int
+    host: str
+    port: int
+    role: str
+    started_at: datetime
+    heartbeat_age_s: float
+    incarnation: uuid.UUID
+
+    @property
+    def live(self) -> bool:
+        return self.heartbeat_age_s < SESSION_TIMEOUT_S
+
+
+@dataclass
+class Registration:
+    """This broker's row: its identity, and the role and address it last reported."""
+
+    node_id: int
+    host: str
+    port: int
+    incarnation: uuid.UUID
+    role: str = STANDBY
+
+    def beat(self, conn: psycopg.Connection[Any]) -> None:
+        """Insert or refresh the row (one statement, autocommit or inside the caller's transaction)."""
+        conn.execute(
+            "INSERT INTO kproto_brokers (incarnation, node_id, host, port, role) VALUES (%s, %s, %s, %s, %s)"
+            " ON CONFLICT (incarnation) DO UPDATE SET host = EXCLUDED.host, port = EXCLUDED.port,"
+            " role = EXCLUDED.role, heartbeat_at = now()",
+            (self.incarnation, self.node_id, self.host, self.port, self.role),
+        )
+
+    def register(self, conn: psycopg.Connection[Any]) -> None:
+        conn.execute("DELETE FROM kproto_brokers WHERE heartbeat_at < now() - make_interval(secs => %s)",
+                     (FORGET_AFTER_S,))
+        self.beat(conn)
+
+    def leave(self, conn: psycopg.Connection[Any]) -> None:
+        conn.execute("DELETE FROM kproto_brokers WHERE incarnation = %s", (self.incarnation,))
+
+
+def members(conn: psycopg.Connection[Any]) -> list[Member]:
+    """Every registered broker: live ones first, serving before standby, then by node id."""
+    rows = conn.execute(
+        "SELECT node_id, host, port, role, started_at, extract(epoch FROM now() - heartbeat_at), incarnation"
+        " FROM kproto_brokers ORDER BY heartbeat_at < now() - make_interval(secs => %s), role <> 'serving',"
+        " node_id, started_at", (SESSION_TIMEOUT_S,)
+    ).fetchall()
+    return [Member(int(n), str(h), int(p), str(r), s, float(age), i) for n, h, p, r, s, age, i in rows]

@@ -215,3 +215,14 @@ def test_monitoring_snippet(tmp_path: Path) -> None:
     finally:
         broker.terminate()
         broker.wait(30)
+
+
+def test_cluster_members_snippet(tmp_path: Path, postgres_url: str) -> None:
+    """The registry snippet, against a broker on a real PostgreSQL database (its URL substituted)."""
+    broker = BrokerProcess(tmp_path / "pg-data", tmp_path / "pg.log", ["--storage", postgres_url]).start()
+    try:
+        code = block("sh", "kproto cluster members").replace("postgresql://kproto@127.0.0.1/kproto", postgres_url)
+        result = run(["bash", "-euo", "pipefail", "-c", code], tmp_path, broker.bootstrap)
+        assert "serving" in result.stdout and str(broker.port) in result.stdout and "yes" in result.stdout
+    finally:
+        broker.stop()

@@ -12,6 +12,7 @@ import dataclasses
 import functools
 import time
 from collections.abc import Iterator
+from typing import Any
 
 from prometheus_client import (
     CollectorRegistry,
@@ -117,26 +118,52 @@ class BrokerMetrics:
             buckets=LAG_BUCKETS, registry=r,
         )
         r.register(_StateCollector(self, per_partition))
+        # Each request touches five labelled series: their children are looked up once per API
+        # (and version), since ``labels()`` takes a lock and builds a key every time.
+        self._per_api: dict[int, _ApiSeries] = {}
+        self._per_version: dict[tuple[int, int], Any] = {}
+
+    def _api(self, api_key: int) -> _ApiSeries:
+        series = self._per_api.get(api_key)
+        if series is None:
+            api = api_name(api_key)
+            series = self._per_api[api_key] = _ApiSeries(
+                api, self.requests.labels(api), self.request_seconds.labels(api),
+                self.request_queue_seconds.labels(api), self.response_send_seconds.labels(api),
+            )
+        return series
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
 
     def observe_queue(self, api_key: int, seconds: float) -> None:
-        self.request_queue_seconds.labels(api_name(api_key)).observe(seconds)
+        self._api(api_key).queue_seconds.observe(seconds)
 
     def observe_send(self, api_key: int, seconds: float) -> None:
-        self.response_send_seconds.labels(api_name(api_key)).observe(seconds)
+        self._api(api_key).send_seconds.observe(seconds)
 
     def observe_transaction(self, committed: bool, seconds: float) -> None:
         self.transaction_completion_seconds.labels("commit" if committed else "abort").observe(seconds)
 
     def observe_request(self, api_key: int, seconds: float, response: object, version: int = -1) -> None:
-        api = api_name(api_key)
-        self.requests.labels(api).inc()
-        self.requests_by_version.labels(api, str(version)).inc()
-        self.request_seconds.labels(api).observe(seconds)
+        series = self._api(api_key)
+        series.requests.inc()
+        by_version = self._per_version.get((api_key, version))
+        if by_version is None:
+            by_version = self._per_version[api_key, version] = self.requests_by_version.labels(series.api, str(version))
+        by_version.inc()
+        series.seconds.observe(seconds)
         for code in error_codes(response):
-            self.request_errors.labels(api, Errors.for_code(code).name).inc()
+            self.request_errors.labels(series.api, Errors.for_code(code).name).inc()
+
+
+@dataclasses.dataclass(frozen=True)
+class _ApiSeries:
+    api: str
+    requests: Any
+    seconds: Any
+    queue_seconds: Any
+    send_seconds: Any
 
 
 def error_codes(response: object) -> Iterator[int]:

@@ -25,6 +25,8 @@ from rivven_kproto.codec.errors import Errors, KafkaError
 from .config import BrokerConfig
 from .datadir_lock import DataDirLock
 from .durable.work import BlockingWork, run_all
+from .dynamic_configs import CLUSTER_DEFAULT, TOPIC_KEY_OF, DynamicBrokerConfigs
+from .dynamic_configs import FILE_NAME as DYNAMIC_CONFIGS_FILE
 from .faults import fault_point
 from .groups import GroupCoordinator
 from .log.base import PartitionLogBase
@@ -103,6 +105,8 @@ class Broker:
         self.store = TopicStore(storage.document("topics.json"), self.work)
         self.producer_ids = ProducerIdAllocator(storage.producer_id_blocks(), work=self.work)
         self.scram = ScramStore(storage.document(SCRAM_FILE), self.work)
+        self.dynamic = DynamicBrokerConfigs(storage.document(DYNAMIC_CONFIGS_FILE), self.work)
+        self.log_defaults = self._dynamic_log_defaults()
         self.authorizer = (
             Authorizer(storage.document(ACLS_FILE), config.super_users, config.allow_everyone_if_no_acl_found, self.work)
             if config.authorizer_enabled
@@ -141,7 +145,25 @@ class Broker:
         return self.storage.open_partition(meta.topic_id, meta.name, index, log_config, now_ms, self.work, new=new)
 
     def _log_config(self, overrides: dict[str, str]) -> LogConfig:
-        return LogConfig.from_topic_config(overrides, self.config.log)
+        return LogConfig.from_topic_config(overrides, self.log_defaults)
+
+    def _dynamic_log_defaults(self) -> LogConfig:
+        """The static log settings with the dynamic broker configs in force on this node over them."""
+        return LogConfig.from_topic_config(self.dynamic.effective(self.config.node_id), self.config.log)
+
+    def set_broker_configs(self, name: str, values: dict[str, str], *, validate_only: bool = False) -> None:
+        """AlterConfigs on a broker resource ("" the cluster default, else this node's id): the
+        level's values become ``values``; topics without their own override follow at once."""
+        if validate_only:
+            self.dynamic.check(values, self.config.log)
+            return
+        self.dynamic.replace(name, values, self.config.log)
+        self.log_defaults = self._dynamic_log_defaults()
+        for topic in self.topics.values():
+            topic.log_config = self._log_config(topic.meta.configs)
+            for partition in topic.partitions:
+                partition.config = topic.log_config
+        log.info("dynamic broker configs of %s now %s", name or "the cluster default", values)
 
     # -- topics -------------------------------------------------------------------------------
 
@@ -283,30 +305,58 @@ class Broker:
 
     def topic_config_description(self, overrides: dict[str, str], *, canonical: bool = True) -> list[ConfigEntry]:
         """What a topic with these overrides would report; CreateTopics passes canonical=False."""
-        effective = log_config_strings(self.config.log)
-        static = {key: value for key, value in effective.items() if _KAFKA_LOG_DEFAULTS.get(key) != value}
-        return describe_topic_configs(overrides, {**TOPIC_CONFIG_DEFAULTS, **effective}, static, canonical=canonical)
+        static_values = log_config_strings(self.config.log)
+        static = {key: value for key, value in static_values.items() if _KAFKA_LOG_DEFAULTS.get(key) != value}
+        effective = log_config_strings(self.log_defaults)
+        return describe_topic_configs(overrides, {**TOPIC_CONFIG_DEFAULTS, **effective}, static, canonical=canonical,
+                                      dynamic=self._dynamic_synonyms())
+
+    def _dynamic_synonyms(self) -> dict[str, list[ConfigSynonym]]:
+        """Per topic key, its dynamic broker synonyms in precedence order (this node, then default)."""
+        chain: dict[str, list[ConfigSynonym]] = {}
+        for level, source in ((str(self.config.node_id), ConfigSource.DYNAMIC_BROKER_CONFIG),
+                              (CLUSTER_DEFAULT, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)):
+            for key, value in self.dynamic.level(level).items():
+                chain.setdefault(TOPIC_KEY_OF[key], []).append(ConfigSynonym(key, value, source))
+        return chain
 
     def describe_broker_configs(self) -> list[ConfigEntry]:
-        """The broker settings we honour, sorted by name; all read-only (no dynamic updates).
+        """The broker settings we honour, sorted by name (Kafka's describe of a broker id).
 
-        The source is STATIC_BROKER_CONFIG where the value differs from our default, else
-        DEFAULT_CONFIG, with the same chain as synonyms (Kafka's describe of a broker id).
+        The log defaults are dynamic (not read-only): their chain is this node's dynamic value,
+        the cluster default, the static setting (where it differs from our default), the default;
+        the value and source are the chain's first. Everything else is read-only.
         """
         current = _broker_settings(self.config)
         default = _broker_settings(BrokerConfig())
+        mine, cluster = self.dynamic.level(str(self.config.node_id)), self.dynamic.level(CLUSTER_DEFAULT)
         entries = []
         for name in sorted(current):
             config_type, value = current[name]
             default_value = default[name][1]
             synonyms = []
+            if name in mine:
+                synonyms.append(ConfigSynonym(name, mine[name], ConfigSource.DYNAMIC_BROKER_CONFIG))
+            if name in cluster:
+                synonyms.append(ConfigSynonym(name, cluster[name], ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG))
             if value != default_value:
                 synonyms.append(ConfigSynonym(name, value, ConfigSource.STATIC_BROKER_CONFIG))
             if default_value is not None:
                 synonyms.append(ConfigSynonym(name, default_value, ConfigSource.DEFAULT_CONFIG))
             source = synonyms[0].source if synonyms else ConfigSource.DEFAULT_CONFIG
-            entries.append(ConfigEntry(name, value, source, config_type, read_only=True, synonyms=tuple(synonyms)))
+            value = synonyms[0].value if synonyms else value
+            entries.append(ConfigEntry(name, value, source, config_type, read_only=name not in TOPIC_KEY_OF,
+                                       synonyms=tuple(synonyms)))
         return entries
+
+    def describe_cluster_default_configs(self) -> list[ConfigEntry]:
+        """The broker resource "": only the cluster-wide dynamic defaults that are set (Kafka's answer)."""
+        types = {name: config_type for name, (config_type, _) in _broker_settings(self.config).items()}
+        return [
+            ConfigEntry(name, value, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG, types.get(name, ConfigType.STRING),
+                        synonyms=(ConfigSynonym(name, value, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),))
+            for name, value in sorted(self.dynamic.level(CLUSTER_DEFAULT).items())
+        ]
 
     # -- housekeeping -------------------------------------------------------------------------
 

@@ -362,18 +362,20 @@ def describe_topic_configs(
     static: Mapping[str, str],
     *,
     canonical: bool = True,
+    dynamic: Mapping[str, list[ConfigSynonym]] | None = None,
 ) -> list[ConfigEntry]:
     """Every topic config, sorted by name, with Kafka's source and synonym chain.
 
     ``defaults`` holds the effective value without an override (the broker's static setting
     where there is one); ``static`` the topic keys whose broker synonym is set in the broker's
-    configuration (value in topic units). ``canonical=False`` keeps overrides as sent, as Kafka's
+    configuration (value in topic units); ``dynamic`` the dynamic broker synonyms of a topic key,
+    first in the chain after the override. ``canonical=False`` keeps overrides as sent, as Kafka's
     CreateTopics response does.
     """
     entries: list[ConfigEntry] = []
     for name in sorted(TOPIC_CONFIGS):
         spec = TOPIC_CONFIGS[name]
-        broker: list[ConfigSynonym] = []
+        broker: list[ConfigSynonym] = list((dynamic or {}).get(name, ()))
         if spec.broker_name is not None:
             if name in static:
                 broker.append(ConfigSynonym(spec.broker_name, static[name], ConfigSource.STATIC_BROKER_CONFIG))
@@ -387,7 +389,11 @@ def describe_topic_configs(
         else:
             value = defaults.get(name, spec.default)
             synonyms = tuple(broker)
-            source = ConfigSource.STATIC_BROKER_CONFIG if name in static else ConfigSource.DEFAULT_CONFIG
+            if broker and broker[0].source in (ConfigSource.DYNAMIC_BROKER_CONFIG,
+                                               ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG):
+                source = broker[0].source
+            else:
+                source = ConfigSource.STATIC_BROKER_CONFIG if name in static else ConfigSource.DEFAULT_CONFIG
         entries.append(ConfigEntry(name, value, source, spec.type, synonyms=synonyms))
     return entries
 

@@ -1,4 +1,5 @@
-"""``kproto configs describe|set|delete`` for a topic (``--topic``) or a broker (``--broker``)."""
+"""``kproto configs describe|set|delete`` for a topic (``--topic``), a broker (``--broker``) or the
+cluster-wide broker defaults (``--broker-defaults``, Kafka's ``--entity-default``)."""
 
 from __future__ import annotations
 
@@ -15,17 +16,19 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _resource_options(func: F) -> F:
+    func = click.option("--broker-defaults", is_flag=True,
+                        help="The cluster-wide dynamic broker defaults (kafka-configs' --entity-default).")(func)
     func = click.option("--broker", "broker_id", type=click.IntRange(min=0), metavar="ID", help="A broker, by node id.")(func)
     func = click.option("--topic", metavar="NAME", help="A topic.")(func)
     return func
 
 
-def _resource(topic: str | None, broker_id: int | None) -> tuple[admin.ResourceType, str]:
-    if (topic is None) == (broker_id is None):
-        raise click.UsageError("give exactly one of --topic NAME and --broker ID")
+def _resource(topic: str | None, broker_id: int | None, broker_defaults: bool) -> tuple[admin.ResourceType, str]:
+    if (topic is not None) + (broker_id is not None) + broker_defaults != 1:
+        raise click.UsageError("give exactly one of --topic NAME, --broker ID and --broker-defaults")
     if topic is not None:
         return admin.ResourceType.TOPIC, topic
-    return admin.ResourceType.BROKER, str(broker_id)
+    return admin.ResourceType.BROKER, "" if broker_defaults else str(broker_id)
 
 
 def _resource_json(kind: admin.ResourceType, name: str) -> dict[str, str]:
@@ -46,14 +49,16 @@ def configs() -> None:
 @_resource_options
 @click.option("--key", "keys", multiple=True, metavar="NAME", help="Only this config; repeatable.")
 @click.option("--overrides", is_flag=True, help="Only values set on the resource itself.")
-def describe(topic: str | None, broker_id: int | None, keys: tuple[str, ...], overrides: bool) -> None:
+def describe(
+    topic: str | None, broker_id: int | None, broker_defaults: bool, keys: tuple[str, ...], overrides: bool
+) -> None:
     """Configs with value, source and flags (sensitive values are hidden).
 
     \b
     Example:
       kproto configs describe --topic demo --key retention.ms
     """
-    kind, name = _resource(topic, broker_id)
+    kind, name = _resource(topic, broker_id, broker_defaults)
 
     async def operation(client: KafkaClient) -> list[admin.ConfigEntry]:
         return await admin.describe_configs(client, kind, name, list(keys) or None)
@@ -78,14 +83,15 @@ def describe(topic: str | None, broker_id: int | None, keys: tuple[str, ...], ov
 @configs.command("set")
 @_resource_options
 @click.argument("items", nargs=-1, required=True, metavar="KEY=VALUE...")
-def set_(topic: str | None, broker_id: int | None, items: tuple[str, ...]) -> None:
+def set_(topic: str | None, broker_id: int | None, broker_defaults: bool, items: tuple[str, ...]) -> None:
     """Set configs; others keep their values.
 
     \b
     Example:
       kproto configs set --topic demo retention.ms=3600000 cleanup.policy=compact
+      kproto configs set --broker-defaults log.retention.ms=86400000
     """
-    kind, name = _resource(topic, broker_id)
+    kind, name = _resource(topic, broker_id, broker_defaults)
     values = parse_assignments(items, "KEY=VALUE")
     changes: list[tuple[str, admin.AlterOp, str | None]] = [(k, admin.AlterOp.SET, v) for k, v in values.items()]
 
@@ -99,14 +105,14 @@ def set_(topic: str | None, broker_id: int | None, items: tuple[str, ...]) -> No
 @configs.command()
 @_resource_options
 @click.argument("keys", nargs=-1, required=True, metavar="KEY...")
-def delete(topic: str | None, broker_id: int | None, keys: tuple[str, ...]) -> None:
+def delete(topic: str | None, broker_id: int | None, broker_defaults: bool, keys: tuple[str, ...]) -> None:
     """Remove overrides, so the configs fall back to their defaults.
 
     \b
     Example:
       kproto configs delete --topic demo retention.ms
     """
-    kind, name = _resource(topic, broker_id)
+    kind, name = _resource(topic, broker_id, broker_defaults)
     changes: list[tuple[str, admin.AlterOp, str | None]] = [(k, admin.AlterOp.DELETE, None) for k in keys]
 
     async def operation(client: KafkaClient) -> None:

@@ -17,6 +17,7 @@ import pytest
 
 from rivven_kproto.broker.broker import Broker
 from rivven_kproto.broker.config import BrokerConfig
+from rivven_kproto.broker.dynamic_configs import TOPIC_KEY_OF
 from rivven_kproto.broker.topics import TOPIC_CONFIGS
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages import alter_configs as ac
@@ -515,7 +516,8 @@ def test_describe_broker_configs(ctx: RequestContext) -> None:
     (own, default) = describe(ctx, (BROKER, str(NODE), None), (BROKER, "", None), synonyms=True)
     assert (own.error_code, default.error_code, default.configs) == (0, 0, [])
     configs = {c.name: c for c in own.configs}
-    assert all(c.read_only for c in own.configs)
+    assert all(c.read_only == (c.name not in TOPIC_KEY_OF) for c in own.configs)
+    assert not configs["log.retention.ms"].read_only and configs["num.partitions"].read_only
     partitions = configs["num.partitions"]
     assert (partitions.value, partitions.config_source, partitions.config_type) == (
         "3",
@@ -602,7 +604,7 @@ def test_alter_configs_errors(ctx: RequestContext, broker: Broker) -> None:
         (Errors.INVALID_REQUEST, "Null value not supported for : a, b"),
         (
             Errors.INVALID_REQUEST,
-            "Cannot update these configs dynamically: Set(num.partitions, log.retention.ms)",
+            "Cannot update these configs dynamically: Set(num.partitions)",
         ),
         (0, None),
         (Errors.INVALID_REQUEST, f"Unexpected broker id, expected {NODE}, but received 3"),
@@ -708,7 +710,7 @@ def test_incremental_errors(ctx: RequestContext, broker: Broker) -> None:
         (TOPIC, "w", [("retention.ms", 9, "1")]),
         (TOPIC, "missing", [("retention.ms", SET, "1")]),
         (TOPIC, "", [("retention.ms", SET, "1")]),
-        (BROKER, str(NODE), [("log.retention.ms", SET, "1"), ("num.partitions", DELETE, None)]),
+        (BROKER, str(NODE), [("log.retention.ms", SET, "1"), ("num.partitions", SET, "3")]),
         (BROKER, "", [("num.partitions", DELETE, None)]),
         (BROKER, "9", []),
         (8, str(NODE), [("root", SET, "DEBUG")]),
@@ -720,7 +722,7 @@ def test_incremental_errors(ctx: RequestContext, broker: Broker) -> None:
         (Errors.INVALID_REQUEST, "Unknown operations type 9"),
         (Errors.UNKNOWN_TOPIC_OR_PARTITION, "The topic 'missing' does not exist."),
         (Errors.INVALID_REQUEST, "Default topic resources are not allowed."),
-        (Errors.INVALID_REQUEST, "Cannot update these configs dynamically: Set(log.retention.ms)"),
+        (Errors.INVALID_REQUEST, "Cannot update these configs dynamically: Set(num.partitions)"),
         (0, None),
         (Errors.INVALID_REQUEST, f"Unexpected broker id, expected {NODE}, but received 9"),
         (Errors.INVALID_REQUEST, "Unknown resource type 8"),

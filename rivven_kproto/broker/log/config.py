@@ -48,6 +48,11 @@ class LogConfig:
         return self.message_timestamp_type == "LogAppendTime"
 
     @classmethod
+    def topic_keys(cls) -> frozenset[str]:
+        """The topic configs the log itself honours (the rest belong to other layers)."""
+        return frozenset(_PARSERS)
+
+    @classmethod
     def from_topic_config(
         cls, configs: Mapping[str, str | int | None], base: LogConfig | None = None
     ) -> LogConfig:

@@ -7,13 +7,14 @@ INVALID_REQUEST; a topic resource with an empty name INVALID_REQUEST, an illegal
 INVALID_TOPIC_EXCEPTION, an unknown key or bad value INVALID_CONFIG (Kafka's message), an unknown
 topic UNKNOWN_TOPIC_OR_PARTITION. ``validate_only`` checks without saving.
 
-BROKER resources: this node's id or "" (cluster default). We have no dynamic broker configs, so
-setting anything is INVALID_REQUEST "Cannot update these configs dynamically: Set(...)", which is
-what Kafka answers for its static configs; an empty set succeeds (nothing to change). Another
-node id, or a name that is not a number, is INVALID_REQUEST. Other resource types are
-INVALID_REQUEST ("Unknown resource type N"). Success answers a null message.
+BROKER resources: this node's id or "" (cluster default). The log defaults are dynamic
+(``broker/dynamic_configs.py``): the configs sent become that level's values (an empty set clears
+it); a read-only key is INVALID_REQUEST "Cannot update these configs dynamically: Set(...)", as
+Kafka answers for its static configs, a bad value INVALID_CONFIG. Another node id, or a name that
+is not a number, is INVALID_REQUEST. Other resource types are INVALID_REQUEST ("Unknown resource
+type N"). Success answers a null message.
 
-Not implemented: authorization, alter-config policies, dynamic broker configs, CLIENT_METRICS.
+Not implemented: authorization, alter-config policies, CLIENT_METRICS.
 """
 
 from __future__ import annotations
@@ -67,7 +68,8 @@ def _alter(ctx: RequestContext, resource: AlterConfigsResource, validate_only: b
     check_config_access(ctx, resource.resource_type, resource.resource_name, Operation.ALTER_CONFIGS)
     if resource.resource_type == BROKER:
         check_broker_resource(ctx, resource.resource_name)
-        refuse_broker_changes([config.name for config in resource.configs])
+        configs = {config.name: config.value or "" for config in resource.configs}
+        save_broker_configs(ctx, resource.resource_name, configs, validate_only)
     elif resource.resource_type == TOPIC:
         configs = {config.name: config.value or "" for config in resource.configs}
         save_topic_configs(ctx, resource.resource_name, configs, validate_only)
@@ -102,12 +104,10 @@ def check_broker_resource(ctx: RequestContext, name: str) -> None:
         )
 
 
-def refuse_broker_changes(names: list[str]) -> None:
-    """We have no dynamic broker configs: Kafka's answer for a static one, for every key."""
-    if names:
-        raise KafkaError(
-            Errors.INVALID_REQUEST, "Cannot update these configs dynamically: Set(" + ", ".join(names) + ")"
-        )
+def save_broker_configs(ctx: RequestContext, name: str, configs: dict[str, str], validate_only: bool) -> None:
+    ctx.broker.set_broker_configs(name, configs, validate_only=validate_only)
+    if not validate_only:
+        log.info("broker configs of %s now %s (client %s)", name or "the cluster default", configs, ctx.client_id)
 
 
 def check_topic_resource(name: str) -> None:

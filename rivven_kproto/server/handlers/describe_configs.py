@@ -7,10 +7,11 @@ override, STATIC_BROKER_CONFIG where the broker's configuration sets the synonym
 static broker setting, default); v3+ answers the config type, documentation is null. An illegal
 name is INVALID_TOPIC_EXCEPTION, an unknown topic UNKNOWN_TOPIC_OR_PARTITION.
 
-BROKER (4): named by this node's id, the broker settings we honour, all read-only (no dynamic
-broker configs), sourced STATIC_BROKER_CONFIG or DEFAULT_CONFIG. The empty name asks Kafka for
-the cluster-wide dynamic defaults, of which we have none: an empty list. Another id, or a name
-that is not a number, is INVALID_REQUEST with Kafka's message.
+BROKER (4): named by this node's id, the broker settings we honour; the log defaults are dynamic
+(sourced DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG or
+DEFAULT_CONFIG, the first of the chain), the rest read-only. The empty name answers the
+cluster-wide dynamic defaults that are set. Another id, or a name that is not a number, is
+INVALID_REQUEST with Kafka's message.
 
 A resource type Kafka does not know fails the whole request with INVALID_REQUEST (Kafka's
 behaviour); BROKER_LOGGER (8) and CLIENT_METRICS (16) are INVALID_REQUEST per resource.
@@ -95,7 +96,7 @@ def _describe(ctx: RequestContext, resource: DescribeConfigsResource) -> list[Co
         return ctx.broker.describe_topic_configs(name)
     if resource.resource_type == BROKER:
         if not name:
-            return []  # cluster-wide dynamic defaults: we have none
+            return ctx.broker.describe_cluster_default_configs()
         node_id = broker_id(name, "Broker id")
         if node_id != ctx.config.node_id:
             raise KafkaError(

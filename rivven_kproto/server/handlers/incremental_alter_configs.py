@@ -10,12 +10,12 @@ otherwise match AlterConfigs: duplicate resource or key and a null value for any
 are INVALID_REQUEST, an unknown operation INVALID_REQUEST, bad configs INVALID_CONFIG, an unknown
 topic UNKNOWN_TOPIC_OR_PARTITION. ``validate_only`` checks without saving.
 
-BROKER resources: deletes succeed (there is nothing to delete), any other operation is
-INVALID_REQUEST "Cannot update these configs dynamically: Set(...)": we have no dynamic broker
-configs. BROKER_LOGGER and other resource types are INVALID_REQUEST.
+BROKER resources: the same operations on the dynamic broker configs of the cluster default ("")
+or this node (``broker/dynamic_configs.py``); a read-only key is INVALID_REQUEST "Cannot update
+these configs dynamically: Set(...)". BROKER_LOGGER and other resource types are INVALID_REQUEST.
 
-Not implemented: authorization, alter-config policies, dynamic broker configs, BROKER_LOGGER
-(log4j levels) and CLIENT_METRICS resources.
+Not implemented: authorization, alter-config policies, BROKER_LOGGER (log4j levels) and
+CLIENT_METRICS resources.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from .alter_configs import (
     check_config_names,
     check_nulls,
     duplicate_resources,
-    refuse_broker_changes,
+    save_broker_configs,
     save_topic_configs,
 )
 from .describe_configs import BROKER, TOPIC
@@ -88,7 +88,8 @@ def _alter(ctx: RequestContext, resource: AlterConfigsResource, validate_only: b
     check_config_access(ctx, resource.resource_type, resource.resource_name, Operation.ALTER_CONFIGS)
     if resource.resource_type == BROKER:
         check_broker_resource(ctx, resource.resource_name)
-        refuse_broker_changes([c.name for c in resource.configs if c.config_operation != OpType.DELETE])
+        current = ctx.broker.dynamic.level(resource.resource_name)
+        save_broker_configs(ctx, resource.resource_name, apply_operations(current, resource.configs), validate_only)
     elif resource.resource_type == TOPIC:
         topic = ctx.broker.topics.get(resource.resource_name)
         current = dict(topic.meta.configs) if topic is not None else {}

@@ -1,0 +1,80 @@
+"""Dynamic broker configs: the log defaults an operator changes at run time, as Kafka's are.
+
+``kafka-configs --alter --entity-type brokers --entity-default`` (the cluster default, resource
+name "") or ``--entity-name <node id>`` (this broker) set Kafka's broker names of the topic
+defaults (``log.retention.ms``, ``message.max.bytes``, ...). Precedence, as Kafka's: this node's
+value, then the cluster default, then the static configuration, then Kafka's default; a topic's own
+override still wins over all of them. The values are kept in the metadata store (a document, so
+either engine), applied to every topic without an override at once, and reloaded at start.
+Everything else a broker has is read-only: changing it is INVALID_REQUEST naming the keys.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rivven_kproto.codec.errors import Errors, KafkaError
+
+from .durable.work import BlockingWork, Document
+from .log.config import LogConfig
+from .topics import TOPIC_CONFIGS, CorruptMetadata, validate_topic_config_values
+
+FILE_NAME = "broker_configs.json"
+CLUSTER_DEFAULT = ""  # the resource name of the cluster-wide default
+
+# The topic defaults the log honours, by their broker names (log.retention.ms -> retention.ms).
+TOPIC_KEY_OF: dict[str, str] = {
+    spec.broker_name: name
+    for name, spec in TOPIC_CONFIGS.items()
+    if spec.broker_name is not None and name in LogConfig.topic_keys()
+}
+
+
+class DynamicBrokerConfigs:
+    """The persisted dynamic values: the cluster default and per node id, by broker key."""
+
+    def __init__(self, document: Path | Document, work: BlockingWork | None = None) -> None:
+        self.document = document if isinstance(document, Document) else Document(document)
+        self.work = work
+        self.levels: dict[str, dict[str, str]] = {}
+        raw = self.document.read()
+        if raw is not None:
+            try:
+                loaded = json.loads(raw)
+                self.levels = {str(level): {str(k): str(v) for k, v in values.items()} for level, values in loaded.items()}
+            except (ValueError, AttributeError, TypeError) as exc:
+                raise CorruptMetadata(f"{self.document.path} is corrupt ({type(exc).__name__}: {exc})") from None
+
+    def level(self, name: str) -> dict[str, str]:
+        """The values set for ``name`` ("" for the cluster default, else a node id)."""
+        return dict(self.levels.get(name, {}))
+
+    def effective(self, node_id: int) -> dict[str, str]:
+        """Topic keys and values in force on ``node_id``: its own over the cluster default."""
+        merged = {**self.levels.get(CLUSTER_DEFAULT, {}), **self.levels.get(str(node_id), {})}
+        return {TOPIC_KEY_OF[key]: value for key, value in merged.items() if key in TOPIC_KEY_OF}
+
+    def replace(self, name: str, values: dict[str, str], base: LogConfig) -> None:
+        """Set ``name``'s values to exactly ``values`` (AlterConfigs), after Kafka's checks:
+        read-only keys INVALID_REQUEST, bad values INVALID_CONFIG; then save."""
+        self.check(values, base)
+        if values:
+            self.levels[name] = dict(values)
+        else:
+            self.levels.pop(name, None)
+        self.document.save(self.work, json.dumps(self.levels, indent=1, sort_keys=True).encode())
+
+    @staticmethod
+    def check(values: dict[str, str], base: LogConfig) -> None:
+        read_only = [key for key in values if key not in TOPIC_KEY_OF]
+        if read_only:
+            raise KafkaError(
+                Errors.INVALID_REQUEST, "Cannot update these configs dynamically: Set(" + ", ".join(read_only) + ")"
+            )
+        for key, value in values.items():
+            try:
+                validate_topic_config_values({TOPIC_KEY_OF[key]: value})
+                LogConfig.from_topic_config({TOPIC_KEY_OF[key]: value}, base)
+            except KafkaError as exc:
+                raise KafkaError(exc.error, (exc.message or "").replace(TOPIC_KEY_OF[key], key)) from None

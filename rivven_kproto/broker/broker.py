@@ -473,4 +473,5 @@ def _broker_settings(config: BrokerConfig) -> dict[str, tuple[ConfigType, str | 
         "message.max.bytes": (ConfigType.INT, str(log_config.max_message_bytes)),
         "log.index.interval.bytes": (ConfigType.INT, str(log_config.index_interval_bytes)),
         "log.message.timestamp.type": (ConfigType.STRING, log_config.message_timestamp_type),
+        "log.cleanup.policy": (ConfigType.LIST, "compact" if log_config.compact else "delete"),
     }

@@ -50,7 +50,9 @@ def open_client(name: str, config: dict[str, Any]) -> TxnClient:
 
 
 @dataclass
-class ConfluentClient:
+class _Settings:
+    """What both clients are opened with, and what they collect from deliveries."""
+
     bootstrap: str
     transactional_id: str
     transaction_timeout_ms: int
@@ -58,6 +60,9 @@ class ConfluentClient:
     acks: dict[str, tuple[str, int, int]] = field(default_factory=dict)
     delivery_errors: list[ClientFailure] = field(default_factory=list)
 
+
+@dataclass
+class ConfluentClient(_Settings):
     def __post_init__(self) -> None:
         from confluent_kafka import Producer
 
@@ -112,16 +117,9 @@ class ConfluentClient:
 
 
 @dataclass
-class KafkaPythonClient:
+class KafkaPythonClient(_Settings):
     """kafka-python's transactional producer; its errors are classified by the state its
     transaction manager is left in (fatal or abortable), as its own API does."""
-
-    bootstrap: str
-    transactional_id: str
-    transaction_timeout_ms: int
-    linger_ms: int
-    acks: dict[str, tuple[str, int, int]] = field(default_factory=dict)
-    delivery_errors: list[ClientFailure] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         from kafka import KafkaProducer

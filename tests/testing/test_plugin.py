@@ -87,6 +87,30 @@ def test_a_users_tests_run_against_the_embedded_broker(pytester: pytest.Pytester
     assert (pytester.path / "bootstrap.txt").read_text().startswith("127.0.0.1:")
 
 
+def test_with_pytest_xdist_each_worker_has_its_own_broker(pytester: pytest.Pytester) -> None:
+    """Eight tests on two workers (xdist hands each worker tests from the start): every worker's
+    tests share one broker, and the two workers' brokers differ."""
+    pytest.importorskip("xdist")
+    pytester.makepyfile(test_workers="""
+import os
+import pytest
+
+@pytest.mark.parametrize("n", range(8))
+def test_records_its_broker(n, kafka_bootstrap, kafka_topic):
+    with open("seen.txt", "a") as out:
+        out.write(os.environ["PYTEST_XDIST_WORKER"] + " " + kafka_bootstrap + "\\n")
+""")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q", "-n", "2")
+    result.assert_outcomes(passed=8)
+    seen: dict[str, set[str]] = {}
+    for line in (pytester.path / "seen.txt").read_text().splitlines():
+        worker, bootstrap = line.split()
+        seen.setdefault(worker, set()).add(bootstrap)
+    assert sorted(seen) == ["gw0", "gw1"]
+    assert all(len(bootstraps) == 1 for bootstraps in seen.values())
+    assert seen["gw0"] != seen["gw1"]
+
+
 def test_kafka_bootstrap_option_points_the_fixtures_elsewhere(pytester: pytest.Pytester) -> None:
     with broker() as external:
         pytester.makepyfile(

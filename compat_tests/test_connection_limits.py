@@ -204,3 +204,30 @@ def test_running_out_of_descriptors_is_survived(tmp_path: Path, fsync: str) -> N
         text = broker.log_text()
         assert "Traceback" not in text
         assert len([line for line in text.splitlines() if "cannot accept" in line]) <= 20
+
+
+def test_partitions_that_would_exhaust_descriptors_are_refused(tmp_path: Path) -> None:
+    """A CreateTopics or CreatePartitions whose partitions' files would not fit under the open-files
+    limit is refused with INVALID_PARTITIONS (what would fit, and how to raise the limit), instead
+    of taking every descriptor: the broker goes on serving, and no partition is left behind."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient, NewPartitions
+
+    with running(tmp_path, "", open_files_limit=1024) as broker:
+        with pytest.raises(KafkaException) as info:
+            create_topics(broker.bootstrap, {"huge": 1000})
+        error = info.value.args[0]
+        assert error.code() == Errors.INVALID_PARTITIONS and "open-files limit of 1024" in error.str()
+        create_topics(broker.bootstrap, {"modest": 20})
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        with pytest.raises(KafkaException) as info:
+            admin.create_partitions([NewPartitions("modest", 2000)])["modest"].result(ANSWER_TIMEOUT_S)
+        assert info.value.args[0].code() == Errors.INVALID_PARTITIONS
+        raw = Raw(broker.bootstrap)
+        try:
+            assert raw.produce("modest", 19, [b"still", b"served"])[0] == Errors.NONE
+        finally:
+            raw.close()
+        names = {d.name.rsplit("-", 1)[0] for d in (tmp_path / "data").iterdir() if d.is_dir() and d.name != "meta"}
+        assert names == {"modest"}
+        assert len(list((tmp_path / "data").glob("modest-*"))) == 20

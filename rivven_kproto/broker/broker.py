@@ -24,6 +24,7 @@ from rivven_kproto.codec.errors import Errors, KafkaError
 
 from .config import BrokerConfig
 from .datadir_lock import DataDirLock
+from .descriptors import check_room_for_partitions
 from .durable.work import BlockingWork, run_all
 from .dynamic_configs import CLUSTER_DEFAULT, TOPIC_KEY_OF, DynamicBrokerConfigs
 from .dynamic_configs import FILE_NAME as DYNAMIC_CONFIGS_FILE
@@ -144,6 +145,26 @@ class Broker:
     ) -> PartitionLogBase:
         return self.storage.open_partition(meta.topic_id, meta.name, index, log_config, now_ms, self.work, new=new)
 
+    def _open_new_partitions(self, topic: Topic, count: int, now_ms: int) -> None:
+        """Open partitions up to ``count``, all or none: when one fails (the disk, the open-files
+        limit), those just opened are deleted again and the request gets the error."""
+        first = len(topic.partitions)
+        try:
+            for index in range(first, count):
+                topic.partitions.append(self._open_partition(topic.meta, index, topic.log_config, now_ms))
+        except OSError as exc:
+            opened = topic.partitions[first:]
+            del topic.partitions[first:]
+            for partition in opened:
+                partition.delete()
+            try:
+                self.storage.discard_partition(topic.meta.topic_id, topic.name, first + len(opened))
+            except OSError:
+                log.exception("could not discard the partition of %s that failed to open", topic.name)
+            log.error("creating partitions %d-%d of %s failed: %s", first, count - 1, topic.name, exc)
+            raise KafkaError(Errors.UNKNOWN_SERVER_ERROR,
+                             f"Creating partitions of {topic.name} failed ({exc.strerror or exc}); none were created.") from None
+
     def _log_config(self, overrides: dict[str, str]) -> LogConfig:
         return LogConfig.from_topic_config(overrides, self.log_defaults)
 
@@ -241,12 +262,12 @@ class Broker:
             raise KafkaError(
                 Errors.INVALID_PARTITIONS, f"Number of partitions {partitions} exceeds the limit of {MAX_PARTITIONS}."
             )
+        check_room_for_partitions(partitions, self.storage.descriptors_per_partition)
         if validate_only:
             return None
         meta = TopicMeta(name, uuid.uuid4(), partitions, dict(configs))
         topic = Topic(meta, log_config)
-        for index in range(partitions):
-            topic.partitions.append(self._open_partition(meta, index, log_config, now_ms))
+        self._open_new_partitions(topic, partitions, now_ms)
         self.topics[name] = topic
         self.store.topics[name] = meta
         self.store.save()
@@ -278,10 +299,10 @@ class Broker:
             raise KafkaError(
                 Errors.INVALID_PARTITIONS, f"Number of partitions {count} exceeds the limit of {MAX_PARTITIONS}."
             )
+        check_room_for_partitions(count - current, self.storage.descriptors_per_partition)
         if validate_only:
             return
-        for index in range(current, count):
-            topic.partitions.append(self._open_partition(topic.meta, index, topic.log_config, now_ms))
+        self._open_new_partitions(topic, count, now_ms)
         topic.meta.partitions = count
         self.store.save()
 

@@ -373,3 +373,27 @@ def test_set_topic_configs_replaces_and_persists(tmp_path: Path) -> None:
         assert reopened.topic("t").meta.configs == {"segment.bytes": "1048576"}
     finally:
         reopened.close()
+
+
+def test_a_topic_whose_partitions_fail_to_open_is_not_created(tmp_path: Path) -> None:
+    """All or none: the open-files limit (or the disk) failing the 4th partition leaves no topic,
+    no partition directories and no open files behind, and the request gets the error."""
+    broker = Broker(BrokerConfig(data_dir=tmp_path), 1000)
+    real_open = broker.storage.open_partition
+    opened: list[object] = []
+
+    def open_partition(*args: object, **kwargs: object) -> object:
+        if len(opened) == 3:
+            raise OSError(24, "Too many open files")
+        opened.append(real_open(*args, **kwargs))  # type: ignore[arg-type]
+        return opened[-1]
+
+    broker.storage.open_partition = open_partition  # type: ignore[method-assign]
+    error = error_of(broker.create_topic, "many", 8, 1, {}, 1000)
+    assert error.error == Errors.UNKNOWN_SERVER_ERROR and "none were created" in (error.message or "")
+    assert "many" not in broker.topics and "many" not in broker.store.topics
+    assert all(p.closed for p in opened)  # type: ignore[attr-defined]
+    assert not [d for d in tmp_path.iterdir() if d.name.startswith("many-") and not d.name.endswith("-deleted")]
+    broker.storage.open_partition = real_open  # type: ignore[method-assign]
+    assert broker.create_topic("many", 8, 1, {}, 1000) is not None  # the name is free again
+    broker.close()

@@ -40,6 +40,7 @@ class Storage(Protocol):
     kind: str
     acknowledge_after_commit: bool  # every acknowledged write waits for its round's commit
     heartbeat_interval_s: float | None  # how often ``heartbeat`` runs (None: never)
+    descriptors_per_partition: int  # open files an idle partition holds
 
     def document(self, name: str) -> Document: ...
 
@@ -52,6 +53,10 @@ class Storage(Protocol):
     def open_partition(
         self, topic_id: Any, topic: str, index: int, config: LogConfig, now_ms: int, work: BlockingWork, *, new: bool
     ) -> PartitionLogBase: ...
+
+    def discard_partition(self, topic_id: Any, topic: str, index: int) -> None:
+        """Remove what a partition that failed to open (a topic being created) left behind."""
+        ...
 
     def sync(self, pending: list[Any]) -> None:
         """Worker thread: make what a round captured durable (fsyncs, or one database commit)."""

@@ -13,7 +13,7 @@ from ..durable.flush import sync_all
 from ..durable.log import DurableLog
 from ..durable.work import BlockingWork, Document
 from ..log.config import LogConfig
-from ..log.directory import remove_deleted
+from ..log.directory import DELETED_SUFFIX, remove_deleted
 from ..log.partition_log import PartitionLog
 from ..producer_ids import FileBlocks
 
@@ -21,6 +21,7 @@ from ..producer_ids import FileBlocks
 class NativeStorage:
     kind = "native"
     acknowledge_after_commit = False  # the fsync policy decides
+    descriptors_per_partition = 3  # the active segment's log, offset index and time index stay open
     heartbeat_interval_s: float | None = None  # one process owns the directory: nobody to tell
 
     def __init__(self, data_dir: Path) -> None:
@@ -50,6 +51,13 @@ class NativeStorage:
         self, topic_id: Any, topic: str, index: int, config: LogConfig, now_ms: int, work: BlockingWork, *, new: bool
     ) -> PartitionLog:
         return PartitionLog.open(self.data_dir / f"{topic}-{index}", config, now_ms, work)
+
+    def discard_partition(self, topic_id: Any, topic: str, index: int) -> None:
+        """What a partition that failed to open left behind goes, as a deleted one's does."""
+        directory = self.data_dir / f"{topic}-{index}"
+        if directory.exists():
+            # Renamed now; the files go when the broker next starts (remove_deleted), off this path.
+            directory.rename(directory.with_name(f"{directory.name}.{uuid.uuid4().hex}{DELETED_SUFFIX}"))
 
     def sync(self, pending: list[Any]) -> None:
         sync_all(pending)

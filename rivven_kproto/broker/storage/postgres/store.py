@@ -100,6 +100,7 @@ class PostgresStorage:
     kind = "postgresql"
     acknowledge_after_commit = True
     heartbeat_interval_s: float | None = HEARTBEAT_S
+    descriptors_per_partition = 0  # rows, not files
 
     def __init__(
         self, url: str, *, pool_size: int = POOL_SIZE, standby: bool = False, node: tuple[int, str, int] | None = None
@@ -223,6 +224,9 @@ class PostgresStorage:
         new: bool,
     ) -> PgPartitionLog:
         return PgPartitionLog.open(self, topic_id, topic, index, config, now_ms, work, new=new)
+
+    def discard_partition(self, topic_id: uuid.UUID, topic: str, index: int) -> None:
+        """A new partition keeps nothing outside memory until its first commit."""
 
     def sync(self, pending: list[Any]) -> None:
         self.commit(pending)

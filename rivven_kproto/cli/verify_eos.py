@@ -62,7 +62,7 @@ def verify_eos(
     commit); read_committed consumers (assign and subscribe) poll throughout; a
     consume-transform-produce stage (send_offsets_to_transaction) is killed and restarted; with --broker-cmd the
     broker is SIGKILLed and paused, with --proxy connections are cut. Then every record is read
-    back and checked: lost writes, aborted reads, torn transactions, duplicates, wrong acks, order,
+    back and checked: lost writes, aborted reads, early reads, torn transactions, duplicates, wrong acks, order,
     non-monotonic reads, zombie writes, transform outputs, unexpected client errors. Exit 1 when any check fails.
 
     \b

@@ -18,6 +18,7 @@ EXAMPLES = 5
 CHECKS = (
     ("lost_write", "a record of a committed transaction is missing from the read_committed log"),
     ("aborted_read", "a read_committed consumer saw a record of an aborted transaction"),
+    ("early_read", "a read_committed consumer saw a record before its transaction's commit began (past the LSO)"),
     ("torn_transaction", "only part of a transaction is visible to read_committed"),
     ("duplicate", "a record is in the log at more than one offset"),
     ("wrong_ack", "the offset a producer was acknowledged holds a different record"),
@@ -66,6 +67,11 @@ def check(history: History) -> dict[str, Finding]:
         if writer is not None and writer.outcome in (ABORTED, ZOMBIE):
             findings["aborted_read"].add(
                 f"{read.consumer} read {read.value} at {read.topic}-{read.partition}@{read.offset} ({writer.outcome})"
+            )
+        elif writer is not None and 0 < read.at < writer.committing_at:
+            findings["early_read"].add(
+                f"{read.consumer} read {read.value} at {read.topic}-{read.partition}@{read.offset} "
+                f"{writer.committing_at - read.at:.3f} s before its commit began"
             )
 
     for reads in (history.final_committed, history.final_uncommitted):

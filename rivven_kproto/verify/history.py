@@ -34,6 +34,7 @@ class Transaction:
     values: list[tuple[str, int, str]] = field(default_factory=list)  # (topic, partition, value) in send order
     outcome: str = UNKNOWN
     zombie_commit_ok: bool = False  # a fenced instance's commit returned OK: an anomaly by itself
+    committing_at: float = 0.0  # time.monotonic() just before commit was called (0: not known)
 
 
 @dataclass
@@ -45,6 +46,7 @@ class Read:
     partition: int
     offset: int
     value: str
+    at: float = 0.0  # time.monotonic() when the consumer returned it (0: not known, a final read)
 
 
 @dataclass
@@ -86,6 +88,7 @@ class History:
             k: Transaction(
                 key=t["key"], producer=t["producer"], generation=t["generation"],
                 values=[tuple(v) for v in t["values"]], outcome=t["outcome"], zombie_commit_ok=t["zombie_commit_ok"],
+                committing_at=t.get("committing_at", 0.0),
             )
             for k, t in doc["transactions"].items()
         }

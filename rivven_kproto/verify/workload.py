@@ -100,7 +100,7 @@ class _Poller(threading.Thread):
                 for msg in consumer.consume(500, 0.2):
                     if msg.error() is not None:
                         continue  # broker gone for a moment: librdkafka reports and recovers
-                    read = _read(f"{self.mode}#{self.session}", msg)
+                    read = _read(f"{self.mode}#{self.session}", msg, time.monotonic())
                     with self.lock:
                         self.history.polls.append(read)
         except BaseException as exc:  # noqa: BLE001 - reported by the workload
@@ -222,6 +222,7 @@ def run(plan: Plan, means: Means, progress: Callable[[str], None] | None = None)
             instance(index)
             continue
         commit = rng.random() >= plan.p_abort
+        txn.committing_at = time.monotonic()
         try:
             call = client.commit if commit else client.abort
             retrying(current, "commit" if commit else "abort", partial(call, CALL_TIMEOUT_S))
@@ -334,8 +335,8 @@ def _zombie_attempt(zombie: _Instance, abandoned: Transaction, targets: list[tup
         client.close()
 
 
-def _read(consumer: str, msg: Any) -> Read:
-    return Read(consumer, msg.topic(), msg.partition(), msg.offset(), msg.value().decode())
+def _read(consumer: str, msg: Any, at: float = 0.0) -> Read:
+    return Read(consumer, msg.topic(), msg.partition(), msg.offset(), msg.value().decode(), at)
 
 
 def read_all(bootstrap: str, topics: dict[str, int], *, committed: bool) -> list[Read]:

@@ -123,3 +123,21 @@ def test_transform_stage_outputs_exactly_once() -> None:
     h.transform_output = [r for r in h.transform_output if r.value != "T:" + committed[1]]  # lost
     h.transform_output.append(Read("o", "out", 0, 100, "T:" + value_of(0, 1, 1, 0)))  # from an aborted input
     assert counts(h) == {"transform": 3}
+
+
+def test_early_read_a_record_seen_before_its_commit_began() -> None:
+    h = clean()
+    h.transactions["0/1/2"].committing_at = 10.0
+    first, second = [r for r in h.polls if r.value.startswith("0/1/2/")]
+    first.at, second.at = 10.5, 11.0  # after the commit began: what read_committed allows
+    assert counts(h) == {}
+    first.at = 9.5  # fetched before EndTxn was even sent: past the last stable offset
+    assert counts(h) == {"early_read": 1}
+    assert "0.500 s before its commit began" in check(h)["early_read"].examples[0]
+
+
+def test_a_history_without_times_skips_the_early_read_check(tmp_path: Path) -> None:
+    h = clean()
+    h.save(tmp_path / "h.json")
+    loaded = History.load(tmp_path / "h.json")
+    assert all(r.at == 0.0 for r in loaded.polls) and counts(loaded) == {}

@@ -8,6 +8,7 @@ not depend on which client ran.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -148,12 +149,30 @@ class KafkaPythonClient(_Settings):
         )
 
     def _call(self, method: str, timeout_s: float | None = None) -> None:
+        """kafka-python's transactional calls take no timeout: each runs on a thread of its own,
+        and one that has not returned in ``timeout_s`` (twice the workload's call timeout) is a
+        fatal TIMED_OUT failure, reported rather than waited for forever."""
         from kafka.errors import KafkaError
 
-        try:
-            getattr(self.producer, method)()
-        except (KafkaError, AssertionError) as exc:  # a state error is an AssertionError in some versions
-            raise self._failure(exc) from exc
+        outcome: list[BaseException | None] = []
+
+        def call() -> None:
+            try:
+                getattr(self.producer, method)()
+                outcome.append(None)
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+                outcome.append(exc)
+
+        worker = threading.Thread(target=call, name=f"kafka-python-{method}", daemon=True)
+        worker.start()
+        worker.join(None if timeout_s is None else 2 * timeout_s)
+        if not outcome:
+            raise ClientFailure(f"TIMED_OUT ({method} did not return in {2 * (timeout_s or 0):.0f} s)", fatal=True)
+        error = outcome[0]
+        if isinstance(error, (KafkaError, AssertionError)):  # a state error is an AssertionError in some versions
+            raise self._failure(error) from error
+        if error is not None:
+            raise error
 
     def init(self, timeout_s: float) -> None:
         self._call("init_transactions", timeout_s)

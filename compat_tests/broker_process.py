@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 READY = re.compile(r"listening on [\d.]+:(\d+) advertised as")
+OTHER_LISTENER = re.compile(r"listener \w+ \(\w+\) listening on")
 START_TIMEOUT_S = 30.0
 
 
@@ -64,7 +65,8 @@ class BrokerProcess:
         while time.monotonic() < deadline:
             text = self.log_path.read_bytes()[offset:].decode(errors="replace")
             match = READY.search(text)
-            if match:
+            # The broker logs its other listeners just after the ready line: wait for them too.
+            if match and len(OTHER_LISTENER.findall(text)) >= self._other_listeners():
                 self.port = int(match.group(1))
                 return self
             if self.process.poll() is not None:
@@ -72,6 +74,16 @@ class BrokerProcess:
             time.sleep(0.05)
         self.kill()
         raise RuntimeError(f"broker did not start within {START_TIMEOUT_S}s:\n{self.log_text()}")
+
+    def _other_listeners(self) -> int:
+        """How many listeners besides the first the ``--config`` file declares."""
+        if "--config" not in self.extra_args:
+            return 0
+        config = Path(self.extra_args[self.extra_args.index("--config") + 1])
+        for line in config.read_text().splitlines():
+            if line.strip().startswith("listeners="):
+                return max(0, len([item for item in line.split("=", 1)[1].split(",") if item.strip()]) - 1)
+        return 0
 
     def _limit_files(self) -> None:
         if self.open_files_limit is not None:

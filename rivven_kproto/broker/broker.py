@@ -329,16 +329,18 @@ class Broker:
         static_values = log_config_strings(self.config.log)
         static = {key: value for key, value in static_values.items() if _KAFKA_LOG_DEFAULTS.get(key) != value}
         effective = log_config_strings(self.log_defaults)
+        dynamic = {TOPIC_KEY_OF[key]: chain for key, chain in self._dynamic_synonyms().items()}
         return describe_topic_configs(overrides, {**TOPIC_CONFIG_DEFAULTS, **effective}, static, canonical=canonical,
-                                      dynamic=self._dynamic_synonyms())
+                                      dynamic=dynamic)
 
     def _dynamic_synonyms(self) -> dict[str, list[ConfigSynonym]]:
-        """Per topic key, its dynamic broker synonyms in precedence order (this node, then default)."""
+        """Per broker key, its dynamic synonyms in precedence order (this node, then the default):
+        the head of the chain both a broker's and a topic's description report."""
         chain: dict[str, list[ConfigSynonym]] = {}
         for level, source in ((str(self.config.node_id), ConfigSource.DYNAMIC_BROKER_CONFIG),
                               (CLUSTER_DEFAULT, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)):
             for key, value in self.dynamic.level(level).items():
-                chain.setdefault(TOPIC_KEY_OF[key], []).append(ConfigSynonym(key, value, source))
+                chain.setdefault(key, []).append(ConfigSynonym(key, value, source))
         return chain
 
     def describe_broker_configs(self) -> list[ConfigEntry]:
@@ -350,16 +352,12 @@ class Broker:
         """
         current = _broker_settings(self.config)
         default = _broker_settings(BrokerConfig())
-        mine, cluster = self.dynamic.level(str(self.config.node_id)), self.dynamic.level(CLUSTER_DEFAULT)
+        dynamic = self._dynamic_synonyms()
         entries = []
         for name in sorted(current):
             config_type, value = current[name]
             default_value = default[name][1]
-            synonyms = []
-            if name in mine:
-                synonyms.append(ConfigSynonym(name, mine[name], ConfigSource.DYNAMIC_BROKER_CONFIG))
-            if name in cluster:
-                synonyms.append(ConfigSynonym(name, cluster[name], ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG))
+            synonyms = list(dynamic.get(name, ()))
             if value != default_value:
                 synonyms.append(ConfigSynonym(name, value, ConfigSource.STATIC_BROKER_CONFIG))
             if default_value is not None:

@@ -170,7 +170,8 @@ def run(plan: Plan, means: Means, progress: Callable[[str], None] | None = None)
             instances[index] = made
         return instances[index]
 
-    def fault(kind: str) -> bool:
+    def fault(kind: str) -> None:
+        """One fault, when the means for it were given; counted in the history (``broker_faults``)."""
         if kind == "kill" and means.broker is not None:
             means.broker.restart()
             history.faults["broker_kills"] += 1
@@ -180,16 +181,11 @@ def run(plan: Plan, means: Means, progress: Callable[[str], None] | None = None)
         elif kind == "cut" and means.proxy is not None:
             means.proxy.cut()
             history.faults["connection_cuts"] += 1
-        else:
-            return False
-        return True
 
-    def maybe_faults() -> bool:
-        hit = False
+    def maybe_faults() -> None:
         for kind, p in (("kill", plan.p_kill), ("pause", plan.p_pause), ("cut", plan.p_cut)):
             if rng.random() < p:
-                hit = fault(kind) or hit
-        return hit
+                fault(kind)
 
     started = time.monotonic()
     for number in range(plan.transactions):

@@ -16,6 +16,17 @@ anything is written:
   duplicate older than the cache gets);
 * a non-transactional batch while the producer's transaction is open here is INVALID_TXN_STATE.
 
+One rule beyond Kafka's, because Kafka's lets a client bug lose committed data: an ABORT marker
+of the producer's current epoch marks the aborted transaction's cached batches as aborted; an
+aborted batch is never a duplicate, and the batch after an abort may start at any sequence from
+the aborted batches' first to one past their last. librdkafka's abort_transaction drops its
+queued messages and gives their sequence numbers to the next transaction's messages in the same
+epoch, even when a queued message was a retry of a request the broker had written (its answer
+lost to a cut connection or a restart). Kafka then answers the next transaction's new batch as a
+duplicate of the aborted one: acknowledged, never written (the verify-eos soak lost a committed
+record this way). A retry never crosses its transaction's marker (clients complete or drop every
+in-flight batch before EndTxn), so no batch of an aborted transaction is owed a duplicate answer.
+
 Transactions: a transactional batch opens (or extends) its producer's transaction in this
 partition; a COMMIT/ABORT marker closes it. The last stable offset is the first offset of the
 earliest open transaction (or the high watermark), and aborted transactions are kept as
@@ -23,8 +34,8 @@ earliest open transaction (or the high watermark), and aborted transactions are 
 
 Snapshot file (``<20-digit offset>.snapshot`` in the partition directory; the state of every
 batch below that offset): a JSON document ``{"version": 2, "offset": N, "producers": [[pid,
-epoch, last_timestamp, [[first_seq, last_seq, first_offset, last_offset, timestamp], ...],
-txn_first_offset], ...], "aborted": [[pid, first_offset, marker_offset], ...]}``
+epoch, last_timestamp, [[first_seq, last_seq, first_offset, last_offset, timestamp(, true if
+aborted)], ...], txn_first_offset], ...], "aborted": [[pid, first_offset, marker_offset], ...]}``
 followed by the 8-byte big-endian xxh64 of the JSON bytes. Written atomically (temp file, fsync,
 rename); a snapshot whose checksum fails is ignored and the state is rebuilt from the log.
 Version 1 snapshots were written by code that let a marker raise the epoch without emptying the
@@ -40,7 +51,7 @@ import logging
 import struct
 from collections import deque
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import xxhash
@@ -67,6 +78,7 @@ class BatchMeta:
     first_offset: int
     last_offset: int
     timestamp: int
+    aborted: bool = False  # written in a transaction this producer (in this epoch) aborted
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,13 +111,34 @@ class ProducerEntry:
             self.epoch = epoch
 
     def find_duplicate(self, header: BatchHeader) -> BatchMeta | None:
-        """Only a batch of the current epoch can be a duplicate: the cache holds no other."""
+        """Only a batch of the current epoch can be a duplicate (the cache holds no other), and
+        none of an aborted transaction."""
         if header.producer_epoch != self.epoch:
             return None
         for meta in self.batches:
-            if meta.first_seq == header.base_sequence and meta.last_seq == header.last_sequence:
+            if meta.first_seq == header.base_sequence and meta.last_seq == header.last_sequence and not meta.aborted:
                 return meta
         return None
+
+    def follows(self, first_seq: int) -> bool:
+        """May a batch of the current epoch start at ``first_seq``? After an abort, anywhere
+        from the aborted batches' first sequence on (the client may reuse theirs)."""
+        if self.batches and self.batches[-1].aborted:
+            lowest = self.batches[-1].first_seq
+            for meta in reversed(self.batches):
+                if not meta.aborted:
+                    break
+                lowest = meta.first_seq
+            if lowest <= first_seq <= self.last_seq:
+                return True
+        return in_sequence(self.last_seq, first_seq)
+
+    def mark_aborted(self, txn_first_offset: int) -> None:
+        """The transaction that started at ``txn_first_offset`` here was aborted."""
+        self.batches = deque(
+            (replace(meta, aborted=True) if meta.first_offset >= txn_first_offset else meta for meta in self.batches),
+            maxlen=CACHED_BATCHES,
+        )
 
 
 def in_sequence(last_seq: int, next_seq: int) -> bool:
@@ -154,7 +187,7 @@ class ProducerStateManager:
                     f"Invalid sequence number for new epoch of producer {pid}: {epoch} (request epoch), "
                     f"{first_seq} (seq. number), {entry.epoch} (current producer epoch)",
                 )
-        elif not in_sequence(entry.last_seq, first_seq):
+        elif not entry.follows(first_seq):
             raise KafkaError(
                 Errors.OUT_OF_ORDER_SEQUENCE_NUMBER,
                 f"Out of order sequence number for producer {pid} at epoch {epoch}: "
@@ -205,6 +238,8 @@ class ProducerStateManager:
         entry.txn_first_offset = None
         if first is None or commit:
             return None
+        if producer_epoch == entry.epoch:
+            entry.mark_aborted(first)
         aborted = AbortedTxn(producer_id, first, marker_offset)
         self.aborted.append(aborted)
         return aborted
@@ -288,8 +323,9 @@ class ProducerStateManager:
         return None
 
 
-def _meta_tuple(meta: BatchMeta) -> tuple[int, int, int, int, int]:
-    return meta.first_seq, meta.last_seq, meta.first_offset, meta.last_offset, meta.timestamp
+def _meta_tuple(meta: BatchMeta) -> tuple[int | bool, ...]:
+    fields = meta.first_seq, meta.last_seq, meta.first_offset, meta.last_offset, meta.timestamp
+    return (*fields, True) if meta.aborted else fields
 
 
 def _read_snapshot(path: Path) -> tuple[dict[int, ProducerEntry], list[AbortedTxn]] | None:

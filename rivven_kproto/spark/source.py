@@ -1,4 +1,4 @@
-"""The ``kafka_py`` PySpark data source: Spark's Kafka source, batch and streaming, in Python.
+"""The ``kafka_py`` PySpark data source: Spark's Kafka source and sink, batch and streaming, in Python.
 
 ``spark.read.format("kafka_py")`` and ``spark.readStream.format("kafka_py")`` take the options of
 Spark's own Kafka connector (see :mod:`.options`) and produce its schema::
@@ -10,6 +10,8 @@ Planning (topic discovery, offset resolution) runs in the driver; every Spark ta
 offset range of one topic-partition (:mod:`.reader`), so reads are partition-parallel. Streaming
 offsets are Spark's Kafka offsets JSON, ``{"topic": {"0": 42, "1": 17}}``, checkpointed by Spark;
 a restarted query resumes from its checkpoint, replaying exactly the planned ranges.
+
+Writes (``df.write`` / ``df.writeStream``) go to the sink in :mod:`.sink`.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
     DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
     InputPartition,
 )
 from pyspark.sql.types import (
@@ -115,6 +119,20 @@ class KafkaDataSource(DataSource):
         options = parse(self.options, streaming=True)
         _check_schema(schema, options)
         return KafkaStreamReader(options)
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        from . import sink_options
+        from .sink import KafkaBatchWriter
+
+        options = sink_options.parse(self.options)
+        return KafkaBatchWriter(options, sink_options.columns(schema, options))
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        from . import sink_options
+        from .sink import KafkaStreamWriter
+
+        options = sink_options.parse(self.options)
+        return KafkaStreamWriter(options, sink_options.columns(schema, options))
 
 
 class KafkaBatchReader(DataSourceReader):

@@ -5,6 +5,8 @@ next to the repository, or ``$KPROTO_SPEC_DIR``). Exits 1 listing every differen
 version ranges, flexible versions, and per field its name, type, versions, nullable versions, tag,
 tagged versions, ignorable flag, field-level flexible versions and default. Versions are compared
 only inside the range we declare, since we deliberately serve a subset of each API's versions.
+A declaration whose versions the 3.9 schema does not all cover (KIP-848's ConsumerGroupHeartbeat
+v1, ...) is compared with the Kafka 4.x schema of the ``messages-4x`` directory beside it.
 """
 
 from __future__ import annotations
@@ -151,6 +153,18 @@ class Checker:
             self.problem(where, f"default {actual!r} != spec {expected!r}")
 
 
+def spec_path(spec_dir: Path, cls: type[Message]) -> Path | None:
+    """The 3.9 schema when it covers every declared version, else the 4.x one (when present)."""
+    name = f"{cls.kafka_name()}.json"
+    newer = spec_dir.parent / f"{spec_dir.name}-4x" / name
+    path = spec_dir / name
+    if path.exists():
+        valid = Versions.parse(load_spec(path)["validVersions"])
+        if within(cls.VALID_VERSIONS, cls.VALID_VERSIONS) <= within(valid, cls.VALID_VERSIONS) or not newer.exists():
+            return path
+    return newer if newer.exists() else None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--spec-dir", type=Path, default=Path(os.environ.get("KPROTO_SPEC_DIR", DEFAULT_SPEC_DIR)))
@@ -161,9 +175,9 @@ def main(argv: list[str] | None = None) -> int:
     checker = Checker()
     classes: list[type[Message]] = [*ALL_MESSAGES, headers.RequestHeader, headers.ResponseHeader]
     for cls in classes:
-        path = args.spec_dir / f"{cls.kafka_name()}.json"
-        if not path.exists():
-            checker.problem(cls.__name__, f"no spec file {path.name}")
+        path = spec_path(args.spec_dir, cls)
+        if path is None:
+            checker.problem(cls.__name__, f"no spec file {cls.kafka_name()}.json")
             continue
         checker.check_message(cls, load_spec(path))
     for line in checker.problems:

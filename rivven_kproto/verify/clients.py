@@ -17,11 +17,22 @@ CLOSE_TIMEOUT_S = 5.0  # kafka-python: a closing producer's unsent records get t
 
 
 class ClientFailure(Exception):
-    """A client call or a delivery failed, as the workload judges it."""
+    """A client call or a delivery failed, as the workload judges it; ``client_bug`` names a
+    known bug of the client that explains it (the broker is then not to blame)."""
 
-    def __init__(self, name: str, *, fatal: bool = False, retriable: bool = False, abortable: bool = False) -> None:
+    def __init__(
+        self, name: str, *, fatal: bool = False, retriable: bool = False, abortable: bool = False,
+        client_bug: str = "",
+    ) -> None:
         super().__init__(name)
         self.name, self.fatal, self.retriable, self.abortable = name, fatal, retriable, abortable
+        self.client_bug = client_bug
+
+
+# kafka-python 3.0 (Sender._maybe_send_pending_request): when the coordinator's connection fails
+# between the readiness check and the send, the request is neither sent nor queued again, so the
+# call waiting for it never returns. Real Kafka triggers it the same way; see FINDINGS.rst.
+KAFKA_PYTHON_DROPPED_REQUEST = "kafka-python dropped a transactional request whose send failed on a cut connection"
 
 
 class TxnClient(Protocol):
@@ -167,12 +178,23 @@ class KafkaPythonClient(_Settings):
         worker.start()
         worker.join(None if timeout_s is None else 2 * timeout_s)
         if not outcome:
-            raise ClientFailure(f"TIMED_OUT ({method} did not return in {2 * (timeout_s or 0):.0f} s)", fatal=True)
+            raise ClientFailure(f"TIMED_OUT ({method} did not return in {2 * (timeout_s or 0):.0f} s)", fatal=True,
+                                client_bug=KAFKA_PYTHON_DROPPED_REQUEST if self._dropped_a_request() else "")
         error = outcome[0]
         if isinstance(error, (KafkaError, AssertionError)):  # a state error is an AssertionError in some versions
             raise self._failure(error) from error
         if error is not None:
             raise error
+
+    def _dropped_a_request(self) -> bool:
+        """A call is waiting, yet its transaction manager has no request queued or in flight and
+        no error: nothing will ever complete it (the signature of the dropped request)."""
+        manager = getattr(self.producer, "_transaction_manager", None)
+        if manager is None or manager.has_error():
+            return False
+        # Read without its lock: a stuck thread may hold it, and this is a diagnosis, not a decision
+        # that must be exact (the call has been waiting for twice its timeout already).
+        return not manager._pending_requests and not manager.has_in_flight_transactional_request()
 
     def init(self, timeout_s: float) -> None:
         self._call("init_transactions", timeout_s)

@@ -25,6 +25,7 @@ from .transform import TransformStage
 log = logging.getLogger(__name__)
 
 CALL_TIMEOUT_S = 60.0
+INIT_ATTEMPTS = 3  # new instances tried when a client bug loses init_transactions
 TXN_TIMEOUT_MS = 600_000  # the workload ends transactions itself; none may time out by accident
 
 
@@ -159,13 +160,23 @@ def run(plan: Plan, means: Means, progress: Callable[[str], None] | None = None)
                 raise
 
     def instance(index: int) -> _Instance:
-        if index not in instances:
+        for attempt in range(INIT_ATTEMPTS):
+            if index in instances:
+                break
             generations[index] += 1
             made = _Instance(
                 plan.client, means.bootstrap, f"{plan.topic_prefix}-{run_id}-tid-{index}", index, generations[index],
                 rng.choice([5, 5, 60_000]),
             )
-            retrying(made, "init_transactions", partial(made.client.init, CALL_TIMEOUT_S))
+            try:
+                retrying(made, "init_transactions", partial(made.client.init, CALL_TIMEOUT_S))
+            except ClientFailure as error:
+                if not error.client_bug or attempt == INIT_ATTEMPTS - 1:
+                    raise
+                # A known client bug (a request dropped on a cut connection): a new instance.
+                error_entry(made, "init_transactions", error, True, error.client_bug)
+                made.client.close()
+                continue
             made.faults_seen = broker_faults(history)
             instances[index] = made
         return instances[index]
@@ -229,8 +240,11 @@ def run(plan: Plan, means: Means, progress: Callable[[str], None] | None = None)
                 # sent; a fault since its last transaction may have cut the connection it went
                 # out on): EndTxn finds the previous transaction's state (INVALID_TXN_STATE), fatal
                 # to the client; this transaction never existed.
-                lost = broker_faults(history) > current.faults_seen and error.name == "INVALID_TXN_STATE"
-                error_entry(current, "commit" if commit else "abort", error, lost, "after a fault" if lost else "")
+                after_fault = broker_faults(history) > current.faults_seen
+                lost = after_fault and error.name == "INVALID_TXN_STATE"
+                client_bug = after_fault and bool(error.client_bug)
+                detail = "after a fault" if lost else error.client_bug if client_bug else ""
+                error_entry(current, "commit" if commit else "abort", error, lost or client_bug, detail)
                 txn.outcome = ABORTED if lost else UNKNOWN
                 instances.pop(index).client.close()
             elif error.abortable:
@@ -239,7 +253,7 @@ def run(plan: Plan, means: Means, progress: Callable[[str], None] | None = None)
                     retrying(current, "abort", partial(client.abort, CALL_TIMEOUT_S))
                     txn.outcome = ABORTED
                 except ClientFailure as again:
-                    error_entry(current, "abort", again, False)
+                    error_entry(current, "abort", again, bool(again.client_bug), again.client_bug)
                     instances.pop(index).client.close()
             else:
                 error_entry(current, "commit" if commit else "abort", error, False)

@@ -53,13 +53,21 @@ def unused_port() -> int:
 
 def test_cluster_info(broker: BrokerProcess) -> None:
     info = ok(broker.bootstrap, "cluster", "info")
-    assert sorted(info) == ["api_versions", "brokers", "cluster_id", "controller_id"]
+    assert sorted(info) == ["api_versions", "brokers", "cluster_id", "controller_id", "kafka_release", "kafka_releases"]
     assert isinstance(info["cluster_id"], str) and info["cluster_id"]
     assert info["controller_id"] == 0
     assert [(b["node_id"], b["port"]) for b in info["brokers"]] == [(0, broker.port)]
     apis = {a["name"]: a for a in info["api_versions"]}
     assert apis["Metadata"]["negotiated"] == min(apis["Metadata"]["broker_max"], apis["Metadata"]["client_max"])
     assert apis["ApiVersions"]["api_key"] == 18 and apis["Fetch"]["negotiated"] is not None
+    # Which Kafka release the table corresponds to: the best match first, consistent with the table.
+    releases = {r["release"]: r for r in info["kafka_releases"]}
+    assert sorted(releases) == ["3.9", "4.2"] and info["kafka_release"] == info["kafka_releases"][0]["release"]
+    ours = {a["api_key"]: a["broker_max"] for a in info["api_versions"]}
+    for release in releases.values():
+        assert release["same"] and all(key in ours for key in release["same"])
+        assert all(d["broker_max"] == ours.get(d["api_key"]) for d in release["behind"] + release["beyond"])
+        assert all(d["broker_max"] is None or d["broker_max"] < d["release_max"] for d in release["behind"])
 
 
 def test_topic_lifecycle(broker: BrokerProcess, topic_name: str) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from rivven_kproto.client import admin
+from rivven_kproto.client.release_match import ReleaseMatch, match_releases
 
 from .output import emit, run, table
 
@@ -21,13 +22,16 @@ def cluster() -> None:
 
 @cluster.command()
 def info() -> None:
-    """Cluster id, brokers, controller and, per API, the versions both sides speak.
+    """Cluster id, brokers, controller, per API the versions both sides speak, and which Kafka
+    release's protocol the broker's table corresponds to (3.9 or 4.2: per release, the APIs at its
+    newest version, behind it or missing, and beyond it).
 
     \b
     Example:
       kproto --format json cluster info
     """
     result = run(admin.cluster_info)
+    releases = match_releases({a.api_key: a.broker_max for a in result.apis})
     data = {
         "cluster_id": result.cluster_id,
         "controller_id": result.controller_id,
@@ -46,6 +50,8 @@ def info() -> None:
             }
             for a in result.apis
         ],
+        "kafka_release": releases[0].release,
+        "kafka_releases": [_release_json(match) for match in releases],
     }
     emit(
         data,
@@ -66,8 +72,28 @@ def info() -> None:
                     for a in result.apis
                 ],
             ),
+            table(
+                f"Kafka releases (the broker's table corresponds to {releases[0].release})",
+                ["release", "at its newest", "behind or missing", "beyond", "behind (key: ours/its)"],
+                [
+                    [
+                        m.release, len(m.same), len(m.behind), len(m.beyond),
+                        " ".join(f"{k}:{'-' if ours is None else ours}/{its}" for k, (ours, its) in m.behind.items()) or "-",
+                    ]
+                    for m in releases
+                ],
+            ),
         ],
     )
+
+
+def _release_json(match: ReleaseMatch) -> dict[str, object]:
+    return {
+        "release": match.release,
+        "same": match.same,
+        "behind": [{"api_key": k, "broker_max": ours, "release_max": its} for k, (ours, its) in match.behind.items()],
+        "beyond": [{"api_key": k, "broker_max": ours, "release_max": its} for k, (ours, its) in match.beyond.items()],
+    }
 
 
 @cluster.command()

@@ -121,6 +121,7 @@ class Broker:
             self.topics[meta.name] = topic
         self.groups = GroupCoordinator(
             None, config.groups, work=self.work, durable_log=storage.coordinator_log("groups", self.work))
+        self.groups.topic_view = lambda: {name: len(t.partitions) for name, t in self.topics.items()}
         self.groups.load(now_ms)
         self.txn = TransactionCoordinator(
             storage.coordinator_log("txn", self.work),
@@ -272,6 +273,7 @@ class Broker:
         self.store.topics[name] = meta
         self.store.save()
         log.info("created topic %s with %d partitions", name, partitions)
+        self.groups.topics_changed()  # KIP-848 regex subscriptions may now match it
         return topic
 
     def delete_topic(self, name: str) -> None:
@@ -283,6 +285,7 @@ class Broker:
             partition.delete()
             self.unflushed.discard(partition)
         self.groups.delete_topic(name)
+        self.groups.topics_changed()
         log.info("deleted topic %s", name)
 
     def create_partitions(self, name: str, count: int, now_ms: int, *, validate_only: bool = False) -> None:
@@ -305,6 +308,7 @@ class Broker:
         self._open_new_partitions(topic, count, now_ms)
         topic.meta.partitions = count
         self.store.save()
+        self.groups.topics_changed()
 
     def set_topic_configs(self, name: str, configs: dict[str, str], *, validate_only: bool = False) -> None:
         """Replace the topic's overrides (AlterConfigs) — IncrementalAlterConfigs computes the dict."""

@@ -185,6 +185,8 @@ _GROUP_KEYS = {
     "offset.metadata.max.bytes": ("offset_metadata_max_bytes", 1, 0),
     "offsets.retention.minutes": ("offsets_retention_ms", 60_000, 1),
     "offsets.retention.check.interval.ms": ("offsets_retention_check_interval_ms", 1, 1),
+    "group.consumer.session.timeout.ms": ("consumer_session_timeout_ms", 1, 1),
+    "group.consumer.heartbeat.interval.ms": ("consumer_heartbeat_interval_ms", 1, 1),
 }
 
 

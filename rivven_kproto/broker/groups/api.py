@@ -119,3 +119,33 @@ class GroupListing:
     group_id: str
     protocol_type: str
     state: str
+    group_type: str = "classic"
+
+
+@dataclass(frozen=True)
+class ConsumerHeartbeat:
+    """A ConsumerGroupHeartbeat: ``None`` fields did not change since the member's last heartbeat."""
+
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = -1
+    subscribed_topic_names: tuple[str, ...] | None = None
+    subscribed_topic_regex: str | None = None
+    server_assignor: str | None = None
+    owned: dict[str, frozenset[int]] | None = None  # by topic name; None: not sent
+    client_id: str = ""
+    client_host: str = ""
+    version: int = 1
+
+
+@dataclass(frozen=True)
+class ConsumerHeartbeatResult:
+    error: Errors
+    member_id: str = ""
+    member_epoch: int = -1
+    heartbeat_interval_ms: int = 0
+    assignment: dict[str, frozenset[int]] | None = None  # None: unchanged, not sent
+    message: str | None = None

@@ -13,6 +13,9 @@ class GroupConfig:
     offset_metadata_max_bytes: int = 4_096  # offset.metadata.max.bytes (Kafka counts UTF-16 chars)
     offsets_retention_ms: int = 7 * 24 * 3_600_000  # offsets.retention.minutes
     offsets_retention_check_interval_ms: int = 600_000  # offsets.retention.check.interval.ms
+    # KIP-848 consumer groups: the broker, not the client, sets these.
+    consumer_session_timeout_ms: int = 45_000  # group.consumer.session.timeout.ms
+    consumer_heartbeat_interval_ms: int = 5_000  # group.consumer.heartbeat.interval.ms
     # How long a member that joined but never completed a rebalance may stay (Kafka's constant).
     new_member_join_timeout_ms: int = 300_000
     # Rewrite the log as a snapshot once it is this big and twice the last snapshot.

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,8 @@ from ..durable.work import BlockingWork
 from .api import (
     Awaiting,
     CommitPartition,
+    ConsumerHeartbeat,
+    ConsumerHeartbeatResult,
     DescribedMember,
     FetchedOffset,
     GroupDescription,
@@ -43,11 +45,17 @@ from .api import (
     SyncResult,
 )
 from .config import GroupConfig
+from .consumer_group import GROUP_TYPE as CONSUMER_TYPE
+from .consumer_group import PROTOCOL_TYPE as CONSUMER_PROTOCOL_TYPE
+from .consumer_group import ConsumerGroup
+from .consumer_membership import ConsumerMembership, validate_consumer_commit
 from .consumer_protocol import PROTOCOL_TYPE
 from .group import ClassicGroup, GroupState
 from .membership import Membership, Tickets, validate_member
 from .offsets import BY_COMMIT_TIME, OffsetStore
 from .records import (
+    ConsumerGroupRecord,
+    ConsumerGroupTombstone,
     GroupRecord,
     GroupTombstone,
     OffsetRecord,
@@ -91,6 +99,11 @@ class GroupCoordinator:
         self.offsets = OffsetStore()
         self.tickets = Tickets()
         self.membership = Membership(self.groups, self.config, self.tickets, self._store_group, new_id)
+        # KIP-848 groups (see consumer_membership.py); one group id is one kind of group at a time.
+        self.consumer_groups: dict[str, ConsumerGroup] = {}
+        # topic -> partition count; the broker sets it (the assignors need the topics).
+        self.topic_view: Callable[[], Mapping[str, int]] = dict
+        self.consumer = ConsumerMembership(self.config, lambda: self.topic_view())
         self.log: DurableLog | Any = (
             durable_log if durable_log is not None
             else DurableLog(directory, "groups", work) if directory is not None else None
@@ -114,17 +127,26 @@ class GroupCoordinator:
         for group in self.groups.values():
             for member in group.members.values():
                 member.heartbeat_deadline = now_ms + member.session_timeout_ms
+        for consumer_group in self.consumer_groups.values():
+            for member_id in consumer_group.members:
+                consumer_group.deadlines[member_id] = now_ms + self.config.consumer_session_timeout_ms
         log.info("group coordinator loaded %d groups and %d committed offsets from %d records",
                  len(self.groups), sum(1 for _ in self.offsets.records()), count)
 
     def _apply(self, record: Record) -> None:
         if isinstance(record, OffsetRecord | OffsetTombstone | TxnOffsetRecord | TxnEndRecord):
-            if isinstance(record, OffsetRecord | TxnOffsetRecord) and record.group_id not in self.groups:
+            if isinstance(record, OffsetRecord | TxnOffsetRecord) and record.group_id not in self.groups \
+                    and record.group_id not in self.consumer_groups:
                 # A commit to an unknown group creates a "simple" group, live and on replay alike.
                 self.groups[record.group_id] = ClassicGroup(record.group_id, state_timestamp=record.commit_timestamp)
             self.offsets.apply(record)
         elif isinstance(record, GroupRecord):
             self.groups[record.group_id] = ClassicGroup.from_record(record)
+        elif isinstance(record, ConsumerGroupRecord):
+            self.groups.pop(record.group_id, None)  # an empty classic group converts
+            self.consumer_groups[record.group_id] = ConsumerGroup.from_record(record)
+        elif isinstance(record, ConsumerGroupTombstone):
+            self.consumer_groups.pop(record.group_id, None)
         else:
             self.groups.pop(record.group_id, None)
             self.offsets.drop_group(record.group_id)
@@ -184,6 +206,7 @@ class GroupCoordinator:
     def snapshot_records(self) -> list[Record]:
         """The current record of every key: what replay needs to rebuild the durable state."""
         records: list[Record] = [g.persisted for g in self.groups.values() if g.persisted is not None]
+        records.extend(g.persisted for g in self.consumer_groups.values() if g.persisted is not None)
         records.extend(self.offsets.records())
         records.extend(self.offsets.pending_records())  # after the committed ones (see offsets.py)
         return records
@@ -195,6 +218,16 @@ class GroupCoordinator:
     # -- membership (see membership.py) -------------------------------------------------------
 
     def join(self, params: JoinParams, now_ms: int) -> JoinResult | Awaiting:
+        consumer_group = self.consumer_groups.get(params.group_id)
+        if consumer_group is not None:
+            if consumer_group.members:
+                # Kafka without online migration: a classic member cannot join a consumer group.
+                return JoinResult(Errors.INCONSISTENT_GROUP_PROTOCOL, params.member_id)
+            try:  # an empty consumer group converts to a classic one (its offsets stay)
+                self._write([ConsumerGroupTombstone(params.group_id)], replay=True)
+            except KafkaError as exc:
+                return JoinResult(exc.error, params.member_id)
+            log.info("group %s: empty consumer group converted to a classic group", params.group_id)
         return self.membership.join(params, now_ms)
 
     def sync(self, params: SyncParams, now_ms: int) -> SyncResult | Awaiting:
@@ -207,6 +240,47 @@ class GroupCoordinator:
     def leave(self, group_id: str, members: list[LeavingMember],
               now_ms: int) -> tuple[Errors, list[tuple[LeavingMember, Errors]]]:
         return self.membership.leave(group_id, members, now_ms)
+
+    # -- KIP-848 consumer groups (see consumer_membership.py) ----------------------------------
+
+    def consumer_heartbeat(self, params: ConsumerHeartbeat, now_ms: int) -> ConsumerHeartbeatResult:
+        """ConsumerGroupHeartbeat: the change is logged before it is installed and answered."""
+        group = self.consumer_groups.get(params.group_id)
+        classic = self.groups.get(params.group_id)
+        if group is None and classic is not None and not _classic_convertible(classic, self.offsets.has_pending(classic.group_id)):
+            return ConsumerHeartbeatResult(Errors.GROUP_ID_NOT_FOUND,
+                                           message=f"Group {params.group_id} is not a consumer group.")
+        try:
+            draft, result = self.consumer.heartbeat(group, params, now_ms)
+            if draft is not None:
+                self._install(group, draft)
+        except KafkaError as exc:
+            return ConsumerHeartbeatResult(exc.error, params.member_id, params.member_epoch,
+                                           message=exc.message)
+        return result
+
+    def _install(self, group: ConsumerGroup | None, draft: ConsumerGroup) -> None:
+        """Log the draft's record if the durable state changed, then install it (deadlines too)."""
+        record = draft.to_record()
+        if group is None or record != group.persisted:
+            self._write([record], replay=True)
+            self.consumer_groups[draft.group_id].deadlines = draft.deadlines
+        elif group is not None:
+            group.deadlines = draft.deadlines
+
+    def topics_changed(self) -> None:
+        """Topics were created, deleted or grown: groups subscribed to them get a new epoch (their
+        regular expressions are evaluated again), and reassign at their members' next heartbeat."""
+        for group in list(self.consumer_groups.values()):
+            draft = self.consumer.refresh_metadata(group)
+            if draft is not None:
+                try:
+                    self._install(group, draft)
+                except KafkaError:
+                    log.warning("group %s: could not log its new epoch; the next heartbeat retries", group.group_id)
+
+    def consumer_group(self, group_id: str) -> ConsumerGroup | None:
+        return self.consumer_groups.get(group_id)
 
     def take_result(self, ticket: int) -> Result | None:
         return self.tickets.take(ticket)
@@ -239,6 +313,13 @@ class GroupCoordinator:
                 target = self.groups.get(group_id)
                 if target is not None and _still_due(target, kind, member_id, deadline):
                     self._fire(target, kind, member_id, now_ms)
+        for consumer_group in list(self.consumer_groups.values()):
+            draft = self.consumer.expire(consumer_group, now_ms)
+            if draft is not None:
+                try:
+                    self._install(consumer_group, draft)
+                except KafkaError:
+                    log.warning("group %s: could not log expired members; retried next tick", consumer_group.group_id)
         if now_ms - self._last_expiry_ms >= self.config.offsets_retention_check_interval_ms:
             self._last_expiry_ms = now_ms
             self.expire_offsets(now_ms)
@@ -269,7 +350,12 @@ class GroupCoordinator:
         if not group_id:
             raise KafkaError(Errors.INVALID_GROUP_ID)
         group = self.groups.get(group_id)
-        if group is None:
+        consumer_group = self.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            validate_consumer_commit(consumer_group, generation_id, member_id, instance_id, version=version)
+            if member_id in consumer_group.deadlines:
+                consumer_group.deadlines[member_id] = now_ms + self.config.consumer_session_timeout_ms
+        elif group is None:
             if generation_id >= 0:
                 raise KafkaError(Errors.GROUP_ID_NOT_FOUND if version >= 9 else Errors.ILLEGAL_GENERATION)
         else:
@@ -329,7 +415,10 @@ class GroupCoordinator:
         if not group_id:
             raise KafkaError(Errors.INVALID_GROUP_ID)
         group = self.groups.get(group_id)
-        if group is None:
+        consumer_group = self.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            validate_consumer_commit(consumer_group, generation_id, member_id, instance_id, transactional=True)
+        elif group is None:
             if generation_id >= 0:
                 raise KafkaError(Errors.ILLEGAL_GENERATION)
         else:
@@ -370,13 +459,25 @@ class GroupCoordinator:
                       ", ".join(r.group_id for r in records))
 
     def fetch_offsets(
-        self, group_id: str, topics: list[tuple[str, list[int]]] | None, *, require_stable: bool = False
+        self, group_id: str, topics: list[tuple[str, list[int]]] | None, *, require_stable: bool = False,
+        member_id: str | None = None, member_epoch: int = -1,
     ) -> list[tuple[str, list[FetchedOffset]]]:
         """Committed offsets of the asked partitions; ``topics=None`` means every committed one.
 
         With ``require_stable`` a partition with a pending transactional offset answers
-        UNSTABLE_OFFSET_COMMIT (and no offset); without it, the last committed offset.
+        UNSTABLE_OFFSET_COMMIT (and no offset); without it, the last committed offset. A
+        consumer group's member (OffsetFetch v9) must ask at its current epoch: UNKNOWN_MEMBER_ID,
+        STALE_MEMBER_EPOCH (raised) otherwise.
         """
+        consumer_group = self.consumer_groups.get(group_id)
+        if consumer_group is not None and not (member_id is None and member_epoch < 0):
+            member = consumer_group.members.get(member_id or "")
+            if member is None:
+                raise KafkaError(Errors.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")
+            if member.member_epoch != member_epoch:
+                raise KafkaError(Errors.STALE_MEMBER_EPOCH, f"The received member epoch {member_epoch} does not "
+                                                            f"match the expected member epoch {member.member_epoch}.")
+
         def fetched(topic: str, partition: int) -> FetchedOffset:
             if require_stable and self.offsets.has_pending(group_id, topic, partition):
                 return FetchedOffset(partition, None, Errors.UNSTABLE_OFFSET_COMMIT)
@@ -393,6 +494,9 @@ class GroupCoordinator:
         """OffsetDelete: refused per topic while a consumer group is subscribed to it."""
         if not group_id:
             raise KafkaError(Errors.INVALID_GROUP_ID)
+        consumer_group = self.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            return self._delete_consumer_offsets(consumer_group, topics)
         found = self.groups.get(group_id)
         if found is None or found.is_(GroupState.DEAD):
             raise KafkaError(Errors.GROUP_ID_NOT_FOUND)
@@ -410,6 +514,21 @@ class GroupCoordinator:
         self._write(list(records), replay=True)
         return results
 
+    def _delete_consumer_offsets(self, group: ConsumerGroup, topics: list[tuple[str, list[int]]]
+                                 ) -> list[tuple[str, list[tuple[int, Errors]]]]:
+        """OffsetDelete on a consumer group: refused per topic its members subscribe to."""
+        subscribed = {topic for topic, _ in group.metadata}
+        results, records = [], []
+        for topic, partitions in topics:
+            if topic in subscribed and group.members:
+                results.append((topic, [(p, Errors.GROUP_SUBSCRIBED_TO_TOPIC) for p in partitions]))
+                continue
+            results.append((topic, [(p, Errors.NONE) for p in partitions]))
+            records += [OffsetTombstone(group.group_id, topic, p) for p in partitions
+                        if self.offsets.get(group.group_id, topic, p) is not None]
+        self._write(list(records), replay=True)
+        return results
+
     def delete_topic(self, topic: str) -> None:
         """Offsets of a deleted topic go with it (Kafka's onPartitionsDeleted), pending ones too."""
         keys = set(self.offsets.of_topic(topic)) | self.offsets.pending_of_topic(topic)
@@ -420,8 +539,21 @@ class GroupCoordinator:
             log.warning("could not delete the committed offsets of deleted topic %s", topic)
 
     def expire_offsets(self, now_ms: int) -> None:
-        """Kafka's offset retention: Empty groups from when they emptied, simple groups per commit."""
+        """Kafka's offset retention: Empty groups from when they emptied, simple groups per commit,
+        empty consumer groups per commit (and the group with its last offset)."""
         retention = self.config.offsets_retention_ms
+        for consumer_group in list(self.consumer_groups.values()):
+            if consumer_group.members:
+                continue
+            group_id = consumer_group.group_id
+            expired = self.offsets.expired(group_id, now_ms, retention, BY_COMMIT_TIME)
+            tombstones: list[Record] = [OffsetTombstone(group_id, t, p) for t, p in expired]
+            if len(expired) == len(self.offsets.of_group(group_id)) and not self.offsets.has_pending(group_id):
+                tombstones += [ConsumerGroupTombstone(group_id), GroupTombstone(group_id)]
+            try:
+                self._write(tombstones, replay=True)
+            except KafkaError:
+                return
         for group in list(self.groups.values()):
             since: int | None = None
             if group.protocol_type is None:
@@ -459,17 +591,37 @@ class GroupCoordinator:
 
     def list_groups(self, states: Iterable[str] = ()) -> list[GroupListing]:
         wanted = {s.strip().lower() for s in states}
-        return [
+        listed = [
             GroupListing(g.group_id, g.protocol_type or "", g.state.value)
             for g in self.groups.values()
             if not wanted or g.state.value.lower() in wanted
         ]
+        listed += [
+            GroupListing(g.group_id, CONSUMER_PROTOCOL_TYPE, g.state, CONSUMER_TYPE)
+            for g in self.consumer_groups.values()
+            if not wanted or g.state.lower() in wanted
+        ]
+        return listed
+
+    def _delete_consumer_group(self, group: ConsumerGroup) -> Errors:
+        if group.members:
+            return Errors.NON_EMPTY_GROUP
+        records: list[Record] = [OffsetTombstone(group.group_id, t, p) for t, p in self.offsets.of_group(group.group_id)]
+        records += [ConsumerGroupTombstone(group.group_id), GroupTombstone(group.group_id)]
+        try:
+            self._write(records, replay=True)
+        except KafkaError as exc:
+            return exc.error
+        log.info("deleted consumer group %s and %d committed offsets", group.group_id, len(records) - 2)
+        return Errors.NONE
 
     def delete_groups(self, group_ids: list[str]) -> list[tuple[str, Errors]]:
         results = []
         for group_id in group_ids:
             group = self.groups.get(group_id)
-            if group is None or group.is_(GroupState.DEAD):
+            if group_id in self.consumer_groups:
+                error = self._delete_consumer_group(self.consumer_groups[group_id])
+            elif group is None or group.is_(GroupState.DEAD):
                 error = Errors.GROUP_ID_NOT_FOUND
             elif not group.is_(GroupState.EMPTY):
                 error = Errors.NON_EMPTY_GROUP
@@ -484,6 +636,13 @@ class GroupCoordinator:
                     error = exc.error
             results.append((group_id, error))
         return results
+
+
+def _classic_convertible(group: ClassicGroup, pending_offsets: bool) -> bool:
+    """An empty classic group (nothing joining, no pending transactional offsets) may become a
+    consumer group when a KIP-848 member joins, as in Kafka."""
+    return group.is_(GroupState.EMPTY) and not group.pending_members and group.join_deadline is None \
+        and not pending_offsets
 
 
 def _timers(group: ClassicGroup) -> Iterable[tuple[str, str, int]]:

@@ -17,6 +17,14 @@ Like Kafka's ``__consumer_offsets`` records, each one is keyed and self-containe
 ``txn-end``        (group, producer id) -> the transaction ended: ``commit`` true moves that
                    producer's pending offsets of the group into the committed ones, false drops
                    them; with nothing pending it changes nothing, so a repeated one is harmless
+``consumer-group`` group id -> a KIP-848 consumer group as of its last durable change: group
+                   epoch, target assignment epoch, the subscribed topics' partition counts, and
+                   every member (ids, client id/host, rebalance timeout, subscribed names and
+                   regex, server assignor, reconciliation state, member and previous epochs,
+                   assigned partitions, partitions pending revocation, target assignment);
+                   it replaces a classic group of the same id (the conversion of an empty one)
+``consumer-group-delete``  tombstone of a consumer group (its offsets are tombstoned first when
+                   the group is deleted; a conversion to a classic group keeps them)
 
 A log entry carries the records of one operation, as a JSON array of objects with a ``"type"``
 field; bytes are base64 text. The ``txn-end`` records of one transaction (one per group) are one
@@ -99,7 +107,44 @@ class TxnEndRecord:
     commit: bool
 
 
-Record = OffsetRecord | OffsetTombstone | GroupRecord | GroupTombstone | TxnOffsetRecord | TxnEndRecord
+Partitions = tuple[tuple[str, tuple[int, ...]], ...]  # (topic, sorted partitions), sorted by topic
+
+
+@dataclass(frozen=True)
+class ConsumerMemberRecord:
+    member_id: str
+    instance_id: str | None
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    subscribed_names: tuple[str, ...]
+    regex: str | None
+    server_assignor: str | None
+    state: str
+    member_epoch: int
+    previous_epoch: int
+    assigned: Partitions
+    revoking: Partitions
+    target: Partitions
+
+
+@dataclass(frozen=True)
+class ConsumerGroupRecord:
+    group_id: str
+    group_epoch: int
+    target_epoch: int
+    metadata: tuple[tuple[str, int], ...]  # (topic, partition count) of every subscribed topic
+    members: tuple[ConsumerMemberRecord, ...] = ()
+
+
+@dataclass(frozen=True)
+class ConsumerGroupTombstone:
+    group_id: str
+
+
+Record = (OffsetRecord | OffsetTombstone | GroupRecord | GroupTombstone | TxnOffsetRecord | TxnEndRecord
+          | ConsumerGroupRecord | ConsumerGroupTombstone)
 
 
 class RecordError(ValueError):
@@ -127,7 +172,43 @@ def _member_json(member: MemberRecord) -> dict[str, Any]:
     }
 
 
+def _consumer_member_json(m: ConsumerMemberRecord) -> dict[str, Any]:
+    return {
+        "member_id": m.member_id, "instance_id": m.instance_id, "rack_id": m.rack_id, "client_id": m.client_id,
+        "client_host": m.client_host, "rebalance_timeout_ms": m.rebalance_timeout_ms,
+        "subscribed_names": list(m.subscribed_names), "regex": m.regex, "server_assignor": m.server_assignor,
+        "state": m.state, "member_epoch": m.member_epoch, "previous_epoch": m.previous_epoch,
+        "assigned": _partitions_json(m.assigned), "revoking": _partitions_json(m.revoking),
+        "target": _partitions_json(m.target),
+    }
+
+
+def _partitions_json(partitions: Partitions) -> list[Any]:
+    return [[topic, list(parts)] for topic, parts in partitions]
+
+
+def _partitions(obj: list[Any]) -> Partitions:
+    return tuple((str(topic), tuple(int(p) for p in parts)) for topic, parts in obj)
+
+
+def _consumer_member(obj: dict[str, Any]) -> ConsumerMemberRecord:
+    return ConsumerMemberRecord(
+        str(obj["member_id"]), obj["instance_id"], obj["rack_id"], str(obj["client_id"]), str(obj["client_host"]),
+        int(obj["rebalance_timeout_ms"]), tuple(str(t) for t in obj["subscribed_names"]), obj["regex"],
+        obj["server_assignor"], str(obj["state"]), int(obj["member_epoch"]), int(obj["previous_epoch"]),
+        _partitions(obj["assigned"]), _partitions(obj["revoking"]), _partitions(obj["target"]),
+    )
+
+
 def _to_json(record: Record) -> dict[str, Any]:
+    if isinstance(record, ConsumerGroupRecord):
+        return {
+            "type": "consumer-group", "group": record.group_id, "group_epoch": record.group_epoch,
+            "target_epoch": record.target_epoch, "metadata": [[t, n] for t, n in record.metadata],
+            "members": [_consumer_member_json(m) for m in record.members],
+        }
+    if isinstance(record, ConsumerGroupTombstone):
+        return {"type": "consumer-group-delete", "group": record.group_id}
     if isinstance(record, OffsetRecord):
         return {
             "type": "offset", "group": record.group_id, "topic": record.topic, "partition": record.partition,
@@ -193,6 +274,13 @@ def _from_json(obj: dict[str, Any]) -> Record:
         )
     if kind == "txn-end":
         return TxnEndRecord(str(obj["group"]), int(obj["producer_id"]), bool(obj["commit"]))
+    if kind == "consumer-group":
+        return ConsumerGroupRecord(
+            str(obj["group"]), int(obj["group_epoch"]), int(obj["target_epoch"]),
+            tuple((str(t), int(n)) for t, n in obj["metadata"]), tuple(_consumer_member(m) for m in obj["members"]),
+        )
+    if kind == "consumer-group-delete":
+        return ConsumerGroupTombstone(str(obj["group"]))
     raise RecordError(f"unknown record type {kind!r}")
 
 

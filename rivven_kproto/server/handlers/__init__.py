@@ -35,6 +35,8 @@ from . import (
     alter_configs,
     alter_user_scram_credentials,
     api_versions,
+    consumer_group_describe,
+    consumer_group_heartbeat,
     create_acls,
     create_partitions,
     create_topics,
@@ -117,6 +119,8 @@ _MODULES: list[ModuleType] = [
     describe_user_scram_credentials,
     alter_user_scram_credentials,
     describe_topic_partitions,
+    consumer_group_heartbeat,
+    consumer_group_describe,
 ]
 
 

@@ -1,7 +1,7 @@
 """ListGroups (16), v0-5: every group with its protocol type; v4+ state filter, v5+ type filter.
 
-The state filter matches Kafka's state names case-insensitively. Every group here is a classic
-group (type "classic"), so a v5 type filter without "classic" lists nothing.
+The state and type filters match case-insensitively. Groups are "classic" (JoinGroup) or
+"consumer" (KIP-848, protocol type "consumer", states Empty/Assigning/Reconciling/Stable).
 """
 
 from __future__ import annotations
@@ -13,13 +13,10 @@ from rivven_kproto.codec.messages.list_groups import ListedGroup, ListGroupsRequ
 from ..context import RequestContext
 
 API_KEY = ListGroupsRequest.API_KEY
-GROUP_TYPE = "classic"
 
 
 def handle(ctx: RequestContext, request: ListGroupsRequest, version: int) -> ListGroupsResponse:
     types = {t.strip().lower() for t in request.types_filter} if version >= 5 else set()
-    if types and GROUP_TYPE not in types:
-        return ListGroupsResponse(throttle_time_ms=0, error_code=Errors.NONE, groups=[])
     states = request.states_filter if version >= 4 else []
     return ListGroupsResponse(
         throttle_time_ms=0,
@@ -29,9 +26,9 @@ def handle(ctx: RequestContext, request: ListGroupsRequest, version: int) -> Lis
                 group_id=g.group_id,
                 protocol_type=g.protocol_type,
                 group_state=g.state if version >= 4 else "",
-                group_type=GROUP_TYPE if version >= 5 else "",
+                group_type=g.group_type if version >= 5 else "",
             )
             for g in ctx.broker.groups.list_groups(states)
-            if ctx.allowed(Operation.DESCRIBE, ResourceType.GROUP, g.group_id)
+            if (not types or g.group_type in types) and ctx.allowed(Operation.DESCRIBE, ResourceType.GROUP, g.group_id)
         ],
     )

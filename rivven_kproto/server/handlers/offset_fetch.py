@@ -6,8 +6,10 @@ topic exists or not, as Kafka does; a null committed metadata was stored as "". 
 ``require_stable`` (v7+) a partition holding a pending transactional offset (TxnOffsetCommit of a
 transaction not yet ended) answers UNSTABLE_OFFSET_COMMIT with offset -1, a partition-level error
 as in Kafka; without it the last committed offset is returned.
-v9's member id and epoch belong to the new consumer protocol (KIP-848) and are ignored for
-classic groups, as Kafka ignores them.
+v9's member id and epoch belong to the new consumer protocol (KIP-848): for a consumer group a
+member must ask at its current epoch (else the group answers UNKNOWN_MEMBER_ID or
+STALE_MEMBER_EPOCH); no member id and epoch -1 (admin clients) skip the check; classic groups
+ignore them, as Kafka does.
 
 Not implemented: authorization.
 """
@@ -18,7 +20,7 @@ from typing import Any
 
 from rivven_kproto.broker.groups.api import FetchedOffset
 from rivven_kproto.broker.security.acls import Operation, ResourceType
-from rivven_kproto.codec.errors import Errors
+from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.offset_fetch import (
     OffsetFetchRequest,
     OffsetFetchResponse,
@@ -47,7 +49,14 @@ def handle(ctx: RequestContext, request: OffsetFetchRequest, version: int) -> Of
                 ))
                 continue
             wanted: Wanted = None if group.topics is None else [(t.name, t.partition_indexes) for t in group.topics]
-            fetched = _describable(ctx, coordinator.fetch_offsets(group.group_id, wanted, require_stable=request.require_stable))
+            try:
+                fetched = _describable(ctx, coordinator.fetch_offsets(
+                    group.group_id, wanted, require_stable=request.require_stable,
+                    member_id=group.member_id if version >= 9 else None,
+                    member_epoch=group.member_epoch if version >= 9 else -1))
+            except KafkaError as exc:
+                groups.append(OffsetFetchResponseGroup(group_id=group.group_id, error_code=exc.error, topics=[]))
+                continue
             groups.append(OffsetFetchResponseGroup(
                 group_id=group.group_id,
                 error_code=0,

@@ -1,0 +1,75 @@
+"""ConsumerGroupDescribe (69), v0-1: a KIP-848 group's epochs, assignor and members, each with
+its current and target assignment (topic ids and names).
+
+An unknown group, or a classic one, answers GROUP_ID_NOT_FOUND, as Kafka does. Authorized
+operations are computed as for DescribeGroups; v1's member type is 1 (consumer protocol) for
+every member, since classic members never join consumer groups here.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+
+from rivven_kproto.broker.security.acls import Operation, ResourceType
+from rivven_kproto.codec.acls import GROUP_OPERATIONS
+from rivven_kproto.codec.errors import Errors
+from rivven_kproto.codec.messages.consumer_group_describe import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+    DescribedAssignment,
+    DescribedConsumerGroup,
+    DescribedConsumerGroupMember,
+    DescribedTopicPartitions,
+)
+
+from ..context import RequestContext
+
+API_KEY = ConsumerGroupDescribeRequest.API_KEY
+NOT_REQUESTED = -(2**31)
+CONSUMER_MEMBER = 1
+
+
+def handle(ctx: RequestContext, request: ConsumerGroupDescribeRequest, version: int) -> ConsumerGroupDescribeResponse:
+    ids = {name: t.meta.topic_id for name, t in ctx.broker.topics.items()}
+    groups = []
+    for group_id in request.group_ids:
+        operations = (ctx.authorized_operations(ResourceType.GROUP, group_id, GROUP_OPERATIONS)
+                      if request.include_authorized_operations else NOT_REQUESTED)
+        if not ctx.allowed(Operation.DESCRIBE, ResourceType.GROUP, group_id):
+            groups.append(_error(group_id, Errors.GROUP_AUTHORIZATION_FAILED, None))
+            continue
+        group = ctx.broker.groups.consumer_group(group_id)
+        if group is None:
+            message = (f"Group {group_id} is not a consumer group." if group_id in ctx.broker.groups.groups
+                       else f"Group {group_id} not found.")
+            groups.append(_error(group_id, Errors.GROUP_ID_NOT_FOUND, message))
+            continue
+        groups.append(DescribedConsumerGroup(
+            error_code=Errors.NONE, group_id=group_id, group_state=group.state, group_epoch=group.group_epoch,
+            assignment_epoch=group.target_epoch, assignor_name=group.preferred_assignor("uniform"),
+            members=[
+                DescribedConsumerGroupMember(
+                    member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id, member_epoch=m.member_epoch,
+                    client_id=m.client_id, client_host=m.client_host, subscribed_topic_names=list(m.subscribed_names),
+                    subscribed_topic_regex=m.regex, assignment=_assignment(m.current.assigned, ids),
+                    target_assignment=_assignment(group.target.get(m.member_id, {}), ids),
+                    member_type=CONSUMER_MEMBER if version >= 1 else -1,
+                )
+                for m in group.members.values()
+            ],
+            authorized_operations=operations,
+        ))
+    return ConsumerGroupDescribeResponse(throttle_time_ms=0, groups=groups)
+
+
+def _error(group_id: str, error: Errors, message: str | None) -> DescribedConsumerGroup:
+    return DescribedConsumerGroup(error_code=error, error_message=message, group_id=group_id, group_state="",
+                                  group_epoch=0, assignment_epoch=0, assignor_name="", members=[])
+
+
+def _assignment(assignment: Mapping[str, frozenset[int]], ids: Mapping[str, uuid.UUID]) -> DescribedAssignment:
+    return DescribedAssignment(topic_partitions=[
+        DescribedTopicPartitions(topic_id=ids.get(topic, uuid.UUID(int=0)), topic_name=topic, partitions=sorted(parts))
+        for topic, parts in sorted(assignment.items())
+    ])

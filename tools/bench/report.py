@@ -75,6 +75,15 @@ def goals(summary: dict[str, Any], peer: str | None) -> list[tuple[str, str, boo
             ours, theirs = get(name, OURS, "p99_ms"), get(name, peer, "p99_ms")
             if ours is not None and theirs is not None:
                 out.append((f"{name}: commit p99 <= peer", f"{ours:.2f} ms vs {theirs:.2f} ms", ours <= theirs))
+        for base, contended, key in (("produce-8p", "produce-8p-contended", "msgs_per_s"),
+                                     ("transactions", "transactions-contended", "txn_per_s")):
+            shares = []
+            for broker in (OURS, peer):
+                calm, busy = get(base, broker, key), get(contended, broker, key)
+                shares.append(busy / calm if calm and busy is not None else None)
+            if shares[0] is not None and shares[1] is not None:
+                out.append((f"{contended}: degrades no worse than the peer (share of its uncontended rate)",
+                            f"ours {shares[0]:.2f}, peer {shares[1]:.2f}", shares[0] >= shares[1]))
         peaks = [(get(n, OURS, "peak_rss_mib"), get(n, peer, "peak_rss_mib")) for n in throughput]
         peaks = [(a, b) for a, b in peaks if a is not None and b]
         if peaks:

@@ -17,6 +17,7 @@ log = logging.getLogger(__name__)
 WORKLOADS = (
     "produce-1p", "produce-8p", "consume-uncommitted", "consume-committed", "transactions", "transactions-16p",
     "transactions-offsets", "latency", "connections", "produce-8p-tls", "consume-tls", "produce-8p-sasl-ssl", "consume-sasl-ssl", "produce-8p-scraped",
+    "produce-8p-contended", "transactions-contended",
 )
 # Over our broker's SSL and SASL_SSL (PLAIN) listeners; brokers started without them skip these.
 SECURED_WORKLOADS = {"produce-8p-tls": "SSL", "consume-tls": "SSL", "produce-8p-sasl-ssl": "SASL_SSL",
@@ -63,6 +64,11 @@ def _workload(name: str, running: Running, s: Settings) -> Callable[[], w.Figure
         # The 8-partition produce while /metrics is scraped every 100 ms (compare with produce-8p).
         "produce-8p-scraped": lambda: w.while_scraped(
             running.metrics_url, lambda: w.produce(bootstrap, "bench-scraped", n, CONSUMED_PARTITIONS)),
+        # The same produce and single-producer transactions with a busy process on one core.
+        "produce-8p-contended": lambda: w.under_cpu_hog(
+            lambda: w.produce(bootstrap, "bench-contended", n, CONSUMED_PARTITIONS)),
+        "transactions-contended": lambda: w.under_cpu_hog(
+            lambda: w.transactions(bootstrap, "bench-txn-contended", s.transactions)),
     }
     return table[name]
 

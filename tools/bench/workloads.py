@@ -334,3 +334,19 @@ def while_scraped(url: str | None, run: Callable[[], Figures], every_s: float = 
         thread.join(10)
     figures.extra.update(scrapes=len(scrapes), scrape_bytes=max(scrapes, default=0))
     return figures
+
+
+def under_cpu_hog(run: Callable[[], Figures]) -> Figures:
+    """Run a workload while another process spins on one core (the busy-machine case: a neighbour
+    takes half of this 2-core machine), to see how each broker degrades."""
+    import subprocess
+    import sys
+
+    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"], stdin=subprocess.DEVNULL)
+    try:
+        figures = run()
+    finally:
+        hog.kill()
+        hog.wait()
+    figures.extra["cpu_hog"] = 1
+    return figures

@@ -2,7 +2,9 @@
 
     python eos_app.py CLIENT BOOTSTRAP IN_TOPIC OUT_TOPIC GROUP TRANSACTIONAL_ID [BATCH]
 
-CLIENT is ``confluent-kafka`` or ``kafka-python``. The application subscribes to IN_TOPIC with
+CLIENT is ``confluent-kafka``, ``confluent-kafka-consumer-protocol`` (the same with
+``group.protocol=consumer``, KIP-848: the broker sets session and heartbeat times) or
+``kafka-python``. The application subscribes to IN_TOPIC with
 consumer group GROUP (read_committed, no auto-commit) and, in transactions of up to BATCH records,
 writes ``transform(value)`` of each record to the same partition of OUT_TOPIC and commits the
 consumed offsets with ``send_offsets_to_transaction`` (TxnOffsetCommit with the consumer's group
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import faulthandler
+import functools
 import json
 import os
 import signal
@@ -66,7 +69,8 @@ def watchdog(what: str, limit_s: float = 2 * TIMEOUT_S + 10) -> Iterator[None]:
         timer.cancel()
 
 
-def run_confluent(bootstrap: str, in_topic: str, out_topic: str, group: str, txn_id: str, batch: int) -> None:
+def run_confluent(bootstrap: str, in_topic: str, out_topic: str, group: str, txn_id: str, batch: int,
+                  *, consumer_protocol: bool = False) -> None:
     from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
     producer = Producer({
@@ -88,8 +92,8 @@ def run_confluent(bootstrap: str, in_topic: str, out_topic: str, group: str, txn
         "enable.auto.commit": False,
         "auto.offset.reset": "earliest",
         "isolation.level": "read_committed",
-        "session.timeout.ms": SESSION_TIMEOUT_MS,
-        "heartbeat.interval.ms": 300,
+        **({"group.protocol": "consumer"} if consumer_protocol
+           else {"session.timeout.ms": SESSION_TIMEOUT_MS, "heartbeat.interval.ms": 300}),
         "metadata.recovery.strategy": "none",
     })
     consumer.subscribe([in_topic], on_assign=lambda c, ps: emit("assigned", partitions=[p.partition for p in ps]),
@@ -209,7 +213,11 @@ def main() -> int:
     batch = int(sys.argv[7]) if len(sys.argv) > 7 else 100
     signal.signal(signal.SIGTERM, _stop)
     faulthandler.register(signal.SIGUSR1)  # the test dumps our stacks to stderr when we seem stuck
-    run = {"confluent-kafka": run_confluent, "kafka-python": run_kafka_python}[client]
+    run = {
+        "confluent-kafka": run_confluent,
+        "confluent-kafka-consumer-protocol": functools.partial(run_confluent, consumer_protocol=True),
+        "kafka-python": run_kafka_python,
+    }[client]
     emit("starting", client=client)
     try:
         run(bootstrap, in_topic, out_topic, group, txn_id, batch)

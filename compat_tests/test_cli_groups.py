@@ -76,7 +76,8 @@ def test_groups_list_describe_reset_delete(broker: BrokerProcess, topic_name: st
         poll(consumer, 10)
         consumer.commit(asynchronous=False)
         listed = {g["group_id"]: g for g in ok(b, "groups", "list")["groups"]}
-        assert listed[group] == {"group_id": group, "protocol_type": "consumer", "state": "Stable", "coordinator": 0}
+        assert listed[group] == {"group_id": group, "type": "classic", "protocol_type": "consumer", "state": "Stable",
+                                 "coordinator": 0}
         assert group in {g["group_id"] for g in ok(b, "groups", "list", "--state", "Stable")["groups"]}
         assert group not in {g["group_id"] for g in ok(b, "groups", "list", "--state", "Empty")["groups"]}
 

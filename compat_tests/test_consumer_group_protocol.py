@@ -31,6 +31,7 @@ from rivven_kproto.codec.messages.consumer_group_describe import (
 
 from . import raw_client
 from .broker_process import BrokerProcess
+from .test_cli import ok
 from .test_eos import run_pipeline
 from .txn_helpers import create_topics
 
@@ -161,6 +162,15 @@ def test_rebalance_as_members_join_and_leave(broker: BrokerProcess, topic_name: 
         assert (described.error_code, described.group_state, described.assignor_name) == (0, "Stable", "uniform")
         assert all(epoch == described.group_epoch and current == target
                    for epoch, current, target in assignment_of(described).values())
+        # kproto groups list|describe: the group type, epochs, and current vs target assignments.
+        listed = {g["group_id"]: g for g in ok(broker.bootstrap, "groups", "list")["groups"]}
+        assert (listed[group.group]["type"], listed[group.group]["protocol_type"]) == ("consumer", "consumer")
+        (cli,) = ok(broker.bootstrap, "groups", "describe", group.group)["groups"]
+        assert (cli["type"], cli["state"], cli["protocol"], cli["group_epoch"]) == (
+            "consumer", "Stable", "uniform", described.group_epoch)
+        assert sorted(len(m["assignment"]) for m in cli["members"]) == [2, 2, 2]
+        assert all(m["assignment"] == m["target_assignment"] and m["member_epoch"] == described.group_epoch
+                   for m in cli["members"])
         group.close("c1")
         assert group.poll_until(lambda: set(group.owner) == everything and not group.owned("c1"))
         group.close("c2")

@@ -51,11 +51,13 @@ def list_(states: tuple[str, ...]) -> None:
     listed = run(operation)
     data = {
         "groups": [
-            {"group_id": g.group_id, "protocol_type": g.protocol_type, "state": g.state, "coordinator": g.coordinator} for g in listed
+            {"group_id": g.group_id, "type": g.group_type, "protocol_type": g.protocol_type, "state": g.state,
+             "coordinator": g.coordinator}
+            for g in listed
         ]
     }
-    rows = [[g.group_id, g.protocol_type or "-", g.state, g.coordinator] for g in listed]
-    emit(data, lambda: table(None, ["group", "protocol type", "state", "coordinator"], rows))
+    rows = [[g.group_id, g.group_type or "-", g.protocol_type or "-", g.state, g.coordinator] for g in listed]
+    emit(data, lambda: table(None, ["group", "type", "protocol type", "state", "coordinator"], rows))
 
 
 @dataclass
@@ -101,20 +103,36 @@ def _report_json(report: GroupReport) -> dict[str, Any]:
         "group_id": d.group_id,
         "coordinator": d.coordinator,
         "state": d.state,
+        "type": d.group_type,
         "protocol_type": d.protocol_type,
         "protocol": d.protocol,
+        "group_epoch": d.group_epoch,
+        "assignment_epoch": d.assignment_epoch,
         "members": [
             {
                 "member_id": m.member_id,
                 "group_instance_id": m.group_instance_id,
                 "client_id": m.client_id,
                 "client_host": m.client_host,
-                "assignment": None if m.assignment is None else [{"topic": t, "partition": p} for t, p in m.assignment],
+                "assignment": _tps_json(m.assignment),
+                "member_epoch": m.member_epoch,
+                "target_assignment": _tps_json(m.target_assignment),
             }
             for m in d.members
         ],
         "offsets": offsets,
     }
+
+
+def _tps_json(partitions: list[TP] | None) -> list[dict[str, Any]] | None:
+    return None if partitions is None else [{"topic": t, "partition": p} for t, p in partitions]
+
+
+def _tps_text(partitions: list[dict[str, Any]] | None) -> str:
+    by_topic: dict[str, list[int]] = {}
+    for tp in partitions or []:
+        by_topic.setdefault(tp["topic"], []).append(tp["partition"])
+    return " ".join(f"{t}:{','.join(map(str, ps))}" for t, ps in sorted(by_topic.items())) or "-"
 
 
 @groups.command()
@@ -136,7 +154,10 @@ def describe(group_ids: tuple[str, ...]) -> None:
     def render() -> list[Any]:
         out: list[Any] = []
         for item in data["groups"]:
-            title = f"group {item['group_id']}: {item['state']}, protocol {item['protocol'] or '-'}, coordinator {item['coordinator']}"
+            title = (f"group {item['group_id']}: {item['state']}, {item['type']} group, protocol {item['protocol'] or '-'}, "
+                     f"coordinator {item['coordinator']}")
+            if item["group_epoch"] is not None:
+                title += f", group epoch {item['group_epoch']}, assignment epoch {item['assignment_epoch']}"
             clients = {m["member_id"]: m for m in item["members"]}
             rows = []
             for o in item["offsets"]:
@@ -144,6 +165,12 @@ def describe(group_ids: tuple[str, ...]) -> None:
                 rows.append([o["topic"], o["partition"], o["committed_offset"], o["log_end_offset"], o["lag"],
                              o["member_id"] or "-", member.get("client_host", "-"), member.get("client_id", "-")])
             out.append(table(title, ["topic", "partition", "committed", "log end", "lag", "member", "host", "client id"], rows))
+            if item["group_epoch"] is not None:  # KIP-848: where each member stands in its reconciliation
+                out.append(table(None, ["member", "instance", "epoch", "assigned", "target"], [
+                    [m["member_id"], m["group_instance_id"] or "-", m["member_epoch"], _tps_text(m["assignment"]),
+                     _tps_text(m["target_assignment"])]
+                    for m in item["members"]
+                ]))
             idle = [m for m in item["members"] if not m["assignment"]]
             if idle:
                 out.append(table(None, ["member without partitions", "host", "client id"],

@@ -5,7 +5,9 @@ ListGroups goes to every broker (each lists the groups it coordinates); the othe
 the group's coordinator (FindCoordinator key type 0), looked up again on NOT_COORDINATOR and
 retried while the coordinator is loading. Member assignments of the ``consumer`` protocol type are
 decoded (ConsumerProtocolAssignment: ``version:int16 [topic:string [partition:int32]]
-user_data:bytes``); other protocol types keep them opaque.
+user_data:bytes``); other protocol types keep them opaque. A KIP-848 consumer group, which
+DescribeGroups reports as Dead, is described with ConsumerGroupDescribe: its group and assignment
+epochs, and per member its epoch and its current and target assignments.
 """
 
 from __future__ import annotations
@@ -20,6 +22,11 @@ import trio
 
 from rivven_kproto.codec.enums import LATEST
 from rivven_kproto.codec.errors import Errors
+from rivven_kproto.codec.messages.consumer_group_describe import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+    DescribedAssignment,
+)
 from rivven_kproto.codec.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
 from rivven_kproto.codec.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
 from rivven_kproto.codec.messages.list_groups import ListGroupsRequest, ListGroupsResponse
@@ -61,6 +68,7 @@ class ListedGroup:
     protocol_type: str
     state: str | None
     coordinator: int
+    group_type: str | None = None  # "classic" or "consumer" (ListGroups v5+)
 
 
 @dataclass
@@ -70,6 +78,8 @@ class GroupMember:
     client_id: str
     client_host: str
     assignment: list[TP] | None  # None: not the consumer protocol, or undecodable
+    member_epoch: int | None = None  # KIP-848 consumer groups only
+    target_assignment: list[TP] | None = None  # KIP-848 consumer groups only
 
 
 @dataclass
@@ -80,6 +90,9 @@ class GroupDescription:
     protocol_type: str
     protocol: str
     members: list[GroupMember] = field(default_factory=list)
+    group_type: str = "classic"
+    group_epoch: int | None = None  # KIP-848 consumer groups only
+    assignment_epoch: int | None = None
 
     @property
     def exists(self) -> bool:
@@ -160,7 +173,9 @@ async def list_groups(client: KafkaClient, states: list[str] | None = None) -> l
         check(response.error_code, context=f"ListGroups on broker {node}")
         version = (await client.versions(node)).version_for(ListGroupsRequest)
         listed += [
-            ListedGroup(g.group_id, g.protocol_type, g.group_state if version >= 4 else None, node) for g in response.groups
+            ListedGroup(g.group_id, g.protocol_type, g.group_state if version >= 4 else None, node,
+                        g.group_type if version >= 5 else None)
+            for g in response.groups
         ]
     return sorted(listed, key=lambda g: g.group_id)
 
@@ -179,6 +194,10 @@ async def describe_group(client: KafkaClient, group_id: str) -> GroupDescription
     if described is None:
         raise KafkaResponseError(-1, f"DescribeGroups answered without group {group_id}")
     check(described.error_code, context=f"group {group_id}")
+    if described.group_state == "Dead" and (await client.versions(node)).supports(ConsumerGroupDescribeRequest):
+        found = await describe_consumer_group(client, group_id)
+        if found is not None:
+            return found
     consumer = described.protocol_type == CONSUMER_PROTOCOL
     members = [
         GroupMember(
@@ -194,6 +213,36 @@ async def describe_group(client: KafkaClient, group_id: str) -> GroupDescription
         group_id, node, described.group_state, described.protocol_type, described.protocol_data,
         sorted(members, key=lambda m: m.member_id),
     )
+
+
+async def describe_consumer_group(client: KafkaClient, group_id: str) -> GroupDescription | None:
+    """ConsumerGroupDescribe; None when the group is not a KIP-848 consumer group."""
+
+    def build(version: int) -> ConsumerGroupDescribeRequest:
+        return ConsumerGroupDescribeRequest(group_ids=[group_id], include_authorized_operations=False)
+
+    def error_of(response: ConsumerGroupDescribeResponse) -> int:
+        return next((g.error_code for g in response.groups if g.group_id == group_id), 0)
+
+    node, response = await coordinator_call(
+        client, group_id, ConsumerGroupDescribeRequest, build, ConsumerGroupDescribeResponse, error_of)
+    described = next((g for g in response.groups if g.group_id == group_id), None)
+    if described is None or described.error_code == Errors.GROUP_ID_NOT_FOUND:
+        return None
+    check(described.error_code, context=f"group {group_id}")
+    members = [
+        GroupMember(m.member_id, m.instance_id, m.client_id, m.client_host, _partitions(m.assignment),
+                    m.member_epoch, _partitions(m.target_assignment))
+        for m in described.members
+    ]
+    return GroupDescription(
+        group_id, node, described.group_state, CONSUMER_PROTOCOL, described.assignor_name,
+        sorted(members, key=lambda m: m.member_id), "consumer", described.group_epoch, described.assignment_epoch,
+    )
+
+
+def _partitions(assignment: DescribedAssignment) -> list[TP]:
+    return sorted((t.topic_name, p) for t in assignment.topic_partitions for p in t.partitions)
 
 
 async def fetch_offsets(client: KafkaClient, group_id: str, partitions: list[TP] | None = None) -> dict[TP, CommittedOffset]:

@@ -187,14 +187,18 @@ class KafkaPythonClient(_Settings):
             raise error
 
     def _dropped_a_request(self) -> bool:
-        """A call is waiting, yet its transaction manager has no request queued or in flight and
-        no error: nothing will ever complete it (the signature of the dropped request)."""
+        """A call is waiting, yet nothing can complete it: no request in flight, and either
+        partitions still waiting to be added with no AddPartitionsToTxn queued (their batches,
+        and the EndTxn queued behind them, wait forever) or nothing queued at all."""
         manager = getattr(self.producer, "_transaction_manager", None)
-        if manager is None or manager.has_error():
+        if manager is None or manager.has_error() or manager.has_in_flight_transactional_request():
             return False
         # Read without its lock: a stuck thread may hold it, and this is a diagnosis, not a decision
         # that must be exact (the call has been waiting for twice its timeout already).
-        return not manager._pending_requests and not manager.has_in_flight_transactional_request()
+        queued = [type(handler).__name__ for _, _, handler in list(manager._pending_requests)]
+        if manager._pending_partitions_in_transaction and "AddPartitionsToTxnHandler" not in queued:
+            return True
+        return not queued
 
     def init(self, timeout_s: float) -> None:
         self._call("init_transactions", timeout_s)

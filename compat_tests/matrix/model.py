@@ -47,6 +47,9 @@ CAPABILITIES: tuple[Capability, ...] = (
     Capability("group-rebalance", "consumer group subscribe + rebalance", timeout_s=90.0),
     Capability("commit-offsets", "commit/fetch offsets", timeout_s=60.0),
     Capability("send-offsets-txn", "send offsets to transaction", timeout_s=60.0, topics=2),
+    # KIP-848 (group.protocol=consumer): the broker assigns and reconciles incrementally.
+    Capability("group-rebalance-kip848", "consumer group protocol (KIP-848) subscribe + rebalance", timeout_s=90.0),
+    Capability("send-offsets-txn-kip848", "send offsets to transaction, KIP-848 group", timeout_s=60.0, topics=2),
     Capability("admin-topics", "admin create/describe/delete topics", topics=0),
     Capability("admin-configs", "admin describe/alter configs"),
     Capability("offsets-by-time", "list offsets by time"),

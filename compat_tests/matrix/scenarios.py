@@ -8,6 +8,7 @@ line (what it verified); any exception fails the cell, with the step it happened
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -215,11 +216,11 @@ def fencing(adapter: Any, ctx: Ctx) -> str:
     return f"zombie fenced ({error[:80]}); its record aborted, the new producer's committed"
 
 
-def group_rebalance(adapter: Any, ctx: Ctx) -> str:
+def group_rebalance(adapter: Any, ctx: Ctx, method: str = "group_rebalance") -> str:
     phase1 = [Rec(p, None, f"before-{p}-{i}".encode()) for p in range(3) for i in range(2)]
     phase2 = [Rec(p, None, f"after-{p}-{i}".encode()) for p in range(3) for i in range(2)]
     with ctx.step("two consumers in one group"):
-        obs = adapter.group_rebalance(ctx, ctx.topic, ctx.name("group"), phase1, phase2)
+        obs = getattr(adapter, method)(ctx, ctx.topic, ctx.name("group"), phase1, phase2)
     everything = set(range(fixtures.PARTITIONS))
     a_first, a_after, b_after = (set(obs[k]) for k in ("a_first", "a_after", "b_after"))
     if a_first != everything:
@@ -264,14 +265,14 @@ def commit_offsets(adapter: Any, ctx: Ctx) -> str:
     return f"committed offset {how}; a new member resumed at offset 4 ({obs.get('how', 'group')})"
 
 
-def send_offsets(adapter: Any, ctx: Ctx) -> str:
+def send_offsets(adapter: Any, ctx: Ctx, method: str = "send_offsets") -> str:
     in_topic, out_topic = ctx.topics
     records = data.simple(5, prefix="in")
     with ctx.step("set-up: 5 input records"):
         fixtures.produce_plain(ctx.bootstrap, in_topic, records)
     group = ctx.name("eos")
     with ctx.step("consume, transform, produce + send offsets + commit"):
-        how = adapter.send_offsets(ctx, in_topic, out_topic, group, ctx.name("txn"))
+        how = getattr(adapter, method)(ctx, in_topic, out_topic, group, ctx.name("txn"))
     expected = [replace(r, value=b"out-" + (r.value or b"")) for r in records]
     got = _committed_view(adapter, ctx, out_topic, len(expected))
     _expect_view(got, expected, _stored(ctx, out_topic))
@@ -400,6 +401,10 @@ SCENARIOS: dict[str, Scenario] = {
     "group-rebalance": Scenario(group_rebalance, ("group_rebalance",)),
     "commit-offsets": Scenario(commit_offsets, ("commit_fetch",)),
     "send-offsets-txn": Scenario(send_offsets, ("send_offsets", "committed", "read")),
+    "group-rebalance-kip848": Scenario(functools.partial(group_rebalance, method="group_rebalance_kip848"),
+                                       ("group_rebalance_kip848",)),
+    "send-offsets-txn-kip848": Scenario(functools.partial(send_offsets, method="send_offsets_kip848"),
+                                        ("send_offsets_kip848", "committed", "read")),
     "admin-topics": Scenario(admin_topics, ("admin_topics",)),
     "admin-configs": Scenario(admin_configs, ("admin_configs",)),
     "offsets-by-time": Scenario(offsets_by_time, ("offsets_for_times",)),

@@ -448,11 +448,15 @@ class Adapter:
         return _run(ctx, body)
 
 
+_NO_KIP848 = "aiokafka implements only the classic group protocol (JoinGroup/SyncGroup), not group.protocol=consumer (KIP-848)"
+
+
 CLIENT = Client(
     name="aiokafka",
     adapter=Adapter(),
     version=lambda: {"version": aiokafka.__version__},
     not_offered={
+        **dict.fromkeys(("group-rebalance-kip848", "send-offsets-txn-kip848"), _NO_KIP848),
         "list-describe-txn": "aiokafka's admin client has no ListTransactions/DescribeTransactions",
     },
 )

@@ -172,10 +172,15 @@ class Adapter:
             return f"{error.name()}: {error.str()}"
         raise AssertionError("the fenced producer committed")
 
-    def group_rebalance(self, ctx: Ctx, topic: str, group: str, phase1: list[Rec], phase2: list[Rec]) -> dict:
+    def group_rebalance_kip848(self, ctx: Ctx, topic: str, group: str, phase1: list[Rec], phase2: list[Rec]) -> dict:
+        """The same with group.protocol=consumer: the broker assigns, callbacks are incremental."""
+        return self.group_rebalance(ctx, topic, group, phase1, phase2, kip848=True)
+
+    def group_rebalance(self, ctx: Ctx, topic: str, group: str, phase1: list[Rec], phase2: list[Rec],
+                        *, kip848: bool = False) -> dict:
         from ..fixtures import produce_plain  # noqa: PLC0415
 
-        config = {
+        config: dict[str, Any] = {"group.protocol": "consumer"} if kip848 else {
             "session.timeout.ms": 10_000,
             "heartbeat.interval.ms": 300,
             "partition.assignment.strategy": "range",
@@ -186,10 +191,11 @@ class Adapter:
 
         def tracker(who: str) -> dict:
             def on_assign(_c: Any, partitions: list) -> None:
-                assigned[who] = {p.partition for p in partitions}
+                added = {p.partition for p in partitions}
+                assigned[who] = assigned[who] | added if kip848 else added
 
-            def on_revoke(_c: Any, _partitions: list) -> None:
-                assigned[who] = set()
+            def on_revoke(_c: Any, partitions: list) -> None:
+                assigned[who] = assigned[who] - {p.partition for p in partitions} if kip848 else set()
 
             return {"on_assign": on_assign, "on_revoke": on_revoke}
 
@@ -263,8 +269,13 @@ class Adapter:
         finally:
             second.close()
 
-    def send_offsets(self, ctx: Ctx, in_topic: str, out_topic: str, group: str, txn_id: str) -> str:
-        consumer = self._consumer(ctx, group, **{"isolation.level": "read_committed"})
+    def send_offsets_kip848(self, ctx: Ctx, in_topic: str, out_topic: str, group: str, txn_id: str) -> str:
+        return self.send_offsets(ctx, in_topic, out_topic, group, txn_id, kip848=True)
+
+    def send_offsets(self, ctx: Ctx, in_topic: str, out_topic: str, group: str, txn_id: str,
+                     *, kip848: bool = False) -> str:
+        protocol = {"group.protocol": "consumer"} if kip848 else {}
+        consumer = self._consumer(ctx, group, **{"isolation.level": "read_committed"}, **protocol)
         producer = self._txn_producer(ctx, txn_id)
         try:
             consumer.subscribe([in_topic])  # a live member: its generation goes with the offsets (KIP-447)
@@ -279,7 +290,7 @@ class Adapter:
             producer.commit_transaction(ctx.remaining())
         finally:
             consumer.close()
-        return "subscribed member's group metadata"
+        return "subscribed member's group metadata" + (" (member epoch, KIP-848)" if kip848 else "")
 
     def committed(self, ctx: Ctx, group: str, topic: str, partitions: list[int]) -> dict[int, int | None]:
         consumer = self._consumer(ctx, group)

@@ -353,6 +353,9 @@ class Adapter:
         }
 
 
+_NO_KIP848 = "kafka-python implements only the classic group protocol (JoinGroup/SyncGroup), not group.protocol=consumer (KIP-848)"
+
+
 CLIENT = Client(
-    name="kafka-python", adapter=Adapter(), version=lambda: {"version": kafka.__version__}, not_offered={}
+    name="kafka-python", adapter=Adapter(), version=lambda: {"version": kafka.__version__}, not_offered=dict.fromkeys(("group-rebalance-kip848", "send-offsets-txn-kip848"), _NO_KIP848)
 )

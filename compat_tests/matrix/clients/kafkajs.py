@@ -199,6 +199,9 @@ def version() -> dict[str, str]:
 
 _CORE_CODECS = "kafkajs core ships GZIP only; {} needs a codec package (not installed)"
 
+_NO_KIP848 = "kafkajs implements only the classic group protocol (JoinGroup/SyncGroup), not group.protocol=consumer (KIP-848)"
+
+
 CLIENT = Client(
     name="kafkajs",
     adapter=Adapter(),
@@ -207,6 +210,7 @@ CLIENT = Client(
         "codec-snappy": _CORE_CODECS.format("Snappy (kafkajs-snappy)"),
         "codec-lz4": _CORE_CODECS.format("LZ4 (kafkajs-lz4)"),
         "codec-zstd": _CORE_CODECS.format("ZSTD (@kafkajs/zstd)"),
+        **dict.fromkeys(("group-rebalance-kip848", "send-offsets-txn-kip848"), _NO_KIP848),
         "list-describe-txn": "kafkajs' admin client has no ListTransactions/DescribeTransactions",
     },
 )

@@ -405,6 +405,8 @@ CLIENT = Client(
     version=version,
     not_offered={
         "send-offsets-txn": _CONSUMER_ONLY,
+        "send-offsets-txn-kip848": _CONSUMER_ONLY,
+        "group-rebalance-kip848": "Debian's kcat 1.7.1 links librdkafka 2.0.2, older than group.protocol=consumer (KIP-848)",
         "admin-topics": _NO_ADMIN,
         "admin-configs": _NO_ADMIN,
         "list-describe-txn": _NO_ADMIN,

@@ -133,7 +133,8 @@ CLIENT = Client(
     not_offered={
         **dict.fromkeys(("acks-0", "acks-1", "acks-all", "idempotent", "txn-commit", "txn-abort", "fencing",
                          "acl-denied", "acl-txn"), _PRODUCER),
-        **dict.fromkeys(("group-rebalance", "commit-offsets", "send-offsets-txn"), _NO_GROUP),
+        **dict.fromkeys(("group-rebalance", "commit-offsets", "send-offsets-txn", "group-rebalance-kip848",
+                         "send-offsets-txn-kip848"), _NO_GROUP),
         **dict.fromkeys(("admin-topics", "admin-configs", "list-describe-txn"), _NO_ADMIN),
     },
 )

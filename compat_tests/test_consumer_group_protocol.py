@@ -9,7 +9,7 @@ callbacks run one at a time: an ``on_assign`` of a partition another consumer ha
 Covered: members joining and leaving, static members, commit and resume, a regex subscription
 picking up a topic created later, the group's state recovered after a SIGKILL of the broker, and
 the exactly-once consume-transform-produce pipeline (``eos_app.py``) through application and
-broker kills.
+broker kills. The recovery test runs on both storage engines (PostgreSQL when it is installed).
 """
 
 from __future__ import annotations
@@ -260,7 +260,19 @@ def test_regex_subscription_picks_up_a_new_topic(broker: BrokerProcess) -> None:
         group.close_all()
 
 
-def test_group_state_recovered_after_broker_kill(own_broker: BrokerProcess, topic_name: str) -> None:
+@pytest.mark.parametrize("engine", ["native", "postgresql"])
+def test_group_state_recovered_after_broker_kill(engine: str, tmp_path: Path, request: pytest.FixtureRequest,
+                                                 topic_name: str) -> None:
+    """Both storage engines keep the group's records in the coordinator log they already have."""
+    storage = ["--storage", request.getfixturevalue("postgres_url")] if engine == "postgresql" else []
+    own_broker = BrokerProcess(tmp_path / "data", tmp_path / "broker.log", storage, env=BROKER_ENV)
+    try:
+        _recovered_after_kill(own_broker, topic_name)
+    finally:
+        own_broker.kill()
+
+
+def _recovered_after_kill(own_broker: BrokerProcess, topic_name: str) -> None:
     own_broker.start()
     port = own_broker.port
     create_topics(own_broker.bootstrap, {topic_name: 4})

@@ -72,3 +72,24 @@ def test_a_tiny_bench_run_reports_every_workload(tmp_path: Path) -> None:
     assert document["summary"]["produce-8p"]["vs_null"]["per_round"]
     assert any(goal["goal"].startswith("produce-8p") for goal in document["goals"])
     assert "produce-8p" in run.stdout and "rivven_kproto" in run.stdout
+
+
+def test_a_tiny_curves_run_charts_both_curves(tmp_path: Path) -> None:
+    """``python -m tools.bench.curves`` against our broker alone: every point measured (none
+    recorded as an error), both charts written as PNG files."""
+    out = tmp_path / "json"
+    run = subprocess.run(
+        [sys.executable, "-m", "tools.bench.curves", "--partitions", "1,10", "--sizes", "100,16384",
+         "--messages", "2000", "--bytes", "200000", "--out", str(tmp_path), "--json", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=240,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    document = json.loads(out.read_text())
+    points = document["partitions"]["rivven_kproto"]
+    assert sorted(points) == ["1", "10"] and all("error" not in p for p in points.values()), points
+    assert all(p["produce_msgs_per_s"] > 0 and p["consume_msgs_per_s"] > 0 and p["metadata_p99_ms"] > 0
+               for p in points.values())
+    sizes = document["sizes"]["rivven_kproto"]
+    assert sorted(sizes) == ["100", "16384"] and all(s["produce_mb_per_s"] > 0 for s in sizes.values()), sizes
+    for chart in ("curve-partitions.png", "curve-message-size.png"):
+        assert (tmp_path / chart).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

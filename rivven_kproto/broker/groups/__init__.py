@@ -1,9 +1,11 @@
-"""The group coordinator (classic consumer groups) and the durable store of committed offsets.
+"""The group coordinator (classic and KIP-848 consumer groups) and the durable store of committed offsets.
 
-``coordinator.GroupCoordinator`` is the entry point; ``membership`` holds the rebalance protocol,
-``group`` one group's state, ``offsets`` the committed offsets, ``records``/``wal`` the durable log
-(its on-disk format is documented in ``wal.py``) and ``consumer_protocol`` the pure decoder of the
-consumer protocol's subscription and assignment bytes.
+``coordinator.GroupCoordinator`` is the entry point; ``membership`` holds the classic rebalance
+protocol, ``group`` one classic group's state, ``offsets`` the committed offsets, ``records`` the
+records of the durable log and ``consumer_protocol`` the pure decoder of the consumer protocol's
+subscription and assignment bytes. KIP-848: ``consumer_coordinator`` (the coordinator's half for
+consumer groups), ``consumer_membership`` (ConsumerGroupHeartbeat's rules), ``consumer_group``
+(one group), ``assignors`` and ``reconciliation`` (pure).
 """
 
 from .api import Awaiting, JoinParams, JoinResult, LeavingMember, SyncParams, SyncResult

@@ -31,8 +31,6 @@ from ..durable.work import BlockingWork
 from .api import (
     Awaiting,
     CommitPartition,
-    ConsumerHeartbeat,
-    ConsumerHeartbeatResult,
     DescribedMember,
     FetchedOffset,
     GroupDescription,
@@ -45,6 +43,7 @@ from .api import (
     SyncResult,
 )
 from .config import GroupConfig
+from .consumer_coordinator import ConsumerGroups
 from .consumer_group import GROUP_TYPE as CONSUMER_TYPE
 from .consumer_group import PROTOCOL_TYPE as CONSUMER_PROTOCOL_TYPE
 from .consumer_group import ConsumerGroup
@@ -78,7 +77,7 @@ def _utf16_length(text: str) -> int:
     return len(text.encode("utf-16-le")) // 2
 
 
-class GroupCoordinator:
+class GroupCoordinator(ConsumerGroups):
     def __init__(
         self,
         directory: Path | None,
@@ -241,47 +240,6 @@ class GroupCoordinator:
               now_ms: int) -> tuple[Errors, list[tuple[LeavingMember, Errors]]]:
         return self.membership.leave(group_id, members, now_ms)
 
-    # -- KIP-848 consumer groups (see consumer_membership.py) ----------------------------------
-
-    def consumer_heartbeat(self, params: ConsumerHeartbeat, now_ms: int) -> ConsumerHeartbeatResult:
-        """ConsumerGroupHeartbeat: the change is logged before it is installed and answered."""
-        group = self.consumer_groups.get(params.group_id)
-        classic = self.groups.get(params.group_id)
-        if group is None and classic is not None and not _classic_convertible(classic, self.offsets.has_pending(classic.group_id)):
-            return ConsumerHeartbeatResult(Errors.GROUP_ID_NOT_FOUND,
-                                           message=f"Group {params.group_id} is not a consumer group.")
-        try:
-            draft, result = self.consumer.heartbeat(group, params, now_ms)
-            if draft is not None:
-                self._install(group, draft)
-        except KafkaError as exc:
-            return ConsumerHeartbeatResult(exc.error, params.member_id, params.member_epoch,
-                                           message=exc.message)
-        return result
-
-    def _install(self, group: ConsumerGroup | None, draft: ConsumerGroup) -> None:
-        """Log the draft's record if the durable state changed, then install it (deadlines too)."""
-        record = draft.to_record()
-        if group is None or record != group.persisted:
-            self._write([record], replay=True)
-            self.consumer_groups[draft.group_id].deadlines = draft.deadlines
-        elif group is not None:
-            group.deadlines = draft.deadlines
-
-    def topics_changed(self) -> None:
-        """Topics were created, deleted or grown: groups subscribed to them get a new epoch (their
-        regular expressions are evaluated again), and reassign at their members' next heartbeat."""
-        for group in list(self.consumer_groups.values()):
-            draft = self.consumer.refresh_metadata(group)
-            if draft is not None:
-                try:
-                    self._install(group, draft)
-                except KafkaError:
-                    log.warning("group %s: could not log its new epoch; the next heartbeat retries", group.group_id)
-
-    def consumer_group(self, group_id: str) -> ConsumerGroup | None:
-        return self.consumer_groups.get(group_id)
-
     def take_result(self, ticket: int) -> Result | None:
         return self.tickets.take(ticket)
 
@@ -313,13 +271,7 @@ class GroupCoordinator:
                 target = self.groups.get(group_id)
                 if target is not None and _still_due(target, kind, member_id, deadline):
                     self._fire(target, kind, member_id, now_ms)
-        for consumer_group in list(self.consumer_groups.values()):
-            draft = self.consumer.expire(consumer_group, now_ms)
-            if draft is not None:
-                try:
-                    self._install(consumer_group, draft)
-                except KafkaError:
-                    log.warning("group %s: could not log expired members; retried next tick", consumer_group.group_id)
+        self._expire_consumer_members(now_ms)
         if now_ms - self._last_expiry_ms >= self.config.offsets_retention_check_interval_ms:
             self._last_expiry_ms = now_ms
             self.expire_offsets(now_ms)
@@ -514,21 +466,6 @@ class GroupCoordinator:
         self._write(list(records), replay=True)
         return results
 
-    def _delete_consumer_offsets(self, group: ConsumerGroup, topics: list[tuple[str, list[int]]]
-                                 ) -> list[tuple[str, list[tuple[int, Errors]]]]:
-        """OffsetDelete on a consumer group: refused per topic its members subscribe to."""
-        subscribed = {topic for topic, _ in group.metadata}
-        results, records = [], []
-        for topic, partitions in topics:
-            if topic in subscribed and group.members:
-                results.append((topic, [(p, Errors.GROUP_SUBSCRIBED_TO_TOPIC) for p in partitions]))
-                continue
-            results.append((topic, [(p, Errors.NONE) for p in partitions]))
-            records += [OffsetTombstone(group.group_id, topic, p) for p in partitions
-                        if self.offsets.get(group.group_id, topic, p) is not None]
-        self._write(list(records), replay=True)
-        return results
-
     def delete_topic(self, topic: str) -> None:
         """Offsets of a deleted topic go with it (Kafka's onPartitionsDeleted), pending ones too."""
         keys = set(self.offsets.of_topic(topic)) | self.offsets.pending_of_topic(topic)
@@ -542,18 +479,7 @@ class GroupCoordinator:
         """Kafka's offset retention: Empty groups from when they emptied, simple groups per commit,
         empty consumer groups per commit (and the group with its last offset)."""
         retention = self.config.offsets_retention_ms
-        for consumer_group in list(self.consumer_groups.values()):
-            if consumer_group.members:
-                continue
-            group_id = consumer_group.group_id
-            expired = self.offsets.expired(group_id, now_ms, retention, BY_COMMIT_TIME)
-            tombstones: list[Record] = [OffsetTombstone(group_id, t, p) for t, p in expired]
-            if len(expired) == len(self.offsets.of_group(group_id)) and not self.offsets.has_pending(group_id):
-                tombstones += [ConsumerGroupTombstone(group_id), GroupTombstone(group_id)]
-            try:
-                self._write(tombstones, replay=True)
-            except KafkaError:
-                return
+        self._expire_consumer_offsets(now_ms, retention)
         for group in list(self.groups.values()):
             since: int | None = None
             if group.protocol_type is None:
@@ -603,18 +529,6 @@ class GroupCoordinator:
         ]
         return listed
 
-    def _delete_consumer_group(self, group: ConsumerGroup) -> Errors:
-        if group.members:
-            return Errors.NON_EMPTY_GROUP
-        records: list[Record] = [OffsetTombstone(group.group_id, t, p) for t, p in self.offsets.of_group(group.group_id)]
-        records += [ConsumerGroupTombstone(group.group_id), GroupTombstone(group.group_id)]
-        try:
-            self._write(records, replay=True)
-        except KafkaError as exc:
-            return exc.error
-        log.info("deleted consumer group %s and %d committed offsets", group.group_id, len(records) - 2)
-        return Errors.NONE
-
     def delete_groups(self, group_ids: list[str]) -> list[tuple[str, Errors]]:
         results = []
         for group_id in group_ids:
@@ -636,13 +550,6 @@ class GroupCoordinator:
                     error = exc.error
             results.append((group_id, error))
         return results
-
-
-def _classic_convertible(group: ClassicGroup, pending_offsets: bool) -> bool:
-    """An empty classic group (nothing joining, no pending transactional offsets) may become a
-    consumer group when a KIP-848 member joins, as in Kafka."""
-    return group.is_(GroupState.EMPTY) and not group.pending_members and group.join_deadline is None \
-        and not pending_offsets
 
 
 def _timers(group: ClassicGroup) -> Iterable[tuple[str, str, int]]:

@@ -192,3 +192,20 @@ def test_state_survives_a_restart(tmp_path: Path) -> None:
     assert a.error is Errors.NONE and a.member_epoch == 2
     h.reopen()  # and a snapshot (compaction) keeps it too
     assert h.c.snapshot_records() and h.c.consumer_group("g") is not None
+
+
+def test_a_member_that_does_not_revoke_within_its_rebalance_timeout_is_removed() -> None:
+    h = harness()
+    beat(h, "a", 0)  # rebalance timeout 60 s (see beat)
+    beat(h, "b", 0)
+    a = beat(h, "a", 1, owned={"t": {0, 1, 2, 3}})  # asked to revoke two partitions
+    assert a.member_epoch == 1
+    for _ in range(3):  # heartbeats keep its session alive, but it never revokes
+        h.advance(20_000)
+        beat(h, "a", 1, owned={"t": {0, 1, 2, 3}})
+        beat(h, "b", 2, owned={})
+    h.advance(1)
+    group = h.c.consumer_group("g")
+    assert group is not None and list(group.members) == ["b"]
+    b = beat(h, "b", 2, owned={})
+    assert owned_of(b) == {"t": {0, 1, 2, 3}}

@@ -50,13 +50,13 @@ class ConsumerGroups:
         return result
 
     def _install(self, group: ConsumerGroup | None, draft: ConsumerGroup) -> None:
-        """Log the draft's record if the durable state changed, then install it (deadlines too)."""
+        """Log the draft's record if the durable state changed, then install it (timers too)."""
         record = draft.to_record()
         if group is None or record != group.persisted:
             self._write([record], replay=True)
-            self.consumer_groups[draft.group_id].deadlines = draft.deadlines
-        elif group is not None:
-            group.deadlines = draft.deadlines
+            self.consumer_groups[draft.group_id].take_timers(draft)
+        else:
+            group.take_timers(draft)
 
     def topics_changed(self) -> None:
         """Topics were created, deleted or grown: groups subscribed to them get a new epoch (their

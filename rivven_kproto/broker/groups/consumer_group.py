@@ -4,7 +4,8 @@ The group epoch moves whenever what the assignment depends on changes (a member 
 a subscription or the server assignor changes, a subscribed topic appears, disappears or grows);
 the target assignment carries the epoch it was computed at and is recomputed when the group
 epoch moves past it. Each member reconciles towards its part of the target at its own pace (see
-``reconciliation.py``). Everything but the members' session deadlines is in the group's record;
+``reconciliation.py``). Everything but the members' timers (session and revocation deadlines) is
+in the group's record;
 ``copy`` gives the draft an operation changes before its record is logged and applied.
 """
 
@@ -91,8 +92,10 @@ class ConsumerGroup:
     metadata: tuple[tuple[str, int], ...] = ()
     members: dict[str, ConsumerMember] = field(default_factory=dict)
     target: dict[str, Assignment] = field(default_factory=dict)
-    # Soft state, not in the record: session deadlines (epoch ms) of members.
+    # Soft state, not in the record (epoch ms): each member's session deadline, and the rebalance
+    # timeout of a member asked to revoke partitions.
     deadlines: dict[str, int] = field(default_factory=dict)
+    revoke_deadlines: dict[str, int] = field(default_factory=dict)
     persisted: ConsumerGroupRecord | None = None
 
     @property
@@ -140,14 +143,20 @@ class ConsumerGroup:
         if old_id in self.target:
             self.target[new.member_id] = self.target.pop(old_id)
         self.deadlines.pop(old_id, None)
+        self.revoke_deadlines.pop(old_id, None)
 
     def remove_member(self, member_id: str) -> None:
         self.members.pop(member_id, None)
         self.target.pop(member_id, None)
         self.deadlines.pop(member_id, None)
+        self.revoke_deadlines.pop(member_id, None)
+
+    def take_timers(self, other: ConsumerGroup) -> None:
+        self.deadlines, self.revoke_deadlines = other.deadlines, other.revoke_deadlines
 
     def copy(self) -> ConsumerGroup:
-        return replace(self, members=dict(self.members), target=dict(self.target), deadlines=dict(self.deadlines))
+        return replace(self, members=dict(self.members), target=dict(self.target), deadlines=dict(self.deadlines),
+                       revoke_deadlines=dict(self.revoke_deadlines))
 
     def to_record(self) -> ConsumerGroupRecord:
         return ConsumerGroupRecord(

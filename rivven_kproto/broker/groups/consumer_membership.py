@@ -8,8 +8,8 @@ must be the member's (or its previous one while it owns a subset of its assignme
 response) else FENCED_MEMBER_EPOCH. Each operation works on a draft of the group and returns it;
 the coordinator logs the draft's record and installs it only once the log took it.
 
-Not implemented: rebalance timeouts (a member that never revokes keeps its partitions until its
-session expires), rack-aware assignment, classic-protocol members inside consumer groups (online
+A member asked to revoke partitions that has not done so within its rebalance timeout is removed,
+as a member whose session expired is. Not implemented: rack-aware assignment, classic-protocol members inside consumer groups (online
 migration), and the group size limit.
 """
 
@@ -33,7 +33,7 @@ from .consumer_group import (
     InvalidRegex,
     compile_regex,
 )
-from .reconciliation import MemberAssignment, is_subset, reconcile
+from .reconciliation import UNREVOKED, MemberAssignment, is_subset, reconcile
 
 log = logging.getLogger(__name__)
 
@@ -117,6 +117,10 @@ class ConsumerMembership:
             self._compute_target(draft)
         member = self._reconcile(draft, member, p.owned)
         draft.deadlines[member.member_id] = now + self.config.consumer_session_timeout_ms
+        if member.current.state == UNREVOKED:
+            draft.revoke_deadlines.setdefault(member.member_id, now + member.rebalance_timeout_ms)
+        else:
+            draft.revoke_deadlines.pop(member.member_id, None)
         send = (p.member_epoch == 0 or member.current.assigned != before.current.assigned
                 or member.member_epoch != before.member_epoch
                 or (p.owned is not None and dict(p.owned) != dict(member.current.assigned)))
@@ -219,15 +223,20 @@ class ConsumerMembership:
     # -- timers -------------------------------------------------------------------------------
 
     def expire(self, group: ConsumerGroup, now: int) -> ConsumerGroup | None:
-        """A draft without the members whose session expired, or None if none did."""
-        expired = [member_id for member_id, deadline in group.deadlines.items() if deadline <= now]
+        """A draft without the members whose session expired or who did not revoke partitions
+        within their rebalance timeout, or None if there are none."""
+        expired = {m: "expired (no heartbeat within the session timeout)"
+                   for m, deadline in group.deadlines.items() if deadline <= now}
+        expired |= {m: "is fenced: it did not revoke its partitions within the rebalance timeout"
+                    for m, deadline in group.revoke_deadlines.items() if deadline <= now and m not in expired}
         if not expired:
             return None
         draft = group.copy()
-        for member_id in expired:
+        for member_id, why in expired.items():
             if member_id in draft.members:
-                self.remove(draft, member_id, "expired (no heartbeat within the session timeout)")
+                self.remove(draft, member_id, why)
             draft.deadlines.pop(member_id, None)
+            draft.revoke_deadlines.pop(member_id, None)
         return draft
 
     def refresh_metadata(self, group: ConsumerGroup) -> ConsumerGroup | None:

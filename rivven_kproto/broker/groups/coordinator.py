@@ -305,8 +305,6 @@ class GroupCoordinator(ConsumerGroups):
         consumer_group = self.consumer_groups.get(group_id)
         if consumer_group is not None:
             validate_consumer_commit(consumer_group, generation_id, member_id, instance_id, version=version)
-            if member_id in consumer_group.deadlines:
-                consumer_group.deadlines[member_id] = now_ms + self.config.consumer_session_timeout_ms
         elif group is None:
             if generation_id >= 0:
                 raise KafkaError(Errors.GROUP_ID_NOT_FOUND if version >= 9 else Errors.ILLEGAL_GENERATION)

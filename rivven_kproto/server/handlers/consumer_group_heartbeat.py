@@ -58,8 +58,8 @@ def handle(ctx: RequestContext, request: ConsumerGroupHeartbeatRequest, version:
     result = ctx.broker.groups.consumer_heartbeat(params, ctx.now_ms)
     if result.error is not Errors.NONE:
         return ConsumerGroupHeartbeatResponse(
-            throttle_time_ms=0, error_code=result.error, error_message=result.message,
-            member_id=request.member_id or None, member_epoch=request.member_epoch, heartbeat_interval_ms=0,
+            throttle_time_ms=0, error_code=result.error, error_message=result.message, member_epoch=0,
+            heartbeat_interval_ms=0,
         )
     assignment = None
     if result.assignment is not None:

@@ -19,6 +19,7 @@ from .fields import (
     KafkaType,
     kf,
 )
+from .primitives import CachedArray
 from .struct import (
     REQUESTS,
     RESPONSES,
@@ -39,5 +40,5 @@ __all__ = [
     "BOOL", "BYTES", "FLOAT64", "INT8", "INT16", "INT32", "INT64", "RECORDS", "STRING", "UINT16",
     "UINT32", "UUID", "ZERO_UUID", "Array", "FieldSpec", "KafkaType", "kf", "REQUESTS", "RESPONSES",
     "DecodeError", "EncodeError", "Header", "Message", "Request", "Response", "Struct",
-    "UnsupportedVersionError", "kafka_message", "kafka_struct", "Versions",
+    "UnsupportedVersionError", "kafka_message", "kafka_struct", "Versions", "CachedArray",
 ]

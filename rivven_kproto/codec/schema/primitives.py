@@ -11,7 +11,7 @@ import contextlib
 import io
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from construct import (
@@ -48,6 +48,7 @@ __all__ = [
     "StringCon",
     "BytesCon",
     "ArrayCon",
+    "CachedArray",
     "NullableStructCon",
     "remaining",
 ]
@@ -253,6 +254,30 @@ class UuidCon(Construct):  # type: ignore[misc]
         return 16
 
 
+class CachedArray:
+    """An array value encoded once per structure (message version) and then written as bytes.
+
+    For big arrays that a broker answers again and again unchanged (a topic's partitions in
+    Metadata): building thousands of element objects and encoding them on every request is what
+    made a 10,000-partition Metadata cost ~100 ms. ``items`` makes the elements when first needed.
+    """
+
+    __slots__ = ("_items", "_encodings")
+
+    def __init__(self, items: Callable[[], list[Any]]) -> None:
+        self._items = items
+        self._encodings: dict[int, bytes] = {}
+
+    def encoding(self, con: ArrayCon, context: Any, path: str) -> bytes:
+        key = id(con)  # structures are cached per (version, flexible) for the life of the process
+        data = self._encodings.get(key)
+        if data is None:
+            buffer = io.BytesIO()
+            con._build(self._items(), buffer, context, path)
+            data = self._encodings[key] = buffer.getvalue()
+        return data
+
+
 class ArrayCon(Construct):  # type: ignore[misc]
     """Classic (int32 count) or compact (uvarint count + 1) array, optionally nullable.
 
@@ -283,7 +308,10 @@ class ArrayCon(Construct):  # type: ignore[misc]
         parse = self.element._parse
         return [parse(stream, context, path) for _ in range(count)]
 
-    def _build(self, obj: list[Any] | None, stream: io.BytesIO, context: Any, path: str) -> Any:
+    def _build(self, obj: list[Any] | CachedArray | None, stream: io.BytesIO, context: Any, path: str) -> Any:
+        if isinstance(obj, CachedArray):
+            stream.write(obj.encoding(self, context, path))
+            return obj
         if obj is None:
             if not self.nullable:
                 raise ValidationError("null given for a non-nullable array", path=path)

@@ -15,8 +15,10 @@ our coordinators do not live in topics, and a user topic by that name would only
 
 from __future__ import annotations
 
+import functools
 import logging
 import uuid
+from typing import cast
 
 from rivven_kproto.broker.broker import Topic
 from rivven_kproto.broker.log.partition_log import LEADER_EPOCH
@@ -32,6 +34,7 @@ from rivven_kproto.codec.messages.metadata import (
     MetadataResponsePartition,
     MetadataResponseTopic,
 )
+from rivven_kproto.codec.schema import CachedArray
 from rivven_kproto.server.context import RequestContext
 
 log = logging.getLogger(__name__)
@@ -76,8 +79,19 @@ def this_broker(ctx: RequestContext) -> MetadataResponseBroker:
 
 
 def describe_topic(ctx: RequestContext, topic: Topic) -> MetadataResponseTopic:
-    node = ctx.config.node_id
-    partitions = [
+    # Encoded once per layout and version, then written as bytes (the array is not a list here).
+    partitions = cast("list[MetadataResponsePartition]", partition_layout(len(topic.partitions), ctx.config.node_id))
+    return MetadataResponseTopic(
+        error_code=Errors.NONE, name=topic.name, topic_id=topic.meta.topic_id, is_internal=topic.name in INTERNAL_TOPICS,
+        partitions=partitions,
+    )
+
+
+@functools.lru_cache(maxsize=1024)
+def partition_layout(count: int, node: int) -> CachedArray:
+    """A topic's partitions as Metadata describes them: one node leads every partition, so the
+    layout depends only on the partition count and the node id."""
+    return CachedArray(lambda: [
         MetadataResponsePartition(
             error_code=Errors.NONE,
             partition_index=index,
@@ -87,12 +101,8 @@ def describe_topic(ctx: RequestContext, topic: Topic) -> MetadataResponseTopic:
             isr_nodes=[node],
             offline_replicas=[],
         )
-        for index in range(len(topic.partitions))
-    ]
-    return MetadataResponseTopic(
-        error_code=Errors.NONE, name=topic.name, topic_id=topic.meta.topic_id, is_internal=topic.name in INTERNAL_TOPICS,
-        partitions=partitions,
-    )
+        for index in range(count)
+    ])
 
 
 def _error_topic(error: Errors, name: str | None, topic_id: uuid.UUID = ZERO_TOPIC_ID) -> MetadataResponseTopic:

@@ -1,7 +1,7 @@
 """python -m tools.bench.curves: how cost grows with the work, ours beside a peer, as PNG charts.
 
     python -m tools.bench.curves --peer tansu                    # partitions and message size
-    python -m tools.bench.curves --peer tansu --partitions 1,100,1000 --sizes 100,1024
+    python -m tools.bench.curves --peer tansu --peer postgresql --partitions 10000 --sizes ''
 
 Two curves (issue #22's "cost curves"), each point on a fresh broker of each kind:
 
@@ -86,8 +86,13 @@ def partitions_point(bootstrap: str, partitions: int, messages: int) -> dict[str
 def size_point(bootstrap: str, size: int, total_bytes: int) -> dict[str, Any]:
     topic = f"curve-s{size}"
     count = max(total_bytes // size, 50)
-    produced = w.produce(bootstrap, topic, count, 1, size=size)
-    consumed = w.consume(bootstrap, topic, count + 1, 1, "read_uncommitted", size=size)
+    # Messages near 1 MiB need room over Kafka's and librdkafka's 1 MB defaults, on both sides.
+    limit = str(max(2 * size, 1 << 20) + 4096)
+    big = {"message.max.bytes": limit} if size >= 512 * 1024 else None
+    topic_config = {"max.message.bytes": limit} if big else None
+    produced = w.produce(bootstrap, topic, count, 1, size=size, client=big, topic_config=topic_config)
+    consumed = w.consume(bootstrap, topic, count + 1, 1, "read_uncommitted", size=size,
+                         client={"fetch.max.bytes": limit, "max.partition.fetch.bytes": limit} if big else None)
     return {"produce_mb_per_s": produced.mb_per_s,
             "consume_mb_per_s": consumed.mb_per_s, "messages": count}
 
@@ -130,7 +135,8 @@ def chart(path: Path, title: str, xlabel: str, xs: list[int], series: dict[str, 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.bench.curves", description=__doc__.splitlines()[0])
-    parser.add_argument("--peer", help="'tansu' or a command line with {port} (see python -m tools.bench)")
+    parser.add_argument("--peer", action="append", default=[],
+                        help="'tansu', 'postgresql' or a command line with {port} (see python -m tools.bench); repeatable")
     parser.add_argument("--partitions", default=",".join(map(str, PARTITIONS)))
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)))
     parser.add_argument("--messages", type=int, default=200_000, help="per partitions point")
@@ -139,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=Path("curves-results.json"))
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
-    targets = [brokers.ours()] + ([brokers.peer(args.peer)] if args.peer else [])
+    targets = [brokers.ours(), *(brokers.peer(spec) for spec in args.peer)]
     counts = [int(x) for x in args.partitions.split(",") if x]
     sizes = [int(x) for x in args.sizes.split(",") if x]
     results: dict[str, Any] = {"partitions": {}, "sizes": {}}

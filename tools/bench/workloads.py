@@ -44,9 +44,9 @@ class Figures:
         return ordered[min(int(q * len(ordered)), len(ordered) - 1)]
 
 
-def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
+def create_topic(bootstrap: str, topic: str, partitions: int, config: dict[str, str] | None = None) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
+    admin.create_topics([NewTopic(topic, partitions, 1, config=config or {})])[topic].result(30)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:  # metadata catches up with the creation
         found = admin.list_topics(topic, timeout=10).topics.get(topic)
@@ -83,10 +83,10 @@ def _warm_up(producer: Producer, topic: str, partitions: int) -> None:
 
 
 def produce(bootstrap: str, topic: str, count: int, partitions: int, size: int = 100,
-            client: dict[str, str] | None = None) -> Figures:
+            client: dict[str, str] | None = None, topic_config: dict[str, str] | None = None) -> Figures:
     """acks=all, idempotent, linger.ms=5, 1 MiB batches; ``client``: settings over the defaults (a
     secured listener's address and security properties). The topic is created over ``bootstrap``."""
-    create_topic(bootstrap, topic, partitions)
+    create_topic(bootstrap, topic, partitions, topic_config)
     failures: list[Any] = []
     producer = Producer({
         "bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True, "linger.ms": 5,

@@ -302,7 +302,8 @@ def _recovered_after_kill(own_broker: BrokerProcess, topic_name: str) -> None:
 def test_exactly_once_pipeline_with_the_consumer_protocol(tmp_path: Path, own_broker: BrokerProcess) -> None:
     """eos_app.py with ``group.protocol=consumer``: an application kill and a broker SIGKILL, then
     every input record's transform exactly once in the output for a read_committed reader."""
-    stats = run_pipeline(tmp_path, own_broker, "confluent-kafka-consumer-protocol", 5000, app_kills=1,
+    # Enough records that the application is still at work at each kill (it commits ~15,000 a second).
+    stats = run_pipeline(tmp_path, own_broker, "confluent-kafka-consumer-protocol", 30_000, app_kills=1,
                          broker_kills=1, deadline_s=120)
     print(f"exactly-once pipeline, confluent-kafka group.protocol=consumer: {stats}")
     assert stats["runs"] >= 2

@@ -1,11 +1,15 @@
-"""Spark read throughput of the ``kafka_py`` source: rows/s for ``count()`` over committed records.
+"""Spark throughput of the ``kafka_py`` source and sink: rows/s read by ``count()``, rows/s written.
 
-Starts a broker (or uses ``--bootstrap``), writes N records of ``--value-size`` bytes with a
-transactional confluent-kafka producer (committed transactions of ``--txn-size`` records each),
-then times ``spark.read.format("kafka_py")...load().count()`` under read_committed (and
-read_uncommitted) with a local[2] session. The goal is at least 0.5M rows/s.
+Reads (``--mode read``): starts a broker (or uses ``--bootstrap``), writes N records of
+``--value-size`` bytes with a transactional confluent-kafka producer (committed transactions of
+``--txn-size`` records each), then times ``spark.read.format("kafka_py")...load().count()`` under
+read_committed (and read_uncommitted) with a local[2] session. The goal is at least 0.5M rows/s.
 
-    python tools/bench_spark.py --records 1000000
+Writes (``--mode write``): times ``df.write.format(...)`` of N rows (a string key, a
+``--value-size`` byte value, ``--partitions`` Spark partitions and topic partitions) into a fresh
+topic, at least once (the default) and with ``exactlyOnce=true``.
+
+    python tools/bench_spark.py --records 1000000 [--mode read|write|both]
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -52,6 +57,35 @@ def produce(bootstrap: str, topic: str, partitions: int, records: int, value_siz
     return time.perf_counter() - started
 
 
+def bench_writes(spark: Any, bootstrap: str, topic: str, args: argparse.Namespace) -> None:
+    """Rows/s of ``df.write.format(args.format)``, at least once and exactly once, into fresh topics."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+
+    def write(name: str, rows: int, exactly_once: bool) -> float:
+        admin.create_topics([NewTopic(name, args.partitions, 1)])[name].result(30)
+        df = spark.range(0, rows, numPartitions=args.partitions).selectExpr(
+            "CAST(id AS STRING) AS key", f"concat(CAST(id AS STRING), repeat('v', {args.value_size})) AS value")
+        started = time.perf_counter()
+        (df.write.format(args.format).mode("append").option("kafka.bootstrap.servers", bootstrap)
+         .option("topic", name).option("exactlyOnce", str(exactly_once).lower()).save())
+        return time.perf_counter() - started
+
+    write(f"{topic}-write-warmup", 1000, True)  # starts the Python workers
+    for exactly_once in (False, True):
+        mode = "exactly once" if exactly_once else "at least once"
+        times = []
+        for run in range(args.repeat):
+            elapsed = write(f"{topic}-write-{int(exactly_once)}-{run}", args.records, exactly_once)
+            times.append(elapsed)
+            print(f"  {args.format} write {mode:13} {args.records:,} rows in {elapsed:.2f}s "
+                  f"({args.records / elapsed:,.0f} rows/s)")
+        print(f"{args.format} write {mode}: best {args.records / min(times):,.0f} rows/s, median "
+              f"{args.records / statistics.median(times):,.0f} rows/s ({args.records:,} x ~{args.value_size} B, "
+              f"{args.partitions} partitions, local[2])")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=500_000)
@@ -61,6 +95,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--bootstrap", help="use this broker instead of starting one")
     parser.add_argument("--format", default="kafka_py", help="kafka_py, or kafka (through the Java shim)")
+    parser.add_argument("--mode", choices=("read", "write", "both"), default="both")
     args = parser.parse_args()
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -77,8 +112,9 @@ def main() -> None:
         bootstrap = broker.bootstrap
     try:
         topic = f"bench-{int(time.time())}"
-        took = produce(bootstrap, topic, args.partitions, args.records, args.value_size, args.txn_size)
-        print(f"produced {args.records:,} x {args.value_size} B in {took:.1f}s ({args.records / took:,.0f} rows/s)")
+        if args.mode != "write":
+            took = produce(bootstrap, topic, args.partitions, args.records, args.value_size, args.txn_size)
+            print(f"produced {args.records:,} x {args.value_size} B in {took:.1f}s ({args.records / took:,.0f} rows/s)")
 
         from pyspark.sql import SparkSession
 
@@ -89,6 +125,12 @@ def main() -> None:
         spark = with_kafka_source(builder).getOrCreate()
         spark.sparkContext.setLogLevel("ERROR")
         register(spark)
+        if args.mode != "read":
+            bench_writes(spark, bootstrap, topic, args)
+        if args.mode == "write":
+            spark.stop()
+            return
+
         def count(topic_name: str, level: str) -> tuple[int, float]:
             started = time.perf_counter()
             df = (spark.read.format(args.format)

@@ -112,8 +112,10 @@ def parse(options: Mapping[str, str]) -> SinkOptions:
         raise ValueError("Kafka option 'transactional.id' is not supported: set exactlyOnce=true (and "
                          "transactionalIdPrefix) to write in transactions")
     kafka = {key.removeprefix("kafka."): value for key, value in params.items() if key.startswith("kafka.")}
-    producer: dict[str, str] = {"partitioner": "murmur2_random"}  # the Java client's key hashing
-    producer["enable.idempotence"] = "true"
+    # The Java client's key hashing, and its idempotence default: on, unless acks asks for less
+    # and enable.idempotence is not set.
+    producer: dict[str, str] = {"partitioner": "murmur2_random"}
+    producer["enable.idempotence"] = "true" if kafka.get("acks", "all").lower() in ("all", "-1") else "false"
     security_props = {k: v for k, v in kafka.items() if k.startswith(_SECURITY_PREFIXES)}
     if security_props:
         producer.update(_security(security_props))

@@ -278,17 +278,23 @@ class _StateCollector(Collector):
         counts = {state.value: 0 for state in GroupState}
         for group in coordinator.groups.values():
             counts[group.state.value] += 1
+        for consumer_group in coordinator.consumer_groups.values():  # KIP-848: Assigning, Reconciling, ...
+            counts[consumer_group.state] = counts.get(consumer_group.state, 0) + 1
         for state, count in counts.items():
             by_state.add_metric([state], count)
         yield by_state
         members = GaugeMetricFamily("rivven_group_members", "Members of each group.", labels=["group"])
-        generation = GaugeMetricFamily("rivven_group_generation", "Generation of each group.", labels=["group"])
+        generation = GaugeMetricFamily("rivven_group_generation", "Generation of each group (a KIP-848 group's epoch).",
+                                       labels=["group"])
         rebalances = CounterMetricFamily("rivven_group_rebalances", "Rebalances begun (PreparingRebalance) since start.",
                                          labels=["group"])
         for group in coordinator.groups.values():
             members.add_metric([group.group_id], len(group.members))
             generation.add_metric([group.group_id], group.generation_id)
             rebalances.add_metric([group.group_id], group.rebalances)
+        for consumer_group in coordinator.consumer_groups.values():
+            members.add_metric([consumer_group.group_id], len(consumer_group.members))
+            generation.add_metric([consumer_group.group_id], consumer_group.group_epoch)
         yield members
         yield generation
         yield rebalances

@@ -97,3 +97,15 @@ def test_describe_and_list(ctx: RequestContext, broker: Broker) -> None:
     assert [(g.group_id, g.group_type, g.protocol_type, g.group_state) for g in listed.groups] == [
         ("g", "consumer", "consumer", "Stable")]
     assert answer(list_groups, ctx, ListGroupsRequest(types_filter=["classic"]), 5).groups == []
+
+
+def test_metrics_count_consumer_groups(ctx: RequestContext, broker: Broker) -> None:
+    from rivven_kproto.server.metrics import BrokerMetrics  # noqa: PLC0415
+
+    answer(consumer_group_heartbeat, ctx, ConsumerGroupHeartbeatRequest(
+        group_id="g", member_id="m1", member_epoch=0, rebalance_timeout_ms=30_000, subscribed_topic_names=["t"]), 1)
+    metrics = BrokerMetrics()
+    metrics.broker = broker
+    body = metrics.exposition().decode()
+    assert 'rivven_groups{state="Stable"} 1.0' in body
+    assert 'rivven_group_members{group="g"} 1.0' in body and 'rivven_group_generation{group="g"} 1.0' in body

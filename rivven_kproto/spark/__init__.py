@@ -1,5 +1,8 @@
 """PySpark data source for Kafka (``kafka_py``), and the shim that serves ``format("kafka")``.
 
+Reads (``spark.read``/``readStream``) and writes (``df.write``/``writeStream``, see :mod:`.sink`
+for the delivery guarantees) go through the same source and the same three ways in.
+
 Three ways in:
 
 * ``spark.read.format("kafka_py")``: the Python data source, registered automatically by Spark

@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rivven_kproto.broker.groups.api import CommitPartition, ConsumerHeartbeat, ConsumerHeartbeatResult
 from rivven_kproto.codec.errors import Errors, KafkaError
@@ -209,3 +211,58 @@ def test_a_member_that_does_not_revoke_within_its_rebalance_timeout_is_removed()
     assert group is not None and list(group.members) == ["b"]
     b = beat(h, "b", 2, owned={})
     assert owned_of(b) == {"t": {0, 1, 2, 3}}
+
+
+class Client:
+    """A consumer as librdkafka behaves: it owns what the last assignment said, reports it, and
+    starts over (owning nothing) when fenced."""
+
+    def __init__(self, member_id: str) -> None:
+        self.member_id = member_id
+        self.epoch = 0
+        self.owned: dict[str, set[int]] = {}
+
+    def heartbeat(self, h: Harness) -> None:
+        result = beat(h, self.member_id, self.epoch, owned=None if self.epoch == 0 else self.owned)
+        if result.error in (Errors.FENCED_MEMBER_EPOCH, Errors.UNKNOWN_MEMBER_ID):
+            self.epoch, self.owned = 0, {}
+            return
+        assert result.error is Errors.NONE, result
+        self.epoch = result.member_epoch
+        if result.assignment is not None:
+            self.owned = owned_of(result)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["join", "leave", "beat", "beat", "beat"]), st.integers(0, 3)),
+                max_size=40))
+def test_clients_never_own_a_partition_twice_and_converge(script: list[tuple[str, int]]) -> None:
+    h = harness()
+    clients: dict[int, Client] = {}
+
+    def check() -> None:
+        seen: set[tuple[str, int]] = set()
+        for client in clients.values():
+            mine = {(t, p) for t, ps in client.owned.items() for p in ps}
+            assert not mine & seen
+            seen |= mine
+
+    for action, n in script:
+        if action == "join" and n not in clients:
+            clients[n] = Client(f"m{n}")
+            clients[n].heartbeat(h)
+        elif action == "leave" and n in clients:
+            beat(h, f"m{n}", -1)
+            del clients[n]
+        elif action == "beat" and n in clients:
+            clients[n].heartbeat(h)
+        check()
+    for _ in range(6):
+        for client in clients.values():
+            client.heartbeat(h)
+            check()
+    if clients:
+        owned = {(t, p) for c in clients.values() for t, ps in c.owned.items() for p in ps}
+        assert owned == {("t", p) for p in range(TOPICS["t"])}
+        group = h.c.consumer_group("g")
+        assert group is not None and group.state == "Stable"

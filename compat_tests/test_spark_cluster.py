@@ -65,3 +65,36 @@ def test_read_committed_on_a_local_cluster(cluster, broker, cluster_filled, fmt)
     assert rows_of(df) == sorted(r for r in written.committed + written.plain if r[1] < lso[r[0]])
     everything = written.committed + written.aborted + written.plain + written.open
     assert reader(cluster, broker, fmt, subscribe=topic).load().count() == len(everything)
+
+
+def test_exactly_once_write_with_a_failed_task_attempt_on_a_local_cluster(cluster, broker, topic_name) -> None:  # noqa: ANN001
+    """The sink on executors in other JVMs: a task whose first attempt fails after producing part
+    of its rows (its transaction is aborted or fenced) is retried, and a read_committed read sees
+    every row exactly once."""
+    from pyspark import TaskContext
+    from pyspark.sql import functions as F  # noqa: N812
+
+    from .test_spark import create_topic
+
+    rows = 20_000
+    create_topic(broker, topic_name, PARTITIONS)
+
+    @F.udf("string")
+    def fail_once(value: str) -> str:
+        context = TaskContext.get()
+        if value == "v-15000" and context is not None and context.attemptNumber() == 0:
+            raise RuntimeError("the first attempt of this task fails after writing part of its rows")
+        return value
+
+    df = spark_range(cluster, rows).select(fail_once(F.col("value")).alias("value"))
+    (df.write.format("kafka").mode("append").option("kafka.bootstrap.servers", broker.bootstrap)
+     .option("topic", topic_name).option("exactlyOnce", "true").save())
+    got = reader(cluster, broker, "kafka", subscribe=topic_name,
+                 **{"kafka.isolation.level": "read_committed"}).load().selectExpr("CAST(value AS STRING) v")
+    assert got.count() == rows
+    assert got.distinct().count() == rows
+
+
+def spark_range(session: object, rows: int) -> object:
+    """``v-<i>`` for i < rows, in 2 Spark partitions (i.e. 2 tasks, one on each executor)."""
+    return session.range(0, rows, numPartitions=2).selectExpr("concat('v-', id) AS value")  # type: ignore[attr-defined]

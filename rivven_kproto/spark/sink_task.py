@@ -32,6 +32,7 @@ Record = tuple[str, bytes | None, bytes | None, int, Headers | None]
 PARTITION_ANY = -1  # librdkafka's RD_KAFKA_PARTITION_UA: the partitioner chooses
 STABLE_RETRIES = 50  # OffsetFetch answers UNSTABLE_OFFSET_COMMIT while a transaction is ending
 STABLE_BACKOFF_S = 0.1
+CALL_RETRIES = 10  # transactional calls failing with a retriable error (coordinator moving, ...)
 
 
 @dataclass(frozen=True)
@@ -163,6 +164,9 @@ def committed_batches(options: SinkOptions, group: str) -> int:
         except KafkaException as exc:
             if exc.args[0].code() == KafkaError.GROUP_ID_NOT_FOUND:
                 return 0
+            if exc.args[0].retriable():
+                time.sleep(STABLE_BACKOFF_S)
+                continue
             raise
         partitions = answer.topic_partitions or []
         unstable = [tp for tp in partitions if tp.error is not None
@@ -174,6 +178,23 @@ def committed_batches(options: SinkOptions, group: str) -> int:
             return max((tp.offset for tp in partitions if tp.offset >= 0), default=0)
         time.sleep(STABLE_BACKOFF_S)
     raise TimeoutError(f"group {group}: offsets still unstable after {STABLE_RETRIES} reads")
+
+
+def _retrying(call: Any, *args: Any) -> Any:
+    """``call(*args)``, again while it fails with an error Kafka calls retriable (librdkafka's
+    transactional API asks its caller to retry those)."""
+    from confluent_kafka import KafkaException
+
+    for attempt in range(CALL_RETRIES):
+        try:
+            return call(*args)
+        except KafkaException as exc:
+            error = exc.args[0]
+            if not error.retriable() or attempt == CALL_RETRIES - 1:
+                raise
+            log.info("retrying %s after %s", getattr(call, "__name__", call), error)
+            time.sleep(STABLE_BACKOFF_S * (attempt + 1))
+    raise AssertionError("unreachable")
 
 
 def _group_metadata(options: SinkOptions, group: str) -> Any:
@@ -192,7 +213,7 @@ def write_exactly_once(options: SinkOptions, scope: TaskScope, rows: Iterator[Re
     failures = _Failures()
     producer = _producer(options, failures, {"transactional.id": scope.transactional_id,
                                              "enable.idempotence": "true"})
-    producer.init_transactions(options.timeout_s)  # fences earlier attempts, ends their transaction
+    _retrying(producer.init_transactions, options.timeout_s)  # fences earlier attempts
     group = scope.transactional_id
     done = committed_batches(options, group)
     if done > scope.batch_id:
@@ -208,10 +229,10 @@ def write_exactly_once(options: SinkOptions, scope: TaskScope, rows: Iterator[Re
             producer.abort_transaction(options.timeout_s)
             return TaskResult(0)
         metadata = json.dumps({"batch": scope.batch_id, "rows": count})
-        producer.send_offsets_to_transaction(
-            [TopicPartition(marker_topic, 0, scope.batch_id + 1, metadata)], _group_metadata(options, group),
-            options.timeout_s)
-        producer.commit_transaction(options.timeout_s)
+        _retrying(producer.send_offsets_to_transaction,
+                  [TopicPartition(marker_topic, 0, scope.batch_id + 1, metadata)], _group_metadata(options, group),
+                  options.timeout_s)
+        _retrying(producer.commit_transaction, options.timeout_s)
         failures.check()
     except BaseException:
         try:

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from .broker_process import BrokerProcess
+from .txn_helpers import consume, create_topics, values
 
 README = Path(__file__).resolve().parents[1] / "README.rst"
 NODE_DIR = Path(__file__).resolve().parent / "node"
@@ -178,12 +179,7 @@ def test_spark_snippets(readme_broker: tuple[BrokerProcess, Path]) -> None:
             + block("python", ".writeStream.format(\"parquet\")")
             + "print('batch rows', df.count())\n"
             + "print('streamed rows', spark.read.parquet('out').count())\n").replace("localhost:9092", broker.bootstrap)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KPROTO_")}
-    paths = [str(README.parent), *(p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p)]
-    env.update(PYSPARK_PYTHON=sys.executable, PYTHONPATH=os.pathsep.join(paths))
-    done = subprocess.run([sys.executable, "-c", code], cwd=workdir, capture_output=True, text=True,
-                          timeout=RUN_TIMEOUT_S * 2, env=env)
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = run_spark_python(code, workdir)
     batch = int(re.search(r"batch rows (\d+)", done.stdout).group(1))  # type: ignore[union-attr]
     streamed = int(re.search(r"streamed rows (\d+)", done.stdout).group(1))  # type: ignore[union-attr]
     assert batch > 0 and streamed > 0
@@ -194,12 +190,7 @@ def test_spark_sink_snippet(readme_broker: tuple[BrokerProcess, Path], tmp_path:
     its own (its checkpoint is not the reading block's): records produced once it runs come out
     upper-cased, once each, for a read_committed reader."""
     broker, _ = readme_broker
-    from confluent_kafka import Consumer, TopicPartition
-    from confluent_kafka.admin import AdminClient, NewTopic
-
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-    for future in admin.create_topics([NewTopic("orders", 2, 1), NewTopic("orders-upper", 2, 1)]).values():
-        future.result(30)
+    create_topics(broker.bootstrap, {"orders": 2, "orders-upper": 2})
     feed = (
         "from confluent_kafka import Producer\n"
         "producer = Producer({'bootstrap.servers': 'localhost:9092'})\n"
@@ -211,28 +202,23 @@ def test_spark_sink_snippet(readme_broker: tuple[BrokerProcess, Path], tmp_path:
             + "query = " + block("python", ".option(\"topic\", \"orders-upper\")")
             + "query.processAllAvailable()\n" + feed
             + "query.processAllAvailable()\nquery.stop()\n").replace("localhost:9092", broker.bootstrap)
+    run_spark_python(code, tmp_path)
+    seen = consume("confluent-kafka", broker.bootstrap, [("orders-upper", 0), ("orders-upper", 1)],
+                   committed=True, expected=20)
+    written = [value for records in values(seen).values() for value in records]
+    assert sorted(written, key=lambda v: v or b"") == sorted(f"ORDER-{i}".encode() for i in range(20))
+
+
+def run_spark_python(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """README Spark code in a Python process of its own, as a user runs it (the package on the
+    path for Spark's Python workers too); it must succeed."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("KPROTO_")}
     paths = [str(README.parent), *(p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p)]
     env.update(PYSPARK_PYTHON=sys.executable, PYTHONPATH=os.pathsep.join(paths))
-    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True,
                           timeout=RUN_TIMEOUT_S * 2, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "readme-sink", "enable.auto.commit": False,
-                         "isolation.level": "read_committed", "enable.partition.eof": True})
-    consumer.assign([TopicPartition("orders-upper", p, 0) for p in range(2)])
-    values: list[str] = []
-    at_end: set[int] = set()
-    for _ in range(120):
-        for message in consumer.consume(100, 0.5):
-            if message.error() is not None:
-                if message.error().code() == -191:  # _PARTITION_EOF
-                    at_end.add(message.partition())
-                continue
-            values.append(message.value().decode())
-        if at_end == {0, 1}:
-            break
-    consumer.close()
-    assert sorted(values) == sorted(f"ORDER-{i}" for i in range(20))
+    return done
 
 
 def test_monitoring_snippet(tmp_path: Path) -> None:

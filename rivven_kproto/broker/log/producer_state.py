@@ -23,7 +23,7 @@ the aborted batches' first to one past their last. librdkafka's abort_transactio
 queued messages and gives their sequence numbers to the next transaction's messages in the same
 epoch, even when a queued message was a retry of a request the broker had written (its answer
 lost to a cut connection or a restart). Kafka then answers the next transaction's new batch as a
-duplicate of the aborted one: acknowledged, never written (the verify-eos soak lost a committed
+duplicate of the aborted one: acknowledged, never written (verify-eos in CI lost a committed
 record this way). A retry never crosses its transaction's marker (clients complete or drop every
 in-flight batch before EndTxn), so no batch of an aborted transaction is owed a duplicate answer.
 
@@ -123,14 +123,13 @@ class ProducerEntry:
     def follows(self, first_seq: int) -> bool:
         """May a batch of the current epoch start at ``first_seq``? After an abort, anywhere
         from the aborted batches' first sequence on (the client may reuse theirs)."""
-        if self.batches and self.batches[-1].aborted:
-            lowest = self.batches[-1].first_seq
-            for meta in reversed(self.batches):
-                if not meta.aborted:
-                    break
-                lowest = meta.first_seq
-            if lowest <= first_seq <= self.last_seq:
-                return True
+        lowest = None  # the first sequence of the aborted batches at the cache's end
+        for meta in reversed(self.batches):
+            if not meta.aborted:
+                break
+            lowest = meta.first_seq
+        if lowest is not None and lowest <= first_seq <= self.last_seq:
+            return True
         return in_sequence(self.last_seq, first_seq)
 
     def mark_aborted(self, txn_first_offset: int) -> None:

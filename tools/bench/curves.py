@@ -19,6 +19,7 @@ recorded with its error and left out of the chart. Prints a table, writes the fi
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import logging
 import socket
@@ -31,6 +32,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from rivven_kproto.codec.connection import encode_request
+from rivven_kproto.codec.headers import RequestHeader, ResponseHeader, response_header_version
 from rivven_kproto.codec.messages.metadata import MetadataRequest, MetadataRequestTopic, MetadataResponse
 
 from . import brokers
@@ -47,25 +50,25 @@ METADATA_VERSION = 12
 def metadata_latency(bootstrap: str, topic: str, rounds: int = METADATA_ROUNDS) -> dict[str, float]:
     """Round trips of a Metadata request for ``topic`` on one connection (ms): median, p99."""
     host, port = bootstrap.rsplit(":", 1)
-    body = MetadataRequest(
+    request = MetadataRequest(
         topics=[MetadataRequestTopic(name=topic)], allow_auto_topic_creation=False,
         include_topic_authorized_operations=False,
-    ).encode(METADATA_VERSION)
-    # Request header v2: api key, version, correlation id, client id, no tagged fields.
-    client = b"curves"
+    )
     samples: list[float] = []
     with socket.create_connection((host, int(port)), timeout=60) as sock:
         for correlation in range(rounds):
-            header = struct.pack(">hhih", 3, METADATA_VERSION, correlation, len(client)) + client + b"\x00"
-            frame = header + body
+            header = RequestHeader(request_api_key=MetadataRequest.API_KEY, request_api_version=METADATA_VERSION,
+                                   correlation_id=correlation, client_id="curves")
+            frame = encode_request(header, request)
             started = time.perf_counter()
-            sock.sendall(struct.pack(">i", len(frame)) + frame)
+            sock.sendall(frame)
             (length,) = struct.unpack(">i", w._read_exactly(sock, 4))
             answer = w._read_exactly(sock, length)
             samples.append((time.perf_counter() - started) * 1000)
             if correlation == 0:
-                # Response header v1: correlation id and tagged fields; then the body.
-                response = MetadataResponse.decode(answer[5:], METADATA_VERSION)
+                body = io.BytesIO(answer)
+                ResponseHeader.decode_from(body, response_header_version(MetadataRequest, METADATA_VERSION))
+                response = MetadataResponse.decode(answer[body.tell():], METADATA_VERSION)
                 found = [t for t in response.topics if t.name == topic]
                 assert found and found[0].error_code == 0, f"Metadata for {topic}: {found}"
     samples.sort()

@@ -73,8 +73,10 @@ class Scraper:
 def metered(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[BrokerProcess, Scraper]]:
     base: Path = tmp_path_factory.mktemp("metrics")
     config = base / "server.properties"
-    # The coordinator looks for timed-out transactions every 200 ms (Kafka's key).
-    config.write_text("transaction.abort.timed.out.transaction.cleanup.interval.ms=200\n")
+    # The coordinator looks for timed-out transactions every 200 ms (Kafka's key); every scrape is
+    # rendered afresh (by default a rendering is reused briefly), so values are exact at once.
+    config.write_text("transaction.abort.timed.out.transaction.cleanup.interval.ms=200\n"
+                      "kproto.metrics.max.age.ms=0\n")
     broker = BrokerProcess(base / "data", base / "broker.log",
                            ["--metrics", "127.0.0.1:0", "--config", str(config)]).start()
     try:

@@ -384,7 +384,7 @@ async def serve(config: BrokerConfig, *, task_status: Any = trio.TASK_STATUS_IGN
     With a metrics endpoint it opens first and recovery runs on a worker thread, so /healthz and
     /readyz (503 until the listeners are open) answer during a long recovery.
     """
-    metrics = BrokerMetrics(config.metrics_per_partition) if config.metrics_listen is not None else None
+    metrics = BrokerMetrics(config.metrics_per_partition, config.metrics_max_age_ms) if config.metrics_listen is not None else None
     async with trio.open_nursery() as endpoint:
         if metrics is not None and config.metrics_listen is not None:
             host, port = config.metrics_listen

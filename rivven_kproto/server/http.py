@@ -1,6 +1,8 @@
 """The metrics endpoint: ``GET /metrics`` (Prometheus text), ``/healthz`` (the process is up) and
 ``/readyz`` (recovery done and listeners open: 200, else 503), served with h11 from the broker's
-own event loop. One request per connection, bounded in size (h11's limit) and time."""
+own event loop. One request per connection, bounded in size (h11's limit) and time. ``/metrics``
+is answered with ``BrokerMetrics.scrape`` (a recent rendering is reused, a new one yields to the
+loop while it is formatted)."""
 
 from __future__ import annotations
 
@@ -56,7 +58,11 @@ async def _answer(stream: trio.SocketStream, metrics: BrokerMetrics) -> None:
         if isinstance(event, h11.Request):
             break
         return  # closed before a request
-    status, content_type, body = route(metrics, event.method.decode(), event.target.decode())
+    method, target = event.method.decode(), event.target.decode()
+    if method in ("GET", "HEAD") and target.split("?", 1)[0] == "/metrics":
+        status, content_type, body = 200, CONTENT_TYPE, await metrics.scrape()
+    else:
+        status, content_type, body = route(metrics, method, target)
     headers = [("content-type", content_type), ("content-length", str(len(body))), ("connection", "close")]
     await stream.send_all(connection.send(h11.Response(status_code=status, headers=headers)) or b"")
     if event.method != b"HEAD":

@@ -3,7 +3,11 @@
 Two kinds: what the server counts as it goes (requests, latency, bytes, connections,
 authentication failures, event-loop lag), and what is read from the broker's state at scrape time
 (the design's transaction and idempotence metrics, partitions, groups), so a scrape never takes a
-lock and costs nothing between scrapes. Scrapes run on the event loop, between requests.
+lock and costs nothing between scrapes. Scrapes run on the event loop, between requests: every
+series is collected at once (one consistent snapshot), then formatted a few families at a time
+with a checkpoint between, so a large exposition never holds the loop for long. A rendering is
+reused by the scrapes that follow it for up to 100 times as long as it took (``max_age_ms``), so
+a scraper polling every 100 ms costs the loop about 1% however many series there are.
 """
 
 from __future__ import annotations
@@ -11,9 +15,10 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
+import trio
 from prometheus_client import (
     CollectorRegistry,
     Counter,
@@ -37,6 +42,11 @@ LAG_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0)
 # The queue and send phases are short unless something is wrong: decades are enough, and keep a
 # scrape small (every bucket of every API is a line, and scraping runs on the event loop).
 PHASE_BUCKETS = (0.0001, 0.001, 0.01, 0.1, 1.0)
+# A rendering is reused for this many times as long as it held the loop, at most MAX_AGE_CAP_S.
+REUSE_FACTOR = 100
+MAX_AGE_CAP_S = 5.0
+# Samples formatted between two checkpoints of the event loop.
+SAMPLES_PER_SLICE = 500
 
 # No ``_created`` series (one per counter and histogram child): they double the scrape for a
 # timestamp Prometheus does not need.
@@ -51,8 +61,11 @@ def api_name(api_key: int) -> str:
 class BrokerMetrics:
     """One broker's registry; ``broker`` is set once recovery is done (``ready`` follows)."""
 
-    def __init__(self, per_partition: bool = True) -> None:
+    def __init__(self, per_partition: bool = True, max_age_ms: int = -1) -> None:
         self.registry = CollectorRegistry(auto_describe=False)
+        self.max_age_ms = max_age_ms
+        self._rendered: tuple[float, float, bytes] | None = None  # (when, loop seconds it took, body)
+        self._render_lock = trio.Lock()
         self.broker: Broker | None = None
         self.ready = False
         r = self.registry
@@ -134,7 +147,38 @@ class BrokerMetrics:
         return series
 
     def exposition(self) -> bytes:
+        """A fresh rendering, in one go (tests, tools)."""
         return generate_latest(self.registry)
+
+    async def scrape(self) -> bytes:
+        """The exposition for ``GET /metrics``: a recent enough rendering, or a new one."""
+        async with self._render_lock:  # concurrent scrapes share one rendering
+            now = time.monotonic()
+            if self._rendered is not None:
+                when, took, body = self._rendered
+                if now - when <= self._max_age(took):
+                    return body
+            took, body = await self._render()
+            self._rendered = (now, took, body)
+            return body
+
+    def _max_age(self, took: float) -> float:
+        if self.max_age_ms >= 0:
+            return self.max_age_ms / 1000
+        return min(MAX_AGE_CAP_S, REUSE_FACTOR * took)
+
+    async def _render(self) -> tuple[float, bytes]:
+        """(seconds the loop spent, body): collect everything, then format slice by slice."""
+        started = time.perf_counter()
+        families = list(self.registry.collect())
+        took = time.perf_counter() - started
+        parts: list[bytes] = []
+        for chunk in _slices(families):
+            await trio.lowlevel.checkpoint()
+            started = time.perf_counter()
+            parts.append(generate_latest(_Collected(chunk)))
+            took += time.perf_counter() - started
+        return took, b"".join(parts)
 
     def observe_queue(self, api_key: int, seconds: float) -> None:
         self._api(api_key).queue_seconds.observe(seconds)
@@ -155,6 +199,30 @@ class BrokerMetrics:
         series.seconds.observe(seconds)
         for code in error_codes(response):
             self.request_errors.labels(series.api, Errors.for_code(code).name).inc()
+
+
+class _Collected(Collector):
+    """Families already collected, for ``generate_latest`` to format."""
+
+    def __init__(self, families: list[Metric]) -> None:
+        self.families = families
+
+    def collect(self) -> Iterable[Metric]:
+        return self.families
+
+
+def _slices(families: list[Metric]) -> Iterator[list[Metric]]:
+    """Runs of whole families of about ``SAMPLES_PER_SLICE`` samples (a larger family alone)."""
+    chunk: list[Metric] = []
+    size = 0
+    for family in families:
+        chunk.append(family)
+        size += len(family.samples)
+        if size >= SAMPLES_PER_SLICE:
+            yield chunk
+            chunk, size = [], 0
+    if chunk:
+        yield chunk
 
 
 @dataclasses.dataclass(frozen=True)

@@ -63,6 +63,38 @@ def test_routes_and_readiness(tmp_path: Path) -> None:
         broker.close()
 
 
+def test_scrapes_reuse_a_recent_rendering_and_format_it_in_slices(tmp_path: Path) -> None:
+    """A scrape within ``max_age_ms`` of a rendering gets that rendering; 0 renders every time; the
+    sliced rendering is the same text as a rendering in one go."""
+    import trio
+
+    from rivven_kproto.server import metrics as metrics_module
+
+    async def scrape_twice(max_age_ms: int) -> tuple[bytes, bytes]:
+        metrics = BrokerMetrics(max_age_ms=max_age_ms)
+        first = await metrics.scrape()
+        metrics.observe_request(0, 0.002, None)
+        return first, await metrics.scrape()
+
+    first, second = trio.run(scrape_twice, 3_600_000)
+    assert first == second and b'rivven_requests_total{api="Produce"}' not in second
+    first, second = trio.run(scrape_twice, 0)
+    assert b'rivven_requests_total{api="Produce"} 1.0' in second
+
+    broker = Broker(BrokerConfig(data_dir=tmp_path / "data"), NOW)
+    try:
+        broker.create_topic("sliced", 300, 1, {}, NOW)  # 1,500 per-partition samples
+        metrics = BrokerMetrics(max_age_ms=0)
+        metrics.broker = broker
+        for api in range(40):
+            metrics.observe_request(api, 0.01, None)
+        sliced = trio.run(metrics._render)[1]
+        assert len(list(metrics_module._slices(list(metrics.registry.collect())))) > 1
+        assert sliced == metrics.exposition()
+    finally:
+        broker.close()
+
+
 def test_the_endpoint_survives_bad_clients() -> None:
     """Garbage, an unfinished request and a non-UTF-8 target close only that connection."""
     import trio

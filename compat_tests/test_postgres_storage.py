@@ -349,7 +349,7 @@ def test_a_standby_broker_takes_over_when_the_serving_one_dies(tmp_path: Path, d
     # Both are registered with their node ids and advertised addresses, each in its role.
     members = members_when(database, lambda m: len(m) == 2)
     assert [(m["node_id"], m["port"], m["role"], m["live"]) for m in members] == [
-        (1, active.port, "serving", True), (2, standby_port, "standby", True)]
+        (1, active.port, "coordinator", True), (2, standby_port, "standby", True)]
 
     before = produce_acknowledged(bootstrap, topic, 2, 300, "before-")
     txn = txn_producer("confluent-kafka", bootstrap, "pg-failover-txn")
@@ -362,7 +362,7 @@ def test_a_standby_broker_takes_over_when_the_serving_one_dies(tmp_path: Path, d
     assert standby.alive() and standby.port == standby_port
     # The standby now serves; the killed broker's row stays but its heartbeat stopped.
     members = members_when(database, lambda m: m[0]["node_id"] == 2 and m[1]["heartbeat_age_s"] > 2)
-    assert (members[0]["node_id"], members[0]["role"], members[0]["live"]) == (2, "serving", True)
+    assert (members[0]["node_id"], members[0]["role"], members[0]["live"]) == (2, "coordinator", True)
     assert members[1]["node_id"] == 1 and members[1]["heartbeat_age_s"] > members[0]["heartbeat_age_s"]
 
     after = produce_acknowledged(bootstrap, topic, 2, 300, "after-")
@@ -418,7 +418,7 @@ def test_a_waiting_standby_stops_on_sigterm(tmp_path: Path, database: str) -> No
         assert standby.wait(TIMEOUT_S) == 0
         assert active.alive()
         # A broker that stops cleanly leaves the registry.
-        assert [(m["role"], m["port"]) for m in registered(database)] == [("serving", active.port)]
+        assert [(m["role"], m["port"]) for m in registered(database)] == [("coordinator", active.port)]
     finally:
         if standby.poll() is None:
             standby.kill()

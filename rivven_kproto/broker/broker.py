@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from rivven_kproto.codec.errors import Errors, KafkaError
 
+from .cluster import ClusterView, Node
 from .config import BrokerConfig
 from .datadir_lock import DataDirLock
 from .descriptors import check_room_for_partitions
@@ -33,11 +34,12 @@ from .groups import GroupCoordinator
 from .log.base import PartitionLogBase
 from .log.config import LogConfig
 from .producer_ids import ProducerIdAllocator
+from .remote_markers import RemoteMarker, RemoteMarkers
 from .security.acls import FILE_NAME as ACLS_FILE
 from .security.acls import Authorizer
 from .security.scram import FILE_NAME as SCRAM_FILE
 from .security.scram import ScramStore
-from .storage import open_storage
+from .storage import Pulse, open_storage
 from .topics import (
     TOPIC_CONFIG_DEFAULTS,
     ConfigEntry,
@@ -63,7 +65,11 @@ COORDINATOR_EPOCH = 0  # one broker: the coordinator never moves
 class Topic:
     meta: TopicMeta
     log_config: LogConfig
-    partitions: list[PartitionLogBase] = field(default_factory=list)
+    # By index; None where another broker leads the partition (a store shared by several brokers).
+    partitions: list[PartitionLogBase | None] = field(default_factory=list)
+
+    def led(self) -> list[PartitionLogBase]:
+        return [p for p in self.partitions if p is not None]
 
     @property
     def name(self) -> str:
@@ -103,6 +109,11 @@ class Broker:
     def _load(self, config: BrokerConfig, now_ms: int) -> None:
         storage = self.storage
         self.cluster_id = storage.cluster_id(config.node_id)
+        # Which partitions this broker leads and whether it coordinates (alone: all, and yes).
+        self.cluster = ClusterView.alone(config.node_id, *config.advertised)
+        pulse = storage.heartbeat(*config.advertised)
+        if pulse is not None:
+            self.cluster = self._view(pulse)
         self.store = TopicStore(storage.document("topics.json"), self.work)
         self.producer_ids = ProducerIdAllocator(storage.producer_id_blocks(), work=self.work)
         self.scram = ScramStore(storage.document(SCRAM_FILE), self.work)
@@ -113,16 +124,28 @@ class Broker:
             if config.authorizer_enabled
             else None
         )
+        self.remote_markers = RemoteMarkers()
+        self._catalog_seen = pulse.catalog if pulse is not None else None
         self.topics: dict[str, Topic] = {}
         for meta in self.store.topics.values():
             topic = Topic(meta, self._log_config(meta.configs))
             for index in range(meta.partitions):
-                topic.partitions.append(self._open_partition(meta, index, topic.log_config, now_ms, new=False))
+                led = self.cluster.leads(meta.topic_id, index)
+                topic.partitions.append(
+                    self._open_partition(meta, index, topic.log_config, now_ms, new=False) if led else None)
             self.topics[meta.name] = topic
+        self.coordinating = False
+        self._make_coordinators()
+        if self.cluster.is_coordinator:
+            self._load_coordinators(now_ms)
+
+    def _make_coordinators(self) -> None:
+        """The group and transaction coordinators, empty until loaded (a broker that does not
+        hold the coordinator lease keeps them empty, and never writes their logs)."""
+        config, storage = self.config, self.storage
         self.groups = GroupCoordinator(
             None, config.groups, work=self.work, durable_log=storage.coordinator_log("groups", self.work))
         self.groups.topic_view = lambda: {name: len(t.partitions) for name, t in self.topics.items()}
-        self.groups.load(now_ms)
         self.txn = TransactionCoordinator(
             storage.coordinator_log("txn", self.work),
             self.producer_ids.allocate,
@@ -133,7 +156,92 @@ class Broker:
         # Transactional offsets become visible (or are dropped) with their transaction; the groups
         # are loaded first so that recovery can finish transactions that hold offsets.
         self.txn.complete_groups = self.groups.complete_transaction
+
+    def _load_coordinators(self, now_ms: int) -> None:
+        self.groups.load(now_ms)
         self.txn.recover(now_ms, lambda: self._flush_unflushed(now_ms))
+        self.coordinating = True
+
+    def become_coordinator(self, now_ms: int) -> None:
+        """This broker took the coordinator lease (the previous holder died): load the groups and
+        transactions from the store and finish the transactions whose decision was logged."""
+        self._make_coordinators()
+        self._load_coordinators(now_ms)
+        log.info("node %d coordinates now: %d groups, %d transactional ids loaded", self.config.node_id,
+                 len(self.groups.groups), len(self.txn.txns))
+
+    def _view(self, pulse: Pulse) -> ClusterView:
+        nodes = pulse.nodes
+        if all(node.node_id != self.config.node_id for node in nodes):  # not seen yet: it is alive
+            nodes = (*nodes, Node(self.config.node_id, *self.config.advertised))
+        return ClusterView(self.config.node_id, tuple(sorted(nodes, key=lambda n: n.node_id)), pulse.coordinator_id)
+
+    # -- the cluster (several brokers on one store) ---------------------------------------------
+
+    def apply_pulse(self, pulse: Pulse) -> list[tuple[TopicMeta, int, LogConfig]]:
+        """On the loop, after a heartbeat: adopt the live brokers and (unless this broker writes
+        it) the topic catalog; let go of partitions another broker leads now (their writes still
+        commit with the next round, unless that broker claimed them first). Returns the partitions
+        this broker leads now and has not opened: ``open_partitions`` (off the loop), then ``install``."""
+        self.cluster = self._view(pulse)
+        if not self.cluster.is_coordinator and pulse.catalog is not None and pulse.catalog != self._catalog_seen:
+            self._adopt_catalog(self.store.parse(pulse.catalog))
+            self._catalog_seen = pulse.catalog
+        wanted: list[tuple[TopicMeta, int, LogConfig]] = []
+        for topic in self.topics.values():
+            for index, partition in enumerate(topic.partitions):
+                led = self.cluster.leads(topic.meta.topic_id, index)
+                if partition is not None and (partition.fenced or not led):
+                    log.info("node %d no longer leads %s-%d", self.config.node_id, topic.name, index)
+                    topic.partitions[index] = partition = None
+                if partition is None and led:
+                    wanted.append((topic.meta, index, topic.log_config))
+        return wanted
+
+    def open_partitions(self, wanted: list[tuple[TopicMeta, int, LogConfig]], now_ms: int) -> list[
+            tuple[TopicMeta, int, PartitionLogBase]]:
+        """Worker thread: load (and claim) partitions from the store; nothing of the loop's is touched."""
+        opened = []
+        for meta, index, log_config in wanted:
+            try:
+                opened.append((meta, index, self._open_partition(meta, index, log_config, now_ms, new=False)))
+            except OSError:
+                log.exception("opening %s-%d failed; retried at the next heartbeat", meta.name, index)
+        return opened
+
+    def install(self, opened: list[tuple[TopicMeta, int, PartitionLogBase]]) -> None:
+        """On the loop: serve the partitions just opened that this broker still leads."""
+        for meta, index, partition in opened:
+            topic = self.topics.get(meta.name)
+            if (topic is None or topic.meta.topic_id != meta.topic_id or index >= len(topic.partitions)
+                    or topic.partitions[index] is not None or not self.cluster.leads(meta.topic_id, index)):
+                continue
+            topic.partitions[index] = partition
+            log.info("node %d leads %s-%d from offset %d", self.config.node_id, meta.name, index,
+                     partition.log_end_offset)
+
+    def _adopt_catalog(self, metas: dict[str, TopicMeta]) -> None:
+        """Another broker (the controller) changed the topic catalog: follow it."""
+        log.info("node %d follows the controller's topic catalog (%d topics)", self.config.node_id, len(metas))
+        for name, topic in list(self.topics.items()):
+            meta = metas.get(name)
+            if meta is None or meta.topic_id != topic.meta.topic_id:
+                del self.topics[name]
+                log.info("topic %s was deleted by the controller", name)
+        for name, meta in metas.items():
+            existing = self.topics.get(name)
+            if existing is None:
+                self.topics[name] = Topic(meta, self._log_config(meta.configs), [None] * meta.partitions)
+                continue
+            topic = existing
+            if meta.partitions > len(topic.partitions):
+                topic.partitions.extend([None] * (meta.partitions - len(topic.partitions)))
+            if meta.configs != topic.meta.configs:
+                topic.log_config = self._log_config(meta.configs)
+                for partition in topic.led():
+                    partition.config = topic.log_config
+            topic.meta = meta
+        self.store.topics = dict(metas)
 
     def _flush_unflushed(self, now_ms: int) -> None:
         """At load only (nothing is served yet): make the markers recovery wrote durable."""
@@ -147,17 +255,20 @@ class Broker:
         return self.storage.open_partition(meta.topic_id, meta.name, index, log_config, now_ms, self.work, new=new)
 
     def _open_new_partitions(self, topic: Topic, count: int, now_ms: int) -> None:
-        """Open partitions up to ``count``, all or none: when one fails (the disk, the open-files
-        limit), those just opened are deleted again and the request gets the error."""
+        """Open the partitions up to ``count`` that this broker leads (the others are opened by
+        their leaders when they see the catalog), all or none: when one fails (the disk, the
+        open-files limit), those just opened are deleted again and the request gets the error."""
         first = len(topic.partitions)
         try:
             for index in range(first, count):
-                topic.partitions.append(self._open_partition(topic.meta, index, topic.log_config, now_ms))
+                led = self.cluster.leads(topic.meta.topic_id, index)
+                topic.partitions.append(self._open_partition(topic.meta, index, topic.log_config, now_ms) if led else None)
         except OSError as exc:
             opened = topic.partitions[first:]
             del topic.partitions[first:]
             for partition in opened:
-                partition.delete()
+                if partition is not None:
+                    partition.delete()
             try:
                 self.storage.discard_partition(topic.meta.topic_id, topic.name, first + len(opened))
             except OSError:
@@ -183,7 +294,7 @@ class Broker:
         self.log_defaults = self._dynamic_log_defaults()
         for topic in self.topics.values():
             topic.log_config = self._log_config(topic.meta.configs)
-            for partition in topic.partitions:
+            for partition in topic.led():
                 partition.config = topic.log_config
         log.info("dynamic broker configs of %s now %s", name or "the cluster default", values)
 
@@ -202,11 +313,23 @@ class Broker:
                 return topic
         return None
 
-    def partition(self, name: str, index: int) -> PartitionLogBase:
-        topic = self.topic(name)
-        if not 0 <= index < len(topic.partitions):
+    def check_partition_exists(self, name: str, index: int) -> None:
+        """UNKNOWN_TOPIC_OR_PARTITION unless the catalog has it (led here or by another broker)."""
+        if not 0 <= index < len(self.topic(name).partitions):
             raise KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"unknown partition {name}-{index}")
-        return topic.partitions[index]
+
+    def partition(self, name: str, index: int) -> PartitionLogBase:
+        """The log of a partition this broker leads (NOT_LEADER_OR_FOLLOWER for another's)."""
+        self.check_partition_exists(name, index)
+        partition = self.topics[name].partitions[index]
+        if partition is None or partition.fenced:
+            raise KafkaError(Errors.NOT_LEADER_OR_FOLLOWER, f"node {self.config.node_id} does not lead {name}-{index}")
+        return partition
+
+    def check_controller(self) -> None:
+        """Topic catalog changes are made by the coordinating broker only (Kafka's controller)."""
+        if not self.cluster.is_coordinator:
+            raise KafkaError(Errors.NOT_CONTROLLER, f"node {self.config.node_id} is not the controller")
 
     def validate_topic_configs(self, configs: dict[str, str]) -> LogConfig:
         """Kafka's topic-config validation (names, types, ranges; INVALID_CONFIG), then the log's."""
@@ -240,6 +363,7 @@ class Broker:
         Checks run in Kafka's (KRaft controller's) order, with its error codes and messages:
         name, existence, configs, replication factor, partition count.
         """
+        self.check_controller()
         self.check_new_topic_name(name)
         log_config = self.validate_topic_configs(configs)
         if replication_factor < -1 or replication_factor == 0:
@@ -253,11 +377,12 @@ class Broker:
             )
         partitions = self.config.num_partitions if num_partitions == -1 else num_partitions
         replicas = self.config.default_replication_factor if replication_factor == -1 else replication_factor
-        if replicas != 1:
+        live = len(self.cluster.nodes)
+        if replicas > live:
             raise KafkaError(
                 Errors.INVALID_REPLICATION_FACTOR,
                 f"Unable to replicate the partition {replicas} time(s): The target replication factor of "
-                f"{replicas} cannot be reached because only 1 broker(s) are registered.",
+                f"{replicas} cannot be reached because only {live} broker(s) are registered.",
             )
         if partitions > MAX_PARTITIONS:
             raise KafkaError(
@@ -266,7 +391,7 @@ class Broker:
         check_room_for_partitions(partitions, self.storage.descriptors_per_partition)
         if validate_only:
             return None
-        meta = TopicMeta(name, uuid.uuid4(), partitions, dict(configs))
+        meta = TopicMeta(name, uuid.uuid4(), partitions, dict(configs), replicas)
         topic = Topic(meta, log_config)
         self._open_new_partitions(topic, partitions, now_ms)
         self.topics[name] = topic
@@ -277,11 +402,15 @@ class Broker:
         return topic
 
     def delete_topic(self, name: str) -> None:
+        self.check_controller()
         topic = self.topic(name)
         del self.topics[name]
         del self.store.topics[name]
         self.store.save()
-        for partition in topic.partitions:
+        for index, partition in enumerate(topic.partitions):
+            if partition is None:  # led by another broker: its rows go all the same
+                self.storage.drop_partition(topic.meta.topic_id, index, self.work)
+                continue
             partition.delete()
             self.unflushed.discard(partition)
         self.groups.delete_topic(name)
@@ -289,6 +418,7 @@ class Broker:
         log.info("deleted topic %s", name)
 
     def create_partitions(self, name: str, count: int, now_ms: int, *, validate_only: bool = False) -> None:
+        self.check_controller()
         topic = self.topic(name)
         current = len(topic.partitions)
         if count == current:
@@ -318,7 +448,7 @@ class Broker:
             return
         topic.meta.configs = dict(configs)
         topic.log_config = log_config
-        for partition in topic.partitions:
+        for partition in topic.led():
             partition.config = log_config
         self.store.save()
 
@@ -384,7 +514,7 @@ class Broker:
     # -- housekeeping -------------------------------------------------------------------------
 
     def all_partitions(self) -> list[PartitionLogBase]:
-        return [p for topic in self.topics.values() for p in topic.partitions]
+        return [p for topic in self.topics.values() for p in topic.partitions if p is not None]
 
     def apply_retention(self, now_ms: int) -> None:
         for partition in self.all_partitions():
@@ -399,9 +529,14 @@ class Broker:
         """
         failed: set[tuple[str, int]] = set()
         for written, (topic, index) in enumerate(partitions, start=1):
-            try:
-                log_ = self.partition(topic, index)
-            except KafkaError:
+            owner = self.topics.get(topic)
+            if owner is None or not 0 <= index < len(owner.partitions):
+                continue
+            log_ = owner.partitions[index]
+            if log_ is None or log_.fenced:  # led by another broker: it writes the marker (WriteTxnMarkers)
+                key = RemoteMarker(producer_id, producer_epoch, commit, topic, index)
+                if not self.remote_markers.written(key):
+                    failed.add((topic, index))
                 continue
             try:
                 log_.append_marker(producer_id, producer_epoch, commit, COORDINATOR_EPOCH, now_ms)

@@ -410,6 +410,7 @@ class TopicMeta:
     topic_id: uuid.UUID
     partitions: int
     configs: dict[str, str] = field(default_factory=dict)
+    replication_factor: int = 1  # as created (the store holds the data; replicas are live brokers)
 
 
 class CorruptMetadata(OSError):
@@ -430,18 +431,26 @@ class TopicStore:
         self.topics: dict[str, TopicMeta] = {}
         raw = self.document.read()
         if raw is not None:
-            try:
-                for name, entry in json.loads(raw).items():
-                    self.topics[name] = TopicMeta(name, uuid.UUID(entry["id"]), entry["partitions"], entry["configs"])
-            except (ValueError, KeyError, TypeError, AttributeError) as exc:
-                raise CorruptMetadata(
-                    f"{self.path} is corrupt ({type(exc).__name__}: {exc}); restore it from a backup "
-                    "(the topics' data directories are intact) or start with an empty data directory"
-                ) from None
+            self.topics = self.parse(raw)
+
+    def parse(self, raw: bytes) -> dict[str, TopicMeta]:
+        """The table a saved document holds (also another broker's, read at its heartbeat)."""
+        try:
+            return {
+                name: TopicMeta(name, uuid.UUID(entry["id"]), entry["partitions"], entry["configs"],
+                                int(entry.get("replicas", 1)))
+                for name, entry in json.loads(raw).items()
+            }
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise CorruptMetadata(
+                f"{self.path} is corrupt ({type(exc).__name__}: {exc}); restore it from a backup "
+                "(the topics' data directories are intact) or start with an empty data directory"
+            ) from None
 
     def save(self) -> None:
         doc = {
             name: {"id": meta.topic_id.hex, "partitions": meta.partitions, "configs": meta.configs}
+            | ({"replicas": meta.replication_factor} if meta.replication_factor != 1 else {})
             for name, meta in sorted(self.topics.items())
         }
         self.document.save(self.work, json.dumps(doc, indent=1).encode())

@@ -101,7 +101,7 @@ def _release_json(match: ReleaseMatch) -> dict[str, object]:
               help="The database the brokers share (also KPROTO_STORAGE).")
 def members(storage: str) -> None:
     """Brokers registered in a shared PostgreSQL store: node id, advertised address, role
-    (serving, or standby waiting to take over), age of the last heartbeat, and whether it is live
+    (coordinator: serving and holding the coordinator lease; serving; or standby waiting to take over), age of the last heartbeat, and whether it is live
     (a heartbeat within the 9 s session timeout). Read from the database, so it also shows
     brokers that do not serve clients.
 

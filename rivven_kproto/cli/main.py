@@ -112,6 +112,7 @@ def main(ctx: click.Context, bootstrap: str, output: str, timeout: float, comman
 @click.option("--fsync", type=click.Choice(FSYNC_POLICIES), help="When to fsync (default interval).")
 @click.option("--storage", metavar="URL", help="Where partitions and state live: the native log in --data-dir (default) or postgresql://USER[:PW]@HOST[:PORT]/DB.")
 @click.option("--standby", is_flag=True, default=None, help="With --storage postgresql://...: when another broker serves the database, wait and take over when it stops (instead of failing).")
+@click.option("--node-id", type=click.IntRange(min=0), default=None, help="This broker's node id (default 0); brokers sharing a --storage database need distinct ones.")
 @click.option("--metrics", metavar="HOST:PORT", help="Serve /metrics (Prometheus), /healthz and /readyz here (default off).")
 @click.option("--log-level", default="INFO", show_default=True, type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]))
 def serve(
@@ -122,6 +123,7 @@ def serve(
     fsync: str | None,
     storage: str | None,
     standby: bool | None,
+    node_id: int | None,
     metrics: str | None,
     log_level: str,
 ) -> None:
@@ -143,6 +145,7 @@ def serve(
         "fsync": fsync,
         "storage": storage,
         "standby": "true" if standby else None,
+        "node.id": str(node_id) if node_id is not None else None,
         "metrics": metrics,
     }
     try:

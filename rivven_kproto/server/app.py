@@ -19,7 +19,6 @@ import trio
 from rivven_kproto.broker.broker import Broker
 from rivven_kproto.broker.config import BrokerConfig
 from rivven_kproto.broker.security.principal_mapping import NoMatchingRule
-from rivven_kproto.broker.storage import StorageError
 from rivven_kproto.codec.connection import (
     MIN_REQUEST_FRAME,
     ProtocolError,
@@ -31,6 +30,7 @@ from rivven_kproto.codec.connection import (
     frame_api_key,
 )
 
+from .cluster import ClusterFollower, needs_coordinator
 from .connection_limits import ConnectionLimits, default_max_connections, raise_descriptor_limit
 from .context import NoResponse, RequestContext
 from .delayed import DelayedResponses, Pending
@@ -257,6 +257,9 @@ class Server:
         handler = HANDLERS.get(event.api_key)
         if handler is None or event.api_version not in handler.versions:
             raise ProtocolError(f"API {event.api_key} v{event.api_version} is not served")
+        if not self.broker.coordinating and needs_coordinator(event.api_key, event.request):
+            raise ProtocolError(f"API {event.api_key} sent to node {self.config.node_id}, which does not coordinate "
+                                "(the client looks the coordinator up again)")
         ctx = RequestContext(
             self.broker, self.config, wall_clock_ms(), event.header.client_id, client_host, session=session
         )
@@ -271,6 +274,9 @@ class Server:
         if ctx.appended:
             self.notify_append()
         await self.durability.after_request(ctx, coordinator_writes, critical)
+        if any(partition.fenced for partition in ctx.touched):
+            raise ProtocolError("a partition this request wrote moved to another broker before the write was durable "
+                                "(the client retries with the new leader)")
         if self.metrics is not None:
             self.metrics.observe_request(event.api_key, time.perf_counter() - started, response, event.api_version)
         if isinstance(response, NoResponse):
@@ -294,17 +300,11 @@ class Server:
             if self.metrics is not None:
                 nursery.start_soon(self._loop_lag)
             if self.broker.storage.heartbeat_interval_s is not None:
-                nursery.start_soon(self._heartbeat_loop, self.broker.storage.heartbeat_interval_s)
-
-    async def _heartbeat_loop(self, interval_s: float) -> None:
-        """Tell a shared store this broker is alive (its registry row), from a worker thread."""
-        host, port = self.config.advertised
-        while True:
-            try:
-                await trio.to_thread.run_sync(self.broker.storage.heartbeat, host, port)
-            except StorageError as exc:
-                self.warnings.warning("heartbeat", "heartbeat failed: %s", exc)
-            await trio.sleep(interval_s)
+                # A shared store: this broker's registration, the cluster's leadership, remote markers.
+                follower = ClusterFollower(self.broker, self.durability, self.config.advertised, self.notify_append,
+                                           self.warnings)
+                nursery.start_soon(follower.heartbeat_loop, self.broker.storage.heartbeat_interval_s)
+                nursery.start_soon(follower.marker_loop)
 
     async def _retention_loop(self) -> None:
         while True:
@@ -318,6 +318,8 @@ class Server:
         """Transaction timeouts and marker retries are the coordinator's clock-driven duties."""
         while True:
             await trio.sleep(self.config.transaction_check_interval_ms / 1000)
+            if not self.broker.coordinating:
+                continue
             counters = self.broker.txn.counters
             before = (counters.committed, counters.aborted)
             with self._surviving_shortage("transactions"):
@@ -329,6 +331,8 @@ class Server:
         """Session, join and sync timeouts and offset expiry are the group coordinator's clock."""
         while True:
             await trio.sleep(GROUP_TICK_S)
+            if not self.broker.coordinating:
+                continue
             with self._surviving_shortage("groups"):
                 self.broker.groups.tick(wall_clock_ms())
             self.wake_groups()

@@ -74,3 +74,15 @@ class RequestContext:
     def advertised(self) -> tuple[str, int]:
         """The address of this connection's listener, as Kafka advertises per listener name."""
         return self.session.advertised if self.session is not None else self.config.advertised
+
+    def brokers(self) -> list[tuple[int, str, int]]:
+        """The live brokers (node id, host, port); this one at its connection's listener address."""
+        own = self.config.node_id
+        return [(node.node_id, *(self.advertised if node.node_id == own else (node.host, node.port)))
+                for node in self.broker.cluster.nodes]
+
+    def address_of(self, node_id: int) -> tuple[str, int] | None:
+        if node_id == self.config.node_id:
+            return self.advertised
+        node = self.broker.cluster.node(node_id)
+        return (node.host, node.port) if node is not None else None

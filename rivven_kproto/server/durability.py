@@ -61,10 +61,8 @@ class Durability:
         # A database engine acknowledges only what it committed, whatever the fsync policy says.
         self.sync_on_ack = config.fsync == "always" or broker.storage.acknowledge_after_commit
         self.sync_coordinators = config.fsync != "never" or broker.storage.acknowledge_after_commit
-        broker.txn.complete_after_sync = self.sync_on_ack
         broker.work.inline = False  # from now on this flusher runs the broker's file work
-        if metrics is not None:
-            broker.txn.completion_observer = metrics.observe_transaction
+        self.attach_coordinators()
         self.after_commit: Callable[[], None] | None = None  # called after a round that made records durable
         self._due: set[PartitionLog] = set()  # reached flush.messages
         self._kick = trio.Event()
@@ -72,6 +70,13 @@ class Durability:
         self._completed = 0
         self._completed_event = trio.Event()
         self._warnings = RateLimitedLog(log)
+
+    def attach_coordinators(self) -> None:
+        """The transaction coordinator completes only after its markers are durable (at start,
+        and again when this broker takes over coordinating a cluster)."""
+        self.broker.txn.complete_after_sync = self.sync_on_ack
+        if self.metrics is not None:
+            self.broker.txn.completion_observer = self.metrics.observe_transaction
 
     async def after_request(self, ctx: RequestContext, coordinator_writes_before: int, critical_before: int = 0) -> None:
         """Note the logs a request wrote; return once what must be durable before the answer is:

@@ -314,8 +314,8 @@ class _StateCollector(Collector):
         volume = CounterMetricFamily("rivven_topic_bytes_appended", "Client batch bytes appended since start.",
                                      labels=["topic"])
         for topic in broker.topics.values():
-            messages.add_metric([topic.name], sum(log.appended_messages for log in topic.partitions))
-            volume.add_metric([topic.name], sum(log.appended_bytes for log in topic.partitions))
+            messages.add_metric([topic.name], sum(log.appended_messages for log in topic.led()))
+            volume.add_metric([topic.name], sum(log.appended_bytes for log in topic.led()))
         yield messages
         yield volume
         if not self.per_partition:
@@ -330,7 +330,7 @@ class _StateCollector(Collector):
         }
         for topic in broker.topics.values():
             for index, log in enumerate(topic.partitions):
-                if log.closed:
+                if log is None or log.closed:
                     continue
                 key = [topic.name, str(index)]
                 families["hw"].add_metric(key, log.log_end_offset)
@@ -377,7 +377,7 @@ class _StateCollector(Collector):
             topic = broker.topics.get(record.topic)
             if topic is not None and record.partition < len(topic.partitions):
                 log = topic.partitions[record.partition]
-                if not log.closed:
+                if log is not None and not log.closed:
                     lag.add_metric(key, max(0, log.log_end_offset - record.offset))
         yield committed
         yield lag

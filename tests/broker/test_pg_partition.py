@@ -22,7 +22,7 @@ import pytest
 
 from rivven_kproto.broker.log.base import Fetched, PartitionLogBase
 from rivven_kproto.broker.log.partition_log import PartitionLog
-from rivven_kproto.broker.storage import StorageConflict, StorageUnavailable
+from rivven_kproto.broker.storage import StorageUnavailable
 from rivven_kproto.broker.storage.postgres.partition import PgPartitionLog
 from rivven_kproto.broker.storage.postgres.store import PostgresStorage
 from rivven_kproto.codec.enums import IsolationLevel
@@ -163,6 +163,8 @@ def test_the_postgresql_log_reads_as_the_native_log(tmp_path: Path, storage: Pos
 
 
 def test_a_partition_end_moved_by_another_writer_is_refused(storage: PostgresStorage) -> None:
+    """Two logs creating the same partition: the second's commit is refused (it is fenced, and
+    its batches are never acknowledged)."""
     topic_id = uuid.uuid4()
     rng = random.Random(7)
     first = PgPartitionLog.open(storage, topic_id, "t", 0, config(), NOW, None, new=True)
@@ -170,9 +172,30 @@ def test_a_partition_end_moved_by_another_writer_is_refused(storage: PostgresSto
     first.append(batch(rng, NOW), NOW)
     first.flush()
     second.append(batch(rng, NOW), NOW)
-    with pytest.raises(StorageConflict):
-        second.flush()
+    second.flush()
+    assert second.fenced and second.closed and not first.fenced
     assert first.high_watermark == first.log_end_offset and second.high_watermark == 0
+
+
+def test_opening_a_partition_fences_the_broker_that_led_it(storage: PostgresStorage) -> None:
+    """A broker taking a partition over claims it when it opens it: from then on the previous
+    leader's commits are refused, even ones that continue exactly where the log ends."""
+    topic_id = uuid.uuid4()
+    rng = random.Random(9)
+    old_leader = PgPartitionLog.open(storage, topic_id, "t", 0, config(), NOW, None, new=True)
+    old_leader.append(batch(rng, NOW), NOW)
+    old_leader.flush()
+    new_leader = PgPartitionLog.open(storage, topic_id, "t", 0, config(), NOW, None, new=False)
+    assert new_leader.log_end_offset == old_leader.log_end_offset
+    old_leader.append(batch(rng, NOW), NOW)
+    old_leader.flush()
+    assert old_leader.fenced
+    new_leader.append(batch(rng, NOW), NOW)
+    new_leader.flush()
+    assert not new_leader.fenced and new_leader.high_watermark == new_leader.log_end_offset
+    reopened = PgPartitionLog.open(storage, topic_id, "t", 0, config(), NOW, None, new=False)
+    assert reopened.log_end_offset == new_leader.log_end_offset
+    assert reopened.read(0, 1 << 20).data == new_leader.read(0, 1 << 20).data
 
 
 def test_a_commit_the_database_cannot_take_is_kept_for_the_next(

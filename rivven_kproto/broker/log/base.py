@@ -117,6 +117,8 @@ class PartitionLogBase:
         self.appended_messages = 0
         self.appended_bytes = 0
         self.markers_written = 0
+        # Another broker claimed the partition in a shared store: this log writes and serves no more.
+        self.fenced = False
 
     # -- what an engine provides -----------------------------------------------------------------
 

@@ -9,9 +9,11 @@ to make a round's writes durable (``sync``). Handlers never see which engine run
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..cluster import Node
 from ..durable.log import DurableLog
 from ..durable.work import BlockingWork, Document, RetryRound
 from ..log.base import PartitionLogBase
@@ -29,11 +31,26 @@ class StorageUnavailable(StorageError, RetryRound):
 
 
 class StorageConflict(StorageError):
-    """A partition's end moved in the store under this broker: another writer appended."""
+    """A partition's end moved in the store under this broker: another writer claimed it."""
+
+    item: Any = None  # the round's item (a partition's commit) that found it
 
 
 class DatabaseInUse(StorageError):
-    """Another broker holds this database."""
+    """Another broker holds this database (or this node id of it)."""
+
+
+class CoordinationLost(StorageError):
+    """This broker held the coordinator lease, lost it and another broker took it: it must stop."""
+
+
+@dataclass(frozen=True)
+class Pulse:
+    """What a shared store says at a heartbeat: the live brokers, the coordinator, the catalog."""
+
+    nodes: tuple[Node, ...]
+    coordinator_id: int | None
+    catalog: bytes | None  # the topic catalog document as stored now
 
 
 class Storage(Protocol):
@@ -58,12 +75,17 @@ class Storage(Protocol):
         """Remove what a partition that failed to open (a topic being created) left behind."""
         ...
 
+    def drop_partition(self, topic_id: Any, index: int, work: BlockingWork) -> None:
+        """DeleteTopics, for a partition another broker leads: its data goes with a job."""
+        ...
+
     def sync(self, pending: list[Any]) -> None:
         """Worker thread: make what a round captured durable (fsyncs, or one database commit)."""
         ...
 
-    def heartbeat(self, host: str, port: int) -> None:
-        """Worker thread: tell the store this broker (advertised at host:port) is alive."""
+    def heartbeat(self, host: str, port: int) -> Pulse | None:
+        """Worker thread: tell the store this broker (advertised at host:port) is alive; a shared
+        store answers with the brokers serving it (None: this broker is alone)."""
         ...
 
     def close(self) -> None: ...

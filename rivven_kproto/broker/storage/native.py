@@ -63,7 +63,10 @@ class NativeStorage:
         sync_all(pending)
 
     def heartbeat(self, host: str, port: int) -> None:
-        pass
+        """Alone: there is no one to tell (the broker leads and coordinates everything)."""
+
+    def drop_partition(self, topic_id: Any, index: int, work: BlockingWork) -> None:
+        """Never called: alone, this broker leads every partition."""
 
     def close(self) -> None:
         pass

@@ -24,7 +24,7 @@ def handle(ctx: RequestContext, request: AddPartitionsToTxnRequest, version: int
     unknown = set()
     for topic, index in wanted:
         try:
-            ctx.broker.partition(topic, index)
+            ctx.broker.check_partition_exists(topic, index)
         except KafkaError:
             unknown.add((topic, index))
     errors: dict[tuple[str, int], Errors]

@@ -1,6 +1,7 @@
 """DescribeCluster (key 60), versions 0-1: cluster id, controller and brokers for admin clients.
 
-This node is the whole cluster and its controller. We are a broker endpoint: a v1 request for
+The live brokers of the cluster (this one alone on the native log) and its controller (the broker
+holding the coordinator lease). We are a broker endpoint: a v1 request for
 controllers answers MISMATCHED_ENDPOINT_TYPE and an unknown endpoint type
 UNSUPPORTED_ENDPOINT_TYPE (INVALID_REQUEST in v0), as Kafka's brokers do.
 
@@ -37,8 +38,6 @@ def handle(ctx: RequestContext, request: DescribeClusterRequest, version: int) -
             Errors.INVALID_REQUEST if version == 0 else Errors.MISMATCHED_ENDPOINT_TYPE,
             "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER",
         )
-    host, port = ctx.advertised
-    node = ctx.config.node_id
     operations = OPERATIONS_NOT_REQUESTED
     if request.include_cluster_authorized_operations:
         operations = ctx.authorized_operations(ResourceType.CLUSTER, CLUSTER_NAME, CLUSTER_OPERATIONS)
@@ -48,8 +47,9 @@ def handle(ctx: RequestContext, request: DescribeClusterRequest, version: int) -
         error_message=None,
         endpoint_type=BROKER_ENDPOINT,
         cluster_id=ctx.broker.cluster_id,
-        controller_id=node,
-        brokers=[DescribeClusterBroker(broker_id=node, host=host, port=port, rack=None)],
+        controller_id=ctx.broker.cluster.coordinator_id if ctx.broker.cluster.coordinator_id is not None else -1,
+        brokers=[DescribeClusterBroker(broker_id=node, host=host, port=port, rack=None)
+                 for node, host, port in ctx.brokers()],
         cluster_authorized_operations=operations,
     )
 

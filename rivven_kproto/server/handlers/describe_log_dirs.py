@@ -41,13 +41,13 @@ def handle(ctx: RequestContext, request: DescribeLogDirsRequest, version: int) -
         topic = broker.topics.get(name)
         if topic is None:
             continue
+        led = {index: log for index, log in enumerate(topic.partitions) if log is not None}
         partitions = [
             DescribeLogDirsPartition(
-                partition_index=index, partition_size=topic.partitions[index].size_bytes, offset_lag=0,
-                is_future_key=False,
+                partition_index=index, partition_size=led[index].size_bytes, offset_lag=0, is_future_key=False,
             )
             for index in sorted(indexes)
-            if 0 <= index < len(topic.partitions)
+            if index in led
         ]
         if partitions:
             topics.append(DescribeLogDirsTopic(name=name, partitions=partitions))

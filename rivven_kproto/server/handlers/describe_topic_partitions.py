@@ -75,15 +75,15 @@ def _page(
         count = len(topic.partitions)
         start = first_index if name == cursor_topic else 0
         upper = min(count, start + remaining)
-        node = ctx.config.node_id
-        partitions = [
-            DescribeTopicPartitionsResponsePartition(
-                error_code=Errors.NONE, partition_index=index, leader_id=node, leader_epoch=LEADER_EPOCH,
-                replica_nodes=[node], isr_nodes=[node], eligible_leader_replicas=[], last_known_elr=[],
+        cluster, topic_id, factor = ctx.broker.cluster, topic.meta.topic_id, topic.meta.replication_factor
+        partitions = []
+        for index in range(start, upper):
+            replicas = cluster.replicas(topic_id, index, factor)
+            partitions.append(DescribeTopicPartitionsResponsePartition(
+                error_code=Errors.NONE, partition_index=index, leader_id=replicas[0], leader_epoch=LEADER_EPOCH,
+                replica_nodes=replicas, isr_nodes=replicas, eligible_leader_replicas=[], last_known_elr=[],
                 offline_replicas=[],
-            )
-            for index in range(start, upper)
-        ]
+            ))
         topics.append(DescribeTopicPartitionsResponseTopic(
             error_code=Errors.NONE, name=name, topic_id=topic.meta.topic_id, is_internal=name in INTERNAL_TOPICS,
             partitions=partitions,

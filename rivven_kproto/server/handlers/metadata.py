@@ -1,7 +1,10 @@
 """Metadata (key 3), versions 0-12: brokers, cluster id, controller and topic layout.
 
-This node is the only broker, the controller and the leader of every partition (replicas and ISR
-are just this node, leader epoch 0). A request naming topics that do not exist creates them when
+Alone (the native log), this node is the only broker, the controller and the leader of every
+partition (replicas and ISR are just this node, leader epoch 0). Brokers sharing a store list the
+live brokers; each partition is led by the one ``broker.cluster`` ranks first for it, its replicas
+and ISR are as many live brokers as the topic's replication factor, and the controller is the
+broker holding the coordinator lease. A request naming topics that do not exist creates them when
 ``auto.create.topics.enable`` is on and the client allows it (v4+; always before v4), as Kafka
 does. Kafka answers LEADER_NOT_AVAILABLE for a topic it has just started creating; we create it
 synchronously, so we answer NONE with its partitions at once and save the client a retry.
@@ -65,22 +68,26 @@ def handle(ctx: RequestContext, request: MetadataRequest, version: int) -> Metad
         cluster_operations = ctx.authorized_operations(ResourceType.CLUSTER, CLUSTER_NAME, CLUSTER_OPERATIONS)
     return MetadataResponse(
         throttle_time_ms=0,
-        brokers=[this_broker(ctx)],
+        brokers=[MetadataResponseBroker(node_id=node, host=host, port=port, rack=None) for node, host, port in ctx.brokers()],
         cluster_id=broker.cluster_id,
-        controller_id=ctx.config.node_id,
+        controller_id=broker.cluster.coordinator_id if broker.cluster.coordinator_id is not None else -1,
         topics=topics,
         cluster_authorized_operations=cluster_operations,
     )
 
 
-def this_broker(ctx: RequestContext) -> MetadataResponseBroker:
-    host, port = ctx.advertised
-    return MetadataResponseBroker(node_id=ctx.config.node_id, host=host, port=port, rack=None)
-
-
 def describe_topic(ctx: RequestContext, topic: Topic) -> MetadataResponseTopic:
-    # Encoded once per layout and version, then written as bytes (the array is not a list here).
-    partitions = cast("list[MetadataResponsePartition]", partition_layout(len(topic.partitions), ctx.config.node_id))
+    cluster = ctx.broker.cluster
+    if len(cluster.nodes) == 1:
+        # Encoded once per layout and version, then written as bytes (the array is not a list here).
+        partitions = cast("list[MetadataResponsePartition]", partition_layout(len(topic.partitions), cluster.self_id))
+    else:
+        partitions = []
+        for index in range(len(topic.partitions)):
+            replicas = cluster.replicas(topic.meta.topic_id, index, topic.meta.replication_factor)
+            partitions.append(MetadataResponsePartition(
+                error_code=Errors.NONE, partition_index=index, leader_id=replicas[0], leader_epoch=LEADER_EPOCH,
+                replica_nodes=replicas, isr_nodes=replicas, offline_replicas=[]))
     return MetadataResponseTopic(
         error_code=Errors.NONE, name=topic.name, topic_id=topic.meta.topic_id, is_internal=topic.name in INTERNAL_TOPICS,
         partitions=partitions,
@@ -161,6 +168,8 @@ def _named_topic(ctx: RequestContext, name: str, allow_create: bool) -> Metadata
     try:
         ctx.broker.create_topic(name, -1, -1, {}, ctx.now_ms)
     except KafkaError as exc:
+        if exc.error == Errors.NOT_CONTROLLER:  # another broker of the cluster creates topics: ask again later
+            return _error_topic(Errors.LEADER_NOT_AVAILABLE, name)
         log.warning("auto-creating topic %s failed: %s", name, exc)
         return _error_topic(exc.error, name)
     log.info("auto-created topic %s for client %s", name, ctx.client_id)

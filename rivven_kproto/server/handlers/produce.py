@@ -5,7 +5,8 @@ and appends it as bytes. A topic whose ``compression.type`` is not ``producer`` 
 recompressed, as Kafka does. Idempotent batches are checked against the partition's producer
 state by the log (a retried duplicate is answered with its original offsets and not written).
 A transactional batch is accepted only for a partition the coordinator has in that producer's
-ongoing transaction (KIP-890 part 1), else INVALID_TXN_STATE.
+ongoing transaction (KIP-890 part 1), else INVALID_TXN_STATE; in a cluster, only the broker that
+coordinates checks this (another leader does not ask the coordinator yet, as before Kafka 3.6).
 
 Every record is validated as Kafka's LogValidator does. :func:`prepare` does that work (and any
 recompression) before :func:`handle`, on a worker thread when a batch is compressed, large, to be
@@ -156,7 +157,7 @@ def _produce_partition(
         log_ = ctx.broker.partition(topic, data.index)
         records = _single_batch(data.records)
         header = parse_header(records)
-        if header.is_transactional:
+        if header.is_transactional and ctx.broker.coordinating:  # (a leader that does not coordinate trusts the client)
             verified = ctx.broker.txn.verify_partition(header.producer_id, header.producer_epoch, topic, data.index)
             if verified != Errors.NONE:
                 raise KafkaError(verified, f"{topic}-{data.index} is not in an ongoing transaction of this producer")

@@ -1,7 +1,9 @@
 """WriteTxnMarkers (27), v0-1: write COMMIT/ABORT markers to named partitions directly.
 
-Admin tools use it to abort a hanging transaction (``kafka-transactions.sh abort``); a marker
-with an epoch older than the producer's current one gets INVALID_PRODUCER_EPOCH.
+Admin tools use it to abort a hanging transaction (``kafka-transactions.sh abort``), and the
+coordinator of a cluster of brokers on one store sends it to the leader of each partition of a
+transaction that it does not lead itself; the answer waits until the markers are durable. A
+marker with an epoch older than the producer's current one gets INVALID_PRODUCER_EPOCH.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from rivven_kproto.codec.messages.write_txn_markers import (
 from ..context import RequestContext
 
 API_KEY = 27
+PEER_CLIENT_PREFIX = "kproto-broker-"  # the client id of a coordinator of our cluster (server/peers.py)
 log = logging.getLogger(__name__)
 
 
@@ -39,8 +42,10 @@ def handle(ctx: RequestContext, request: WriteTxnMarkersRequest, version: int) -
                 for t in marker.topics
             ]))
             continue
-        # An administrative commit/abort of someone's transaction: always leave a trace of who did it.
-        log.warning(
+        # An administrative commit/abort of someone's transaction: always leave a trace of who did it
+        # (quieter for the cluster's coordinator asking a partition's leader).
+        log.log(
+            logging.DEBUG if (ctx.client_id or "").startswith(PEER_CLIENT_PREFIX) else logging.WARNING,
             "WriteTxnMarkers %s for producer %d epoch %d on %s from client %r at %s",
             "COMMIT" if marker.transaction_result else "ABORT", marker.producer_id, marker.producer_epoch,
             ", ".join(f"{t.name}{list(t.partition_indexes)}" for t in marker.topics), ctx.client_id,
@@ -58,9 +63,11 @@ def handle(ctx: RequestContext, request: WriteTxnMarkersRequest, version: int) -
                         marker.coordinator_epoch, ctx.now_ms,
                     )
                     ctx.appended = True
+                    ctx.touched.append(log_)
                 except KafkaError as exc:
                     error = exc.error
                 partitions.append(WritableTxnMarkerPartitionResult(partition_index=index, error_code=error))
             topics.append(WritableTxnMarkerTopicResult(name=topic.name, partitions=partitions))
         results.append(WritableTxnMarkerResult(producer_id=marker.producer_id, topics=topics))
+    ctx.sync_before_answer = True  # answered once the markers are durable (the coordinator relies on it)
     return WriteTxnMarkersResponse(markers=results)

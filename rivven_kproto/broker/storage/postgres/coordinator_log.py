@@ -5,7 +5,9 @@ whole state as of ``seq``. ``append`` keeps the entry in memory; the flusher's r
 its database transaction, and a request that wrote an entry is answered only after that commit
 (the server treats this engine like ``fsync=always``). ``roll`` writes the snapshot and deletes the
 entries below it in one transaction, as a job: replay reads the snapshot, then the entries from
-its ``seq`` on, so a crash at any point replays to the same state.
+its ``seq`` on, so a crash at any point replays to the same state. Entries are written only in a
+transaction that finds this broker's session holding the coordinator lease: a broker that lost
+it (to another broker, after losing the database) can change nothing.
 """
 
 from __future__ import annotations
@@ -71,7 +73,10 @@ class PgDurableLog:
             return None
         rows, self._pending = self._pending, []
 
+        storage = self.storage
+
         def write(conn: psycopg.Connection) -> None:
+            storage.check_coordinator_lease(conn)
             with conn.cursor() as cursor:
                 cursor.executemany(
                     "INSERT INTO kproto_coordinator_log (name, seq, payload) VALUES (%s, %s, %s)"

@@ -6,9 +6,10 @@ go: an append is stamped and applied in memory on the event loop (so the produce
 every earlier batch), kept in ``_pending``, and written by the server's flusher in one database
 transaction with the round's other writes (``begin_flush`` / ``PostgresStorage.commit``). A
 produce is answered only after that commit, so the database holds everything acknowledged and a
-killed broker loses nothing acknowledged. The commit also moves the partition row's
-``next_offset`` from the value this broker last committed to the new end, and fails when the row
-holds anything else: a second writer is refused, never interleaved.
+killed broker loses nothing acknowledged. Opening a partition claims its row (``writer``); the
+commit moves the row's ``next_offset`` from the value this log last committed to the new end, and
+fails when another log claimed the row since: a second writer (a broker that led the partition
+before another took it over) is refused, never interleaved.
 
 Reads of recent batches are served from ``_cache`` (the newest ``cache_bytes`` of the log, and
 everything not committed yet); older ones are read from the database, on a worker thread for a
@@ -49,14 +50,22 @@ _INSERT_BATCH = (
     " producer_epoch, base_sequence, attributes, data) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
     " ON CONFLICT DO NOTHING"
 )
-# The end moves from where this log left it; or, when this very log's earlier attempt of the same
-# commit reached the database but its answer was lost, from anywhere up to the new end.
+# The end moves only while this log is the partition's writer (it claimed the row when it opened,
+# or created it), from where it left it; or, when its earlier attempt of the same commit reached
+# the database but the answer was lost, from anywhere up to the new end.
 _MOVE_END = (
     "INSERT INTO kproto_partitions (topic_id, partition, log_start_offset, next_offset, writer)"
     " VALUES (%(topic_id)s, %(partition)s, %(start)s, %(after)s, %(writer)s)"
-    " ON CONFLICT (topic_id, partition) DO UPDATE SET next_offset = EXCLUDED.next_offset, writer = EXCLUDED.writer"
-    " WHERE kproto_partitions.next_offset = %(before)s OR (kproto_partitions.writer = EXCLUDED.writer"
-    " AND kproto_partitions.next_offset BETWEEN %(before)s AND EXCLUDED.next_offset)"
+    " ON CONFLICT (topic_id, partition) DO UPDATE SET next_offset = EXCLUDED.next_offset"
+    " WHERE kproto_partitions.writer = EXCLUDED.writer"
+    " AND kproto_partitions.next_offset BETWEEN %(before)s AND EXCLUDED.next_offset"
+)
+# Opening a partition makes this log its writer: a commit of the log that wrote it before (a
+# broker that led it, or this broker before a restart) is refused from then on.
+_CLAIM = (
+    "INSERT INTO kproto_partitions (topic_id, partition, log_start_offset, next_offset, writer)"
+    " VALUES (%s, %s, 0, 0, %s) ON CONFLICT (topic_id, partition) DO UPDATE SET writer = EXCLUDED.writer"
+    " RETURNING log_start_offset, next_offset"
 )
 
 
@@ -138,13 +147,9 @@ class PgPartitionLog(PartitionLogBase):
         return partition
 
     def _load(self) -> None:
-        with self.storage.connection() as conn:
-            row = conn.execute(
-                "SELECT log_start_offset, next_offset FROM kproto_partitions WHERE topic_id = %s AND partition = %s",
-                self.key,
-            ).fetchone()
-            if row is None:
-                return
+        with self.storage.connection() as conn, conn.transaction():
+            row = conn.execute(_CLAIM, (*self.key, self.writer)).fetchone()
+            assert row is not None
             self._log_start_offset, self._next_offset = row
             self._committed_end = self._next_offset
             size = conn.execute(
@@ -333,6 +338,11 @@ class PgPartitionLog(PartitionLogBase):
     def finish_flush(self, pending: PgCommit, now_ms: int | None = None) -> None:
         if self._closed:
             return
+        if pending.fenced:
+            self.fenced = True  # another broker leads it now: nothing more is written or served here
+            self._closed = True
+            self._pending = []
+            return
         if not pending.synced:
             self._pending = pending.items + self._pending  # written again by the next round
             return
@@ -384,6 +394,7 @@ class PgCommit:
     items: list[Any] = field(default_factory=list)  # what the commit carries (batches, log entries)
     kind: str = "segment"
     synced: bool = False
+    fenced: bool = False  # another broker claimed the partition: these writes were refused
     seconds: float = 0.0
     parent: None = None
 

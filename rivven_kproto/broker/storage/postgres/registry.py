@@ -19,7 +19,8 @@ import psycopg
 
 SESSION_TIMEOUT_S = 9.0  # Kafka's broker.session.timeout.ms default: no heartbeat for this long is not live
 FORGET_AFTER_S = 3600.0  # a row this stale is removed when any broker registers
-SERVING, STANDBY = "serving", "standby"
+SERVING, STANDBY, COORDINATOR = "serving", "standby", "coordinator"
+NODE_LOCK_CLASS = 0x6B70  # advisory lock (class, node id): held by the broker serving as that node
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,21 @@ def members(conn: psycopg.Connection[Any]) -> list[Member]:
     """Every registered broker: live ones first, serving before standby, then by node id."""
     rows = conn.execute(
         "SELECT node_id, host, port, role, started_at, extract(epoch FROM now() - heartbeat_at), incarnation"
-        " FROM kproto_brokers ORDER BY heartbeat_at < now() - make_interval(secs => %s), role <> 'serving',"
+        " FROM kproto_brokers ORDER BY heartbeat_at < now() - make_interval(secs => %s), role = 'standby',"
         " node_id, started_at", (SESSION_TIMEOUT_S,)
     ).fetchall()
     return [Member(int(n), str(h), int(p), str(r), s, float(age), i) for n, h, p, r, s, age, i in rows]
+
+
+def live_nodes(conn: psycopg.Connection[Any]) -> list[tuple[int, str, int, str]]:
+    """The brokers serving now: a fresh heartbeat and the node's lock held (a broker's lock ends
+    with its database session, so one killed leaves at once, not after the session timeout).
+    (node id, host, port, role), by node id."""
+    rows = conn.execute(
+        "SELECT DISTINCT ON (b.node_id) b.node_id, b.host, b.port, b.role FROM kproto_brokers b"
+        " WHERE b.role <> 'standby' AND b.heartbeat_at >= now() - make_interval(secs => %s)"
+        " AND EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2"
+        " AND l.classid::bigint = %s AND l.objid::bigint = (b.node_id::bigint & 4294967295))"
+        " ORDER BY b.node_id, b.heartbeat_at DESC", (SESSION_TIMEOUT_S, NODE_LOCK_CLASS)
+    ).fetchall()
+    return [(int(n), str(h), int(p), str(r)) for n, h, p, r in rows]

@@ -29,10 +29,11 @@ from rivven_kproto.broker.log.base import exact_record
 from rivven_kproto.broker.log.config import LogConfig
 from rivven_kproto.codec.enums import MAX_TIMESTAMP
 
-from .. import DatabaseInUse, StorageUnavailable
+from ...cluster import Node
+from .. import CoordinationLost, DatabaseInUse, Pulse, StorageUnavailable
 from .coordinator_log import PgDurableLog
 from .partition import PgCommit, PgPartitionLog, StorageConflict, take_batches
-from .registry import SERVING, Registration
+from .registry import COORDINATOR, NODE_LOCK_CLASS, SERVING, Registration, live_nodes
 from .schema import migrate
 
 log = logging.getLogger(__name__)
@@ -40,7 +41,7 @@ log = logging.getLogger(__name__)
 POOL_SIZE = 8
 CONNECT_TIMEOUT_S = 10.0
 READ_PAGE_ROWS = 64
-OWNER_LOCK_KEY = 0x6B70726F746F01
+OWNER_LOCK_KEY = 0x6B70726F746F01  # the coordinator lease
 OWNER_CHECK_S = 1.0
 STANDBY_POLL_S = 0.25
 HEARTBEAT_S = 1.0
@@ -108,20 +109,24 @@ class PostgresStorage:
         self.url = url
         # This broker's row in kproto_brokers (``node``: node id and advertised host and port).
         self.registration = Registration(node[0], node[1], node[2], uuid.uuid4()) if node is not None else None
+        self.node_id = node[0] if node is not None else 0
         # False after a failure until a commit succeeds: reads on the event loop then fail at once
         # instead of waiting for the pool's connection timeout.
         self.available = True
         self.pool = ConnectionPool(url, min_size=1, max_size=pool_size, open=False, timeout=CONNECT_TIMEOUT_S,
                                    name="kproto")
         self._owner_checked = time.monotonic()
+        self._owner_lock = threading.Lock()  # the session is checked from the flusher's and heartbeat's threads
+        self.coordinating = False  # this broker holds the coordinator lease (see ``cluster``)
+        self.lost_coordination = False  # it held the lease and another broker took it meanwhile
         with _unavailable_on_error():
-            self._owner = self._wait_for_ownership(url) if standby else self._take_ownership(url)
+            self._owner = self._wait_for_ownership(url) if standby else self._join(url)
             try:
                 self.pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
                 with self.connection() as conn:
                     migrate(conn)
                     if self.registration is not None:
-                        self.registration.role = SERVING
+                        self.registration.role = COORDINATOR if self.coordinating else SERVING
                         self.registration.register(conn)
             except BaseException:
                 self._owner.close()
@@ -171,19 +176,35 @@ class PostgresStorage:
             if side is not None:
                 side.close()
 
-    @staticmethod
-    def _take_ownership(url: str) -> psycopg.Connection:
-        """One broker per database until brokers share partitions: a session advisory lock, held
-        on its own connection for the broker's life (like the data directory's lock). Commits are
-        fenced as well (a partition's end moves only from where this broker left it)."""
+    def _join(self, url: str) -> psycopg.Connection:
+        """A session of this broker's own for its life (like the data directory's lock): it holds
+        the node id's lock (two brokers never share a node id) and, if no other broker holds it,
+        the coordinator lease. Both end with the process, so a dead broker is seen at once."""
         owner = psycopg.connect(url, autocommit=True, connect_timeout=int(CONNECT_TIMEOUT_S))
-        row = owner.execute("SELECT pg_try_advisory_lock(%s)", (OWNER_LOCK_KEY,)).fetchone()
-        if row is None or not row[0]:
+        try:
+            row = owner.execute("SELECT pg_try_advisory_lock(%s, %s)", (NODE_LOCK_CLASS, self.node_id)).fetchone()
+            if row is None or not row[0]:
+                raise DatabaseInUse(
+                    f"another broker is serving this database as node {self.node_id} (brokers sharing a database need "
+                    "distinct --node-id values; --standby waits to take over instead)")
+            self.coordinating = self._try_coordinator_lease(owner)
+        except BaseException:
             owner.close()
-            raise DatabaseInUse(
-                "another broker is serving this database (one broker serves a database at a time; start others "
-                "with --standby to take over when it stops)")
+            raise
         return owner
+
+    def _take_ownership(self, url: str) -> psycopg.Connection:
+        """Standby: this node's session with the coordinator lease, or DatabaseInUse."""
+        owner = self._join(url)
+        if not self.coordinating:
+            owner.close()
+            raise DatabaseInUse("another broker is serving this database (the coordinator lease is held)")
+        return owner
+
+    @staticmethod
+    def _try_coordinator_lease(owner: psycopg.Connection) -> bool:
+        row = owner.execute("SELECT pg_try_advisory_lock(%s)", (OWNER_LOCK_KEY,)).fetchone()
+        return bool(row is not None and row[0])
 
     @contextlib.contextmanager
     def connection(self) -> Iterator[psycopg.Connection]:
@@ -228,49 +249,100 @@ class PostgresStorage:
     def discard_partition(self, topic_id: uuid.UUID, topic: str, index: int) -> None:
         """A new partition keeps nothing outside memory until its first commit."""
 
+    def drop_partition(self, topic_id: uuid.UUID, index: int, work: BlockingWork) -> None:
+        key = (topic_id, index)
+        submit(work, lambda: self.delete_partition(key))
+
     def sync(self, pending: list[Any]) -> None:
         self.commit(pending)
 
-    def heartbeat(self, host: str, port: int) -> None:
-        """Worker thread, every ``heartbeat_interval_s``: refresh this broker's registry row."""
+    def heartbeat(self, host: str, port: int) -> Pulse | None:
+        """Worker thread, every ``heartbeat_interval_s``: refresh this broker's registry row, take
+        the coordinator lease if its holder is gone, and read who serves and the topic catalog."""
         registration = self.registration
         if registration is None:
-            return
+            return None
         registration.host, registration.port = host, port
         try:
+            with self._owner_lock:
+                self._check_ownership(force=True)
+                if not self.coordinating and self._try_coordinator_lease(self._owner):
+                    log.info("node %d took the coordinator lease", self.node_id)
+                    self.coordinating = True
+            registration.role = COORDINATOR if self.coordinating else SERVING
             with self.connection() as conn:
                 registration.beat(conn)
+                nodes = live_nodes(conn)
+                row = conn.execute("SELECT data FROM kproto_documents WHERE name = 'topics.json'").fetchone()
         except psycopg.Error as exc:
             raise StorageUnavailable(f"heartbeat: {exc}") from exc
+        coordinator = next((n for n, _, _, role in nodes if role == COORDINATOR), None)
+        if self.coordinating:
+            coordinator = self.node_id
+        return Pulse(tuple(Node(n, h, p) for n, h, p, _ in nodes), coordinator, bytes(row[0]) if row else None)
 
-    def _check_ownership(self) -> None:
-        """Worker thread, before a commit (at most every OWNER_CHECK_S): the lock lives on its own
-        connection, lost with it when the server restarts; take it again, or stop when another
-        broker took the database meanwhile (its commits and ours must never interleave)."""
-        if time.monotonic() - self._owner_checked < OWNER_CHECK_S:
+    def _check_ownership(self, *, force: bool = False) -> None:
+        """Worker thread, before a commit (at most every OWNER_CHECK_S) and each heartbeat: the
+        locks live on their own session, lost with it when the database restarts; take them
+        again. A broker that coordinated and finds the lease taken by another meanwhile must stop
+        (its coordinators' state is no longer the truth): CoordinationLost."""
+        if not force and time.monotonic() - self._owner_checked < OWNER_CHECK_S:
             return
         try:
             self._owner.execute("SELECT 1")
         except psycopg.Error:
             self._owner.close()
+            was_coordinating = self.coordinating
             with _unavailable_on_error(self):
-                self._owner = self._take_ownership(self.url)
-            log.info("PostgreSQL: ownership of the database taken again after a lost connection")
+                self._owner = self._join(self.url)
+            log.info("PostgreSQL: ownership of the database taken again after a lost connection (node %d)", self.node_id)
+            if was_coordinating and not self.coordinating:
+                self.lost_coordination = True
+        if self.lost_coordination:
+            raise CoordinationLost(
+                f"node {self.node_id} lost the coordinator lease to another broker while the database was away; "
+                "stopping (restart it to serve again)")
         self._owner_checked = time.monotonic()
+
+    def check_coordinator_lease(self, conn: psycopg.Connection) -> None:
+        """In a commit's transaction: this broker's session holds the coordinator lease now."""
+        row = conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1"
+            " AND pid = %s AND classid::bigint = %s AND objid::bigint = %s)",
+            (self._owner.info.backend_pid, OWNER_LOCK_KEY >> 32, OWNER_LOCK_KEY & 0xFFFFFFFF)).fetchone()
+        if row is None or not row[0]:
+            self.lost_coordination = True
+            raise CoordinationLost(f"node {self.node_id} writes coordinator state without the coordinator lease")
 
     def commit(self, items: list[PgCommit]) -> None:
         """One database transaction for every log's writes of a round."""
         if not items:
             return
-        self._check_ownership()
+        with self._owner_lock:
+            self._check_ownership()
         started = time.perf_counter()
-        with self.connection() as conn, conn.transaction():
-            for item in items:
-                write: Callable[[psycopg.Connection], None] = item.write  # type: ignore[assignment]
-                write(conn)
+        remaining = list(items)
+        while True:
+            try:
+                with self.connection() as conn, conn.transaction():
+                    for item in remaining:
+                        write: Callable[[psycopg.Connection], None] = item.write  # type: ignore[assignment]
+                        try:
+                            write(conn)
+                        except StorageConflict as exc:
+                            exc.item = item
+                            raise
+                break
+            except StorageConflict as exc:
+                # A partition another broker claimed since: the rest of the round commits without
+                # it; its writes are never acknowledged (the flusher releases the partition).
+                log.warning("%s; the partition moved to another broker", exc)
+                assert exc.item is not None
+                exc.item.fenced = True
+                remaining.remove(exc.item)
         seconds = time.perf_counter() - started
         self.available = True
-        for item in items:
+        for item in remaining:
             item.synced, item.seconds = True, seconds
 
     def read_batches(

@@ -1,0 +1,196 @@
+"""Several brokers serving one PostgreSQL database (#19): real broker processes, real clients.
+
+Three ``kproto serve`` processes with distinct ``--node-id`` values on one database form a
+cluster: Metadata lists the live brokers, partitions are led by different brokers, the broker
+holding the coordinator lease coordinates groups and transactions and sends the markers of
+partitions others lead to their leaders. Killing brokers (the coordinator among them) with
+SIGKILL loses nothing acknowledged and duplicates nothing committed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from rivven_kproto.codec.messages.metadata import MetadataRequest, MetadataRequestTopic, MetadataResponse
+
+from . import raw_client
+from .broker_process import BrokerProcess
+from .txn_helpers import TIMEOUT_S, consume, txn_producer, values, wait_for
+
+NODES = (1, 2, 3)
+
+
+@pytest.fixture
+def cluster(tmp_path: Path, postgres_url: str) -> Iterator[dict[int, BrokerProcess]]:
+    """Three brokers on one fresh database; node 1 starts first and holds the coordinator lease."""
+    brokers: dict[int, BrokerProcess] = {}
+    try:
+        for node in NODES:
+            broker = BrokerProcess(tmp_path / f"n{node}-data", tmp_path / f"n{node}.log",
+                                   ["--storage", postgres_url, "--node-id", str(node)])
+            brokers[node] = broker.start()
+        assert wait_for(lambda: all_see(brokers, set(NODES)), TIMEOUT_S), "the brokers never met"
+        yield brokers
+    finally:
+        for broker in brokers.values():
+            broker.kill()
+
+
+def bootstrap(brokers: dict[int, BrokerProcess]) -> str:
+    return ",".join(b.bootstrap for b in brokers.values() if b.alive())
+
+
+def described_by(broker: BrokerProcess, topics: list[str] | None = None) -> MetadataResponse:
+    """Metadata as this very broker answers it (a client library would ask any broker it knows)."""
+    request = MetadataRequest(topics=None if topics is None else [MetadataRequestTopic(name=t) for t in topics],
+                              allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+    with raw_client.connect(broker.bootstrap) as sock:
+        return raw_client.call(sock, request, 12)
+
+
+def all_see(brokers: dict[int, BrokerProcess], nodes: set[int], topic: str | None = None) -> bool:
+    """Every live broker lists exactly ``nodes`` (and describes ``topic``)."""
+    for broker in brokers.values():
+        if not broker.alive():
+            continue
+        try:
+            answer = described_by(broker, [topic] if topic else None)
+        except OSError:
+            return False
+        if {b.node_id for b in answer.brokers} != nodes:
+            return False
+        if topic is not None and (not answer.topics or answer.topics[0].error_code != 0):
+            return False
+    return True
+
+
+def create(servers: str, topic: str, partitions: int, replication_factor: int) -> None:
+    admin = AdminClient({"bootstrap.servers": servers})
+    admin.create_topics([NewTopic(topic, partitions, replication_factor)])[topic].result(TIMEOUT_S)
+
+
+def produce(servers: str, topic: str, partitions: int, count: int, prefix: str) -> set[bytes]:
+    producer = Producer({"bootstrap.servers": servers, "enable.idempotence": True, "linger.ms": 5,
+                         "message.timeout.ms": TIMEOUT_S * 4 * 1000})
+    acknowledged: set[bytes] = set()
+    errors: list[str] = []
+
+    def delivered(err, msg) -> None:  # noqa: ANN001 - librdkafka callback
+        if err is None:
+            acknowledged.add(msg.value())
+        else:
+            errors.append(str(err))
+
+    for i in range(count):
+        producer.produce(topic, f"{prefix}-{i}".encode(), partition=i % partitions, on_delivery=delivered)
+        producer.poll(0)
+    assert producer.flush(TIMEOUT_S * 4) == 0
+    assert errors == []
+    return acknowledged
+
+
+def all_values(servers: str, topic: str, partitions: int, *, committed: bool, expected: int) -> list[bytes]:
+    seen = values(consume("confluent-kafka", servers, [(topic, p) for p in range(partitions)],
+                          committed=committed, expected=expected))
+    return [v for vs in seen.values() for v in vs if v is not None]
+
+
+def test_three_brokers_lead_partitions_and_coordinate_transactions(cluster: dict[int, BrokerProcess]) -> None:
+    servers = bootstrap(cluster)
+    with pytest.raises(KafkaException, match="INVALID_REPLICATION_FACTOR"):
+        create(servers, "cl-too-many", 1, 4)
+    create(servers, "cl-data", 6, 3)
+    # Every broker describes the same layout once it has seen the catalog (within a heartbeat).
+    assert wait_for(lambda: all_see(cluster, set(NODES), "cl-data"), TIMEOUT_S)
+    layouts = []
+    for broker in cluster.values():
+        (topic,) = described_by(broker, ["cl-data"]).topics
+        assert len(topic.partitions) == 6
+        assert all(len(p.replica_nodes) == 3 and p.isr_nodes == p.replica_nodes for p in topic.partitions)
+        layouts.append({p.partition_index: p.leader_id for p in topic.partitions})
+    assert all(layout == layouts[0] for layout in layouts)
+    assert len(set(layouts[0].values())) >= 2, f"one broker leads everything: {layouts[0]}"
+
+    acknowledged = produce(servers, "cl-data", 6, 3000, "idem")
+    assert len(acknowledged) == 3000
+    got = all_values(servers, "cl-data", 6, committed=False, expected=3000)
+    assert sorted(got) == sorted(acknowledged)
+
+    # A transaction over partitions led by all three brokers: the coordinator (node 1) writes
+    # its own markers and asks the other leaders for theirs.
+    create(servers, "cl-txn", 6, 1)
+    assert wait_for(lambda: all_see(cluster, set(NODES), "cl-txn"), TIMEOUT_S)
+    producer = txn_producer("confluent-kafka", servers, "cl-txn-id")
+    producer.init()
+    committed: list[bytes] = []
+    for round_ in range(4):
+        producer.begin()
+        batch = [f"t{round_}-{i}".encode() for i in range(30)]
+        for i, value in enumerate(batch):
+            producer.send("cl-txn", i % 6, value)
+        producer.flush()
+        if round_ % 2 == 0:
+            producer.commit()
+            committed += batch
+        else:
+            producer.abort()
+    producer.close()
+    seen = all_values(servers, "cl-txn", 6, committed=True, expected=len(committed))
+    assert sorted(seen) == sorted(committed)
+
+    # Group offsets committed through the coordinator, read back by a consumer bootstrapped at
+    # another broker.
+    first = Consumer({"bootstrap.servers": cluster[2].bootstrap, "group.id": "cl-group",
+                      "enable.auto.commit": False})
+    try:
+        first.commit(offsets=[TopicPartition("cl-data", p, 100 + p) for p in range(6)], asynchronous=False)
+    finally:
+        first.close()
+    second = Consumer({"bootstrap.servers": cluster[3].bootstrap, "group.id": "cl-group"})
+    try:
+        offsets = second.committed([TopicPartition("cl-data", p) for p in range(6)], timeout=TIMEOUT_S)
+        assert [tp.offset for tp in offsets] == [100 + p for p in range(6)]
+    finally:
+        second.close()
+
+
+def test_killing_the_coordinator_and_leaders_loses_nothing(cluster: dict[int, BrokerProcess]) -> None:
+    servers = bootstrap(cluster)
+    create(servers, "cl-kill", 6, 1)
+    assert wait_for(lambda: all_see(cluster, set(NODES), "cl-kill"), TIMEOUT_S)
+    acknowledged = produce(servers, "cl-kill", 6, 600, "before")
+    producer = txn_producer("confluent-kafka", servers, "cl-kill-id")
+    producer.init()
+    committed: list[bytes] = []
+
+    def transaction(name: str) -> None:
+        producer.begin()
+        batch = [f"{name}-{i}".encode() for i in range(24)]
+        for i, value in enumerate(batch):
+            producer.send("cl-kill", i % 6, value)
+        producer.flush()
+        producer.commit()
+        committed.extend(batch)
+
+    transaction("t0")
+    cluster[1].kill()  # the coordinator, and the leader of some partitions
+    assert wait_for(lambda: all_see(cluster, {2, 3}), TIMEOUT_S)
+    transaction("t1")  # a new coordinator took the lease and loaded the transactions
+    acknowledged |= produce(bootstrap(cluster), "cl-kill", 6, 600, "after")
+    cluster[1].start()  # back: it leads its partitions again (claiming them from the others)
+    assert wait_for(lambda: all_see(cluster, set(NODES)), TIMEOUT_S)
+    transaction("t2")
+    acknowledged |= produce(bootstrap(cluster), "cl-kill", 6, 600, "rejoined")
+    producer.close()
+    servers = bootstrap(cluster)
+    everything = all_values(servers, "cl-kill", 6, committed=False, expected=len(acknowledged) + len(committed))
+    plain = [v for v in everything if not v.startswith(b"t")]
+    assert sorted(plain) == sorted(acknowledged)  # nothing acknowledged lost, nothing twice
+    visible = [v for v in all_values(servers, "cl-kill", 6, committed=True, expected=len(acknowledged) + len(committed))
+               if v.startswith(b"t")]
+    assert sorted(visible) == sorted(committed)

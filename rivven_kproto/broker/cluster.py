@@ -1,0 +1,72 @@
+"""Who serves what when several brokers share one store: pure functions of the live brokers.
+
+Every broker computes the same answer from the same list of live brokers, so nothing is
+negotiated: a partition is led by the live broker with the highest rendezvous score for it
+(highest-random-weight hashing: when a broker joins or leaves, only the partitions it gains or
+loses move), and its replicas are the next best-scoring ones. The coordinator (of every group and
+transactional id, and of the topic catalog: Kafka's controller) is the broker holding the store's
+coordinator lease. A broker on its own (the native log) is a cluster of one that leads and
+coordinates everything.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+import xxhash
+
+
+@dataclass(frozen=True)
+class Node:
+    node_id: int
+    host: str
+    port: int
+
+
+@dataclass(frozen=True)
+class ClusterView:
+    """The live brokers (by node id) as this broker last saw them, and which one coordinates."""
+
+    self_id: int
+    nodes: tuple[Node, ...]
+    coordinator_id: int | None
+
+    @classmethod
+    def alone(cls, node_id: int, host: str, port: int) -> ClusterView:
+        return cls(node_id, (Node(node_id, host, port),), node_id)
+
+    @property
+    def node_ids(self) -> tuple[int, ...]:
+        return tuple(node.node_id for node in self.nodes)
+
+    @property
+    def is_coordinator(self) -> bool:
+        return self.coordinator_id == self.self_id
+
+    @property
+    def coordinator(self) -> Node | None:
+        return self.node(self.coordinator_id) if self.coordinator_id is not None else None
+
+    def node(self, node_id: int) -> Node | None:
+        for node in self.nodes:
+            if node.node_id == node_id:
+                return node
+        return None
+
+    def ranked(self, topic_id: uuid.UUID, partition: int) -> list[int]:
+        """Live node ids, best rendezvous score first, for one partition."""
+        if len(self.nodes) == 1:
+            return [self.nodes[0].node_id]
+        prefix = topic_id.bytes + partition.to_bytes(4, "big")
+        return sorted(self.node_ids, key=lambda n: (-xxhash.xxh64_intdigest(prefix + n.to_bytes(4, "big", signed=True)), n))
+
+    def leader(self, topic_id: uuid.UUID, partition: int) -> int:
+        return self.ranked(topic_id, partition)[0]
+
+    def replicas(self, topic_id: uuid.UUID, partition: int, replication_factor: int) -> list[int]:
+        """The leader first, then the next best scores (as many live brokers as the factor asks, at most all)."""
+        return self.ranked(topic_id, partition)[: max(replication_factor, 1)]
+
+    def leads(self, topic_id: uuid.UUID, partition: int) -> bool:
+        return self.leader(topic_id, partition) == self.self_id

@@ -1,0 +1,122 @@
+"""The server's part in a cluster of brokers sharing one store: heartbeats, leadership, markers.
+
+Every heartbeat (once a second, on a worker thread) refreshes this broker's registration and
+reads the live brokers, the coordinator lease's holder and the topic catalog; the broker then
+lets go of partitions another broker leads now and opens (off the loop) those it leads and has not
+opened. The broker that takes the coordinator lease loads the groups and transactions. The
+coordinator's markers on partitions led elsewhere go to their leaders as WriteTxnMarkers. A
+broker alone (the native log) runs only the heartbeat, which does nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Callable
+
+import trio
+
+from rivven_kproto.broker.broker import COORDINATOR_EPOCH, Broker
+from rivven_kproto.broker.cluster import Node
+from rivven_kproto.broker.remote_markers import RemoteMarker
+from rivven_kproto.broker.storage import CoordinationLost, StorageError
+
+from .durability import Durability
+from .log_limits import RateLimitedLog
+from .peers import send_markers
+
+log = logging.getLogger(__name__)
+
+MARKER_POLL_S = 0.005  # how soon markers the coordinator asked for are sent
+MARKER_RETRY_S = 0.2  # after a leader could not be reached
+
+
+def wall_clock_ms() -> int:
+    return int(time.time() * 1000)
+
+
+# Requests only the coordinating broker answers (another closes the connection, and the client
+# looks the coordinator up again). ListGroups and ListTransactions are answered by every broker
+# for what it coordinates, as Kafka's brokers do; InitProducerId without a transactional id by any.
+COORDINATOR_APIS = frozenset({8, 9, 11, 12, 13, 14, 15, 24, 25, 26, 28, 42, 47, 65, 68, 69})
+INIT_PRODUCER_ID = 22
+
+
+def needs_coordinator(api_key: int, request: object) -> bool:
+    if api_key == INIT_PRODUCER_ID:
+        return getattr(request, "transactional_id", None) is not None
+    return api_key in COORDINATOR_APIS
+
+
+class ClusterFollower:
+    def __init__(self, broker: Broker, durability: Durability, advertised: tuple[str, int],
+                 notify_append: Callable[[], None], warnings: RateLimitedLog) -> None:
+        self.broker = broker
+        self.durability = durability
+        self.advertised = advertised
+        self.notify_append = notify_append
+        self.warnings = warnings
+
+    async def heartbeat_loop(self, interval_s: float) -> None:
+        host, port = self.advertised
+        while True:
+            try:
+                pulse = await trio.to_thread.run_sync(self.broker.storage.heartbeat, host, port)
+            except CoordinationLost:
+                raise
+            except StorageError as exc:
+                self.warnings.warning("heartbeat", "heartbeat failed: %s", exc)
+            else:
+                if pulse is not None:
+                    await self._follow(pulse)
+            await trio.sleep(interval_s)
+
+    async def _follow(self, pulse: object) -> None:
+        broker = self.broker
+        wanted = broker.apply_pulse(pulse)  # type: ignore[arg-type]
+        if wanted:
+            opened = await trio.to_thread.run_sync(broker.open_partitions, wanted, wall_clock_ms())
+            broker.install(opened)
+        if broker.cluster.is_coordinator and not broker.coordinating:
+            broker.become_coordinator(wall_clock_ms())
+            self.durability.attach_coordinators()
+            self.notify_append()
+
+    async def _send(self, node: Node, markers: list[RemoteMarker], results: dict[RemoteMarker, bool]) -> None:
+        results.update(await send_markers(node, markers, self.broker.cluster.self_id, COORDINATOR_EPOCH))
+
+    async def marker_loop(self) -> None:
+        """Send the markers the coordinator asked for, grouped by leader, and complete what they finish."""
+        broker = self.broker
+        while True:
+            if not broker.remote_markers.pending:
+                await trio.sleep(MARKER_POLL_S)
+                continue
+            by_leader: dict[int, list[RemoteMarker]] = defaultdict(list)
+            unreachable: list[RemoteMarker] = []
+            for marker in broker.remote_markers.take():
+                topic = broker.topics.get(marker.topic)
+                if topic is None:
+                    broker.remote_markers.finish(marker, True)  # deleted meanwhile: needs no marker
+                    continue
+                leader = broker.cluster.leader(topic.meta.topic_id, marker.partition)
+                if leader == broker.cluster.self_id:
+                    unreachable.append(marker)  # led here now: the coordinator's retry writes it itself
+                else:
+                    by_leader[leader].append(marker)
+            results: dict[RemoteMarker, bool] = dict.fromkeys(unreachable, False)
+            async with trio.open_nursery() as nursery:
+                for node_id, markers in by_leader.items():
+                    node = broker.cluster.node(node_id)
+                    if node is None or node.port == 0:
+                        results.update(dict.fromkeys(markers, False))
+                    else:
+                        nursery.start_soon(self._send, node, markers, results)
+            for marker, written in results.items():
+                broker.remote_markers.finish(marker, written)
+            if not all(results.values()):
+                await trio.sleep(MARKER_RETRY_S)  # then asked for again, by the retry below
+            if broker.coordinating:
+                broker.txn.retry_unwritten(wall_clock_ms())
+                self.notify_append()

@@ -1,0 +1,113 @@
+"""Requests this broker sends to the others of its cluster: the coordinator's transaction markers.
+
+When a transaction ends, the coordinator (the broker holding the coordinator lease) writes its
+markers on the partitions it leads itself and sends a WriteTxnMarkers request to the leader of
+each other partition, as Kafka's coordinator does; the leader answers once the markers are
+durable. One short-lived connection per request, to the address the leader registered: these are
+rare (one per transaction and leader) and a connection that outlives a leader's restart would only
+need to be re-made.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import struct
+from collections import defaultdict
+
+import trio
+
+from rivven_kproto.broker.cluster import Node
+from rivven_kproto.broker.remote_markers import RemoteMarker
+from rivven_kproto.codec.connection import encode_request
+from rivven_kproto.codec.errors import Errors
+from rivven_kproto.codec.headers import RequestHeader, ResponseHeader, response_header_version
+from rivven_kproto.codec.messages.write_txn_markers import (
+    WritableTxnMarker,
+    WritableTxnMarkerTopic,
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersResponse,
+)
+from rivven_kproto.server.handlers.write_txn_markers import PEER_CLIENT_PREFIX
+
+log = logging.getLogger(__name__)
+
+WRITE_TXN_MARKERS_VERSION = 1
+PEER_TIMEOUT_S = 30.0  # a leader that does not answer within this is asked again later
+MAX_RESPONSE_BYTES = 16 * 1024 * 1024
+_SIZE = struct.Struct(">i")
+
+
+def peer_client_id(node_id: int) -> str:
+    return f"{PEER_CLIENT_PREFIX}{node_id}"
+
+
+def markers_request(markers: list[RemoteMarker], coordinator_epoch: int) -> WriteTxnMarkersRequest:
+    """One entry per (producer, epoch, result), its partitions grouped by topic."""
+    grouped: dict[tuple[int, int, bool], dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
+    for marker in markers:
+        grouped[(marker.producer_id, marker.producer_epoch, marker.commit)][marker.topic].append(marker.partition)
+    return WriteTxnMarkersRequest(markers=[
+        WritableTxnMarker(
+            producer_id=pid, producer_epoch=epoch, transaction_result=commit, coordinator_epoch=coordinator_epoch,
+            topics=[WritableTxnMarkerTopic(name=name, partition_indexes=sorted(indexes))
+                    for name, indexes in sorted(topics.items())],
+        )
+        for (pid, epoch, commit), topics in grouped.items()
+    ])
+
+
+def marker_errors(response: WriteTxnMarkersResponse) -> dict[tuple[int, str, int], Errors]:
+    """(producer id, topic, partition) -> the leader's error code."""
+    errors: dict[tuple[int, str, int], Errors] = {}
+    for result in response.markers:
+        for topic in result.topics:
+            for partition in topic.partitions:
+                errors[(result.producer_id, topic.name, partition.partition_index)] = Errors(partition.error_code)
+    return errors
+
+
+async def _read_exactly(stream: trio.abc.Stream, size: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < size:
+        chunk = await stream.receive_some(size - len(buf))
+        if not chunk:
+            raise OSError("the peer closed the connection")
+        buf += chunk
+    return bytes(buf)
+
+
+async def send_markers(leader: Node, markers: list[RemoteMarker], self_id: int, coordinator_epoch: int) -> dict[
+        RemoteMarker, bool]:
+    """Ask ``leader`` to write ``markers``; which of them it wrote (durably). Failures (the
+    leader gone, moved, or not answering) leave them unwritten, to be asked for again."""
+    request = markers_request(markers, coordinator_epoch)
+    header = RequestHeader(request_api_key=WriteTxnMarkersRequest.API_KEY,
+                           request_api_version=WRITE_TXN_MARKERS_VERSION, correlation_id=1,
+                           client_id=peer_client_id(self_id))
+    written = dict.fromkeys(markers, False)
+    try:
+        with trio.fail_after(PEER_TIMEOUT_S):
+            stream = await trio.open_tcp_stream(leader.host, leader.port)
+            async with stream:
+                await stream.send_all(encode_request(header, request))
+                (length,) = _SIZE.unpack(await _read_exactly(stream, 4))
+                if not 0 < length <= MAX_RESPONSE_BYTES:
+                    raise OSError(f"a response of {length} bytes")
+                answer = await _read_exactly(stream, length)
+    except (OSError, trio.TooSlowError) as exc:
+        log.info("WriteTxnMarkers to node %d (%s:%d) failed: %s; asked again later", leader.node_id, leader.host,
+                 leader.port, exc)
+        return written
+    body = io.BytesIO(answer)
+    ResponseHeader.decode_from(body, response_header_version(WriteTxnMarkersRequest, WRITE_TXN_MARKERS_VERSION))
+    response = WriteTxnMarkersResponse.decode(answer[body.tell():], WRITE_TXN_MARKERS_VERSION)
+    errors = marker_errors(response)
+    for marker in markers:
+        error = errors.get((marker.producer_id, marker.topic, marker.partition), Errors.UNKNOWN_SERVER_ERROR)
+        if error in (Errors.NONE, Errors.UNKNOWN_TOPIC_OR_PARTITION):  # a deleted topic needs no marker
+            written[marker] = True
+        else:
+            log.info("node %d did not write the marker on %s-%d: %s", leader.node_id, marker.topic,
+                     marker.partition, error.name)
+    return written

@@ -9,6 +9,9 @@ SIGKILL loses nothing acknowledged and duplicates nothing committed.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -157,6 +160,18 @@ def test_three_brokers_lead_partitions_and_coordinate_transactions(cluster: dict
         assert [tp.offset for tp in offsets] == [100 + p for p in range(6)]
     finally:
         second.close()
+
+    # The operator's view: every broker, what it leads, which one coordinates.
+    done = subprocess.run([sys.executable, "-m", "rivven_kproto", "--bootstrap", cluster[3].bootstrap, "--format", "json",
+                           "cluster", "info"], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    info = json.loads(done.stdout)
+    assert info["controller_id"] == 1
+    brokers = {b["node_id"]: b for b in info["brokers"]}
+    assert set(brokers) == set(NODES) and brokers[1]["controller"] and not brokers[2]["controller"]
+    assert sum(b["partitions_led"] for b in brokers.values()) == 12  # cl-data and cl-txn
+    assert brokers[2]["partitions_led"] == sum(1 for leader in layouts[0].values() if leader == 2) + sum(
+        1 for p in described_by(cluster[2], ["cl-txn"]).topics[0].partitions if p.leader_id == 2)
 
 
 def test_killing_the_coordinator_and_leaders_loses_nothing(cluster: dict[int, BrokerProcess]) -> None:

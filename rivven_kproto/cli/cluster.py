@@ -22,7 +22,8 @@ def cluster() -> None:
 
 @cluster.command()
 def info() -> None:
-    """Cluster id, brokers, controller, per API the versions both sides speak, and which Kafka
+    """Cluster id, the live brokers (with the partitions each leads, and which one is the
+    controller: on a shared PostgreSQL store also the coordinator of every group and transaction), per API the versions both sides speak, and which Kafka
     release's protocol the broker's table corresponds to (3.9 or 4.2: per release, the APIs at its
     newest version, behind it or missing, and beyond it).
 
@@ -36,7 +37,9 @@ def info() -> None:
         "cluster_id": result.cluster_id,
         "controller_id": result.controller_id,
         "brokers": [
-            {"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack} for b in result.brokers
+            {"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack,
+             "partitions_led": result.led.get(b.node_id, 0), "controller": b.node_id == result.controller_id}
+            for b in result.brokers
         ],
         "api_versions": [
             {
@@ -57,7 +60,10 @@ def info() -> None:
         data,
         lambda: [
             table(None, ["cluster id", "controller"], [[result.cluster_id, result.controller_id]]),
-            table("brokers", ["node", "host", "port", "rack"], [[b.node_id, b.host, b.port, b.rack or "-"] for b in result.brokers]),
+            table("brokers", ["node", "host", "port", "rack", "leads", "role"], [
+                [b.node_id, b.host, b.port, b.rack or "-", result.led.get(b.node_id, 0),
+                 "controller, coordinator" if b.node_id == result.controller_id else "-"]
+                for b in result.brokers]),
             table(
                 "API versions",
                 ["key", "API", "broker", "client", "used"],
@@ -101,7 +107,8 @@ def _release_json(match: ReleaseMatch) -> dict[str, object]:
               help="The database the brokers share (also KPROTO_STORAGE).")
 def members(storage: str) -> None:
     """Brokers registered in a shared PostgreSQL store: node id, advertised address, role
-    (coordinator: serving and holding the coordinator lease; serving; or standby waiting to take over), age of the last heartbeat, and whether it is live
+    (coordinator: serving and holding the coordinator lease; serving; or standby waiting to take
+    over), age of the last heartbeat, and whether it is live
     (a heartbeat within the 9 s session timeout). Read from the database, so it also shows
     brokers that do not serve clients.
 

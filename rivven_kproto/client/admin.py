@@ -89,6 +89,7 @@ class ClusterInfo:
     controller_id: int
     brokers: list[BrokerInfo]
     apis: list[ApiSupport]
+    led: dict[int, int] = field(default_factory=dict)  # node id -> partitions it leads
 
 
 @dataclass
@@ -123,13 +124,19 @@ class ConfigEntry:
 
 
 async def cluster_info(client: KafkaClient) -> ClusterInfo:
-    metadata = await client.metadata([])
+    metadata = await client.metadata(None)
     versions = await client.versions()
+    led = dict.fromkeys(metadata.brokers, 0)
+    for topic in metadata.topics.values():
+        for partition in topic.partitions:
+            if partition.leader >= 0:
+                led[partition.leader] = led.get(partition.leader, 0) + 1
     return ClusterInfo(
         metadata.cluster_id,
         metadata.controller_id,
         sorted(metadata.brokers.values(), key=lambda b: b.node_id),
         sorted(versions.apis.values(), key=lambda a: a.api_key),
+        led,
     )
 
 

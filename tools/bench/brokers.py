@@ -98,6 +98,14 @@ def postgresql_peer() -> Target:
     ], OURS_READY)
 
 
+def cluster_node(storage_url: str, node_id: int) -> Target:
+    """Ours on the PostgreSQL engine as node ``node_id`` of a cluster sharing ``storage_url``."""
+    return Target(f"rivven_kproto-pg-n{node_id}", [
+        sys.executable, "-m", "rivven_kproto", "serve", "--listen", "127.0.0.1:{port}", "--data-dir", "{data}",
+        "--storage", storage_url, "--node-id", str(node_id), "--metrics", "127.0.0.1:0",
+    ], OURS_READY)
+
+
 def null_broker() -> Target:
     return Target("null", [sys.executable, "-m", "tools.bench.nullbroker", "--port", "{port}"], NULL_READY,
                   limit_only=True)

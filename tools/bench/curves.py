@@ -19,7 +19,6 @@ recorded with its error and left out of the chart. Prints a table, writes the fi
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import logging
 import socket
@@ -32,10 +31,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from rivven_kproto.codec.connection import encode_request
-from rivven_kproto.codec.headers import RequestHeader, ResponseHeader, response_header_version
-from rivven_kproto.codec.messages.metadata import MetadataRequest, MetadataRequestTopic, MetadataResponse
-
 from . import brokers
 from . import workloads as w
 
@@ -44,32 +39,22 @@ log = logging.getLogger("tools.bench.curves")
 PARTITIONS = (1, 100, 1_000, 10_000)
 SIZES = (100, 1024, 16 * 1024, 1024 * 1024)
 METADATA_ROUNDS = 50
-METADATA_VERSION = 12
 
 
 def metadata_latency(bootstrap: str, topic: str, rounds: int = METADATA_ROUNDS) -> dict[str, float]:
     """Round trips of a Metadata request for ``topic`` on one connection (ms): median, p99."""
     host, port = bootstrap.rsplit(":", 1)
-    request = MetadataRequest(
-        topics=[MetadataRequestTopic(name=topic)], allow_auto_topic_creation=False,
-        include_topic_authorized_operations=False,
-    )
     samples: list[float] = []
     with socket.create_connection((host, int(port)), timeout=60) as sock:
         for correlation in range(rounds):
-            header = RequestHeader(request_api_key=MetadataRequest.API_KEY, request_api_version=METADATA_VERSION,
-                                   correlation_id=correlation, client_id="curves")
-            frame = encode_request(header, request)
+            frame = w.metadata_frame(topic, correlation, "curves")
             started = time.perf_counter()
             sock.sendall(frame)
             (length,) = struct.unpack(">i", w._read_exactly(sock, 4))
             answer = w._read_exactly(sock, length)
             samples.append((time.perf_counter() - started) * 1000)
             if correlation == 0:
-                body = io.BytesIO(answer)
-                ResponseHeader.decode_from(body, response_header_version(MetadataRequest, METADATA_VERSION))
-                response = MetadataResponse.decode(answer[body.tell():], METADATA_VERSION)
-                found = [t for t in response.topics if t.name == topic]
+                found = [t for t in w.decode_metadata(answer).topics if t.name == topic]
                 assert found and found[0].error_code == 0, f"Metadata for {topic}: {found}"
     samples.sort()
     return {"metadata_p50_ms": statistics.median(samples),
@@ -112,8 +97,10 @@ def on_fresh_broker(target: brokers.Target, run: Callable[[str], dict[str, Any]]
 
 
 def chart(path: Path, title: str, xlabel: str, xs: list[int], series: dict[str, dict[str, list[float | None]]],
-          metrics: list[tuple[str, str]]) -> None:
-    """One PNG: a panel per metric, a line per broker (log x axis)."""
+          metrics: list[tuple[str, str]], log_x: bool = True,
+          references: dict[str, dict[str, float | None]] | None = None) -> None:
+    """One PNG: a panel per metric, a line per broker (log x axis unless ``log_x`` is false), and
+    a dashed horizontal line per ``references`` entry (a figure measured once, not along x)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -125,7 +112,14 @@ def chart(path: Path, title: str, xlabel: str, xs: list[int], series: dict[str, 
             points = [(x, y) for x, y in zip(xs, values[key], strict=True) if y is not None]
             if points:
                 ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=broker)
-        ax.set_xscale("log")
+        for name, figures in (references or {}).items():
+            if figures.get(key) is not None:
+                ax.axhline(figures[key], linestyle="--", color="grey", label=name)
+        if log_x:
+            ax.set_xscale("log")
+        else:
+            ax.set_xticks(xs)
+            ax.set_ylim(bottom=0)
         ax.set_xlabel(xlabel)
         ax.set_title(label, fontsize=10)
         ax.grid(True, which="both", alpha=0.3)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -37,3 +38,20 @@ def reset_peak(pid: int) -> bool:
         return True
     except OSError:
         return False
+
+
+def tree_cpu_s(pid: int) -> float:
+    """CPU seconds of ``pid`` and its live children, plus what its reaped children used (a
+    PostgreSQL postmaster and its backends, which live as long as their connections)."""
+    total = 0.0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # exited meanwhile
+        this = int(stat.parent.name)
+        if this == pid or int(fields[1]) == pid:  # fields[1]: the parent's pid
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+            if this == pid:
+                total += int(fields[13]) + int(fields[14])  # cutime, cstime: reaped children
+    return total / CLOCK_TICKS

@@ -6,7 +6,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from . import workloads as w
 from .brokers import Running, Target
@@ -36,7 +36,16 @@ class Settings:
     rounds: int = 3
 
 
-def _workload(name: str, running: Running, s: Settings) -> Callable[[], w.Figures]:
+class Serving(Protocol):
+    """What a workload needs of the broker(s) under test: a ``Running`` broker, or a cluster
+    (``tools.bench.scaling``) whose bootstrap lists all of its brokers."""
+
+    bootstrap: str
+    secured: dict[str, dict[str, str]]
+    metrics_url: str | None
+
+
+def workload(name: str, running: Serving, s: Settings) -> Callable[[], w.Figures]:
     n, bootstrap = s.messages, running.bootstrap
     tls, sasl = running.secured.get("SSL"), running.secured.get("SASL_SSL")
     table: dict[str, Callable[[], w.Figures]] = {
@@ -86,15 +95,15 @@ def run_round(target: Target, round_: int, selected: list[str], settings: Settin
         names = [name for name in names if name != "produce-8p-scraped" or running.metrics_url]
         for name, produced_by in (("consume-tls", "produce-8p-tls"), ("consume-sasl-ssl", "produce-8p-sasl-ssl")):
             if name in names and produced_by not in names:
-                _workload(produced_by, running, settings)()  # untimed: what the consume workload reads
+                workload(produced_by, running, settings)()  # untimed: what the consume workload reads
         if any(name.startswith("consume") for name in names) and "produce-8p" not in names:
             w.produce(running.bootstrap, CONSUMED_TOPIC, settings.messages, CONSUMED_PARTITIONS)  # untimed
         for name in names:
             exact_peak = reset_peak(running.pid)
             before = usage(running.pid)
-            figures = _workload(name, running, settings)()
+            figures = workload(name, running, settings)()
             after = usage(running.pid)
-            results[name] = _figures(figures, after.cpu_s - before.cpu_s, after.peak_rss_mib, after.rss_mib,
+            results[name] = figures_of(figures, after.cpu_s - before.cpu_s, after.peak_rss_mib, after.rss_mib,
                                      exact_peak)
             log.info("%s round %d %s: %.0f msg/s, %.2f CPU-s", target.name, round_, name,
                      figures.msgs_per_s, after.cpu_s - before.cpu_s)
@@ -103,7 +112,7 @@ def run_round(target: Target, round_: int, selected: list[str], settings: Settin
     return results
 
 
-def _figures(f: w.Figures, cpu_s: float, peak_rss: float, rss: float, exact_peak: bool) -> dict[str, Any]:
+def figures_of(f: w.Figures, cpu_s: float, peak_rss: float, rss: float, exact_peak: bool) -> dict[str, Any]:
     out: dict[str, Any] = {
         "messages": f.messages, "seconds": round(f.seconds, 3), "msgs_per_s": round(f.msgs_per_s),
         "mb_per_s": round(f.mb_per_s, 2), "broker_cpu_s": round(cpu_s, 3), "peak_rss_mib": round(peak_rss, 1),

@@ -6,6 +6,7 @@ CPU and memory around it. Every loop is bounded by a message count and a deadlin
 
 from __future__ import annotations
 
+import io
 import socket
 import struct
 import threading
@@ -17,8 +18,13 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from rivven_kproto.codec.connection import encode_request
+from rivven_kproto.codec.headers import RequestHeader, ResponseHeader, response_header_version
+from rivven_kproto.codec.messages.metadata import MetadataRequest, MetadataRequestTopic, MetadataResponse
+
 DEADLINE_S = 300
 STAMP = struct.Struct(">q")
+METADATA_VERSION = 12
 
 
 @dataclass
@@ -44,13 +50,50 @@ class Figures:
         return ordered[min(int(q * len(ordered)), len(ordered) - 1)]
 
 
+def metadata_frame(topic: str | None, correlation: int, client_id: str = "bench") -> bytes:
+    """A Metadata request (v12) for ``topic`` (all topics for None), framed by our codec."""
+    request = MetadataRequest(topics=None if topic is None else [MetadataRequestTopic(name=topic)],
+                              allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+    header = RequestHeader(request_api_key=MetadataRequest.API_KEY, request_api_version=METADATA_VERSION,
+                           correlation_id=correlation, client_id=client_id)
+    return encode_request(header, request)
+
+
+def decode_metadata(answer: bytes) -> MetadataResponse:
+    body = io.BytesIO(answer)
+    ResponseHeader.decode_from(body, response_header_version(MetadataRequest, METADATA_VERSION))
+    return MetadataResponse.decode(answer[body.tell():], METADATA_VERSION)
+
+
+def described_by(address: str, topic: str | None) -> MetadataResponse:
+    """Metadata for ``topic`` (all topics for None) as the broker at ``address`` itself answers it (a client library
+    would ask whichever broker it knows)."""
+    host, port = address.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(metadata_frame(topic, 1))
+        (length,) = struct.unpack(">i", _read_exactly(sock, 4))
+        return decode_metadata(_read_exactly(sock, length))
+
+
+def _described_everywhere(addresses: list[str], topic: str, partitions: int) -> bool:
+    for address in addresses:
+        found = [t for t in described_by(address, topic).topics if t.name == topic]
+        if not found or found[0].error_code != 0 or len(found[0].partitions) != partitions:
+            return False
+    return True
+
+
 def create_topic(bootstrap: str, topic: str, partitions: int, config: dict[str, str] | None = None) -> None:
+    """Create ``topic`` and wait for the metadata to catch up; with several brokers in ``bootstrap``
+    (a cluster on one database), until each of them describes it."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(topic, partitions, 1, config=config or {})])[topic].result(30)
+    addresses = bootstrap.split(",")
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:  # metadata catches up with the creation
         found = admin.list_topics(topic, timeout=10).topics.get(topic)
-        if found is not None and found.error is None and len(found.partitions) == partitions:
+        if found is not None and found.error is None and len(found.partitions) == partitions and (
+                len(addresses) == 1 or _described_everywhere(addresses, topic, partitions)):
             return
         time.sleep(0.1)
     raise RuntimeError(f"topic {topic} did not appear with {partitions} partitions")
@@ -127,8 +170,10 @@ def consume(bootstrap: str, topic: str, count: int, partitions: int, isolation: 
         consumer.close()
 
 
-def transactions(bootstrap: str, topic: str, count: int, per_txn: int = 10, size: int = 100) -> Figures:
-    """``count`` transactions of ``per_txn`` messages; latencies are commit_transaction calls."""
+def transactions(bootstrap: str, topic: str, count: int, per_txn: int = 10, size: int = 100,
+                 budget_s: float | None = None) -> Figures:
+    """``count`` transactions of ``per_txn`` messages, or fewer when ``budget_s`` seconds run out
+    first; latencies are commit_transaction calls."""
     create_topic(bootstrap, topic, 1)
     producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"bench-{topic}", "linger.ms": 5})
     producer.init_transactions(30)
@@ -139,15 +184,17 @@ def transactions(bootstrap: str, topic: str, count: int, per_txn: int = 10, size
     for _ in range(count):
         if time.monotonic() > deadline:
             raise TimeoutError(f"{len(latencies)} of {count} transactions before the deadline")
+        if budget_s is not None and time.perf_counter() - start > budget_s:
+            break
         producer.begin_transaction()
         for _ in range(per_txn):
             producer.produce(topic, value, partition=0)
         began = time.perf_counter()
         producer.commit_transaction(30)
         latencies.append((time.perf_counter() - began) * 1000)
-    seconds = time.perf_counter() - start
-    return Figures(count * per_txn, seconds, count * per_txn * size, latencies,
-                   {"txn_per_s": count / seconds})
+    seconds, done = time.perf_counter() - start, len(latencies)
+    return Figures(done * per_txn, seconds, done * per_txn * size, latencies,
+                   {"txn_per_s": done / seconds, "transactions": done})
 
 
 def concurrent_transactions(bootstrap: str, topic: str, count: int, producers: int = 16, per_txn: int = 10,

@@ -1,6 +1,7 @@
 """PySpark (real local[2]) writing to a real broker through the Kafka sink, ``format("kafka")``.
 
-Batch writes are read back row-exact (multiset equality computed by Spark); headers, nulls,
+A batch write of 1M rows is read back row-exact (every row's key, value and partition checked by
+aggregations in Spark: a missing, duplicated, altered or misplaced row fails it); headers, nulls,
 binary and string columns, explicit partitions and every codec survive the trip; the topic
 column and the overriding ``topic`` option go where Spark's connector sends them; schema and
 option errors carry the connector's messages.
@@ -32,6 +33,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 
+from rivven_kproto.client.producer import partition_for_key
 from rivven_kproto.codec.enums import LATEST, READ_COMMITTED, READ_UNCOMMITTED
 from rivven_kproto.spark.wire import Cluster
 
@@ -40,7 +42,12 @@ from .matrix.fixtures import stored_batches
 from .spark_sink_app import MASTER, start
 from .test_spark import REPO_ROOT, TIMEOUT_S, _literal, create_topic, rows_of, spark_session
 
-BATCH_ROWS = 200_000  # 1M rows take about 80 s here; tools/bench_spark.py writes 1M
+BATCH_ROWS = 1_000_000  # at least once; exactly once writes BATCH_ROWS // 5
+BATCH_PARTITIONS = 4
+# Row ``id``'s key and value. Keys repeat (every key is on many rows, which must share the key's
+# partition) and every 7th row has none; the value names the row.
+BATCH_KEY = "CASE WHEN id % 7 = 0 THEN NULL ELSE concat('k', id % 10007) END"
+BATCH_VALUE = "concat('value-', id, repeat('x', CAST(id % 13 AS INT)))"
 STREAM_ROWS = 400  # 10 micro-batches of maxOffsetsPerTrigger=40 (spark_sink_app.py)
 FIRST_RUN_ROWS = 120  # the first run's 3 batches
 KILLS = 2
@@ -80,27 +87,73 @@ def read(spark: Any, broker: BrokerProcess, topic: str, **options: str) -> Any:
 # --- batch -----------------------------------------------------------------------------------------
 
 
+def batch_frame(spark: Any, rows: int) -> Any:
+    """Rows 0..rows-1 as (key, value), in BATCH_PARTITIONS Spark partitions (no shuffle)."""
+    return spark.range(0, rows, numPartitions=BATCH_PARTITIONS).selectExpr(
+        f"{BATCH_KEY} AS key", f"{BATCH_VALUE} AS value")
+
+
+def row_exact_report(stored: Any, variant: str = "0 AS variant") -> dict[Any, tuple[int, ...]]:
+    """Per ``variant`` (a column expression; one group by default) of ``stored`` (Kafka rows: binary
+    key and value, partition): (rows, distinct row ids, smallest id, largest id, rows whose key or
+    value is not their id's, (key, partition) pairs that murmur2 does not place so).
+
+    For rows 0..n-1 of :func:`batch_frame`, each once and in its key's partition, this is exactly
+    ``expected_report(n)``: a missing row lowers the count, a duplicate raises it, a duplicate with
+    another row missing lowers the distinct ids, an altered row is counted as not its id's, a row in
+    another partition than its key's adds a misplaced pair. Two Spark jobs, however many rows."""
+    from pyspark.sql import functions as F  # noqa: N812
+
+    strings = stored.selectExpr(variant, "CAST(key AS STRING) AS key", "CAST(value AS STRING) AS value",
+                                "partition")
+    numbered = strings.selectExpr("*", "CAST(regexp_extract(value, '^value-([0-9]+)', 1) AS BIGINT) AS id")
+    summaries = numbered.groupBy("variant").agg(
+        F.count(F.lit(1)), F.countDistinct("id"), F.min("id"), F.max("id"),
+        F.expr(f"count_if(NOT (key <=> {BATCH_KEY}) OR NOT (value <=> {BATCH_VALUE}))")).collect()
+    # Keys are hashed as the Java client hashes them (murmur2): one key, one partition.
+    pairs = strings.where("key IS NOT NULL").select("variant", "key", "partition").distinct().collect()
+    misplaced = collections.Counter(
+        r.variant for r in pairs if partition_for_key(r.key.encode(), BATCH_PARTITIONS) != r.partition)
+    return {r[0]: (*r[1:], misplaced[r[0]]) for r in summaries}
+
+
+def expected_report(rows: int) -> tuple[int, ...]:
+    return (rows, rows, 0, rows - 1, 0, 0)
+
+
+def test_row_exact_check_fails_on_a_missing_or_duplicated_row(spark) -> None:  # noqa: ANN001
+    """The check of the 1M-row test holds for exactly the rows written, and only for them."""
+    placed = spark.createDataFrame(  # 50 rows as the producer places them (murmur2 of the key)
+        [(r.key, r.value, 0 if r.key is None else partition_for_key(r.key.encode(), BATCH_PARTITIONS))
+         for r in batch_frame(spark, 50).collect()], "key string, value string, partition int",
+    ).selectExpr("CAST(key AS BINARY) AS key", "CAST(value AS BINARY) AS value", "partition")
+    missing = placed.where("CAST(value AS STRING) != 'value-3xxx'")
+    again = placed.where("CAST(value AS STRING) = 'value-5xxxxx'")
+    variants = {
+        "exact": placed,
+        "missing": missing,
+        "duplicated": placed.union(again),
+        "missing and duplicated": missing.union(again),
+        "misplaced": placed.selectExpr("key", "value", f"(partition + 1) % {BATCH_PARTITIONS} AS partition"),
+        "altered": placed.selectExpr("key", "CAST(concat(CAST(value AS STRING), '!') AS BINARY) AS value",
+                                     "partition"),
+    }
+    frames = [frame.selectExpr(f"'{name}' AS variant", "*") for name, frame in variants.items()]
+    all_variants = frames[0]
+    for frame in frames[1:]:
+        all_variants = all_variants.union(frame)
+    report = row_exact_report(all_variants.coalesce(1), "variant")  # few small tasks
+    assert sorted(report) == sorted(variants)
+    assert [name for name, got in report.items() if got == expected_report(50)] == ["exact"], report
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("exactly_once", ["false", "true"])
 def test_batch_write_reads_back_row_exact(spark, broker, topic_name, exactly_once) -> None:  # noqa: ANN001
-    create_topic(broker, topic_name, 4)
+    create_topic(broker, topic_name, BATCH_PARTITIONS)
     rows = BATCH_ROWS if exactly_once == "false" else BATCH_ROWS // 5
-    expected = spark.range(rows).selectExpr(
-        "CASE WHEN id % 7 = 0 THEN NULL ELSE concat('k', id) END AS key",
-        "concat('value-', id, repeat('x', cast(id % 13 AS int))) AS value",
-    )
-    write(expected.repartition(4), broker, topic=topic_name, exactlyOnce=exactly_once)
-    stored = read(spark, broker, topic_name).selectExpr(
-        "CAST(key AS STRING) key", "CAST(value AS STRING) value", "partition").cache()
-    got = stored.select("key", "value")
-    assert got.count() == rows
-    assert got.exceptAll(expected).count() == 0 and expected.exceptAll(got).count() == 0
-    # Keys are hashed as the Java client hashes them (murmur2): one key, one partition.
-    from pyspark.sql import functions as F  # noqa: N812
-
-    spread = stored.where("key IS NOT NULL").groupBy("key").agg(F.countDistinct("partition").alias("partitions"))
-    assert spread.where("partitions > 1").count() == 0
-    stored.unpersist()
+    write(batch_frame(spark, rows), broker, topic=topic_name, exactlyOnce=exactly_once)
+    assert row_exact_report(read(spark, broker, topic_name)) == {0: expected_report(rows)}
 
 
 def tricky_rows() -> list[tuple[Any, ...]]:

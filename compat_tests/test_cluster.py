@@ -23,6 +23,7 @@ from rivven_kproto.codec.messages.metadata import MetadataRequest, MetadataReque
 
 from . import raw_client
 from .broker_process import BrokerProcess
+from .test_eos import BROKER_ENV, run_pipeline
 from .txn_helpers import TIMEOUT_S, consume, txn_producer, values, wait_for
 
 NODES = (1, 2, 3)
@@ -30,12 +31,13 @@ NODES = (1, 2, 3)
 
 @pytest.fixture
 def cluster(tmp_path: Path, postgres_url: str) -> Iterator[dict[int, BrokerProcess]]:
-    """Three brokers on one fresh database; node 1 starts first and holds the coordinator lease."""
+    """Three brokers on one fresh database; node 1 starts first and holds the coordinator lease.
+    (Group settings as the exactly-once pipeline's broker has them: short sessions allowed.)"""
     brokers: dict[int, BrokerProcess] = {}
     try:
         for node in NODES:
             broker = BrokerProcess(tmp_path / f"n{node}-data", tmp_path / f"n{node}.log",
-                                   ["--storage", postgres_url, "--node-id", str(node)])
+                                   ["--storage", postgres_url, "--node-id", str(node)], env=BROKER_ENV)
             brokers[node] = broker.start()
         assert wait_for(lambda: all_see(brokers, set(NODES)), TIMEOUT_S), "the brokers never met"
         yield brokers
@@ -209,3 +211,44 @@ def test_killing_the_coordinator_and_leaders_loses_nothing(cluster: dict[int, Br
     visible = [v for v in all_values(servers, "cl-kill", 6, committed=True, expected=len(acknowledged) + len(committed))
                if v.startswith(b"t")]
     assert sorted(visible) == sorted(committed)
+
+
+class RollingKills:
+    """``run_pipeline``'s broker, played by the cluster: each kill SIGKILLs one broker (first the
+    one holding the coordinator lease, then another that leads input partitions) and restarts it
+    on its port; the clients' bootstrap list names all three."""
+
+    def __init__(self, brokers: dict[int, BrokerProcess]) -> None:
+        self.brokers = brokers
+        self.ports = {node: broker.port for node, broker in brokers.items()}
+        self.port = self.ports[NODES[0]]
+        self.victim: int | None = None
+        self.kills: list[int] = []
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(f"127.0.0.1:{port}" for port in self.ports.values())
+
+    def start(self, port: int = 0) -> RollingKills:
+        if self.victim is not None:
+            self.brokers[self.victim].start(self.ports[self.victim])
+            self.victim = None
+        return self
+
+    def kill(self) -> None:
+        alive = [node for node in NODES if self.brokers[node].alive()]
+        coordinator = described_by(self.brokers[alive[0]]).controller_id
+        self.victim = coordinator if not self.kills else next(n for n in alive if n not in (coordinator, *self.kills))
+        self.kills.append(self.victim)
+        self.brokers[self.victim].kill()
+
+
+def test_exactly_once_pipeline_on_the_cluster(tmp_path: Path, cluster: dict[int, BrokerProcess]) -> None:
+    """The exactly-once pipeline (test_eos) against three brokers: the application killed and
+    restarted, the coordinator's broker and then a leader's killed and restarted mid-stream;
+    every input record's transform exactly once in the output, in order."""
+    target = RollingKills(cluster)
+    stats = run_pipeline(tmp_path, target, "confluent-kafka", 20_000, app_kills=2, broker_kills=2,  # type: ignore[arg-type]
+                         deadline_s=240)
+    print(f"exactly-once pipeline on 3 brokers: {stats}; brokers killed: {target.kills}")
+    assert len(target.kills) == 2 and target.kills[0] == 1 and target.kills[1] != 1

@@ -83,12 +83,15 @@ def fetch_offsets(bootstrap: str, group: str, topic: str, partitions: list[int],
 
 def committed_total(bootstrap: str, group: str, topic: str) -> int | None:
     """Sum of the group's committed offsets (records consumed, the input has no markers); None
-    while the broker is away."""
-    try:
-        found = fetch_offsets(bootstrap, group, topic, list(range(PARTITIONS)), version=7, stable=False)
-    except (OSError, ConnectionError):
-        return None
-    return sum(max(offset, 0) for _, offset, _ in found)
+    while the broker is away. With several brokers, the one that answers: the coordinator (the
+    others close the connection)."""
+    for address in bootstrap.split(","):
+        try:
+            found = fetch_offsets(address, group, topic, list(range(PARTITIONS)), version=7, stable=False)
+        except (OSError, ConnectionError):
+            continue
+        return sum(max(offset, 0) for _, offset, _ in found)
+    return None
 
 
 def producer(bootstrap: str, transactional_id: str) -> Producer:

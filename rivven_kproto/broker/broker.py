@@ -125,7 +125,7 @@ class Broker:
             else None
         )
         self.remote_markers = RemoteMarkers()
-        self._catalog_seen = pulse.catalog if pulse is not None else None
+        self.catalog_seen = pulse.catalog if pulse is not None else None
         self.topics: dict[str, Topic] = {}
         for meta in self.store.topics.values():
             topic = Topic(meta, self._log_config(meta.configs))
@@ -184,9 +184,9 @@ class Broker:
         commit with the next round, unless that broker claimed them first). Returns the partitions
         this broker leads now and has not opened: ``open_partitions`` (off the loop), then ``install``."""
         self.cluster = self._view(pulse)
-        if not self.cluster.is_coordinator and pulse.catalog is not None and pulse.catalog != self._catalog_seen:
+        if not self.cluster.is_coordinator and pulse.catalog is not None and pulse.catalog != self.catalog_seen:
             self._adopt_catalog(self.store.parse(pulse.catalog))
-            self._catalog_seen = pulse.catalog
+            self.catalog_seen = pulse.catalog
         wanted: list[tuple[TopicMeta, int, LogConfig]] = []
         for topic in self.topics.values():
             for index, partition in enumerate(topic.partitions):

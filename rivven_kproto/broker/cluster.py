@@ -70,3 +70,8 @@ class ClusterView:
 
     def leads(self, topic_id: uuid.UUID, partition: int) -> bool:
         return self.leader(topic_id, partition) == self.self_id
+
+
+def catalog_digest(catalog: bytes) -> str:
+    """Names a version of the topic catalog (brokers acknowledge the one they applied)."""
+    return xxhash.xxh64_hexdigest(catalog)

@@ -429,6 +429,8 @@ class TopicStore:
         self.path = self.document.path
         self.work = work
         self.topics: dict[str, TopicMeta] = {}
+        self.saved: bytes | None = None  # the document as last saved by this process
+        self.saves = 0
         raw = self.document.read()
         if raw is not None:
             self.topics = self.parse(raw)
@@ -453,4 +455,6 @@ class TopicStore:
             | ({"replicas": meta.replication_factor} if meta.replication_factor != 1 else {})
             for name, meta in sorted(self.topics.items())
         }
-        self.document.save(self.work, json.dumps(doc, indent=1).encode())
+        self.saved = json.dumps(doc, indent=1).encode()
+        self.saves += 1
+        self.document.save(self.work, self.saved)

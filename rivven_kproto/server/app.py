@@ -87,6 +87,11 @@ class Server:
         self._slot_freed = trio.Event()
         self.warnings = RateLimitedLog(log)
         self.default_runtime = ListenerRuntime(config.primary_listener, None, config.advertised)
+        # Brokers sharing a store: heartbeats, leadership, the catalog, the coordinator's remote markers.
+        self.follower = (
+            ClusterFollower(broker, self.durability, config.advertised, self.notify_append, self.warnings)
+            if broker.storage.heartbeat_interval_s is not None else None
+        )
 
     # -- appends wake fetch long-polls --------------------------------------------------------
 
@@ -264,6 +269,7 @@ class Server:
             self.broker, self.config, wall_clock_ms(), event.header.client_id, client_host, session=session
         )
         coordinator_writes, critical = self.broker.coordinator_writes, self.broker.work.critical_submitted
+        catalog_saves = self.broker.store.saves
         if handler.prepare is not None:
             await handler.prepare(ctx, event.request, self.cpu_limiter)
             ctx.now_ms = wall_clock_ms()
@@ -274,6 +280,8 @@ class Server:
         if ctx.appended:
             self.notify_append()
         await self.durability.after_request(ctx, coordinator_writes, critical)
+        if self.follower is not None and self.broker.store.saves != catalog_saves and self.broker.store.saved:
+            await self.follower.catalog_applied(self.broker.store.saved)
         if any(partition.fenced for partition in ctx.touched):
             raise ProtocolError("a partition this request wrote moved to another broker before the write was durable "
                                 "(the client retries with the new leader)")
@@ -299,12 +307,10 @@ class Server:
             nursery.start_soon(self._group_loop)
             if self.metrics is not None:
                 nursery.start_soon(self._loop_lag)
-            if self.broker.storage.heartbeat_interval_s is not None:
+            if self.follower is not None and self.broker.storage.heartbeat_interval_s is not None:
                 # A shared store: this broker's registration, the cluster's leadership, remote markers.
-                follower = ClusterFollower(self.broker, self.durability, self.config.advertised, self.notify_append,
-                                           self.warnings)
-                nursery.start_soon(follower.heartbeat_loop, self.broker.storage.heartbeat_interval_s)
-                nursery.start_soon(follower.marker_loop)
+                nursery.start_soon(self.follower.heartbeat_loop, self.broker.storage.heartbeat_interval_s)
+                nursery.start_soon(self.follower.marker_loop)
 
     async def _retention_loop(self) -> None:
         while True:

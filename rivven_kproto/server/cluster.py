@@ -18,7 +18,7 @@ from collections.abc import Callable
 import trio
 
 from rivven_kproto.broker.broker import COORDINATOR_EPOCH, Broker
-from rivven_kproto.broker.cluster import Node
+from rivven_kproto.broker.cluster import Node, catalog_digest
 from rivven_kproto.broker.remote_markers import RemoteMarker
 from rivven_kproto.broker.storage import CoordinationLost, StorageError
 
@@ -29,6 +29,8 @@ from .peers import send_markers
 log = logging.getLogger(__name__)
 
 MARKER_POLL_S = 0.005  # how soon markers the coordinator asked for are sent
+CATALOG_POLL_S = 0.05
+CATALOG_WAIT_S = 10.0  # a topic change is answered once every live broker applied it, or after this
 MARKER_RETRY_S = 0.2  # after a leader could not be reached
 
 
@@ -57,6 +59,7 @@ class ClusterFollower:
         self.advertised = advertised
         self.notify_append = notify_append
         self.warnings = warnings
+        self.acknowledged: str | None = None  # the digest of the catalog this broker last said it applied
 
     async def heartbeat_loop(self, interval_s: float) -> None:
         host, port = self.advertised
@@ -82,6 +85,29 @@ class ClusterFollower:
             broker.become_coordinator(wall_clock_ms())
             self.durability.attach_coordinators()
             self.notify_append()
+        if broker.catalog_seen is not None and not broker.cluster.is_coordinator:
+            digest = catalog_digest(broker.catalog_seen)
+            if digest != self.acknowledged:
+                await trio.to_thread.run_sync(broker.storage.acknowledge_catalog, digest)
+                self.acknowledged = digest
+
+    async def catalog_applied(self, catalog: bytes) -> None:
+        """The controller changed the topic catalog: return once every live broker applied it
+        (clients told a topic exists then find it on any broker), or after CATALOG_WAIT_S."""
+        digest = catalog_digest(catalog)
+        lagging: list[int] = []
+        with trio.move_on_after(CATALOG_WAIT_S):
+            while True:
+                try:
+                    lagging = await trio.to_thread.run_sync(self.broker.storage.catalog_lagging, digest)
+                except StorageError as exc:
+                    self.warnings.warning("catalog", "cannot tell whether the brokers applied the catalog: %s", exc)
+                    lagging = [-1]
+                if not lagging:
+                    return
+                await trio.sleep(CATALOG_POLL_S)
+        log.warning("brokers %s did not apply the topic catalog within %.0f s; answering anyway", lagging,
+                    CATALOG_WAIT_S)
 
     async def _send(self, node: Node, markers: list[RemoteMarker], results: dict[RemoteMarker, bool]) -> None:
         results.update(await send_markers(node, markers, self.broker.cluster.self_id, COORDINATOR_EPOCH))
@@ -93,9 +119,14 @@ class ClusterFollower:
             if not broker.remote_markers.pending:
                 await trio.sleep(MARKER_POLL_S)
                 continue
+            taken = broker.remote_markers.take()
+            # A marker goes out only once its transaction's PrepareCommit/PrepareAbort is durable
+            # (appended before the marker was asked for): a coordinator that dies before that
+            # must not leave markers of a decision it never logged.
+            await self.durability.sync()
             by_leader: dict[int, list[RemoteMarker]] = defaultdict(list)
             unreachable: list[RemoteMarker] = []
-            for marker in broker.remote_markers.take():
+            for marker in taken:
                 topic = broker.topics.get(marker.topic)
                 if topic is None:
                     broker.remote_markers.finish(marker, True)  # deleted meanwhile: needs no marker

@@ -88,6 +88,14 @@ class Storage(Protocol):
         store answers with the brokers serving it (None: this broker is alone)."""
         ...
 
+    def acknowledge_catalog(self, digest: str) -> None:
+        """Worker thread: this broker applied the topic catalog with this digest (a shared store)."""
+        ...
+
+    def catalog_lagging(self, digest: str) -> list[int]:
+        """Worker thread: live brokers that have not applied the catalog with this digest yet."""
+        ...
+
     def close(self) -> None: ...
 
 

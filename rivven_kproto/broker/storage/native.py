@@ -68,5 +68,11 @@ class NativeStorage:
     def drop_partition(self, topic_id: Any, index: int, work: BlockingWork) -> None:
         """Never called: alone, this broker leads every partition."""
 
+    def acknowledge_catalog(self, digest: str) -> None:
+        """Alone: nobody waits for it."""
+
+    def catalog_lagging(self, digest: str) -> list[int]:
+        return []
+
     def close(self) -> None:
         pass

@@ -321,7 +321,11 @@ class TransactionCoordinator:
         todo = self.unwritten.get(txn.transactional_id, set(txn.partitions))
         failed = self.write_markers(txn.producer_id, txn.producer_epoch, commit, sorted(todo), now_ms)
         if failed:
-            log.warning("%d markers of %s not written yet; will retry", len(failed), txn.transactional_id)
+            # The first attempt leaves the markers of partitions other brokers lead unwritten
+            # (their leaders are asked): only a retry that still finds some is worth a warning.
+            retried = txn.transactional_id in self.unwritten
+            log.log(logging.WARNING if retried else logging.DEBUG, "%d markers of %s not written yet; will retry",
+                    len(failed), txn.transactional_id)
             self.unwritten[txn.transactional_id] = failed
             return
         self.unwritten.pop(txn.transactional_id, None)

@@ -88,3 +88,19 @@ def live_nodes(conn: psycopg.Connection[Any]) -> list[tuple[int, str, int, str]]
         " ORDER BY b.node_id, b.heartbeat_at DESC", (SESSION_TIMEOUT_S, NODE_LOCK_CLASS)
     ).fetchall()
     return [(int(n), str(h), int(p), str(r)) for n, h, p, r in rows]
+
+
+def acknowledge_catalog(conn: psycopg.Connection[Any], incarnation: uuid.UUID, digest: str) -> None:
+    """This broker applied the topic catalog with this digest."""
+    conn.execute("UPDATE kproto_brokers SET catalog_seen = %s WHERE incarnation = %s", (digest, incarnation))
+
+
+def catalog_lagging(conn: psycopg.Connection[Any], digest: str, self_incarnation: uuid.UUID) -> list[int]:
+    """Live serving brokers (but this one) that have not applied the catalog with this digest."""
+    rows = conn.execute(
+        "SELECT b.node_id FROM kproto_brokers b WHERE b.role <> 'standby' AND b.incarnation <> %s"
+        " AND b.heartbeat_at >= now() - make_interval(secs => %s) AND b.catalog_seen IS DISTINCT FROM %s"
+        " AND EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2"
+        " AND l.classid::bigint = %s AND l.objid::bigint = (b.node_id::bigint & 4294967295))",
+        (self_incarnation, SESSION_TIMEOUT_S, digest, NODE_LOCK_CLASS)).fetchall()
+    return [int(n) for (n,) in rows]

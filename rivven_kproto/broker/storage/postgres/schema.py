@@ -72,6 +72,10 @@ MIGRATIONS: list[str] = [
         heartbeat_at timestamptz NOT NULL DEFAULT now()
     );
     """,
+    # 3: the topic catalog each broker has applied (its digest), for changes to wait on.
+    """
+    ALTER TABLE kproto_brokers ADD COLUMN catalog_seen text;
+    """,
 ]
 
 

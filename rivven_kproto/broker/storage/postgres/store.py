@@ -33,7 +33,15 @@ from ...cluster import Node
 from .. import CoordinationLost, DatabaseInUse, Pulse, StorageUnavailable
 from .coordinator_log import PgDurableLog
 from .partition import PgCommit, PgPartitionLog, StorageConflict, take_batches
-from .registry import COORDINATOR, NODE_LOCK_CLASS, SERVING, Registration, live_nodes
+from .registry import (
+    COORDINATOR,
+    NODE_LOCK_CLASS,
+    SERVING,
+    Registration,
+    acknowledge_catalog,
+    catalog_lagging,
+    live_nodes,
+)
 from .schema import migrate
 
 log = logging.getLogger(__name__)
@@ -280,6 +288,26 @@ class PostgresStorage:
         if self.coordinating:
             coordinator = self.node_id
         return Pulse(tuple(Node(n, h, p) for n, h, p, _ in nodes), coordinator, bytes(row[0]) if row else None)
+
+    def acknowledge_catalog(self, digest: str) -> None:
+        """Worker thread: this broker applied the catalog with this digest."""
+        if self.registration is None:
+            return
+        try:
+            with self.connection() as conn:
+                acknowledge_catalog(conn, self.registration.incarnation, digest)
+        except psycopg.Error as exc:
+            raise StorageUnavailable(f"catalog acknowledgement: {exc}") from exc
+
+    def catalog_lagging(self, digest: str) -> list[int]:
+        """Worker thread: the live brokers that have not applied the catalog with this digest yet."""
+        if self.registration is None:
+            return []
+        try:
+            with self.connection() as conn:
+                return catalog_lagging(conn, digest, self.registration.incarnation)
+        except psycopg.Error as exc:
+            raise StorageUnavailable(f"catalog check: {exc}") from exc
 
     def _check_ownership(self, *, force: bool = False) -> None:
         """Worker thread, before a commit (at most every OWNER_CHECK_S) and each heartbeat: the

@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +22,7 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from rivven_kproto.codec.messages.metadata import MetadataRequest, MetadataRequestTopic, MetadataResponse
+from rivven_kproto.testing.postgres import PostgresServer
 
 from . import raw_client
 from .broker_process import BrokerProcess
@@ -211,6 +214,47 @@ def test_killing_the_coordinator_and_leaders_loses_nothing(cluster: dict[int, Br
     visible = [v for v in all_values(servers, "cl-kill", 6, committed=True, expected=len(acknowledged) + len(committed))
                if v.startswith(b"t")]
     assert sorted(visible) == sorted(committed)
+
+
+def test_a_database_restart_loses_nothing_and_the_brokers_carry_on(
+    cluster: dict[int, BrokerProcess], postgres_server: PostgresServer
+) -> None:
+    """PostgreSQL crashes while a producer sends to partitions of all three leaders, then starts
+    again: the brokers keep what they could not commit, acknowledge it once committed, and go on
+    serving without a restart; the coordinator keeps its lease (the others wait for it)."""
+    servers = bootstrap(cluster)
+    create(servers, "cl-outage", 6, 1)
+    assert wait_for(lambda: all_see(cluster, set(NODES), "cl-outage"), TIMEOUT_S)
+    acknowledged = produce(servers, "cl-outage", 6, 300, "before")
+    postgres_server.stop("immediate")
+    restarted = threading.Event()
+
+    def start_later() -> None:
+        time.sleep(3)
+        postgres_server.restart()
+        restarted.set()
+
+    starter = threading.Thread(target=start_later)
+    starter.start()
+    try:
+        acknowledged |= produce(servers, "cl-outage", 6, 600, "during")
+    finally:
+        starter.join()
+    assert restarted.is_set()
+    assert wait_for(lambda: all_see(cluster, set(NODES)), TIMEOUT_S)
+    assert all(broker.alive() for broker in cluster.values())
+    assert described_by(cluster[2]).controller_id == 1
+    transaction = txn_producer("confluent-kafka", servers, "cl-outage-id")  # the coordinator serves again
+    transaction.init()
+    transaction.begin()
+    for i in range(6):
+        transaction.send("cl-outage", i, f"txn-{i}".encode())
+    transaction.flush()
+    transaction.commit()
+    transaction.close()
+    got = all_values(servers, "cl-outage", 6, committed=True, expected=len(acknowledged) + 6)
+    assert sorted(v for v in got if not v.startswith(b"txn-")) == sorted(acknowledged)
+    assert sorted(v for v in got if v.startswith(b"txn-")) == [f"txn-{i}".encode() for i in range(6)]
 
 
 class RollingKills:

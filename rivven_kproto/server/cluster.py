@@ -20,7 +20,7 @@ import trio
 from rivven_kproto.broker.broker import COORDINATOR_EPOCH, Broker
 from rivven_kproto.broker.cluster import Node, catalog_digest
 from rivven_kproto.broker.remote_markers import RemoteMarker
-from rivven_kproto.broker.storage import CoordinationLost, StorageError
+from rivven_kproto.broker.storage import CoordinationLost, Pulse, StorageError
 
 from .durability import Durability
 from .log_limits import RateLimitedLog
@@ -60,6 +60,7 @@ class ClusterFollower:
         self.notify_append = notify_append
         self.warnings = warnings
         self.acknowledged: str | None = None  # the digest of the catalog this broker last said it applied
+        self._members: tuple[int, ...] = tuple(node.node_id for node in broker.cluster.nodes)
 
     async def heartbeat_loop(self, interval_s: float) -> None:
         host, port = self.advertised
@@ -75,9 +76,16 @@ class ClusterFollower:
                     await self._follow(pulse)
             await trio.sleep(interval_s)
 
-    async def _follow(self, pulse: object) -> None:
+    async def _follow(self, pulse: Pulse) -> None:
         broker = self.broker
-        wanted = broker.apply_pulse(pulse)  # type: ignore[arg-type]
+        members = tuple(node.node_id for node in pulse.nodes)
+        if members != self._members:
+            # Act on a change of the live brokers only once two heartbeats agree: while brokers
+            # reconnect after the database came back, a view missing some of them would move
+            # their partitions here and back (each move fences the other's writes).
+            self._members = members
+            return
+        wanted = broker.apply_pulse(pulse)
         if wanted:
             opened = await trio.to_thread.run_sync(broker.open_partitions, wanted, wall_clock_ms())
             broker.install(opened)

@@ -170,7 +170,8 @@ class Durability:
         self.broker.work.critical_done = critical
         if partitions and self.after_commit is not None:
             self.after_commit()
-        self.broker.txn.complete_synced(completing, now)
+        lost = frozenset(partition.name for partition, flush in partitions if getattr(flush, "fenced", False))
+        self.broker.txn.complete_synced(completing, now, lost)
 
     async def run(self) -> None:
         """The flusher task: group commits on demand, the interval policy and per-topic flush."""

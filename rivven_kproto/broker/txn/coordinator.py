@@ -349,11 +349,19 @@ class TransactionCoordinator:
         """Transactions whose markers are written; complete them once a flush that starts now ends."""
         return list(self.awaiting_sync.values())
 
-    def complete_synced(self, synced: Iterable[TxnMetadata], now_ms: int) -> None:
-        """The markers of these transactions are durable: log their completion."""
+    def complete_synced(self, synced: Iterable[TxnMetadata], now_ms: int, lost: frozenset[str] = frozenset()) -> None:
+        """The markers of these transactions are durable: log their completion. ``lost``: logs
+        ("<topic>-<partition>") whose writes of this round were refused because another broker
+        claimed them: a marker there is not durable, and is written again (by the new leader)."""
         for txn in synced:
             if self.awaiting_sync.get(txn.transactional_id) is txn:
                 del self.awaiting_sync[txn.transactional_id]
+                missing = {tp for tp in txn.partitions if f"{tp[0]}-{tp[1]}" in lost}
+                if missing:
+                    log.warning("%d markers of %s were lost with partitions another broker took; writing them again",
+                                len(missing), txn.transactional_id)
+                    self.unwritten[txn.transactional_id] = missing
+                    continue
                 if self.txns.get(txn.transactional_id) is txn:
                     self._complete_written(txn, now_ms)
 

@@ -53,6 +53,7 @@ OWNER_LOCK_KEY = 0x6B70726F746F01  # the coordinator lease
 OWNER_CHECK_S = 1.0
 STANDBY_POLL_S = 0.25
 HEARTBEAT_S = 1.0
+LEASE_TAKEOVER_BEATS = 2  # heartbeats that find the coordinator lease unheld before taking it
 
 
 @contextlib.contextmanager
@@ -127,6 +128,7 @@ class PostgresStorage:
         self._owner_lock = threading.Lock()  # the session is checked from the flusher's and heartbeat's threads
         self.coordinating = False  # this broker holds the coordinator lease (see ``cluster``)
         self.lost_coordination = False  # it held the lease and another broker took it meanwhile
+        self._lease_unheld_beats = 0  # heartbeats in a row that found no broker holding the lease
         with _unavailable_on_error():
             self._owner = self._wait_for_ownership(url) if standby else self._join(url)
             try:
@@ -184,10 +186,11 @@ class PostgresStorage:
             if side is not None:
                 side.close()
 
-    def _join(self, url: str) -> psycopg.Connection:
+    def _join(self, url: str, *, lease: bool = True) -> psycopg.Connection:
         """A session of this broker's own for its life (like the data directory's lock): it holds
-        the node id's lock (two brokers never share a node id) and, if no other broker holds it,
-        the coordinator lease. Both end with the process, so a dead broker is seen at once."""
+        the node id's lock (two brokers never share a node id) and, with ``lease`` and if no other
+        broker holds it, the coordinator lease. Both end with the process, so a dead broker is
+        seen at once."""
         owner = psycopg.connect(url, autocommit=True, connect_timeout=int(CONNECT_TIMEOUT_S))
         try:
             row = owner.execute("SELECT pg_try_advisory_lock(%s, %s)", (NODE_LOCK_CLASS, self.node_id)).fetchone()
@@ -195,7 +198,7 @@ class PostgresStorage:
                 raise DatabaseInUse(
                     f"another broker is serving this database as node {self.node_id} (brokers sharing a database need "
                     "distinct --node-id values; --standby waits to take over instead)")
-            self.coordinating = self._try_coordinator_lease(owner)
+            self.coordinating = lease and self._try_coordinator_lease(owner)
         except BaseException:
             owner.close()
             raise
@@ -274,7 +277,8 @@ class PostgresStorage:
         try:
             with self._owner_lock:
                 self._check_ownership(force=True)
-                if not self.coordinating and self._try_coordinator_lease(self._owner):
+                if (not self.coordinating and self._lease_unheld_beats >= LEASE_TAKEOVER_BEATS
+                        and self._try_coordinator_lease(self._owner)):
                     log.info("node %d took the coordinator lease", self.node_id)
                     self.coordinating = True
             registration.role = COORDINATOR if self.coordinating else SERVING
@@ -285,6 +289,9 @@ class PostgresStorage:
         except psycopg.Error as exc:
             raise StorageUnavailable(f"heartbeat: {exc}") from exc
         coordinator = next((n for n, _, _, role in nodes if role == COORDINATOR), None)
+        # The lease is taken over only after its holder has been gone for a few heartbeats in a
+        # row: a holder killed is gone for good, one whose database restarted is back at once.
+        self._lease_unheld_beats = 0 if coordinator is not None or self.coordinating else self._lease_unheld_beats + 1
         if self.coordinating:
             coordinator = self.node_id
         return Pulse(tuple(Node(n, h, p) for n, h, p, _ in nodes), coordinator, bytes(row[0]) if row else None)
@@ -322,7 +329,9 @@ class PostgresStorage:
             self._owner.close()
             was_coordinating = self.coordinating
             with _unavailable_on_error(self):
-                self._owner = self._join(self.url)
+                # Only the broker that held the lease takes it again at once: after the database
+                # restarted, the others wait for it (``heartbeat``) rather than race it.
+                self._owner = self._join(self.url, lease=was_coordinating)
             log.info("PostgreSQL: ownership of the database taken again after a lost connection (node %d)", self.node_id)
             if was_coordinating and not self.coordinating:
                 self.lost_coordination = True

@@ -1,6 +1,13 @@
-"""EndTxn (26), v0-3: commit or abort. The two-phase commit (prepare logged, markers written to
+"""EndTxn (26), v0-5: commit or abort. The two-phase commit (prepare logged, markers written to
 every partition, complete logged) finishes before the answer, so a read_committed consumer sees
-the transaction as soon as the producer's commit returns."""
+the transaction as soon as the producer's commit returns.
+
+v4 only tells us the client knows TRANSACTION_ABORTABLE (KIP-890). v5 on a broker whose
+``transaction.version`` is 2 is transactions V2 (KIP-890 part 2, Kafka 4.0): the coordinator bumps
+the epoch on every end (the markers carry the new one) and the response carries the producer id
+and epoch the client goes on with. On a broker at transaction.version 0 or 1, v5 gets V1
+semantics and the response carries the unchanged producer id and epoch.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +16,7 @@ from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.end_txn import EndTxnRequest, EndTxnResponse
 
 from ..context import RequestContext
-from .txn_errors import fenced_for_version
+from .txn_errors import END_TXN_V2, client_txn_version, fenced_for_version
 
 API_KEY = 26
 
@@ -17,8 +24,17 @@ API_KEY = 26
 def handle(ctx: RequestContext, request: EndTxnRequest, version: int) -> EndTxnResponse:
     if not ctx.allowed(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
         return EndTxnResponse(error_code=Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-    error = ctx.broker.txn.end_txn(
+    coordinator = ctx.broker.txn
+    ctx.appended = True  # markers: the last stable offset moved, wake read_committed fetches
+    if client_txn_version(ctx.config.transaction_version, version, END_TXN_V2) >= 2:
+        error, producer_id, epoch = coordinator.end_txn_v2(
+            request.transactional_id, request.producer_id, request.producer_epoch, request.committed, ctx.now_ms
+        )
+        return EndTxnResponse(error_code=error, producer_id=producer_id, producer_epoch=epoch)
+    error = coordinator.end_txn(
         request.transactional_id, request.producer_id, request.producer_epoch, request.committed, ctx.now_ms
     )
-    ctx.appended = True  # markers: the last stable offset moved, wake read_committed fetches
-    return EndTxnResponse(error_code=fenced_for_version(error, version, 2))
+    response = EndTxnResponse(error_code=fenced_for_version(error, version, 2))
+    if version >= END_TXN_V2 and error == Errors.NONE:
+        response.producer_id, response.producer_epoch = request.producer_id, request.producer_epoch
+    return response

@@ -22,7 +22,8 @@ def cluster() -> None:
 
 @cluster.command()
 def info() -> None:
-    """Cluster id, brokers, controller, per API the versions both sides speak, and which Kafka
+    """Cluster id, brokers, controller, finalized features (``transaction.version`` 2: transactions
+    V2), per API the versions both sides speak, and which Kafka
     release's protocol the broker's table corresponds to (3.9 or 4.2: per release, the APIs at its
     newest version, behind it or missing, and beyond it).
 
@@ -50,6 +51,7 @@ def info() -> None:
             }
             for a in result.apis
         ],
+        "features": result.features,
         "kafka_release": releases[0].release,
         "kafka_releases": [_release_json(match) for match in releases],
     }
@@ -58,6 +60,7 @@ def info() -> None:
         lambda: [
             table(None, ["cluster id", "controller"], [[result.cluster_id, result.controller_id]]),
             table("brokers", ["node", "host", "port", "rack"], [[b.node_id, b.host, b.port, b.rack or "-"] for b in result.brokers]),
+            table("finalized features (KIP-584)", ["feature", "level"], [[k, v] for k, v in result.features.items()]),
             table(
                 "API versions",
                 ["key", "API", "broker", "client", "used"],

@@ -89,6 +89,7 @@ class ClusterInfo:
     controller_id: int
     brokers: list[BrokerInfo]
     apis: list[ApiSupport]
+    features: dict[str, int] = field(default_factory=dict)  # finalized KIP-584 feature levels
 
 
 @dataclass
@@ -130,6 +131,7 @@ async def cluster_info(client: KafkaClient) -> ClusterInfo:
         metadata.controller_id,
         sorted(metadata.brokers.values(), key=lambda b: b.node_id),
         sorted(versions.apis.values(), key=lambda a: a.api_key),
+        dict(sorted(versions.finalized_features.items())),
     )
 
 

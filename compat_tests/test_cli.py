@@ -53,7 +53,10 @@ def unused_port() -> int:
 
 def test_cluster_info(broker: BrokerProcess) -> None:
     info = ok(broker.bootstrap, "cluster", "info")
-    assert sorted(info) == ["api_versions", "brokers", "cluster_id", "controller_id", "kafka_release", "kafka_releases"]
+    assert sorted(info) == [
+        "api_versions", "brokers", "cluster_id", "controller_id", "features", "kafka_release", "kafka_releases"
+    ]
+    assert info["features"] == {"transaction.version": 2}  # transactions V2, the default (KIP-890 part 2)
     assert isinstance(info["cluster_id"], str) and info["cluster_id"]
     assert info["controller_id"] == 0
     assert [(b["node_id"], b["port"]) for b in info["brokers"]] == [(0, broker.port)]

@@ -83,11 +83,17 @@ def test_transactional_produce_commit_and_abort(broker: BrokerProcess, topic_nam
     assert txn["transactional_id"] == tid and txn["result"] == "committed" and txn["producer_id"] >= 0
     assert committed["records"] == 2 and committed["partitions"] == [{"partition": 0, "first_offset": 2, "last_offset": 3, "records": 2}]
 
+    # The broker's default transaction.version=2: the CLI speaks transactions V2 (KIP-890 part 2),
+    # whose EndTxn bumps the epoch it reports as the next one.
+    assert txn["transaction_version"] == 2 and txn["next_producer_epoch"] == txn["producer_epoch"] + 1
     aborted = ok(b, "produce", topic_name, "--transactional-id", tid, "--abort", stdin=lines("x1", "x2"))
     assert aborted["transaction"]["result"] == "aborted"
-    # The second session of the same id fenced the first: same producer id, next epoch.
+    # The second session of the same id fenced the first: same producer id, next epoch (after the
+    # first session's commit bumped it once).
     assert aborted["transaction"]["producer_id"] == txn["producer_id"]
-    assert aborted["transaction"]["producer_epoch"] == txn["producer_epoch"] + 1
+    assert aborted["transaction"]["producer_epoch"] == txn["producer_epoch"] + 2
+    end_epoch = aborted["transaction"]["next_producer_epoch"]
+    assert end_epoch == txn["producer_epoch"] + 3
     assert aborted["partitions"][0]["first_offset"] == 5  # after c1, c2 and the COMMIT marker
     ok(b, "produce", topic_name, stdin=lines("d"))
 
@@ -102,7 +108,7 @@ def test_transactional_produce_commit_and_abort(broker: BrokerProcess, topic_nam
         "coordinator": 0,
         "state": "CompleteAbort",
         "producer_id": txn["producer_id"],
-        "producer_epoch": txn["producer_epoch"] + 1,
+        "producer_epoch": end_epoch,
         "timeout_ms": 60000,
         "start_time_ms": None,
         "duration_ms": None,
@@ -114,8 +120,9 @@ def test_transactional_produce_commit_and_abort(broker: BrokerProcess, topic_nam
     assert tid in {t["transactional_id"] for t in ok(b, "txns", "list", "--state", "CompleteAbort", "--state", "Ongoing")["transactions"]}
 
     state = producer(b, topic_name, txn["producer_id"])
-    assert state["producer_epoch"] == txn["producer_epoch"] + 1
-    assert state["current_txn_start_offset"] is None and state["last_sequence"] == 1
+    # The abort marker carried the bumped epoch: the partition moved to it with no batch of it yet.
+    assert state["producer_epoch"] == end_epoch
+    assert state["current_txn_start_offset"] is None and state["last_sequence"] == -1
 
     # Empty input: InitProducerId only, no transaction to end.
     empty = ok(b, "produce", topic_name, "--transactional-id", tid, stdin="")

@@ -6,7 +6,12 @@ version ranges, flexible versions, and per field its name, type, versions, nulla
 tagged versions, ignorable flag, field-level flexible versions and default. Versions are compared
 only inside the range we declare, since we deliberately serve a subset of each API's versions.
 A declaration whose versions the 3.9 schema does not all cover (KIP-848's ConsumerGroupHeartbeat
-v1, ...) is compared with the Kafka 4.x schema of the ``messages-4x`` directory beside it.
+v1, ...) is compared with the Kafka 4.x schema of the ``messages-4x`` directory beside it: the
+versions the 3.9 schema has against it, the newer ones against the 4.x schema (Produce v0-2, gone
+from the 4.x schema but still served, and v12, new in 4.0). The ``ignorable`` flag is compared only
+for fields absent from some compared version (it says what encoding does where the field is
+missing, so it changes nothing on the wire elsewhere; Kafka 4.x marks Produce's topic ``Name``
+ignorable because v13 drops it).
 """
 
 from __future__ import annotations
@@ -71,9 +76,9 @@ class Checker:
     def problem(self, where: str, text: str) -> None:
         self.problems.append(f"{where}: {text}")
 
-    def check_message(self, cls: type[Message], spec: dict[str, Any]) -> None:
+    def check_message(self, cls: type[Message], spec: dict[str, Any], scope: Versions | None = None) -> None:
         where = cls.__name__
-        scope = cls.VALID_VERSIONS
+        scope = cls.VALID_VERSIONS if scope is None else scope
         spec_valid = Versions.parse(spec["validVersions"])
         if getattr(cls, "API_KEY", -1) != spec.get("apiKey", -1):
             self.problem(where, f"api key {cls.API_KEY} != spec {spec.get('apiKey')}")
@@ -118,7 +123,7 @@ class Checker:
         tagged = Versions.parse(spec.get("taggedVersions", "none"))
         if within(mine.tagged, scope) != within(tagged, scope):
             self.problem(where, f"tagged versions {mine.tagged} != spec {tagged}")
-        if mine.ignorable != bool(spec.get("ignorable", False)):
+        if present != set(scope) and mine.ignorable != bool(spec.get("ignorable", False)):
             self.problem(where, f"ignorable {mine.ignorable} != spec {spec.get('ignorable', False)}")
         field_flexible = spec.get("flexibleVersions")
         ours_flexible = str(mine.flexible) if mine.flexible is not None else None
@@ -153,16 +158,22 @@ class Checker:
             self.problem(where, f"default {actual!r} != spec {expected!r}")
 
 
-def spec_path(spec_dir: Path, cls: type[Message]) -> Path | None:
-    """The 3.9 schema when it covers every declared version, else the 4.x one (when present)."""
+def spec_paths(spec_dir: Path, cls: type[Message]) -> list[tuple[Path, Versions]]:
+    """Which schema each declared version is compared with: the 3.9 one for the versions it has
+    (all of them when there is no 4.x file), the 4.x one for the rest."""
     name = f"{cls.kafka_name()}.json"
     newer = spec_dir.parent / f"{spec_dir.name}-4x" / name
     path = spec_dir / name
-    if path.exists():
-        valid = Versions.parse(load_spec(path)["validVersions"])
-        if within(cls.VALID_VERSIONS, cls.VALID_VERSIONS) <= within(valid, cls.VALID_VERSIONS) or not newer.exists():
-            return path
-    return newer if newer.exists() else None
+    declared = cls.VALID_VERSIONS
+    if not path.exists():
+        return [(newer, declared)] if newer.exists() else []
+    valid = Versions.parse(load_spec(path)["validVersions"])
+    if not newer.exists() or within(declared, declared) <= within(valid, declared):
+        return [(path, declared)]
+    if valid.high < declared.low or valid.low > declared.low:
+        return [(newer, declared)]
+    old = Versions(declared.low, min(valid.high, declared.high))
+    return [(path, old), (newer, Versions(old.high + 1, declared.high))]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -175,11 +186,11 @@ def main(argv: list[str] | None = None) -> int:
     checker = Checker()
     classes: list[type[Message]] = [*ALL_MESSAGES, headers.RequestHeader, headers.ResponseHeader]
     for cls in classes:
-        path = spec_path(args.spec_dir, cls)
-        if path is None:
+        paths = spec_paths(args.spec_dir, cls)
+        if not paths:
             checker.problem(cls.__name__, f"no spec file {cls.kafka_name()}.json")
-            continue
-        checker.check_message(cls, load_spec(path))
+        for path, scope in paths:
+            checker.check_message(cls, load_spec(path), scope)
     for line in checker.problems:
         print(line)
     print(f"checked {len(classes)} declarations against {args.spec_dir}: {len(checker.problems)} differences")

@@ -37,6 +37,9 @@ FsyncPolicy = Literal["always", "interval", "never"]
 FSYNC_POLICIES: tuple[FsyncPolicy, ...] = ("always", "interval", "never")
 
 
+MAX_TRANSACTION_VERSION = 2  # Kafka 4.x's TransactionVersion.TV_2
+
+
 class ConfigError(ValueError):
     """A configuration value that cannot be used; the CLI prints it as one line."""
 
@@ -90,6 +93,10 @@ class BrokerConfig:
     transaction_max_timeout_ms: int = 900_000
     transactional_id_expiration_ms: int = 7 * 24 * 3_600_000
     transaction_check_interval_ms: int = 200
+    # The finalized ``transaction.version`` feature (KIP-584) in ApiVersions: 2 (Kafka 4.0's default)
+    # turns transactions V2 (KIP-890 part 2) on for clients that use its request versions; 0 or 1
+    # keeps every client on V1 semantics (the request versions stay advertised, as Kafka's do).
+    transaction_version: int = 2
     log: LogConfig = field(default_factory=LogConfig)
     groups: GroupConfig = field(default_factory=GroupConfig)
     security_protocol: str = "PLAINTEXT"  # of the listener above
@@ -289,6 +296,11 @@ def _apply(config: BrokerConfig, props: Mapping[str, str], *, warn_unknown: bool
             changes["transactional_id_expiration_ms"] = _int(key, value, 1)
         elif key == "transaction.abort.timed.out.transaction.cleanup.interval.ms":
             changes["transaction_check_interval_ms"] = _int(key, value, 1)
+        elif key == "transaction.version":
+            level = _int(key, value)
+            if level > MAX_TRANSACTION_VERSION:
+                raise ConfigError(f"{key} must be 0, 1 or 2, got {value!r}")
+            changes["transaction_version"] = level
         elif key == "producer.id.expiration.ms":
             changes["producer_id_expiration_ms"] = _int(key, value, 1)
         elif key == "log.retention.check.interval.ms":

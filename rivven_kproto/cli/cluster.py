@@ -23,7 +23,9 @@ def cluster() -> None:
 @cluster.command()
 def info() -> None:
     """Cluster id, the live brokers (with the partitions each leads, and which one is the
-    controller: on a shared PostgreSQL store also the coordinator of every group and transaction), per API the versions both sides speak, and which Kafka
+    controller: on a shared PostgreSQL store also the coordinator of every group and transaction),
+    finalized features (``transaction.version`` 2: transactions V2), per API the versions both
+    sides speak, and which Kafka
     release's protocol the broker's table corresponds to (3.9 or 4.2: per release, the APIs at its
     newest version, behind it or missing, and beyond it).
 
@@ -53,6 +55,7 @@ def info() -> None:
             }
             for a in result.apis
         ],
+        "features": result.features,
         "kafka_release": releases[0].release,
         "kafka_releases": [_release_json(match) for match in releases],
     }
@@ -64,6 +67,7 @@ def info() -> None:
                 [b.node_id, b.host, b.port, b.rack or "-", result.led.get(b.node_id, 0),
                  "controller, coordinator" if b.node_id == result.controller_id else "-"]
                 for b in result.brokers]),
+            table("finalized features (KIP-584)", ["feature", "level"], [[k, v] for k, v in result.features.items()]),
             table(
                 "API versions",
                 ["key", "API", "broker", "client", "used"],

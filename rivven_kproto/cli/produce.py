@@ -122,9 +122,10 @@ def produce(
 
     transaction: Transaction | None = None
     outcome: str | None = None
+    written_with: tuple[int, int, bool] | None = None  # the records' producer id and epoch, V2 or not
 
     async def operation(client: KafkaClient) -> dict[int, PartitionTotals]:
-        nonlocal transaction, outcome
+        nonlocal transaction, outcome, written_with
         if transactional_id is not None:
             transaction = Transaction(client, transactional_id, transaction_timeout_ms)
             await transaction.init()
@@ -165,6 +166,7 @@ def produce(
             if leave_open:
                 outcome = "open"
             else:
+                written_with = (transaction.producer_id, transaction.producer_epoch, transaction.v2)
                 ended = await transaction.end(commit=not abort_txn)
                 outcome = ("aborted" if abort_txn else "committed") if ended else "empty"
         return totals
@@ -173,11 +175,18 @@ def produce(
     count = sum(t.records for t in totals.values())
     txn_json = None
     if transaction is not None:
+        # The producer id and epoch the records were written with: with transactions V2 the end
+        # bumped the epoch (KIP-890 part 2); "next_producer_epoch" is the one a next transaction
+        # of this session would have used.
+        pid, epoch, v2 = written_with or (transaction.producer_id, transaction.producer_epoch, transaction.v2)
         txn_json = {
             "transactional_id": transaction.transactional_id,
-            "producer_id": transaction.producer_id,
-            "producer_epoch": transaction.producer_epoch,
+            "producer_id": pid,
+            "producer_epoch": epoch,
             "result": outcome,
+            "transaction_version": 2 if v2 else 1,
+            "next_producer_id": transaction.producer_id,
+            "next_producer_epoch": transaction.producer_epoch,
         }
     data = {
         "topic": topic,

@@ -90,6 +90,7 @@ class ClusterInfo:
     brokers: list[BrokerInfo]
     apis: list[ApiSupport]
     led: dict[int, int] = field(default_factory=dict)  # node id -> partitions it leads
+    features: dict[str, int] = field(default_factory=dict)  # finalized KIP-584 feature levels
 
 
 @dataclass
@@ -137,6 +138,7 @@ async def cluster_info(client: KafkaClient) -> ClusterInfo:
         sorted(metadata.brokers.values(), key=lambda b: b.node_id),
         sorted(versions.apis.values(), key=lambda a: a.api_key),
         led,
+        dict(sorted(versions.finalized_features.items())),
     )
 
 

@@ -213,6 +213,7 @@ class KafkaClient:
         *,
         node_id: int | None = None,
         min_version: int = 0,
+        max_version: int | None = None,
         timeout: float | None = None,
     ) -> R:
         """Build the request for the version negotiated with the node, send it, return the response.
@@ -220,16 +221,17 @@ class KafkaClient:
         ``timeout`` overrides the client's for requests the broker may legitimately hold longer
         (JoinGroup waits for a whole rebalance)."""
         connection = await self.connection(node_id)
-        version = connection.versions.version_for(request_cls, min_version)
+        version = connection.versions.version_for(request_cls, min_version, max_version)
         with self.deadline(f"{api_name(request_cls.API_KEY)} to {connection.address}", timeout):
             return await connection.request(build(version), version, response_cls)
 
     async def send_only(
-        self, request_cls: type[Request], build: Callable[[int], Request], *, node_id: int | None = None, min_version: int = 0
+        self, request_cls: type[Request], build: Callable[[int], Request], *, node_id: int | None = None,
+        min_version: int = 0, max_version: int | None = None,
     ) -> None:
         """Send a request the broker does not answer (Produce with acks=0)."""
         connection = await self.connection(node_id)
-        version = connection.versions.version_for(request_cls, min_version)
+        version = connection.versions.version_for(request_cls, min_version, max_version)
         with self.deadline(f"{api_name(request_cls.API_KEY)} to {connection.address}"):
             await connection.send_only(build(version), version)
 

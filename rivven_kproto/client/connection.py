@@ -110,7 +110,9 @@ class BrokerConnection:
         except StopIteration as done:
             version, response = done.value
         check(response.error_code, context=f"ApiVersions v{version} with {self.address}")
-        self._versions = NegotiatedVersions(response.api_keys)
+        self._versions = NegotiatedVersions(
+            response.api_keys, {f.name: f.max_version_level for f in response.finalized_features}
+        )
 
     async def _authenticate(self, security: ClientSecurity) -> None:
         """SaslHandshake, then SaslAuthenticate rounds of PLAIN or SCRAM (KIP-152 framing)."""

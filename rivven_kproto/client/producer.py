@@ -7,9 +7,9 @@ partitioning, simplified). Batches are built by :func:`~rivven_kproto.codec.reco
 and split so no batch exceeds ``max_batch_bytes`` of record data (brokers cap a batch at
 ``message.max.bytes``, about 1 MB by default). Without a :class:`~.transactional.Transaction`
 there is no idempotence: sequence numbers and producer ids are left unset, which every broker
-accepts. With one, every partition is added to the transaction before its first batch, and the
-batches carry the transaction's producer id, epoch and per-partition sequence numbers and the
-transactional flag.
+accepts. With one, every partition is added to the transaction before its first batch (with
+transactions V2 by that batch's Produce v12 itself), and the batches carry the transaction's
+producer id, epoch and per-partition sequence numbers and the transactional flag.
 """
 
 from __future__ import annotations
@@ -217,11 +217,13 @@ class Producer:
             )
 
         counts = {p: len(r) for p, r in partitions.items()}
+        low, high = (PRODUCE_MIN_VERSION, None) if txn is None else txn.produce_versions
+        low = max(low, PRODUCE_MIN_VERSION)
         if self.acks == 0:  # no answer comes: offsets are unknown (-1), as for Kafka's producers
-            await self.client.send_only(ProduceRequest, build, node_id=leader, min_version=PRODUCE_MIN_VERSION)
+            await self.client.send_only(ProduceRequest, build, node_id=leader, min_version=low, max_version=high)
             return [PartitionResult(p, -1, n) for p, n in sorted(counts.items())]
         response = await self.client.call(
-            ProduceRequest, build, ProduceResponse, node_id=leader, min_version=PRODUCE_MIN_VERSION
+            ProduceRequest, build, ProduceResponse, node_id=leader, min_version=low, max_version=high
         )
         results = []
         for topic_response in response.responses:

@@ -52,7 +52,9 @@ class ApiSupport:
 class NegotiatedVersions:
     """The outcome of one ApiVersions exchange with one broker."""
 
-    def __init__(self, advertised: list[ApiVersion]) -> None:
+    def __init__(self, advertised: list[ApiVersion], finalized_features: dict[str, int] | None = None) -> None:
+        # KIP-584 finalized features (ApiVersions v3+): name -> level, e.g. transaction.version.
+        self.finalized_features = dict(finalized_features or {})
         self.apis: dict[int, ApiSupport] = {}
         for entry in advertised:
             request_cls = REQUESTS.get(entry.api_key)
@@ -68,19 +70,27 @@ class NegotiatedVersions:
         support = self.apis.get(request_cls.API_KEY)
         return support is not None and support.negotiated is not None and support.negotiated >= min_version
 
-    def version_for(self, request_cls: type[Request], min_version: int = 0) -> int:
-        """The version to send ``request_cls`` at; UnsupportedApiError when there is none."""
+    def feature_level(self, name: str) -> int:
+        """The broker's finalized level of a feature; 0 when it finalized none (or predates KIP-584)."""
+        return self.finalized_features.get(name, 0)
+
+    def version_for(self, request_cls: type[Request], min_version: int = 0, max_version: int | None = None) -> int:
+        """The version to send ``request_cls`` at, at most ``max_version`` (a feature the caller
+        does not use, such as transactions V2); UnsupportedApiError when there is none."""
         name = api_name(request_cls.API_KEY)
         support = self.apis.get(request_cls.API_KEY)
         if support is None:
             raise UnsupportedApiError(f"the broker does not serve {name}")
-        if support.negotiated is None or support.negotiated < min_version:
+        chosen = support.negotiated
+        if chosen is not None and max_version is not None and chosen > max_version:
+            chosen = max_version if max_version >= max(support.broker_min, support.client_min or 0) else None
+        if chosen is None or chosen < min_version:
             raise UnsupportedApiError(
                 f"the broker serves {name} v{support.broker_min}-{support.broker_max}; "
                 f"this client needs v{max(min_version, request_cls.VALID_VERSIONS.low)}"
-                f"-{request_cls.VALID_VERSIONS.high}"
+                f"-{request_cls.VALID_VERSIONS.high if max_version is None else max_version}"
             )
-        return support.negotiated
+        return chosen
 
 
 ApiVersionsExchange = Generator[tuple[ApiVersionsRequest, int], ApiVersionsResponse, tuple[int, ApiVersionsResponse]]

@@ -8,6 +8,7 @@ out it stops accepting, lets in-flight requests finish, flushes and marks a clea
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import logging
 import time
@@ -416,6 +417,12 @@ async def serve(config: BrokerConfig, *, task_status: Any = trio.TASK_STATUS_IGN
 
 
 async def _run(broker: Broker, config: BrokerConfig, metrics: BrokerMetrics | None, task_status: Any) -> None:
+    if broker.storage.kind != "native" and config.transaction_version > 1:
+        # A V2 Produce adds its partition to the transaction at the leader, which in a cluster of
+        # brokers on one store must ask the coordinating broker: not built yet, so V1 is offered.
+        log.info("transaction.version %d is finalized at 1 on a shared store (transactions V2 needs a "
+                 "leader-to-coordinator AddPartitionsToTxn, not built yet)", config.transaction_version)
+        config = dataclasses.replace(config, transaction_version=1)
     try:
         config, bound = await open_listeners(config)
     except BaseException:

@@ -180,13 +180,13 @@ def test_add_offsets_joins_groups_and_completes_them(s: Setup) -> None:
 
 def test_verify_partition_is_kip_890_part_1(s: Setup) -> None:
     pid, epoch = s.ready()
-    assert s.coord.verify_partition(pid, epoch, *T1) == Errors.INVALID_TXN_STATE  # no transaction
+    assert s.coord.verify_partition(pid, epoch, *T1) == Errors.TRANSACTION_ABORTABLE  # no transaction
     assert s.coord.verify_partition(pid + 99, 0, *T1) == Errors.INVALID_TXN_STATE  # unknown producer
     s.coord.add_partitions(TID, pid, epoch, [T1], NOW)
     assert s.coord.verify_partition(pid, epoch, *T1) == Errors.NONE
-    assert s.coord.verify_partition(pid, epoch, *T2) == Errors.INVALID_TXN_STATE  # not added
+    assert s.coord.verify_partition(pid, epoch, *T2) == Errors.TRANSACTION_ABORTABLE  # not added
     s.coord.end_txn(TID, pid, epoch, True, NOW)
-    assert s.coord.verify_partition(pid, epoch, *T1) == Errors.INVALID_TXN_STATE  # completed
+    assert s.coord.verify_partition(pid, epoch, *T1) == Errors.TRANSACTION_ABORTABLE  # completed
     _, new_epoch = s.ready()
     s.coord.add_partitions(TID, pid, new_epoch, [T1], NOW)
     assert s.coord.verify_partition(pid, epoch, *T1) == Errors.INVALID_PRODUCER_EPOCH  # fenced epoch

@@ -53,3 +53,20 @@ def test_negotiated_versions_per_api() -> None:
 def test_api_names_come_from_the_codec() -> None:
     assert api_name(3) == "Metadata"
     assert api_name(44) == "IncrementalAlterConfigs"
+
+
+def test_a_feature_the_caller_does_not_use_caps_the_version() -> None:
+    """Transactions V1 on a Kafka 4 broker: Produce at most v11, EndTxn at most v4 (KIP-890 part 2)."""
+    from rivven_kproto.codec.messages.end_txn import EndTxnRequest
+
+    versions = NegotiatedVersions(
+        [ApiVersion(api_key=0, min_version=3, max_version=13), ApiVersion(api_key=26, min_version=4, max_version=5)],
+        {"transaction.version": 2},
+    )
+    assert versions.feature_level("transaction.version") == 2 and versions.feature_level("group.version") == 0
+    assert versions.version_for(ProduceRequest) == 12
+    assert versions.version_for(ProduceRequest, max_version=11) == 11
+    assert versions.version_for(ProduceRequest, min_version=12) == 12
+    assert versions.version_for(EndTxnRequest, max_version=4) == 4
+    with pytest.raises(UnsupportedApiError, match="this client needs v0-3"):
+        versions.version_for(EndTxnRequest, max_version=3)  # below the broker's minimum

@@ -90,7 +90,7 @@ def fetch(ctx: RequestContext, version: int, *, stable: bool) -> list[tuple[int,
 
 
 def test_advertised_versions() -> None:
-    assert (HANDLERS[28].versions.low, HANDLERS[28].versions.high) == (0, 3)
+    assert (HANDLERS[28].versions.low, HANDLERS[28].versions.high) == (0, 5)
 
 
 @pytest.mark.parametrize("version", range(0, 4))

@@ -14,6 +14,17 @@ markers durable (``take_awaiting``, then ``complete_synced``). Partitions whose 
 be written are retried by :meth:`tick`; a logged commit decision is never turned into an abort.
 On start, :meth:`recover` re-writes the markers of every transaction left in a Prepare state,
 has the broker flush them, then logs the completions.
+
+Transactions V2 (KIP-890 part 2, Kafka 4.0): the handlers pass ``client_txn_version=2`` for the
+V2 request versions (Produce v12, TxnOffsetCommit v5, EndTxn v5) when the broker's
+``transaction.version`` feature is 2. Such a transaction is started by the first transactional
+Produce (the partition leader, this process, adds the partition: :meth:`add_partitions`) and
+ended by :meth:`end_txn_v2`, which bumps the epoch in the Prepare entry, so the markers carry the
+new epoch and every partition of the transaction fences the old one: a delayed Produce of the
+ended transaction can no longer be written into the next one. The new producer id and epoch are
+returned to the client; at an exhausted epoch the transaction completes onto a new producer id
+with epoch 0 (``next_producer_id``), as Kafka's ``prepareComplete`` does. A V2 transaction
+aborted by a timeout or a fencing InitProducerId gets the fencing epoch and then the V2 bump.
 """
 
 from __future__ import annotations
@@ -219,9 +230,16 @@ class TransactionCoordinator:
         return Errors.NONE, txn
 
     def add_partitions(
-        self, transactional_id: str, producer_id: int, epoch: int, partitions: list[Partition], now_ms: int
+        self,
+        transactional_id: str,
+        producer_id: int,
+        epoch: int,
+        partitions: list[Partition],
+        now_ms: int,
+        client_txn_version: int = 0,
     ) -> Errors:
-        """AddPartitionsToTxn for partitions the caller checked exist."""
+        """AddPartitionsToTxn for partitions the caller checked exist; with ``client_txn_version=2``
+        the implicit add of a transactions-V2 Produce (KIP-890 part 2)."""
         error, txn = self._check_producer(transactional_id, producer_id, epoch)
         if txn is None:
             return error
@@ -229,10 +247,14 @@ class TransactionCoordinator:
             return Errors.CONCURRENT_TRANSACTIONS
         if txn.state is TxnState.ONGOING and set(partitions) <= txn.partitions:
             return Errors.NONE
-        return self._extend(txn, now_ms, partitions=txn.partitions | set(partitions))
+        return self._extend(txn, now_ms, client_txn_version, partitions=txn.partitions | set(partitions))
 
-    def add_offsets(self, transactional_id: str, producer_id: int, epoch: int, group_id: str, now_ms: int) -> Errors:
-        """AddOffsetsToTxn: the group's offsets will be committed or dropped with the transaction."""
+    def add_offsets(
+        self, transactional_id: str, producer_id: int, epoch: int, group_id: str, now_ms: int,
+        client_txn_version: int = 0,
+    ) -> Errors:
+        """AddOffsetsToTxn: the group's offsets will be committed or dropped with the transaction
+        (with ``client_txn_version=2``, the implicit add of a TxnOffsetCommit v5)."""
         error, txn = self._check_producer(transactional_id, producer_id, epoch)
         if txn is None:
             return error
@@ -240,15 +262,16 @@ class TransactionCoordinator:
             return Errors.CONCURRENT_TRANSACTIONS
         if txn.state is TxnState.ONGOING and group_id in txn.groups:
             return Errors.NONE
-        return self._extend(txn, now_ms, groups=txn.groups | {group_id})
+        return self._extend(txn, now_ms, client_txn_version, groups=txn.groups | {group_id})
 
-    def _extend(self, txn: TxnMetadata, now_ms: int, **changes: object) -> Errors:
+    def _extend(self, txn: TxnMetadata, now_ms: int, client_txn_version: int, **changes: object) -> Errors:
         starting = txn.state is not TxnState.ONGOING
         if starting:
             changes.setdefault("partitions", txn.partitions)
             changes.setdefault("groups", frozenset())
         updated = txn.evolve(
-            state=TxnState.ONGOING, start_ms=now_ms if starting else txn.start_ms, last_update_ms=now_ms, **changes
+            state=TxnState.ONGOING, start_ms=now_ms if starting else txn.start_ms, last_update_ms=now_ms,
+            client_txn_version=client_txn_version, **changes,
         )
         try:
             self._transition(updated)
@@ -266,7 +289,7 @@ class TransactionCoordinator:
         state = txn.state
         if state is TxnState.ONGOING:
             try:
-                self._complete(txn, commit, now_ms)
+                self._complete(txn, commit, now_ms, bump=False)
             except OSError:
                 log.exception("transaction log write failed")
                 return Errors.COORDINATOR_NOT_AVAILABLE
@@ -277,8 +300,67 @@ class TransactionCoordinator:
             return Errors.CONCURRENT_TRANSACTIONS
         return Errors.INVALID_TXN_STATE
 
+    def end_txn_v2(
+        self, transactional_id: str, producer_id: int, epoch: int, commit: bool, now_ms: int
+    ) -> tuple[Errors, int, int]:
+        """EndTxn v5 with transactions V2: (error, producer id, epoch the client goes on with).
+
+        Kafka 4.x's rules (TransactionCoordinator.endTransaction with TV_2): the epoch is bumped
+        on every end, so the same epoch means the *next* end, and a retry is recognised by the
+        client's epoch being one behind (or, across a producer id rotation, the previous id at
+        the exhausted epoch). An abort with nothing added (Empty, or a completed transaction)
+        is allowed and bumps the epoch too; a commit of nothing is INVALID_TXN_STATE.
+        """
+        if not transactional_id:
+            return Errors.INVALID_REQUEST, -1, -1
+        txn = self.txns.get(transactional_id)
+        if txn is None:
+            return Errors.INVALID_PRODUCER_ID_MAPPING, -1, -1
+        retry_on_overflow = (
+            txn.last_producer_id == producer_id and epoch == MAX_EPOCH and txn.producer_epoch == 0
+        )
+        # A retry only after a V2 bump (a V1 end or InitProducerId also leaves epoch + 1 behind).
+        retry_on_bump = txn.is_v2 and txn.producer_id == producer_id and txn.producer_epoch == epoch + 1
+        if txn.producer_id != producer_id and not retry_on_overflow:
+            return Errors.INVALID_PRODUCER_ID_MAPPING, -1, -1
+        state = txn.state
+        if state is TxnState.ONGOING or state is TxnState.EMPTY:
+            valid = epoch == txn.producer_epoch
+        elif state.is_prepare:
+            valid = retry_on_bump
+        else:
+            valid = retry_on_bump or retry_on_overflow or epoch == txn.producer_epoch
+        if not valid:
+            return Errors.PRODUCER_FENCED, -1, -1
+        retry = retry_on_bump or retry_on_overflow
+        current = (Errors.NONE, txn.producer_id, txn.producer_epoch)
+        if state.is_prepare:
+            wanted = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
+            return (Errors.CONCURRENT_TRANSACTIONS if state is wanted else Errors.INVALID_TXN_STATE), -1, -1
+        if state is TxnState.ONGOING:
+            return self._end_v2(txn, commit, now_ms)
+        if commit:  # Empty, CompleteCommit, CompleteAbort
+            return current if retry and state is TxnState.COMPLETE_COMMIT else (Errors.INVALID_TXN_STATE, -1, -1)
+        if retry:
+            return current if state is TxnState.COMPLETE_ABORT else (Errors.INVALID_TXN_STATE, -1, -1)
+        # Abort with no partition added: Kafka 4.x lets a V2 client end an empty transaction.
+        return self._end_v2(txn.evolve(start_ms=now_ms, partitions=frozenset(), groups=frozenset()), False, now_ms)
+
+    def _end_v2(self, txn: TxnMetadata, commit: bool, now_ms: int) -> tuple[Errors, int, int]:
+        try:
+            prepared = self._complete(txn, commit, now_ms, bump=True)
+        except OSError:
+            log.exception("transaction log write failed")
+            return Errors.COORDINATOR_NOT_AVAILABLE, -1, -1
+        if prepared.next_producer_id != -1:
+            return Errors.NONE, prepared.next_producer_id, 0
+        return Errors.NONE, prepared.producer_id, prepared.producer_epoch
+
     def verify_partition(self, producer_id: int, epoch: int, topic: str, partition: int) -> Errors:
-        """KIP-890 part 1: a transactional write must belong to the producer's ongoing transaction."""
+        """KIP-890 part 1: a transactional write must belong to the producer's ongoing transaction.
+
+        A partition outside it is TRANSACTION_ABORTABLE, as Kafka's verification answers (the
+        Produce handler gives clients older than Produce v11 INVALID_TXN_STATE instead)."""
         transactional_id = self.by_producer.get(producer_id)
         txn = self.txns.get(transactional_id) if transactional_id is not None else None
         if txn is None:
@@ -288,8 +370,23 @@ class TransactionCoordinator:
             # it would fence the real producer's epoch in the partition).
             return Errors.INVALID_PRODUCER_EPOCH
         if txn.state is not TxnState.ONGOING or (topic, partition) not in txn.partitions:
-            return Errors.INVALID_TXN_STATE
+            return Errors.TRANSACTION_ABORTABLE
         return Errors.NONE
+
+    def verify_partitions(
+        self, transactional_id: str, producer_id: int, epoch: int, partitions: list[Partition]
+    ) -> dict[Partition, Errors]:
+        """AddPartitionsToTxn v4+ with ``verify_only`` (Kafka's handleVerifyPartitionsInTransaction):
+        each partition NONE when in the ongoing transaction, else TRANSACTION_ABORTABLE."""
+        if not transactional_id:
+            return dict.fromkeys(partitions, Errors.INVALID_REQUEST)
+        error, txn = self._check_producer(transactional_id, producer_id, epoch)
+        if txn is None:
+            return dict.fromkeys(partitions, error)
+        if txn.state.is_prepare:
+            return dict.fromkeys(partitions, Errors.CONCURRENT_TRANSACTIONS)
+        ongoing = txn.state is TxnState.ONGOING
+        return {p: Errors.NONE if ongoing and p in txn.partitions else Errors.TRANSACTION_ABORTABLE for p in partitions}
 
     def verify_offsets(self, transactional_id: str, producer_id: int, epoch: int, group_id: str) -> Errors:
         """TxnOffsetCommit: the producer's ongoing transaction must hold the group (AddOffsetsToTxn).
@@ -306,15 +403,26 @@ class TransactionCoordinator:
     # -- two-phase commit ---------------------------------------------------------------------
 
     def _abort(self, txn: TxnMetadata, now_ms: int) -> None:
-        self._complete(txn, False, now_ms)
+        """Abort a fenced or timed-out transaction; a V2 one also gets the V2 bump (Kafka's
+        PrepareEpochFence with TV_2 ends two epochs above the fenced producer's)."""
+        self._complete(txn, False, now_ms, bump=txn.is_v2)
 
-    def _complete(self, txn: TxnMetadata, commit: bool, now_ms: int) -> None:
-        prepared = txn.evolve(
-            state=TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT, last_update_ms=now_ms
-        )
+    def _complete(self, txn: TxnMetadata, commit: bool, now_ms: int, *, bump: bool) -> TxnMetadata:
+        state = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
+        if bump:
+            # KIP-890 part 2: the Prepare entry holds the bumped epoch, so the markers carry it.
+            next_pid = self.allocate_producer_id() if _epoch_exhausted(txn.producer_epoch) else -1
+            prepared = txn.evolve(
+                state=state, producer_epoch=min(txn.producer_epoch + 1, INT16_MAX),
+                last_producer_epoch=txn.producer_epoch, next_producer_id=next_pid, client_txn_version=2,
+                last_update_ms=now_ms,
+            )
+        else:
+            prepared = txn.evolve(state=state, client_txn_version=0, last_update_ms=now_ms)
         self._transition(prepared)
         fault_point("txn-after-prepare")
         self._write_markers_and_complete(prepared, now_ms)
+        return prepared
 
     def _write_markers_and_complete(self, txn: TxnMetadata, now_ms: int) -> None:
         commit = txn.state is TxnState.PREPARE_COMMIT
@@ -376,6 +484,11 @@ class TransactionCoordinator:
             groups=frozenset(),
             last_update_ms=now_ms,
         )
+        if txn.next_producer_id != -1:  # a V2 end at an exhausted epoch: on to a new producer id
+            done = done.evolve(
+                producer_id=txn.next_producer_id, producer_epoch=0, last_producer_id=txn.producer_id,
+                next_producer_id=-1,
+            )
         try:
             self._transition(done)
         except OSError:

@@ -1,4 +1,11 @@
-"""Transaction metadata of one transactional id, as the coordinator logs and replays it."""
+"""Transaction metadata of one transactional id, as the coordinator logs and replays it.
+
+Each log entry is this metadata as JSON. Transactions V2 (KIP-890 part 2) added two keys, read
+with defaults so entries written before them load unchanged: ``client_txn_version`` (the
+transaction version of the client requests that last moved the transaction, Kafka's
+``clientTransactionVersion``: 2 when they were V2 requests, else 0) and ``next_producer_id``
+(the producer id a V2 transaction whose epoch is exhausted moves to when it completes, else -1).
+"""
 
 from __future__ import annotations
 
@@ -33,7 +40,8 @@ VALID_PREVIOUS: dict[TxnState, frozenset[TxnState]] = {
     TxnState.EMPTY: _COMPLETED,
     TxnState.ONGOING: _COMPLETED | {TxnState.ONGOING},
     TxnState.PREPARE_COMMIT: frozenset({TxnState.ONGOING}),
-    TxnState.PREPARE_ABORT: frozenset({TxnState.ONGOING}),
+    # Kafka 4.x: a transactions-V2 client may abort with nothing added (from a completed state).
+    TxnState.PREPARE_ABORT: _COMPLETED | {TxnState.ONGOING},
     TxnState.COMPLETE_COMMIT: frozenset({TxnState.PREPARE_COMMIT}),
     TxnState.COMPLETE_ABORT: frozenset({TxnState.PREPARE_ABORT}),
     TxnState.DEAD: _COMPLETED,
@@ -55,6 +63,8 @@ class TxnMetadata:
     groups: frozenset[str] = field(default_factory=frozenset)
     start_ms: int = -1
     last_update_ms: int = -1
+    client_txn_version: int = 0
+    next_producer_id: int = -1
 
     def evolve(self, **changes: Any) -> TxnMetadata:
         return dataclasses.replace(self, **changes)
@@ -72,6 +82,8 @@ class TxnMetadata:
             "groups": sorted(self.groups),
             "start_ms": self.start_ms,
             "last_update_ms": self.last_update_ms,
+            "client_txn_version": self.client_txn_version,
+            "next_producer_id": self.next_producer_id,
         }
 
     @classmethod
@@ -88,4 +100,11 @@ class TxnMetadata:
             groups=frozenset(doc["groups"]),
             start_ms=doc["start_ms"],
             last_update_ms=doc["last_update_ms"],
+            client_txn_version=doc.get("client_txn_version", 0),
+            next_producer_id=doc.get("next_producer_id", -1),
         )
+
+    @property
+    def is_v2(self) -> bool:
+        """Moved by transactions-V2 requests: ending it bumps the epoch (KIP-890 part 2)."""
+        return self.client_txn_version >= 2

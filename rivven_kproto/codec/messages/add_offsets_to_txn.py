@@ -1,4 +1,4 @@
-"""AddOffsetsToTxn (key 25), versions 0-3."""
+"""AddOffsetsToTxn (key 25), versions 0-4 (v4: TRANSACTION_ABORTABLE, KIP-890)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from ..schema import (
 )
 
 
-@kafka_message(api_key=25, valid="0-3", flexible="3+")
+@kafka_message(api_key=25, valid="0-4", flexible="3+")
 class AddOffsetsToTxnRequest(Request):
     transactional_id: str = kf(STRING)
     producer_id: int = kf(INT64)
@@ -22,7 +22,7 @@ class AddOffsetsToTxnRequest(Request):
     group_id: str = kf(STRING)
 
 
-@kafka_message(api_key=25, valid="0-3", flexible="3+")
+@kafka_message(api_key=25, valid="0-4", flexible="3+")
 class AddOffsetsToTxnResponse(Response):
     throttle_time_ms: int = kf(INT32)
     error_code: int = kf(INT16)

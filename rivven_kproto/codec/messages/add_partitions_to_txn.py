@@ -1,8 +1,11 @@
-"""AddPartitionsToTxn (key 24), versions 0-3 (the single-transaction shape; v4+ batches are not served)."""
+"""AddPartitionsToTxn (key 24), versions 0-5: v0-3 are the client form (one transaction), v4+ the
+broker-to-coordinator form (KIP-890 part 1: several transactions, ``verify_only``); v5 adds
+TRANSACTION_ABORTABLE."""
 
 from __future__ import annotations
 
 from ..schema import (
+    BOOL,
     INT16,
     INT32,
     INT64,
@@ -23,8 +26,18 @@ class AddPartitionsToTxnTopic(Struct):
     partitions: list[int] = kf(Array(INT32))
 
 
-@kafka_message(api_key=24, valid="0-3", flexible="3+")
+@kafka_struct
+class AddPartitionsToTxnTransaction(Struct):
+    transactional_id: str = kf(STRING, "4+")
+    producer_id: int = kf(INT64, "4+")
+    producer_epoch: int = kf(INT16, "4+")
+    verify_only: bool = kf(BOOL, "4+", default=False)
+    topics: list[AddPartitionsToTxnTopic] = kf(Array(AddPartitionsToTxnTopic), "4+")
+
+
+@kafka_message(api_key=24, valid="0-5", flexible="3+")
 class AddPartitionsToTxnRequest(Request):
+    transactions: list[AddPartitionsToTxnTransaction] = kf(Array(AddPartitionsToTxnTransaction), "4+")
     v3_and_below_transactional_id: str = kf(STRING, "0-3")
     v3_and_below_producer_id: int = kf(INT64, "0-3")
     v3_and_below_producer_epoch: int = kf(INT16, "0-3")
@@ -43,9 +56,17 @@ class AddPartitionsToTxnTopicResult(Struct):
     results_by_partition: list[AddPartitionsToTxnPartitionResult] = kf(Array(AddPartitionsToTxnPartitionResult))
 
 
-@kafka_message(api_key=24, valid="0-3", flexible="3+")
+@kafka_struct
+class AddPartitionsToTxnResult(Struct):
+    transactional_id: str = kf(STRING, "4+")
+    topic_results: list[AddPartitionsToTxnTopicResult] = kf(Array(AddPartitionsToTxnTopicResult), "4+")
+
+
+@kafka_message(api_key=24, valid="0-5", flexible="3+")
 class AddPartitionsToTxnResponse(Response):
     throttle_time_ms: int = kf(INT32)
+    error_code: int = kf(INT16, "4+", default=0, ignorable=True)
+    results_by_transaction: list[AddPartitionsToTxnResult] = kf(Array(AddPartitionsToTxnResult), "4+")
     results_by_topic_v3_and_below: list[AddPartitionsToTxnTopicResult] = kf(
         Array(AddPartitionsToTxnTopicResult), "0-3"
     )

@@ -1,4 +1,5 @@
-"""EndTxn (key 26), versions 0-3."""
+"""EndTxn (key 26), versions 0-5 (v4: TRANSACTION_ABORTABLE; v5: transactions V2, the
+response carries the producer id and epoch the coordinator bumped, KIP-890 part 2)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from ..schema import (
 )
 
 
-@kafka_message(api_key=26, valid="0-3", flexible="3+")
+@kafka_message(api_key=26, valid="0-5", flexible="3+")
 class EndTxnRequest(Request):
     transactional_id: str = kf(STRING)
     producer_id: int = kf(INT64)
@@ -23,7 +24,9 @@ class EndTxnRequest(Request):
     committed: bool = kf(BOOL)
 
 
-@kafka_message(api_key=26, valid="0-3", flexible="3+")
+@kafka_message(api_key=26, valid="0-5", flexible="3+")
 class EndTxnResponse(Response):
     throttle_time_ms: int = kf(INT32)
     error_code: int = kf(INT16)
+    producer_id: int = kf(INT64, "5+", default=-1, ignorable=True)
+    producer_epoch: int = kf(INT16, "5+", default=-1, ignorable=True)

@@ -1,4 +1,5 @@
-"""Produce (key 0), versions 0-11. v0-2 are decoded only to answer UNSUPPORTED_VERSION."""
+"""Produce (key 0), versions 0-12. v0-2 are decoded only to answer UNSUPPORTED_VERSION; v12 (Kafka 4.0)
+is v11's wire format (KIP-890 part 2: inside a transaction it also adds the partition to it)."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ class TopicProduceData(Struct):
     partition_data: list[PartitionProduceData] = kf(Array(PartitionProduceData))
 
 
-@kafka_message(api_key=0, valid="0-11", flexible="9+")
+@kafka_message(api_key=0, valid="0-12", flexible="9+")
 class ProduceRequest(Request):
     transactional_id: str | None = kf(STRING, "3+", nullable="3+", default=None)
     acks: int = kf(INT16)
@@ -76,7 +77,7 @@ class NodeEndpoint(Struct):
     rack: str | None = kf(STRING, "10+", nullable="10+", default=None)
 
 
-@kafka_message(api_key=0, valid="0-11", flexible="9+")
+@kafka_message(api_key=0, valid="0-12", flexible="9+")
 class ProduceResponse(Response):
     responses: list[TopicProduceResponse] = kf(Array(TopicProduceResponse))
     throttle_time_ms: int = kf(INT32, "1+", default=0, ignorable=True)

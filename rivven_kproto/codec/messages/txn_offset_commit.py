@@ -1,4 +1,4 @@
-"""TxnOffsetCommit (key 28), versions 0-3."""
+"""TxnOffsetCommit (key 28), versions 0-5 (v4: TRANSACTION_ABORTABLE; v5: transactions V2, KIP-890)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ class TxnOffsetCommitRequestTopic(Struct):
     partitions: list[TxnOffsetCommitRequestPartition] = kf(Array(TxnOffsetCommitRequestPartition))
 
 
-@kafka_message(api_key=28, valid="0-3", flexible="3+")
+@kafka_message(api_key=28, valid="0-5", flexible="3+")
 class TxnOffsetCommitRequest(Request):
     transactional_id: str = kf(STRING)
     group_id: str = kf(STRING)
@@ -55,7 +55,7 @@ class TxnOffsetCommitResponseTopic(Struct):
     partitions: list[TxnOffsetCommitResponsePartition] = kf(Array(TxnOffsetCommitResponsePartition))
 
 
-@kafka_message(api_key=28, valid="0-3", flexible="3+")
+@kafka_message(api_key=28, valid="0-5", flexible="3+")
 class TxnOffsetCommitResponse(Response):
     throttle_time_ms: int = kf(INT32)
     topics: list[TxnOffsetCommitResponseTopic] = kf(Array(TxnOffsetCommitResponseTopic))

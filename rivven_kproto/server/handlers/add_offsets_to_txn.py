@@ -1,5 +1,7 @@
-"""AddOffsetsToTxn (25), v0-3: the group's offsets join the transaction (committed by
-TxnOffsetCommit, made visible or dropped by the transaction's end)."""
+"""AddOffsetsToTxn (25), v0-4: the group's offsets join the transaction (committed by
+TxnOffsetCommit, made visible or dropped by the transaction's end). v4 only tells us the client
+knows TRANSACTION_ABORTABLE (KIP-890); a transactions-V2 client skips this call (TxnOffsetCommit v5
+adds the group itself)."""
 
 from __future__ import annotations
 

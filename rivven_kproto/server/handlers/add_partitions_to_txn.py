@@ -1,6 +1,11 @@
-"""AddPartitionsToTxn (24), v0-3 (the client form; the v4+ broker-to-broker verification form is
-out of our range). Unknown partitions fail with UNKNOWN_TOPIC_OR_PARTITION and the rest of the
-request with OPERATION_NOT_ATTEMPTED, as Kafka does."""
+"""AddPartitionsToTxn (24), v0-5. v0-3 are the client form: unknown partitions fail with
+UNKNOWN_TOPIC_OR_PARTITION and the rest of the request with OPERATION_NOT_ATTEMPTED, as Kafka does.
+v4+ is the broker-to-coordinator form (KIP-890 part 1): it needs ClusterAction on the cluster (else
+a top-level CLUSTER_AUTHORIZATION_FAILED), carries several transactions, and each either verifies
+its partitions (``verify_only``: NONE or TRANSACTION_ABORTABLE per partition, INVALID_TXN_STATE for
+v4 requests, which predate that error) or adds them (with transactions V2 semantics at v5 when the
+broker's ``transaction.version`` is 2: what a V2 Produce's leader asks). Our own leader calls the
+coordinator in process, so only other tools send v4+."""
 
 from __future__ import annotations
 
@@ -10,16 +15,24 @@ from rivven_kproto.codec.messages.add_partitions_to_txn import (
     AddPartitionsToTxnPartitionResult,
     AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse,
+    AddPartitionsToTxnResult,
+    AddPartitionsToTxnTopic,
     AddPartitionsToTxnTopicResult,
+    AddPartitionsToTxnTransaction,
 )
 
 from ..context import RequestContext
-from .txn_errors import fenced_for_version
+from .txn_errors import ADD_PARTITIONS_ABORTABLE, abortable_for_version, fenced_for_version
 
 API_KEY = 24
 
 
+BROKER_FORM = 4
+
+
 def handle(ctx: RequestContext, request: AddPartitionsToTxnRequest, version: int) -> AddPartitionsToTxnResponse:
+    if version >= BROKER_FORM:
+        return _handle_batched(ctx, request, version)
     wanted = [(t.name, p) for t in request.v3_and_below_topics for p in t.partitions]
     unknown = set()
     for topic, index in wanted:
@@ -55,3 +68,40 @@ def handle(ctx: RequestContext, request: AddPartitionsToTxnRequest, version: int
         for topic in request.v3_and_below_topics
     ]
     return AddPartitionsToTxnResponse(results_by_topic_v3_and_below=results)
+
+
+def _results(topics: list[AddPartitionsToTxnTopic], errors: dict[tuple[str, int], Errors]) -> list[AddPartitionsToTxnTopicResult]:
+    return [
+        AddPartitionsToTxnTopicResult(
+            name=topic.name,
+            results_by_partition=[
+                AddPartitionsToTxnPartitionResult(partition_index=p, partition_error_code=errors[(topic.name, p)])
+                for p in topic.partitions
+            ],
+        )
+        for topic in topics
+    ]
+
+
+def _handle_batched(ctx: RequestContext, request: AddPartitionsToTxnRequest, version: int) -> AddPartitionsToTxnResponse:
+    if not ctx.allowed(Operation.CLUSTER_ACTION, ResourceType.CLUSTER):  # Kafka: inter-broker only
+        return AddPartitionsToTxnResponse(error_code=Errors.CLUSTER_AUTHORIZATION_FAILED)
+    results = [
+        AddPartitionsToTxnResult(transactional_id=txn.transactional_id, topic_results=_results(txn.topics, _one(ctx, txn, version)))
+        for txn in request.transactions
+    ]
+    return AddPartitionsToTxnResponse(error_code=Errors.NONE, results_by_transaction=results)
+
+
+def _one(ctx: RequestContext, txn: AddPartitionsToTxnTransaction, version: int) -> dict[tuple[str, int], Errors]:
+    wanted = [(t.name, p) for t in txn.topics for p in t.partitions]
+    coordinator = ctx.broker.txn
+    if txn.verify_only:
+        errors = coordinator.verify_partitions(txn.transactional_id, txn.producer_id, txn.producer_epoch, wanted)
+    else:
+        v2 = version >= ADD_PARTITIONS_ABORTABLE and ctx.config.transaction_version >= 2
+        error = coordinator.add_partitions(
+            txn.transactional_id, txn.producer_id, txn.producer_epoch, wanted, ctx.now_ms, client_txn_version=2 if v2 else 0
+        )
+        errors = dict.fromkeys(wanted, error)
+    return {tp: abortable_for_version(e, version, ADD_PARTITIONS_ABORTABLE) for tp, e in errors.items()}

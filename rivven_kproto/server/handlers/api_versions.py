@@ -2,15 +2,30 @@
 
 A request newer than v4 never reaches this handler: the server answers it with
 UNSUPPORTED_VERSION in a v0 body (see ``codec.connection``), as Kafka does (KIP-511).
+
+v3+ also carries KIP-584 features (tagged fields): ``transaction.version`` is supported at levels
+0-2 and finalized at the broker's ``transaction.version`` config (Kafka 4.0's default 2: clients
+may use transactions V2, KIP-890 part 2). A level of 0 is not listed as finalized (Kafka drops
+features finalized at 0). The finalized-features epoch is 0: there is one broker and its features
+change only across restarts.
 """
 
 from __future__ import annotations
 
-from rivven_kproto.codec.messages.api_versions import ApiVersion, ApiVersionsRequest, ApiVersionsResponse
+from rivven_kproto.broker.config import MAX_TRANSACTION_VERSION
+from rivven_kproto.codec.messages.api_versions import (
+    ApiVersion,
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    FinalizedFeatureKey,
+    SupportedFeatureKey,
+)
 
 from ..context import RequestContext
 
 API_KEY = 18
+TRANSACTION_VERSION_FEATURE = "transaction.version"
+FINALIZED_FEATURES_EPOCH = 0
 
 
 def supported_versions() -> list[ApiVersion]:
@@ -23,4 +38,16 @@ def supported_versions() -> list[ApiVersion]:
 
 
 def handle(ctx: RequestContext, request: ApiVersionsRequest, version: int) -> ApiVersionsResponse:
-    return ApiVersionsResponse(error_code=0, api_keys=supported_versions(), throttle_time_ms=0)
+    response = ApiVersionsResponse(error_code=0, api_keys=supported_versions(), throttle_time_ms=0)
+    if version >= 3:
+        level = ctx.config.transaction_version
+        response.supported_features = [
+            SupportedFeatureKey(name=TRANSACTION_VERSION_FEATURE, min_version=0, max_version=MAX_TRANSACTION_VERSION)
+        ]
+        response.finalized_features_epoch = FINALIZED_FEATURES_EPOCH
+        response.finalized_features = (
+            [FinalizedFeatureKey(name=TRANSACTION_VERSION_FEATURE, max_version_level=level, min_version_level=level)]
+            if level > 0
+            else []
+        )
+    return response

@@ -1,8 +1,15 @@
-"""EndTxn (26), v0-3: commit or abort. The two-phase commit (prepare logged, markers written to
+"""EndTxn (26), v0-5: commit or abort. The two-phase commit (prepare logged, markers written to
 every partition, complete logged) finishes before the answer, so a read_committed consumer sees
 the transaction as soon as the producer's commit returns. In a cluster, the markers of partitions
 other brokers lead are written by those leaders (WriteTxnMarkers); the answer waits for them, up
-to MARKERS_WAIT_MS."""
+to MARKERS_WAIT_MS.
+
+v4 only tells us the client knows TRANSACTION_ABORTABLE (KIP-890). v5 on a broker whose
+``transaction.version`` is 2 is transactions V2 (KIP-890 part 2, Kafka 4.0): the coordinator bumps
+the epoch on every end (the markers carry the new one) and the response carries the producer id
+and epoch the client goes on with. On a broker at transaction.version 0 or 1, v5 gets V1
+semantics and the response carries the unchanged producer id and epoch.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +20,7 @@ from rivven_kproto.codec.messages.end_txn import EndTxnRequest, EndTxnResponse
 from ..context import RequestContext
 from ..delayed import Pending
 from .fetch import APPENDED
-from .txn_errors import fenced_for_version
+from .txn_errors import END_TXN_V2, client_txn_version, fenced_for_version
 
 API_KEY = 26
 MARKERS_WAIT_MS = 5_000  # at most this long for other leaders' markers; the transaction completes anyway
@@ -22,17 +29,30 @@ MARKERS_WAIT_MS = 5_000  # at most this long for other leaders' markers; the tra
 def handle(ctx: RequestContext, request: EndTxnRequest, version: int) -> EndTxnResponse | Pending:
     if not ctx.allowed(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
         return EndTxnResponse(error_code=Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-    error = ctx.broker.txn.end_txn(
+    coordinator = ctx.broker.txn
+    ctx.appended = True  # markers: the last stable offset moved, wake read_committed fetches
+    if client_txn_version(ctx.config.transaction_version, version, END_TXN_V2) >= 2:
+        error, producer_id, epoch = coordinator.end_txn_v2(
+            request.transactional_id, request.producer_id, request.producer_epoch, request.committed, ctx.now_ms
+        )
+        return _after_markers(ctx, request.transactional_id, error,
+                              EndTxnResponse(error_code=error, producer_id=producer_id, producer_epoch=epoch))
+    error = coordinator.end_txn(
         request.transactional_id, request.producer_id, request.producer_epoch, request.committed, ctx.now_ms
     )
-    ctx.appended = True  # markers: the last stable offset moved, wake read_committed fetches
     response = EndTxnResponse(error_code=fenced_for_version(error, version, 2))
-    if error != Errors.NONE or request.transactional_id not in ctx.broker.txn.unwritten:
-        return response
-    # Some markers go to partitions other brokers lead (a cluster): answer once they are written,
-    # as alone, so that the producer's next transaction does not find this one still completing.
+    if version >= END_TXN_V2 and error == Errors.NONE:
+        response.producer_id, response.producer_epoch = request.producer_id, request.producer_epoch
+    return _after_markers(ctx, request.transactional_id, error, response)
+
+
+def _after_markers(ctx: RequestContext, transactional_id: str, error: Errors, response: EndTxnResponse
+                   ) -> EndTxnResponse | Pending:
+    """Some markers go to partitions other brokers lead (a cluster): answer once they are
+    written, as alone, so that the producer's next transaction does not find this one completing."""
     txn = ctx.broker.txn
-    transactional_id = request.transactional_id
+    if error != Errors.NONE or transactional_id not in txn.unwritten:
+        return response
 
     def written(now_ms: int) -> EndTxnResponse | None:
         return response if transactional_id not in txn.unwritten else None

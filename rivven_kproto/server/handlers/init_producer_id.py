@@ -1,4 +1,7 @@
-"""InitProducerId (22), v0-4: producer ids for idempotent and transactional producers.
+"""InitProducerId (22), v0-5: producer ids for idempotent and transactional producers.
+
+v5 only tells us the client knows TRANSACTION_ABORTABLE (KIP-890). v6 (KIP-939 two-phase commit)
+is declared by the codec but not served: it is unstable in Kafka 4.x, which does not advertise it.
 
 Without a transactional id Kafka always hands out a fresh producer id with epoch 0, including for
 the KIP-360 form (v3+, producer id and epoch in the request), and so do we. With one, the
@@ -11,11 +14,13 @@ from __future__ import annotations
 from rivven_kproto.broker.security.acls import Operation, ResourceType
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
+from rivven_kproto.codec.schema import Versions
 
 from ..context import RequestContext
 from .txn_errors import fenced_for_version
 
 API_KEY = 22
+VERSIONS = Versions(0, 5)
 
 
 def handle(ctx: RequestContext, request: InitProducerIdRequest, version: int) -> InitProducerIdResponse:

@@ -1,12 +1,19 @@
-"""Produce (0): v3-11 served; v0-2 are decoded only to answer UNSUPPORTED_VERSION, as Kafka 4 does.
+"""Produce (0): v3-12 served; v0-2 are decoded only to answer UNSUPPORTED_VERSION, as Kafka 4 does.
 
 Each partition's data must be exactly one RecordBatch v2 (Kafka's rule for v3+); the log validates
 and appends it as bytes. A topic whose ``compression.type`` is not ``producer`` gets the batch
 recompressed, as Kafka does. Idempotent batches are checked against the partition's producer
 state by the log (a retried duplicate is answered with its original offsets and not written).
 A transactional batch is accepted only for a partition the coordinator has in that producer's
-ongoing transaction (KIP-890 part 1), else INVALID_TXN_STATE; in a cluster, only the broker that
-coordinates checks this (another leader does not ask the coordinator yet, as before Kafka 3.6).
+ongoing transaction (KIP-890 part 1), else TRANSACTION_ABORTABLE (v11+) or INVALID_TXN_STATE.
+With transactions V2 (v12 on a broker whose ``transaction.version`` is 2, KIP-890 part 2) the
+leader adds the partition to the transaction itself, as Kafka 4's leader does through its
+AddPartitionsToTxnManager (here the coordinator is in the same process): a stale epoch is then
+INVALID_PRODUCER_EPOCH (the coordinator's PRODUCER_FENCED, translated as Kafka does), and
+CONCURRENT_TRANSACTIONS or COORDINATOR_NOT_AVAILABLE become NOT_ENOUGH_REPLICAS (retriable without
+a metadata refresh, Kafka's choice). In a cluster of brokers on one PostgreSQL database only the
+broker that coordinates checks (another leader does not ask the coordinator yet, as before Kafka
+3.6), and transactions V2 is not offered there (``transaction.version`` is finalized at 1).
 
 Every record is validated as Kafka's LogValidator does. :func:`prepare` does that work (and any
 recompression) before :func:`handle`, on a worker thread when a batch is compressed, large, to be
@@ -33,10 +40,11 @@ from rivven_kproto.codec.messages.produce import (
     ProduceResponse,
     TopicProduceResponse,
 )
-from rivven_kproto.codec.records.batch import BatchFormatError, iter_headers, parse_header
+from rivven_kproto.codec.records.batch import BatchFormatError, BatchHeader, iter_headers, parse_header
 from rivven_kproto.codec.records.scan import COMPILED
 
 from ..context import NoResponse, PartitionKey, RequestContext
+from .txn_errors import PRODUCE_ABORTABLE, PRODUCE_V2, abortable_for_version, client_txn_version
 
 API_KEY = 0
 DECODE_INLINE = True  # the bulk of a large Produce is record bytes, validated by ``prepare``
@@ -158,9 +166,7 @@ def _produce_partition(
         records = _single_batch(data.records)
         header = parse_header(records)
         if header.is_transactional and ctx.broker.coordinating:  # (a leader that does not coordinate trusts the client)
-            verified = ctx.broker.txn.verify_partition(header.producer_id, header.producer_epoch, topic, data.index)
-            if verified != Errors.NONE:
-                raise KafkaError(verified, f"{topic}-{data.index} is not in an ongoing transaction of this producer")
+            _join_transaction(ctx, request, version, topic, data.index, header)
         prepared = ctx.prepared.get((topic, data.index))
         if prepared is None:
             codec = _TOPIC_COMPRESSION.get(ctx.broker.topic(topic).compression_type)
@@ -187,6 +193,35 @@ def _produce_partition(
         log_start_offset=info.log_start_offset,
         error_message=None,
     )
+
+
+_V2_ADD_ERRORS = {
+    Errors.PRODUCER_FENCED: Errors.INVALID_PRODUCER_EPOCH,
+    Errors.CONCURRENT_TRANSACTIONS: Errors.NOT_ENOUGH_REPLICAS,
+    Errors.COORDINATOR_NOT_AVAILABLE: Errors.NOT_ENOUGH_REPLICAS,
+}
+
+
+def _join_transaction(
+    ctx: RequestContext, request: ProduceRequest, version: int, topic: str, partition: int, header: BatchHeader
+) -> None:
+    """Transactions V2: add the partition to the producer's transaction; V1: verify it is in it."""
+    txn = ctx.broker.txn
+    v2 = client_txn_version(ctx.config.transaction_version, version, PRODUCE_V2) >= 2
+    if v2 and request.transactional_id is not None:
+        error = txn.add_partitions(
+            request.transactional_id, header.producer_id, header.producer_epoch, [(topic, partition)], ctx.now_ms,
+            client_txn_version=2,
+        )
+        if error != Errors.NONE:
+            raise KafkaError(_V2_ADD_ERRORS.get(error, error), f"could not add {topic}-{partition} to the transaction")
+        return
+    verified = txn.verify_partition(header.producer_id, header.producer_epoch, topic, partition)
+    if verified != Errors.NONE:
+        raise KafkaError(
+            abortable_for_version(verified, version, PRODUCE_ABORTABLE),
+            f"{topic}-{partition} is not in an ongoing transaction of this producer",
+        )
 
 
 def _single_batch(records: bytes | None) -> bytes:

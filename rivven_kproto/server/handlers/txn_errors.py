@@ -11,3 +11,28 @@ def fenced_for_version(error: Errors, version: int, first_version_with_fenced: i
     if error == Errors.PRODUCER_FENCED and version < first_version_with_fenced:
         return Errors.INVALID_PRODUCER_EPOCH
     return error
+
+
+# The first request versions of transactions V2 (KIP-890 part 2): a client sends them only when
+# the broker finalized transaction.version 2, and they get V2 semantics only then.
+PRODUCE_V2 = 12
+TXN_OFFSET_COMMIT_V2 = 5
+END_TXN_V2 = 5
+# The first versions whose clients know TRANSACTION_ABORTABLE (KIP-890 part 1's follow-up).
+PRODUCE_ABORTABLE = 11
+TXN_OFFSET_COMMIT_ABORTABLE = 4
+ADD_PARTITIONS_ABORTABLE = 5
+
+
+def client_txn_version(ctx_transaction_version: int, version: int, first_v2_version: int) -> int:
+    """Kafka's clientTransactionVersion of a request: 2 for a V2 request version on a broker whose
+    transaction.version is 2, else 0 (V1 semantics)."""
+    return 2 if version >= first_v2_version and ctx_transaction_version >= 2 else 0
+
+
+def abortable_for_version(error: Errors, version: int, first_version_with_abortable: int) -> Errors:
+    """TRANSACTION_ABORTABLE reaches only clients new enough to know it; older ones get
+    INVALID_TXN_STATE, as Kafka's AddPartitionsToTxnManager does for them."""
+    if error == Errors.TRANSACTION_ABORTABLE and version < first_version_with_abortable:
+        return Errors.INVALID_TXN_STATE
+    return error

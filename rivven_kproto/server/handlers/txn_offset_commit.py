@@ -1,4 +1,4 @@
-"""TxnOffsetCommit (28), v0-3: a transaction's consumed offsets, committed with the transaction.
+"""TxnOffsetCommit (28), v0-5: a transaction's consumed offsets, committed with the transaction.
 
 Checks in the order of Kafka's (new) group coordinator, each answering for every partition:
 partitions of an unknown topic (or beyond its partition count) answer UNKNOWN_TOPIC_OR_PARTITION
@@ -6,7 +6,11 @@ and take no further part; an empty group id answers INVALID_GROUP_ID; the transa
 coordinator then verifies that the producer id and epoch are the transactional id's current ones
 and that its ongoing transaction holds the group (AddOffsetsToTxn): else
 INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before v3, KIP-588) or
-INVALID_TXN_STATE. KIP-447 (v3): generation id, member id and group instance id, when given, are
+INVALID_TXN_STATE (TRANSACTION_ABORTABLE from v4 on, KIP-890, as Kafka's verification answers).
+With transactions V2 (v5 on a broker whose ``transaction.version`` is 2, KIP-890 part 2) the
+request itself adds the group to the transaction (no AddOffsetsToTxn): a stale epoch is then
+INVALID_PRODUCER_EPOCH, the coordinator's PRODUCER_FENCED as Kafka's verification translates it.
+KIP-447 (v3): generation id, member id and group instance id, when given, are
 checked against the group like a plain commit's (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID,
 FENCED_INSTANCE_ID); generation -1 with no member id skips that check, as v0-2 requests always do.
 Too-long metadata answers OFFSET_METADATA_TOO_LARGE for that partition.
@@ -32,7 +36,12 @@ from rivven_kproto.codec.messages.txn_offset_commit import (
 )
 
 from ..context import RequestContext
-from .txn_errors import fenced_for_version
+from .txn_errors import (
+    TXN_OFFSET_COMMIT_ABORTABLE,
+    TXN_OFFSET_COMMIT_V2,
+    client_txn_version,
+    fenced_for_version,
+)
 
 API_KEY = TxnOffsetCommitRequest.API_KEY
 
@@ -77,10 +86,9 @@ def _commit(ctx: RequestContext, request: TxnOffsetCommitRequest, partitions: li
             version: int) -> list[Errors]:
     if not request.group_id:
         return [Errors.INVALID_GROUP_ID] * len(partitions)
-    error = ctx.broker.txn.verify_offsets(request.transactional_id, request.producer_id, request.producer_epoch,
-                                          request.group_id)
+    error = _join_transaction(ctx, request, version)
     if error is not Errors.NONE:
-        return [fenced_for_version(error, version, 3)] * len(partitions)
+        return [error] * len(partitions)
     try:
         return ctx.broker.groups.commit_txn_offsets(
             request.group_id, request.producer_id, request.producer_epoch, request.generation_id,
@@ -88,3 +96,16 @@ def _commit(ctx: RequestContext, request: TxnOffsetCommitRequest, partitions: li
         )
     except KafkaError as exc:
         return [exc.error] * len(partitions)
+
+
+def _join_transaction(ctx: RequestContext, request: TxnOffsetCommitRequest, version: int) -> Errors:
+    """V2: add the group to the producer's transaction; V1: verify AddOffsetsToTxn added it."""
+    txn = ctx.broker.txn
+    if client_txn_version(ctx.config.transaction_version, version, TXN_OFFSET_COMMIT_V2) >= 2:
+        error = txn.add_offsets(request.transactional_id, request.producer_id, request.producer_epoch,
+                                request.group_id, ctx.now_ms, client_txn_version=2)
+        return Errors.INVALID_PRODUCER_EPOCH if error == Errors.PRODUCER_FENCED else error
+    error = txn.verify_offsets(request.transactional_id, request.producer_id, request.producer_epoch, request.group_id)
+    if error == Errors.INVALID_TXN_STATE and version >= TXN_OFFSET_COMMIT_ABORTABLE:
+        return Errors.TRANSACTION_ABORTABLE
+    return fenced_for_version(error, version, 3)

@@ -8,6 +8,11 @@ scenarios use the Kafka protocol only; they create their own uniquely named topi
 Writes ``results.rst`` and ``results.json`` to ``--out`` (default ``compat_tests/matrix``).
 ``--write-baseline`` records the passing cells for the CI gate (``compat_tests/test_matrix.py``);
 ``--update-readme`` puts the table into README.rst's "Compatibility matrix" section.
+
+``--cluster`` runs the "3 brokers on PostgreSQL" view instead (the rows and clients of
+``compat_tests/test_matrix_cluster.py``, against three fresh brokers on a throwaway PostgreSQL
+server) and writes ``results-cluster.rst``/``.json``; with ``--update-readme`` its table goes into
+the README block after the matrix.
 """
 
 from __future__ import annotations
@@ -48,6 +53,20 @@ def _fresh_broker_run(args: argparse.Namespace) -> Report:
                 )
 
 
+def _cluster_run(args: argparse.Namespace) -> Report:
+    from rivven_kproto.testing.postgres import create_database, find_bin_dir, temporary_postgres  # noqa: PLC0415
+
+    from .test_cluster import three_brokers  # noqa: PLC0415 - pytest and the cluster tests' imports
+    from .test_matrix_cluster import run_on_cluster  # noqa: PLC0415
+
+    if find_bin_dir() is None:
+        sys.exit("--cluster needs PostgreSQL (Debian: apt-get install postgresql)")
+    progress = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
+    with tempfile.TemporaryDirectory(prefix="kproto-matrix-cluster-") as tmp, temporary_postgres() as server:
+        with three_brokers(Path(tmp), create_database(server)) as brokers:
+            return run_on_cluster(brokers, progress=progress)
+
+
 def _run(args: argparse.Namespace, bootstrap: str, target: str,
          profiles: dict[str, dict[str, str]] | None = None) -> Report:
     progress = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
@@ -84,24 +103,32 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--update-readme", action="store_true", help="put the table into README.rst")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    parser.add_argument(
+        "--cluster", action="store_true",
+        help="the '3 brokers on PostgreSQL' view (compat_tests/test_matrix_cluster.py's rows and clients)",
+    )
     args = parser.parse_args(argv)
     partial = bool(args.clients or args.capabilities)
     if partial and (args.write_baseline or args.update_readme):
         parser.error("--write-baseline and --update-readme need the whole matrix")
+    if args.cluster and (partial or args.bootstrap or args.write_baseline):
+        parser.error("--cluster runs its own rows and clients on its own brokers, and has no baseline")
 
-    report = (
-        _run(args, args.bootstrap, f"the broker at {args.bootstrap}")
-        if args.bootstrap
-        else _fresh_broker_run(args)
-    )
-    rst, js = render.write(report, args.out)
+    if args.cluster:
+        report = _cluster_run(args)
+    elif args.bootstrap:
+        report = _run(args, args.bootstrap, f"the broker at {args.bootstrap}")
+    else:
+        report = _fresh_broker_run(args)
+    rst, js = render.write(report, args.out, "results-cluster" if args.cluster else "results")
     print(render.to_rst(report))
     print(f"wrote {rst} and {js} in {report.duration_s:.0f} s", file=sys.stderr)
     if args.write_baseline:
         baseline.write(report)
         print(f"wrote {baseline.BASELINE} ({len(report.passing())} passing cells)", file=sys.stderr)
     if args.update_readme:
-        render.update_readme(ROOT / "README.rst", rst.read_text())
+        markers = (render.CLUSTER_README_START, render.CLUSTER_README_END) if args.cluster else ()
+        render.update_readme(ROOT / "README.rst", rst.read_text(), *markers)
         print("updated README.rst", file=sys.stderr)
     return 0
 

@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -32,21 +33,29 @@ from .txn_helpers import TIMEOUT_S, consume, txn_producer, values, wait_for
 NODES = (1, 2, 3)
 
 
-@pytest.fixture
-def cluster(tmp_path: Path, postgres_url: str) -> Iterator[dict[int, BrokerProcess]]:
-    """Three brokers on one fresh database; node 1 starts first and holds the coordinator lease.
-    (Group settings as the exactly-once pipeline's broker has them: short sessions allowed.)"""
+@contextmanager
+def three_brokers(base: Path, storage: str) -> Iterator[dict[int, BrokerProcess]]:
+    """Three brokers on the database ``storage``; node 1 starts first and holds the coordinator lease.
+    (Group settings as the exactly-once pipeline's broker has them: short sessions allowed.) Logs
+    and data directories go to ``base``; every broker is killed on the way out."""
     brokers: dict[int, BrokerProcess] = {}
     try:
         for node in NODES:
-            broker = BrokerProcess(tmp_path / f"n{node}-data", tmp_path / f"n{node}.log",
-                                   ["--storage", postgres_url, "--node-id", str(node)], env=BROKER_ENV)
+            broker = BrokerProcess(base / f"n{node}-data", base / f"n{node}.log",
+                                   ["--storage", storage, "--node-id", str(node)], env=BROKER_ENV)
             brokers[node] = broker.start()
         assert wait_for(lambda: all_see(brokers, set(NODES)), TIMEOUT_S), "the brokers never met"
         yield brokers
     finally:
         for broker in brokers.values():
             broker.kill()
+
+
+@pytest.fixture
+def cluster(tmp_path: Path, postgres_url: str) -> Iterator[dict[int, BrokerProcess]]:
+    """Three brokers on one fresh database (:func:`three_brokers`)."""
+    with three_brokers(tmp_path, postgres_url) as brokers:
+        yield brokers
 
 
 def bootstrap(brokers: dict[int, BrokerProcess]) -> str:

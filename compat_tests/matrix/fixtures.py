@@ -5,11 +5,13 @@
 * :func:`produce_plain` and :class:`TxnMix`: records written with confluent-kafka (librdkafka) for
   rows that test the reading side (read_committed, offsets by time, commits, rebalances).
 * :func:`stored_batches`: a raw Fetch (read_uncommitted) of one partition, decoded batch by batch,
-  to check what a producer really wrote: the codec, producer ids and sequences, the markers.
+  to check what a producer really wrote: the codec, producer ids and sequences, the markers. It
+  asks the partition's leader (a bootstrap list of several brokers works too).
 """
 
 from __future__ import annotations
 
+import socket
 import time
 from dataclasses import dataclass
 
@@ -173,8 +175,19 @@ class Stored:
         }
 
 
+def _connect_any(bootstrap: str) -> socket.socket:
+    """A raw connection to the first address of a bootstrap list (one broker or a cluster) that answers."""
+    error: OSError | None = None
+    for address in filter(None, (a.strip() for a in bootstrap.split(","))):
+        try:
+            return raw_client.connect(address)
+        except OSError as exc:
+            error = exc
+    raise error or OSError(f"no address in bootstrap {bootstrap!r}")
+
+
 def _leader(bootstrap: str, topic: str, partition: int) -> str:
-    sock = raw_client.connect(bootstrap)
+    sock = _connect_any(bootstrap)
     try:
         meta = raw_client.call(
             sock,

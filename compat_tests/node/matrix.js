@@ -416,7 +416,7 @@ async function main () {
   }, req.timeoutMs).unref()
   const kafka = new Kafka({
     clientId: 'compat-matrix-kafkajs',
-    brokers: [req.bootstrap],
+    brokers: req.bootstrap.split(',').map(s => s.trim()).filter(Boolean), // a bootstrap list (a cluster) as well as one address
     connectionTimeout: 5000,
     requestTimeout: 10000,
     retry: { retries: 3, initialRetryTime: 200, maxRetryTime: 2000 },

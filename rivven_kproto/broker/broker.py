@@ -442,6 +442,7 @@ class Broker:
 
     def set_topic_configs(self, name: str, configs: dict[str, str], *, validate_only: bool = False) -> None:
         """Replace the topic's overrides (AlterConfigs) — IncrementalAlterConfigs computes the dict."""
+        self.check_controller()
         topic = self.topic(name)
         log_config = self.validate_topic_configs(configs)
         if validate_only:

@@ -23,6 +23,7 @@ from typing import Any
 
 from rivven_kproto.codec.errors import Errors, KafkaError
 
+from .cluster import catalog_digest
 from .durable.work import BlockingWork, Document
 
 MAX_TOPIC_NAME = 249
@@ -421,6 +422,9 @@ class CorruptMetadata(OSError):
         self.strerror = message
 
 
+DIGESTS_KEPT = 256  # catalog versions remembered for brokers to acknowledge
+
+
 class TopicStore:
     """The persisted topic table; the broker owns the logs, this owns the names."""
 
@@ -431,6 +435,7 @@ class TopicStore:
         self.topics: dict[str, TopicMeta] = {}
         self.saved: bytes | None = None  # the document as last saved by this process
         self.saves = 0
+        self._digests: dict[int, str] = {}  # save number -> digest of what it saved (the recent ones)
         raw = self.document.read()
         if raw is not None:
             self.topics = self.parse(raw)
@@ -457,4 +462,11 @@ class TopicStore:
         }
         self.saved = json.dumps(doc, indent=1).encode()
         self.saves += 1
+        self._digests[self.saves] = catalog_digest(self.saved)
+        self._digests.pop(self.saves - DIGESTS_KEPT, None)
         self.document.save(self.work, self.saved)
+
+    def digests_since(self, saves: int) -> list[str]:
+        """Digests of the catalogs saved after save number ``saves``: a broker that applied any
+        of them has seen that change."""
+        return [digest for number, digest in self._digests.items() if number > saves]

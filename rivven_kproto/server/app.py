@@ -31,7 +31,7 @@ from rivven_kproto.codec.connection import (
     frame_api_key,
 )
 
-from .cluster import ClusterFollower, needs_coordinator
+from .cluster import CONTROLLER_APIS, ClusterFollower, needs_coordinator
 from .connection_limits import ConnectionLimits, default_max_connections, raise_descriptor_limit
 from .context import NoResponse, RequestContext
 from .delayed import DelayedResponses, Pending
@@ -266,6 +266,9 @@ class Server:
         if not self.broker.coordinating and needs_coordinator(event.api_key, event.request):
             raise ProtocolError(f"API {event.api_key} sent to node {self.config.node_id}, which does not coordinate "
                                 "(the client looks the coordinator up again)")
+        if (self.follower is not None and event.api_key in CONTROLLER_APIS and not self.broker.cluster.is_coordinator
+                and self.broker.authorizer is None):
+            return await self.follower.forward(event)  # (with ACLs the client's identity would be lost: NOT_CONTROLLER)
         ctx = RequestContext(
             self.broker, self.config, wall_clock_ms(), event.header.client_id, client_host, session=session
         )
@@ -281,8 +284,8 @@ class Server:
         if ctx.appended:
             self.notify_append()
         await self.durability.after_request(ctx, coordinator_writes, critical)
-        if self.follower is not None and self.broker.store.saves != catalog_saves and self.broker.store.saved:
-            await self.follower.catalog_applied(self.broker.store.saved)
+        if self.follower is not None and self.broker.store.saves != catalog_saves:
+            await self.follower.catalog_applied(catalog_saves)
         if any(partition.fenced for partition in ctx.touched):
             raise ProtocolError("a partition this request wrote moved to another broker before the write was durable "
                                 "(the client retries with the new leader)")

@@ -21,10 +21,11 @@ from rivven_kproto.broker.broker import COORDINATOR_EPOCH, Broker
 from rivven_kproto.broker.cluster import Node, catalog_digest
 from rivven_kproto.broker.remote_markers import RemoteMarker
 from rivven_kproto.broker.storage import CoordinationLost, Pulse, StorageError
+from rivven_kproto.codec.connection import ProtocolError, RequestEvent
 
 from .durability import Durability
 from .log_limits import RateLimitedLog
-from .peers import send_markers
+from .peers import forward_request, send_markers
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +44,8 @@ def wall_clock_ms() -> int:
 # for what it coordinates, as Kafka's brokers do; InitProducerId without a transactional id by any.
 COORDINATOR_APIS = frozenset({8, 9, 11, 12, 13, 14, 15, 24, 25, 26, 28, 42, 47, 65, 68, 69})
 INIT_PRODUCER_ID = 22
+# Requests that change the topic catalog, configs, ACLs or credentials: the controller's to answer.
+CONTROLLER_APIS = frozenset({19, 20, 37, 33, 44, 30, 31, 51})
 
 
 def needs_coordinator(api_key: int, request: object) -> bool:
@@ -99,15 +102,16 @@ class ClusterFollower:
                 await trio.to_thread.run_sync(broker.storage.acknowledge_catalog, digest)
                 self.acknowledged = digest
 
-    async def catalog_applied(self, catalog: bytes) -> None:
-        """The controller changed the topic catalog: return once every live broker applied it
-        (clients told a topic exists then find it on any broker), or after CATALOG_WAIT_S."""
-        digest = catalog_digest(catalog)
+    async def catalog_applied(self, saves_before: int) -> None:
+        """The controller changed the topic catalog (its saves after number ``saves_before``):
+        return once every live broker applied that version or a later one (clients told a topic
+        exists then find it on any broker), or after CATALOG_WAIT_S."""
         lagging: list[int] = []
         with trio.move_on_after(CATALOG_WAIT_S):
             while True:
+                digests = self.broker.store.digests_since(saves_before)
                 try:
-                    lagging = await trio.to_thread.run_sync(self.broker.storage.catalog_lagging, digest)
+                    lagging = await trio.to_thread.run_sync(self.broker.storage.catalog_lagging, digests)
                 except StorageError as exc:
                     self.warnings.warning("catalog", "cannot tell whether the brokers applied the catalog: %s", exc)
                     lagging = [-1]
@@ -116,6 +120,18 @@ class ClusterFollower:
                 await trio.sleep(CATALOG_POLL_S)
         log.warning("brokers %s did not apply the topic catalog within %.0f s; answering anyway", lagging,
                     CATALOG_WAIT_S)
+
+    async def forward(self, event: RequestEvent) -> bytes:
+        """A catalog, config or ACL change sent to a broker that is not the controller: the
+        controller answers it (as Kafka's brokers forward such requests, KIP-590), so there is
+        one writer of the catalog. The controller's response frame goes back as it is."""
+        coordinator = self.broker.cluster.coordinator
+        if coordinator is None or event.request is None:
+            raise ProtocolError(f"API {event.api_key}: no controller now (the client retries)")
+        try:
+            return await forward_request(coordinator, event.header, event.request)
+        except (OSError, trio.TooSlowError) as exc:
+            raise ProtocolError(f"API {event.api_key}: forwarding to the controller failed: {exc}") from None
 
     async def _send(self, node: Node, markers: list[RemoteMarker], results: dict[RemoteMarker, bool]) -> None:
         results.update(await send_markers(node, markers, self.broker.cluster.self_id, COORDINATOR_EPOCH))

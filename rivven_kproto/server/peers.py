@@ -28,6 +28,7 @@ from rivven_kproto.codec.messages.write_txn_markers import (
     WriteTxnMarkersRequest,
     WriteTxnMarkersResponse,
 )
+from rivven_kproto.codec.schema import Request
 from rivven_kproto.server.handlers.write_txn_markers import PEER_CLIENT_PREFIX
 
 log = logging.getLogger(__name__)
@@ -111,3 +112,17 @@ async def send_markers(leader: Node, markers: list[RemoteMarker], self_id: int, 
             log.info("node %d did not write the marker on %s-%d: %s", leader.node_id, marker.topic,
                      marker.partition, error.name)
     return written
+
+
+async def forward_request(controller: Node, header: RequestHeader, request: Request) -> bytes:
+    """Send a client's request, as it came (its header too), to the controller; its response
+    frame (size prefix, header with the client's correlation id, body), for the client."""
+    with trio.fail_after(PEER_TIMEOUT_S):
+        stream = await trio.open_tcp_stream(controller.host, controller.port)
+        async with stream:
+            await stream.send_all(encode_request(header, request))
+            size = await _read_exactly(stream, 4)
+            (length,) = _SIZE.unpack(size)
+            if not 0 < length <= MAX_RESPONSE_BYTES:
+                raise OSError(f"a response of {length} bytes")
+            return size + await _read_exactly(stream, length)

@@ -92,8 +92,8 @@ class Storage(Protocol):
         """Worker thread: this broker applied the topic catalog with this digest (a shared store)."""
         ...
 
-    def catalog_lagging(self, digest: str) -> list[int]:
-        """Worker thread: live brokers that have not applied the catalog with this digest yet."""
+    def catalog_lagging(self, digests: list[str]) -> list[int]:
+        """Worker thread: live brokers that have applied none of the catalogs with these digests yet."""
         ...
 
     def close(self) -> None: ...

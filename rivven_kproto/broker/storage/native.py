@@ -71,7 +71,7 @@ class NativeStorage:
     def acknowledge_catalog(self, digest: str) -> None:
         """Alone: nobody waits for it."""
 
-    def catalog_lagging(self, digest: str) -> list[int]:
+    def catalog_lagging(self, digests: list[str]) -> list[int]:
         return []
 
     def close(self) -> None:

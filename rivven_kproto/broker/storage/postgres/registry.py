@@ -95,12 +95,12 @@ def acknowledge_catalog(conn: psycopg.Connection[Any], incarnation: uuid.UUID, d
     conn.execute("UPDATE kproto_brokers SET catalog_seen = %s WHERE incarnation = %s", (digest, incarnation))
 
 
-def catalog_lagging(conn: psycopg.Connection[Any], digest: str, self_incarnation: uuid.UUID) -> list[int]:
-    """Live serving brokers (but this one) that have not applied the catalog with this digest."""
+def catalog_lagging(conn: psycopg.Connection[Any], digests: list[str], self_incarnation: uuid.UUID) -> list[int]:
+    """Live serving brokers (but this one) that have applied none of the catalogs with these digests."""
     rows = conn.execute(
         "SELECT b.node_id FROM kproto_brokers b WHERE b.role <> 'standby' AND b.incarnation <> %s"
-        " AND b.heartbeat_at >= now() - make_interval(secs => %s) AND b.catalog_seen IS DISTINCT FROM %s"
+        " AND b.heartbeat_at >= now() - make_interval(secs => %s) AND NOT coalesce(b.catalog_seen = ANY(%s), false)"
         " AND EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2"
         " AND l.classid::bigint = %s AND l.objid::bigint = (b.node_id::bigint & 4294967295))",
-        (self_incarnation, SESSION_TIMEOUT_S, digest, NODE_LOCK_CLASS)).fetchall()
+        (self_incarnation, SESSION_TIMEOUT_S, digests, NODE_LOCK_CLASS)).fetchall()
     return [int(n) for (n,) in rows]

@@ -306,13 +306,13 @@ class PostgresStorage:
         except psycopg.Error as exc:
             raise StorageUnavailable(f"catalog acknowledgement: {exc}") from exc
 
-    def catalog_lagging(self, digest: str) -> list[int]:
-        """Worker thread: the live brokers that have not applied the catalog with this digest yet."""
+    def catalog_lagging(self, digests: list[str]) -> list[int]:
+        """Worker thread: the live brokers that have applied none of these catalogs yet."""
         if self.registration is None:
             return []
         try:
             with self.connection() as conn:
-                return catalog_lagging(conn, digest, self.registration.incarnation)
+                return catalog_lagging(conn, digests, self.registration.incarnation)
         except psycopg.Error as exc:
             raise StorageUnavailable(f"catalog check: {exc}") from exc
 

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from rivven_kproto.codec.messages.metadata import MetadataRequest, MetadataRequestTopic, MetadataResponse
@@ -28,6 +28,7 @@ from rivven_kproto.testing.postgres import PostgresServer
 from . import raw_client
 from .broker_process import BrokerProcess
 from .test_eos import BROKER_ENV, run_pipeline
+from .test_postgres_storage import produce_acknowledged
 from .txn_helpers import TIMEOUT_S, consume, txn_producer, values, wait_for
 
 NODES = (1, 2, 3)
@@ -92,23 +93,8 @@ def create(servers: str, topic: str, partitions: int, replication_factor: int) -
 
 
 def produce(servers: str, topic: str, partitions: int, count: int, prefix: str) -> set[bytes]:
-    producer = Producer({"bootstrap.servers": servers, "enable.idempotence": True, "linger.ms": 5,
-                         "message.timeout.ms": TIMEOUT_S * 4 * 1000})
-    acknowledged: set[bytes] = set()
-    errors: list[str] = []
-
-    def delivered(err, msg) -> None:  # noqa: ANN001 - librdkafka callback
-        if err is None:
-            acknowledged.add(msg.value())
-        else:
-            errors.append(str(err))
-
-    for i in range(count):
-        producer.produce(topic, f"{prefix}-{i}".encode(), partition=i % partitions, on_delivery=delivered)
-        producer.poll(0)
-    assert producer.flush(TIMEOUT_S * 4) == 0
-    assert errors == []
-    return acknowledged
+    """Idempotent acks=all produce to every broker's partitions; the values acknowledged."""
+    return produce_acknowledged(servers, topic, partitions, count, prefix, **{"message.timeout.ms": TIMEOUT_S * 4 * 1000})
 
 
 def all_values(servers: str, topic: str, partitions: int, *, committed: bool, expected: int) -> list[bytes]:

@@ -255,6 +255,6 @@ def test_cluster_members_snippet(tmp_path: Path, postgres_url: str) -> None:
     try:
         code = block("sh", "kproto cluster members").replace("postgresql://kproto@127.0.0.1/kproto", postgres_url)
         result = run(["bash", "-euo", "pipefail", "-c", code], tmp_path, broker.bootstrap)
-        assert "serving" in result.stdout and str(broker.port) in result.stdout and "yes" in result.stdout
+        assert "coordinator" in result.stdout and str(broker.port) in result.stdout and "yes" in result.stdout
     finally:
         broker.stop()

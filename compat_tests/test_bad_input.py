@@ -72,7 +72,7 @@ def test_api_versions_newer_than_ours_gets_v0_error_body(broker: BrokerProcess) 
     response = ApiVersionsResponse.decode(body[4:], 0)
     assert response.error_code == 35  # UNSUPPORTED_VERSION
     ranges = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
-    assert ranges[18] == (0, 4) and ranges[0] == (0, 11) and ranges[1] == (4, 12)
+    assert ranges[18] == (0, 4) and ranges[0] == (0, 12) and ranges[1] == (4, 12)
 
 
 def test_advertised_apis_are_exactly_those_served(broker: BrokerProcess) -> None:

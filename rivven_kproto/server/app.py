@@ -35,7 +35,7 @@ from .cluster import CONTROLLER_APIS, ClusterFollower, needs_coordinator
 from .connection_limits import ConnectionLimits, default_max_connections, raise_descriptor_limit
 from .context import NoResponse, RequestContext
 from .delayed import DelayedResponses, Pending
-from .durability import Durability
+from .durability import Durability, wall_clock_ms
 from .handlers import HANDLERS
 from .handlers._group_wait import wake_keys
 from .handlers.api_versions import supported_versions
@@ -59,10 +59,6 @@ RESOURCE_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.EN
 ACCEPT_RETRY_S = 0.1
 TLS_HANDSHAKE_TIMEOUT_S = 10.0
 LAG_TICK_S = 0.1
-
-
-def wall_clock_ms() -> int:
-    return int(time.time() * 1000)
 
 
 class Server:

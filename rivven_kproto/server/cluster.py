@@ -11,7 +11,6 @@ broker alone (the native log) runs only the heartbeat, which does nothing.
 from __future__ import annotations
 
 import logging
-import time
 from collections import defaultdict
 from collections.abc import Callable
 
@@ -23,9 +22,9 @@ from rivven_kproto.broker.remote_markers import RemoteMarker
 from rivven_kproto.broker.storage import CoordinationLost, Pulse, StorageError
 from rivven_kproto.codec.connection import ProtocolError, RequestEvent
 
-from .durability import Durability
+from .durability import Durability, wall_clock_ms
 from .log_limits import RateLimitedLog
-from .peers import forward_request, send_markers
+from .peers import exchange, send_markers
 
 log = logging.getLogger(__name__)
 
@@ -33,10 +32,6 @@ MARKER_POLL_S = 0.005  # how soon markers the coordinator asked for are sent
 CATALOG_POLL_S = 0.05
 CATALOG_WAIT_S = 10.0  # a topic change is answered once every live broker applied it, or after this
 MARKER_RETRY_S = 0.2  # after a leader could not be reached
-
-
-def wall_clock_ms() -> int:
-    return int(time.time() * 1000)
 
 
 # Requests only the coordinating broker answers (another closes the connection, and the client
@@ -129,7 +124,7 @@ class ClusterFollower:
         if coordinator is None or event.request is None:
             raise ProtocolError(f"API {event.api_key}: no controller now (the client retries)")
         try:
-            return await forward_request(coordinator, event.header, event.request)
+            return await exchange(coordinator, event.header, event.request)
         except (OSError, trio.TooSlowError) as exc:
             raise ProtocolError(f"API {event.api_key}: forwarding to the controller failed: {exc}") from None
 

@@ -46,6 +46,11 @@ SHORTAGE_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM})
 log = logging.getLogger(__name__)
 
 
+def wall_clock_ms() -> int:
+    """The broker's clock (epoch milliseconds): record timestamps, timeouts, the coordinators' time."""
+    return int(time.time() * 1000)
+
+
 def _sync_then_work(storage: Storage, pending: list[PendingFlush], jobs: list[Job]) -> None:
     """Worker thread: make what the round captured durable (fsyncs, or one database commit),
     then run the queued file work in order."""
@@ -134,7 +139,7 @@ class Durability:
         return partitions, logs
 
     async def _round(self, only_due: bool) -> None:
-        now = int(time.time() * 1000)
+        now = wall_clock_ms()
         partitions, logs = self._capture(now, only_due)
         jobs = self.broker.work.take()
         critical = self.broker.work.critical_submitted

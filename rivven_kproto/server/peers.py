@@ -88,21 +88,15 @@ async def send_markers(leader: Node, markers: list[RemoteMarker], self_id: int, 
                            client_id=peer_client_id(self_id))
     written = dict.fromkeys(markers, False)
     try:
-        with trio.fail_after(PEER_TIMEOUT_S):
-            stream = await trio.open_tcp_stream(leader.host, leader.port)
-            async with stream:
-                await stream.send_all(encode_request(header, request))
-                (length,) = _SIZE.unpack(await _read_exactly(stream, 4))
-                if not 0 < length <= MAX_RESPONSE_BYTES:
-                    raise OSError(f"a response of {length} bytes")
-                answer = await _read_exactly(stream, length)
+        frame = await exchange(leader, header, request)
     except (OSError, trio.TooSlowError) as exc:
         log.info("WriteTxnMarkers to node %d (%s:%d) failed: %s; asked again later", leader.node_id, leader.host,
                  leader.port, exc)
         return written
-    body = io.BytesIO(answer)
+    body = io.BytesIO(frame)
+    body.seek(_SIZE.size)
     ResponseHeader.decode_from(body, response_header_version(WriteTxnMarkersRequest, WRITE_TXN_MARKERS_VERSION))
-    response = WriteTxnMarkersResponse.decode(answer[body.tell():], WRITE_TXN_MARKERS_VERSION)
+    response = WriteTxnMarkersResponse.decode(frame[body.tell():], WRITE_TXN_MARKERS_VERSION)
     errors = marker_errors(response)
     for marker in markers:
         error = errors.get((marker.producer_id, marker.topic, marker.partition), Errors.UNKNOWN_SERVER_ERROR)
@@ -114,14 +108,15 @@ async def send_markers(leader: Node, markers: list[RemoteMarker], self_id: int, 
     return written
 
 
-async def forward_request(controller: Node, header: RequestHeader, request: Request) -> bytes:
-    """Send a client's request, as it came (its header too), to the controller; its response
-    frame (size prefix, header with the client's correlation id, body), for the client."""
+async def exchange(node: Node, header: RequestHeader, request: Request) -> bytes:
+    """Send one request (with this header) to ``node`` on a connection of its own; its response
+    frame as it came (size prefix, header with the request's correlation id, body). The
+    coordinator's markers and a follower's forwarding of a client's request both go this way."""
     with trio.fail_after(PEER_TIMEOUT_S):
-        stream = await trio.open_tcp_stream(controller.host, controller.port)
+        stream = await trio.open_tcp_stream(node.host, node.port)
         async with stream:
             await stream.send_all(encode_request(header, request))
-            size = await _read_exactly(stream, 4)
+            size = await _read_exactly(stream, _SIZE.size)
             (length,) = _SIZE.unpack(size)
             if not 0 < length <= MAX_RESPONSE_BYTES:
                 raise OSError(f"a response of {length} bytes")

@@ -76,16 +76,22 @@ def members(conn: psycopg.Connection[Any]) -> list[Member]:
     return [Member(int(n), str(h), int(p), str(r), s, float(age), i) for n, h, p, r, s, age, i in rows]
 
 
+# A row ``b`` of a broker serving now: a fresh heartbeat and the node's lock held (parameters: the
+# session timeout, NODE_LOCK_CLASS).
+_SERVING_NOW = (
+    " b.role <> 'standby' AND b.heartbeat_at >= now() - make_interval(secs => %s)"
+    " AND EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2"
+    " AND l.classid::bigint = %s AND l.objid::bigint = (b.node_id::bigint & 4294967295))"
+)
+
+
 def live_nodes(conn: psycopg.Connection[Any]) -> list[tuple[int, str, int, str]]:
     """The brokers serving now: a fresh heartbeat and the node's lock held (a broker's lock ends
     with its database session, so one killed leaves at once, not after the session timeout).
     (node id, host, port, role), by node id."""
     rows = conn.execute(
-        "SELECT DISTINCT ON (b.node_id) b.node_id, b.host, b.port, b.role FROM kproto_brokers b"
-        " WHERE b.role <> 'standby' AND b.heartbeat_at >= now() - make_interval(secs => %s)"
-        " AND EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2"
-        " AND l.classid::bigint = %s AND l.objid::bigint = (b.node_id::bigint & 4294967295))"
-        " ORDER BY b.node_id, b.heartbeat_at DESC", (SESSION_TIMEOUT_S, NODE_LOCK_CLASS)
+        "SELECT DISTINCT ON (b.node_id) b.node_id, b.host, b.port, b.role FROM kproto_brokers b WHERE"
+        + _SERVING_NOW + " ORDER BY b.node_id, b.heartbeat_at DESC", (SESSION_TIMEOUT_S, NODE_LOCK_CLASS)
     ).fetchall()
     return [(int(n), str(h), int(p), str(r)) for n, h, p, r in rows]
 
@@ -98,9 +104,6 @@ def acknowledge_catalog(conn: psycopg.Connection[Any], incarnation: uuid.UUID, d
 def catalog_lagging(conn: psycopg.Connection[Any], digests: list[str], self_incarnation: uuid.UUID) -> list[int]:
     """Live serving brokers (but this one) that have applied none of the catalogs with these digests."""
     rows = conn.execute(
-        "SELECT b.node_id FROM kproto_brokers b WHERE b.role <> 'standby' AND b.incarnation <> %s"
-        " AND b.heartbeat_at >= now() - make_interval(secs => %s) AND NOT coalesce(b.catalog_seen = ANY(%s), false)"
-        " AND EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2"
-        " AND l.classid::bigint = %s AND l.objid::bigint = (b.node_id::bigint & 4294967295))",
-        (self_incarnation, SESSION_TIMEOUT_S, digests, NODE_LOCK_CLASS)).fetchall()
+        "SELECT b.node_id FROM kproto_brokers b WHERE b.incarnation <> %s AND NOT coalesce(b.catalog_seen = ANY(%s),"
+        " false) AND" + _SERVING_NOW, (self_incarnation, digests, SESSION_TIMEOUT_S, NODE_LOCK_CLASS)).fetchall()
     return [int(n) for (n,) in rows]

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -35,17 +35,23 @@ NODES = (1, 2, 3)
 
 
 @contextmanager
-def three_brokers(base: Path, storage: str) -> Iterator[dict[int, BrokerProcess]]:
+def three_brokers(
+    base: Path, storage: str, extra_args: Sequence[str] = (),
+    met: Callable[[dict[int, BrokerProcess]], bool] | None = None,
+) -> Iterator[dict[int, BrokerProcess]]:
     """Three brokers on the database ``storage``; node 1 starts first and holds the coordinator lease.
     (Group settings as the exactly-once pipeline's broker has them: short sessions allowed.) Logs
-    and data directories go to ``base``; every broker is killed on the way out."""
+    and data directories go to ``base``; every broker is killed on the way out. ``extra_args`` go
+    to every broker (a ``--config`` with listeners of its own: then ``met`` tells when every
+    broker sees the others, since :func:`all_see` speaks PLAINTEXT to the first listener)."""
     brokers: dict[int, BrokerProcess] = {}
     try:
         for node in NODES:
             broker = BrokerProcess(base / f"n{node}-data", base / f"n{node}.log",
-                                   ["--storage", storage, "--node-id", str(node)], env=BROKER_ENV)
+                                   ["--storage", storage, "--node-id", str(node), *extra_args], env=BROKER_ENV)
             brokers[node] = broker.start()
-        assert wait_for(lambda: all_see(brokers, set(NODES)), TIMEOUT_S), "the brokers never met"
+        check = met or (lambda started: all_see(started, set(NODES)))
+        assert wait_for(lambda: check(brokers), TIMEOUT_S), "the brokers never met"
         yield brokers
     finally:
         for broker in brokers.values():

@@ -9,7 +9,7 @@ to make a round's writes durable (``sync``). Handlers never see which engine run
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -46,11 +46,14 @@ class CoordinationLost(StorageError):
 
 @dataclass(frozen=True)
 class Pulse:
-    """What a shared store says at a heartbeat: the live brokers, the coordinator, the catalog."""
+    """What a shared store says at a heartbeat: the live brokers, the coordinator, the catalog,
+    and a digest of every other document (ACLs, SCRAM credentials, dynamic broker configs), so
+    that a broker re-reads only what the controller changed since it last looked."""
 
     nodes: tuple[Node, ...]
     coordinator_id: int | None
     catalog: bytes | None  # the topic catalog document as stored now
+    documents: dict[str, str] = field(default_factory=dict)  # name -> digest of its stored bytes
 
 
 class Storage(Protocol):

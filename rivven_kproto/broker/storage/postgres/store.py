@@ -269,7 +269,8 @@ class PostgresStorage:
 
     def heartbeat(self, host: str, port: int) -> Pulse | None:
         """Worker thread, every ``heartbeat_interval_s``: refresh this broker's registry row, take
-        the coordinator lease if its holder is gone, and read who serves and the topic catalog."""
+        the coordinator lease if its holder is gone, and read who serves, the topic catalog and
+        the other documents' digests (md5 in the database: a few bytes each, whatever their size)."""
         registration = self.registration
         if registration is None:
             return None
@@ -286,6 +287,7 @@ class PostgresStorage:
                 registration.beat(conn)
                 nodes = live_nodes(conn)
                 row = conn.execute("SELECT data FROM kproto_documents WHERE name = 'topics.json'").fetchone()
+                digests = conn.execute("SELECT name, md5(data) FROM kproto_documents WHERE name <> 'topics.json'").fetchall()
         except psycopg.Error as exc:
             raise StorageUnavailable(f"heartbeat: {exc}") from exc
         coordinator = next((n for n, _, _, role in nodes if role == COORDINATOR), None)
@@ -294,7 +296,8 @@ class PostgresStorage:
         self._lease_unheld_beats = 0 if coordinator is not None or self.coordinating else self._lease_unheld_beats + 1
         if self.coordinating:
             coordinator = self.node_id
-        return Pulse(tuple(Node(n, h, p) for n, h, p, _ in nodes), coordinator, bytes(row[0]) if row else None)
+        return Pulse(tuple(Node(n, h, p) for n, h, p, _ in nodes), coordinator, bytes(row[0]) if row else None,
+                     {str(name): str(digest) for name, digest in digests})
 
     def acknowledge_catalog(self, digest: str) -> None:
         """Worker thread: this broker applied the catalog with this digest."""

@@ -297,3 +297,45 @@ def test_exactly_once_pipeline_on_the_cluster(tmp_path: Path, cluster: dict[int,
                          deadline_s=240)
     print(f"exactly-once pipeline on 3 brokers: {stats}; brokers killed: {target.kills}")
     assert len(target.kills) == 2 and target.kills[0] == 1 and target.kills[1] != 1
+
+
+def test_brokers_without_a_node_id_take_the_lowest_free_ones(tmp_path: Path, postgres_url: str) -> None:
+    """No --node-id on PostgreSQL: a broker takes the lowest node id whose lock it can take. Two
+    started at once get distinct ids and Metadata lists both; after one is killed, a new broker
+    takes its id again."""
+    brokers = {name: BrokerProcess(tmp_path / f"{name}-data", tmp_path / f"{name}.log", ["--storage", postgres_url],
+                                   env=BROKER_ENV) for name in ("a", "b", "c")}
+    failures: list[BaseException] = []
+
+    def start(broker: BrokerProcess) -> None:
+        try:
+            broker.start()
+        except BaseException as exc:  # noqa: BLE001 - reported by the test thread below
+            failures.append(exc)
+
+    def node_of(broker: BrokerProcess) -> int:
+        """The node id the broker serves as: Metadata's entry at its own address."""
+        (node,) = [b.node_id for b in described_by(broker).brokers if b.port == broker.port]
+        return node
+
+    try:
+        starting = [threading.Thread(target=start, args=(brokers[name],)) for name in ("a", "b")]
+        for thread in starting:
+            thread.start()
+        for thread in starting:
+            thread.join()
+        assert not failures, failures
+        a, b = brokers["a"], brokers["b"]
+        assert wait_for(lambda: all_see({0: a, 1: b}, {0, 1}), TIMEOUT_S), "the brokers never met"
+        assert {node_of(a), node_of(b)} == {0, 1}
+        for broker in (a, b):
+            assert f"node id {node_of(broker)} assigned from the database" in broker.log_text()
+        freed, kept = node_of(a), node_of(b)
+        a.kill()
+        assert wait_for(lambda: all_see({kept: b}, {kept}), TIMEOUT_S)
+        c = brokers["c"].start()
+        assert wait_for(lambda: all_see({freed: c, kept: b}, {0, 1}), TIMEOUT_S)
+        assert node_of(c) == freed
+    finally:
+        for broker in brokers.values():
+            broker.kill()

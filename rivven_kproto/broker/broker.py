@@ -15,6 +15,7 @@ Layout of the data directory::
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import uuid
 from collections.abc import Iterable, Mapping
@@ -101,7 +102,10 @@ class Broker:
         self.work = BlockingWork(inline=True)  # until a server's flusher takes the file work over
         self.unflushed: set[PartitionLogBase] = set()  # written by the broker itself (markers) since the last flush
         self.storage = open_storage(config.storage, self.data_dir, standby=config.storage_standby,
-                                    node=(config.node_id, *config.advertised))
+                                    node=(config.node_id, *config.advertised), assign_node_id=config.assign_node_id)
+        if self.storage.assigned_node_id is not None:  # no --node-id: the shared store gave one
+            config = self.config = dataclasses.replace(config, node_id=self.storage.assigned_node_id)
+            log.info("serving as node %d (assigned by the %s store)", config.node_id, self.storage.kind)
         try:
             self._load(config, now_ms)
         except BaseException:

@@ -416,6 +416,8 @@ async def serve(config: BrokerConfig, *, task_status: Any = trio.TASK_STATUS_IGN
 
 
 async def _run(broker: Broker, config: BrokerConfig, metrics: BrokerMetrics | None, task_status: Any) -> None:
+    if broker.config.node_id != config.node_id:  # assigned by the store (no --node-id)
+        config = dataclasses.replace(config, node_id=broker.config.node_id)
     if broker.storage.kind != "native" and config.transaction_version > 1:
         # A V2 Produce adds its partition to the transaction at the leader, which in a cluster of
         # brokers on one store must ask the coordinating broker: not built yet, so V1 is offered.

@@ -60,6 +60,7 @@ class Storage(Protocol):
     kind: str
     acknowledge_after_commit: bool  # every acknowledged write waits for its round's commit
     heartbeat_interval_s: float | None  # how often ``heartbeat`` runs (None: never)
+    assigned_node_id: int | None  # the node id the store gave this broker (None: the configured one)
     descriptors_per_partition: int  # open files an idle partition holds
 
     def document(self, name: str) -> Document: ...
@@ -103,11 +104,13 @@ class Storage(Protocol):
 
 
 def open_storage(
-    url: str | None, data_dir: Path, *, standby: bool = False, node: tuple[int, str, int] | None = None
+    url: str | None, data_dir: Path, *, standby: bool = False, node: tuple[int, str, int] | None = None,
+    assign_node_id: bool = False,
 ) -> Storage:
     """The engine a ``--storage`` value names (None: the native log in ``data_dir``); ``standby``:
     wait for the database's serving broker to stop instead of failing; ``node``: this broker's
-    node id and advertised address, for a shared store's registry of brokers."""
+    node id and advertised address, for a shared store's registry of brokers; ``assign_node_id``:
+    a shared store picks the node id (``assigned_node_id``), the native log keeps ``node``'s."""
     if url is None or url in ("", "native"):
         from .native import NativeStorage
 
@@ -115,5 +118,5 @@ def open_storage(
     if url.startswith(("postgresql://", "postgres://")):
         from .postgres.store import PostgresStorage
 
-        return PostgresStorage(url, standby=standby, node=node)
+        return PostgresStorage(url, standby=standby, node=node, assign_node_id=assign_node_id)
     raise ValueError(f"unknown storage {url!r}: expected postgresql://USER[:PASSWORD]@HOST[:PORT]/DB")

@@ -23,6 +23,7 @@ class NativeStorage:
     acknowledge_after_commit = False  # the fsync policy decides
     descriptors_per_partition = 3  # the active segment's log, offset index and time index stay open
     heartbeat_interval_s: float | None = None  # one process owns the directory: nobody to tell
+    assigned_node_id: int | None = None  # alone: the configured node id (default 0) stands
 
     def __init__(self, data_dir: Path) -> None:
         self.data_dir = data_dir

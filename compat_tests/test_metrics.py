@@ -73,6 +73,12 @@ class Scraper:
             time.sleep(0.2)
 
 
+def versions_of(samples: dict[str, float], name: str, api: str) -> dict[str, float]:
+    """version -> value of ``name{api=api,version=...}``."""
+    prefix = f'{name}{{api="{api}",version="'
+    return {key[len(prefix):].split('"')[0]: value for key, value in samples.items() if key.startswith(prefix)}
+
+
 @pytest.fixture(scope="module")
 def metered(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[BrokerProcess, Scraper]]:
     base: Path = tmp_path_factory.mktemp("metrics")
@@ -163,7 +169,11 @@ def test_design_metrics_are_exact_and_the_rest_consistent(metered: tuple[BrokerP
     assert samples['rivven_requests_total{api="EndTxn"}'] == 5
     assert samples['rivven_connections_opened_total{listener="PLAINTEXT"}'] >= 4
     assert samples["rivven_bytes_received_total"] > 0 and samples["rivven_bytes_sent_total"] > 0
-    assert samples['rivven_request_duration_seconds_count{api="Produce"}'] == samples['rivven_requests_total{api="Produce"}']
+    # Latency by API and version: one series per version used, counting what requests_by_version counts.
+    for api in ("Produce", "EndTxn", "Metadata"):
+        durations = versions_of(samples, "rivven_request_duration_seconds_count", api)
+        assert durations and durations == versions_of(samples, "rivven_requests_by_version_total", api), api
+        assert sum(durations.values()) == samples[f'rivven_requests_total{{api="{api}"}}'], api
     # Appended per topic equals what was produced (the duplicate not counted); one marker per
     # ended transaction; the group's one generation-less commit; fsyncs under the interval policy.
     assert samples['rivven_topic_messages_appended_total{topic="metered-txn"}'] == 6
@@ -194,9 +204,7 @@ def test_design_metrics_are_exact_and_the_rest_consistent(metered: tuple[BrokerP
     assert txn >= 1 and groups >= 1
     for log in ("segment", "txn", "groups"):  # each log kind's own fsync latency
         assert synced[f'rivven_log_fsync_duration_seconds_count{{log="{log}"}}'] >= 1
-    by_version = {name: value for name, value in samples.items()
-                  if name.startswith('rivven_requests_by_version_total{api="EndTxn",')}
-    assert sum(by_version.values()) == 5 and len(by_version) == 1  # one client, one version
+    assert list(versions_of(samples, "rivven_request_duration_seconds_count", "EndTxn").values()) == [5]  # one version
 
 
 def test_a_subscribing_consumer_counts_rebalances(metered: tuple[BrokerProcess, Scraper]) -> None:
@@ -291,6 +299,9 @@ def test_kafka_python_transactions_change_the_design_metrics_exactly(metered: tu
         "rivven_transactions_active": 0, "rivven_idempotent_producers_active": 1,
         "rivven_idempotent_duplicates_total": 0, appended: 5,
     }
+    end_txn = [sum(versions_of(scrape, "rivven_request_duration_seconds_count", "EndTxn").values())
+               for scrape in (before, middle)]
+    assert end_txn[1] - end_txn[0] == 3  # two commits and an abort, in the version kafka-python chose
 
     forgotten = KafkaProducer(bootstrap_servers=broker.bootstrap, transactional_id="metered-kp-2",
                               transaction_timeout_ms=1000)

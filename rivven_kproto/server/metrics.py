@@ -83,9 +83,9 @@ class BrokerMetrics:
             ["api", "error"], registry=r,
         )
         self.request_seconds = Histogram(
-            "rivven_request_duration_seconds", "Time from a decoded request to its encoded response, by API "
-            "(handling, including waits for data, group members or an fsync).",
-            ["api"], buckets=LATENCY_BUCKETS, registry=r,
+            "rivven_request_duration_seconds", "Time from a decoded request to its encoded response, by API and "
+            "version (handling, including waits for data, group members or an fsync).",
+            ["api", "version"], buckets=LATENCY_BUCKETS, registry=r,
         )
         self.request_queue_seconds = Histogram(
             "rivven_request_queue_seconds", "Time from a complete request frame to the decoded request, by API "
@@ -137,17 +137,18 @@ class BrokerMetrics:
         )
         r.register(_StateCollector(self, per_partition))
         # Each request touches five labelled series: their children are looked up once per API
-        # (and version), since ``labels()`` takes a lock and builds a key every time.
+        # (and version), since ``labels()`` takes a lock and builds a key every time. Only the
+        # versions clients use get series, so the version label stays a handful per API.
         self._per_api: dict[int, _ApiSeries] = {}
-        self._per_version: dict[tuple[int, int], Any] = {}
+        self._per_version: dict[tuple[int, int], tuple[Any, Any]] = {}  # (requests, duration)
 
     def _api(self, api_key: int) -> _ApiSeries:
         series = self._per_api.get(api_key)
         if series is None:
             api = api_name(api_key)
             series = self._per_api[api_key] = _ApiSeries(
-                api, self.requests.labels(api), self.request_seconds.labels(api),
-                self.request_queue_seconds.labels(api), self.response_send_seconds.labels(api),
+                api, self.requests.labels(api), self.request_queue_seconds.labels(api),
+                self.response_send_seconds.labels(api),
             )
         return series
 
@@ -202,9 +203,12 @@ class BrokerMetrics:
         series.requests.inc()
         by_version = self._per_version.get((api_key, version))
         if by_version is None:
-            by_version = self._per_version[api_key, version] = self.requests_by_version.labels(series.api, str(version))
-        by_version.inc()
-        series.seconds.observe(seconds)
+            by_version = self._per_version[api_key, version] = (
+                self.requests_by_version.labels(series.api, str(version)),
+                self.request_seconds.labels(series.api, str(version)),
+            )
+        by_version[0].inc()
+        by_version[1].observe(seconds)
         for code in error_codes(response):
             self.request_errors.labels(series.api, Errors.for_code(code).name).inc()
 
@@ -250,7 +254,6 @@ def _slices(families: list[Metric]) -> Iterator[list[Metric]]:
 class _ApiSeries:
     api: str
     requests: Any
-    seconds: Any
     queue_seconds: Any
     send_seconds: Any
 

@@ -34,6 +34,7 @@ import argparse
 import json
 import logging
 import math
+import os
 import statistics
 import subprocess
 import sys
@@ -224,6 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("tools.bench").setLevel(logging.INFO)
     counts = [int(p) for p in args.partitions.split(",")]
     pairs: dict[int, list[tuple[Run, Run]]] = {p: [] for p in counts}
+    load_at_start = os.getloadavg()  # other jobs on the machine make the throughput ratios noise
     for round_ in range(args.rounds):
         for partitions in counts:
             order = (False, True) if round_ % 2 == 0 else (True, False)  # alternate which runs first
@@ -234,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     from .__main__ import machine  # noqa: PLC0415 - the bench's machine description
 
     document = {"machine": machine(), "settings": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
-                "limit": LIMIT, "summary": {str(p): s for p, s in summary.items()},
+                "limit": LIMIT, "load_average": {"start": load_at_start, "end": os.getloadavg()}, "summary": {str(p): s for p, s in summary.items()},
                 "runs": {str(p): [[vars(plain), vars(scraped)] for plain, scraped in runs] for p, runs in pairs.items()}}
     args.json.write_text(json.dumps(document, indent=2))
     print(f"\nwrote {args.json}")

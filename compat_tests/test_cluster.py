@@ -180,6 +180,19 @@ def test_three_brokers_lead_partitions_and_coordinate_transactions(cluster: dict
         1 for p in described_by(cluster[2], ["cl-txn"]).topics[0].partitions if p.leader_id == 2)
 
 
+def test_a_producer_on_a_follower_auto_creates_a_topic(cluster: dict[int, BrokerProcess]) -> None:
+    """A producer bootstrapped only at a broker that is not the controller sends to a topic that
+    does not exist: that broker asks the controller to create it (Metadata's auto-creation, as
+    Kafka's brokers forward it), and every record acknowledged is read back through the cluster."""
+    follower = cluster[2]
+    assert described_by(follower).controller_id == 1
+    acknowledged = produce(follower.bootstrap, "cl-auto", 1, 300, "auto")
+    assert len(acknowledged) == 300
+    assert "auto-created topic cl-auto on the controller (node 1)" in follower.log_text()
+    assert wait_for(lambda: all_see(cluster, set(NODES), "cl-auto"), TIMEOUT_S)
+    assert sorted(all_values(bootstrap(cluster), "cl-auto", 1, committed=False, expected=300)) == sorted(acknowledged)
+
+
 def test_killing_the_coordinator_and_leaders_loses_nothing(cluster: dict[int, BrokerProcess]) -> None:
     servers = bootstrap(cluster)
     create(servers, "cl-kill", 6, 1)

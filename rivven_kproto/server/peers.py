@@ -1,4 +1,6 @@
-"""Requests this broker sends to the others of its cluster: the coordinator's transaction markers.
+"""Requests this broker sends to the others of its cluster: the coordinator's transaction markers,
+and a leader's AddPartitionsToTxn to the coordinator (KIP-890: verify, or with transactions V2 add,
+a producer's partition before its first transactional batch there is written).
 
 When a transaction ends, the coordinator (the broker holding the coordinator lease) writes its
 markers on the partitions it leads itself and sends a WriteTxnMarkers request to the leader of
@@ -14,6 +16,7 @@ import io
 import logging
 import struct
 from collections import defaultdict
+from typing import Any
 
 import trio
 
@@ -22,18 +25,25 @@ from rivven_kproto.broker.remote_markers import RemoteMarker
 from rivven_kproto.codec.connection import encode_request
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.headers import RequestHeader, ResponseHeader, response_header_version
+from rivven_kproto.codec.messages.add_partitions_to_txn import (
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnResponse,
+    AddPartitionsToTxnTopic,
+    AddPartitionsToTxnTransaction,
+)
 from rivven_kproto.codec.messages.write_txn_markers import (
     WritableTxnMarker,
     WritableTxnMarkerTopic,
     WriteTxnMarkersRequest,
     WriteTxnMarkersResponse,
 )
-from rivven_kproto.codec.schema import Request
+from rivven_kproto.codec.schema import Request, Response
 from rivven_kproto.server.handlers.write_txn_markers import PEER_CLIENT_PREFIX
 
 log = logging.getLogger(__name__)
 
 WRITE_TXN_MARKERS_VERSION = 1
+ADD_PARTITIONS_TO_TXN_VERSION = 5  # the broker-to-coordinator form (v4+), with TRANSACTION_ABORTABLE
 PEER_TIMEOUT_S = 30.0  # a leader that does not answer within this is asked again later
 MAX_RESPONSE_BYTES = 16 * 1024 * 1024
 _SIZE = struct.Struct(">i")
@@ -93,10 +103,7 @@ async def send_markers(leader: Node, markers: list[RemoteMarker], self_id: int, 
         log.info("WriteTxnMarkers to node %d (%s:%d) failed: %s; asked again later", leader.node_id, leader.host,
                  leader.port, exc)
         return written
-    body = io.BytesIO(frame)
-    body.seek(_SIZE.size)
-    ResponseHeader.decode_from(body, response_header_version(WriteTxnMarkersRequest, WRITE_TXN_MARKERS_VERSION))
-    response = WriteTxnMarkersResponse.decode(frame[body.tell():], WRITE_TXN_MARKERS_VERSION)
+    response = _decode(frame, WriteTxnMarkersRequest, WriteTxnMarkersResponse, WRITE_TXN_MARKERS_VERSION)
     errors = marker_errors(response)
     for marker in markers:
         error = errors.get((marker.producer_id, marker.topic, marker.partition), Errors.UNKNOWN_SERVER_ERROR)
@@ -106,6 +113,43 @@ async def send_markers(leader: Node, markers: list[RemoteMarker], self_id: int, 
             log.info("node %d did not write the marker on %s-%d: %s", leader.node_id, marker.topic,
                      marker.partition, error.name)
     return written
+
+
+def _decode(frame: bytes, request_type: type[Request], response_type: type[Response], version: int) -> Any:
+    body = io.BytesIO(frame)
+    body.seek(_SIZE.size)
+    ResponseHeader.decode_from(body, response_header_version(request_type, version))
+    return response_type.decode(frame[body.tell():], version)
+
+
+async def add_partitions_to_txn(
+    coordinator: Node, self_id: int, transactional_id: str, producer_id: int, producer_epoch: int,
+    partitions: list[tuple[str, int]], verify_only: bool,
+) -> dict[tuple[str, int], Errors]:
+    """Ask the coordinator to verify (V1) or add (V2) a producer's partitions; the error per
+    partition. The caller maps a failure to reach it (OSError, TooSlowError) itself."""
+    topics: dict[str, list[int]] = defaultdict(list)
+    for topic, index in partitions:
+        topics[topic].append(index)
+    request = AddPartitionsToTxnRequest(transactions=[AddPartitionsToTxnTransaction(
+        transactional_id=transactional_id, producer_id=producer_id, producer_epoch=producer_epoch,
+        verify_only=verify_only,
+        topics=[AddPartitionsToTxnTopic(name=name, partitions=sorted(indexes)) for name, indexes in topics.items()],
+    )])
+    header = RequestHeader(request_api_key=AddPartitionsToTxnRequest.API_KEY,
+                           request_api_version=ADD_PARTITIONS_TO_TXN_VERSION, correlation_id=1,
+                           client_id=peer_client_id(self_id))
+    frame = await exchange(coordinator, header, request)
+    response: AddPartitionsToTxnResponse = _decode(
+        frame, AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, ADD_PARTITIONS_TO_TXN_VERSION)
+    errors = dict.fromkeys(partitions, Errors(response.error_code) if response.error_code else Errors.UNKNOWN_SERVER_ERROR)
+    for result in response.results_by_transaction or ():
+        for topic_result in result.topic_results:
+            for partition in topic_result.results_by_partition:
+                key = (topic_result.name, partition.partition_index)
+                if key in errors:
+                    errors[key] = Errors(partition.partition_error_code)
+    return errors
 
 
 async def exchange(node: Node, header: RequestHeader, request: Request) -> bytes:

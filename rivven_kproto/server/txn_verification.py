@@ -75,6 +75,6 @@ async def verify_with_coordinator(broker: Broker, ctx: RequestContext, request: 
             error = errors[key]
             if error in _RETRIABLE:
                 error = Errors.NOT_ENOUGH_REPLICAS
-            elif v2 and error == Errors.PRODUCER_FENCED:
-                error = Errors.INVALID_PRODUCER_EPOCH  # as a V2 leader answers for a fenced epoch
+            elif error == Errors.PRODUCER_FENCED:
+                error = Errors.INVALID_PRODUCER_EPOCH  # Produce has no PRODUCER_FENCED: Kafka's leader translates it
             ctx.txn_verdicts[key] = TxnVerdict(error, guard)

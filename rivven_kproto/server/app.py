@@ -13,7 +13,7 @@ import errno
 import logging
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import trio
 
@@ -30,6 +30,7 @@ from rivven_kproto.codec.connection import (
     encode_unsupported_api_versions,
     frame_api_key,
 )
+from rivven_kproto.codec.messages.produce import ProduceRequest
 
 from .cluster import CONTROLLER_APIS, ClusterFollower, needs_coordinator
 from .connection_limits import ConnectionLimits, default_max_connections, raise_descriptor_limit
@@ -40,10 +41,12 @@ from .handlers import HANDLERS
 from .handlers._group_wait import wake_keys
 from .handlers.api_versions import supported_versions
 from .handlers.fetch import APPENDED
+from .handlers.produce import API_KEY as PRODUCE_API_KEY
 from .http import serve_metrics
 from .log_limits import RateLimitedLog
 from .metrics import BrokerMetrics
 from .session import SASL_MAX_RECEIVE_BYTES, ListenerRuntime, Session, open_listeners, raw_sasl_token
+from .txn_verification import verify_with_coordinator
 
 log = logging.getLogger(__name__)
 
@@ -270,6 +273,8 @@ class Server:
         )
         coordinator_writes, critical = self.broker.coordinator_writes, self.broker.work.critical_submitted
         catalog_saves = self.broker.store.saves
+        if event.api_key == PRODUCE_API_KEY and not self.broker.coordinating:
+            await verify_with_coordinator(self.broker, ctx, cast(ProduceRequest, event.request), event.api_version)
         if handler.prepare is not None:
             await handler.prepare(ctx, event.request, self.cpu_limiter)
             ctx.now_ms = wall_clock_ms()
@@ -418,12 +423,6 @@ async def serve(config: BrokerConfig, *, task_status: Any = trio.TASK_STATUS_IGN
 async def _run(broker: Broker, config: BrokerConfig, metrics: BrokerMetrics | None, task_status: Any) -> None:
     if broker.config.node_id != config.node_id:  # assigned by the store (no --node-id)
         config = dataclasses.replace(config, node_id=broker.config.node_id)
-    if broker.storage.kind != "native" and config.transaction_version > 1:
-        # A V2 Produce adds its partition to the transaction at the leader, which in a cluster of
-        # brokers on one store must ask the coordinating broker: not built yet, so V1 is offered.
-        log.info("transaction.version %d is finalized at 1 on a shared store (transactions V2 needs a "
-                 "leader-to-coordinator AddPartitionsToTxn, not built yet)", config.transaction_version)
-        config = dataclasses.replace(config, transaction_version=1)
     try:
         config, bound = await open_listeners(config)
     except BaseException:

@@ -1,4 +1,6 @@
-"""Requests this broker sends to the others of its cluster: transaction markers, topic creation.
+"""Requests this broker sends to the others of its cluster: transaction markers, topic creation,
+and a leader's AddPartitionsToTxn to the coordinator (KIP-890: verify, or with transactions V2 add,
+a producer's partition before its first transactional batch there is written).
 
 When a transaction ends, the coordinator (the broker holding the coordinator lease) writes its
 markers on the partitions it leads itself and sends a WriteTxnMarkers request to the leader of
@@ -24,6 +26,12 @@ from rivven_kproto.broker.remote_markers import RemoteMarker
 from rivven_kproto.codec.connection import encode_request
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.headers import RequestHeader, ResponseHeader, response_header_version
+from rivven_kproto.codec.messages.add_partitions_to_txn import (
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnResponse,
+    AddPartitionsToTxnTopic,
+    AddPartitionsToTxnTransaction,
+)
 from rivven_kproto.codec.messages.create_topics import (
     CreatableTopic,
     CreateTopicsRequest,
@@ -41,6 +49,7 @@ log = logging.getLogger(__name__)
 
 PEER_CLIENT_PREFIX = "kproto-broker-"  # the client id of the requests brokers of our cluster send each other
 WRITE_TXN_MARKERS_VERSION = 1
+ADD_PARTITIONS_TO_TXN_VERSION = 5  # the broker-to-coordinator form (v4+), with TRANSACTION_ABORTABLE
 CREATE_TOPICS_VERSION = 4  # the first with -1 (the controller's default) partitions and replication factor
 PEER_TIMEOUT_S = 30.0  # a leader that does not answer within this is asked again later
 MAX_RESPONSE_BYTES = 16 * 1024 * 1024
@@ -120,6 +129,31 @@ async def create_topics(controller: Node, names: list[str], self_id: int, timeou
         timeout_ms=timeout_ms, validate_only=False)
     response = await call(controller, request, CREATE_TOPICS_VERSION, CreateTopicsResponse, self_id)
     return {result.name: Errors(result.error_code) for result in response.topics}
+
+
+async def add_partitions_to_txn(
+    coordinator: Node, self_id: int, transactional_id: str, producer_id: int, producer_epoch: int,
+    partitions: list[tuple[str, int]], verify_only: bool,
+) -> dict[tuple[str, int], Errors]:
+    """Ask the coordinator to verify (V1) or add (V2) a producer's partitions; the error per
+    partition. The caller maps a failure to reach it (OSError, TooSlowError) itself."""
+    topics: dict[str, list[int]] = defaultdict(list)
+    for topic, index in partitions:
+        topics[topic].append(index)
+    request = AddPartitionsToTxnRequest(transactions=[AddPartitionsToTxnTransaction(
+        transactional_id=transactional_id, producer_id=producer_id, producer_epoch=producer_epoch,
+        verify_only=verify_only,
+        topics=[AddPartitionsToTxnTopic(name=name, partitions=sorted(indexes)) for name, indexes in topics.items()],
+    )])
+    response = await call(coordinator, request, ADD_PARTITIONS_TO_TXN_VERSION, AddPartitionsToTxnResponse, self_id)
+    errors = dict.fromkeys(partitions, Errors(response.error_code) if response.error_code else Errors.UNKNOWN_SERVER_ERROR)
+    for result in response.results_by_transaction or ():
+        for topic_result in result.topic_results:
+            for partition in topic_result.results_by_partition:
+                key = (topic_result.name, partition.partition_index)
+                if key in errors:
+                    errors[key] = Errors(partition.partition_error_code)
+    return errors
 
 
 async def call(node: Node, request: Request, version: int, response_cls: type[R], self_id: int) -> R:

@@ -1,0 +1,106 @@
+"""Writing a response frame to a connection, file regions by ``sendfile`` where possible.
+
+A :class:`~rivven_kproto.codec.splice.Frame` is encoded bytes interleaved with file regions
+(Fetch's record batches, see ``broker/log/region.py``). On a plain trio ``SocketStream`` the
+bytes pieces go out with ``send`` (``MSG_MORE`` while more follows, so a partition's small header
+rides in the same TCP segment as its batches) and each region with ``os.sendfile`` on the socket:
+the kernel copies the page cache to the socket, Python never sees the bytes. The socket is
+non-blocking (trio's), so ``sendfile`` stops at a full send buffer (a partial count, or
+``BlockingIOError``) and we wait for writability. Any other stream (TLS, a test's memory stream)
+gets the regions read with ``pread`` (on a worker thread when large) and sent as bytes.
+
+Either way the frame's regions are released once it is sent or the sending fails.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+
+import trio
+
+from rivven_kproto.broker.log.region import FileRegion
+from rivven_kproto.codec.splice import ExternalBytes, Frame
+
+log = logging.getLogger(__name__)
+
+# Regions at least this large are read on a worker thread when they cannot be sent with sendfile.
+THREAD_READ_BYTES = 256 * 1024
+MSG_MORE = getattr(socket, "MSG_MORE", 0)
+
+
+class ShortRegion(trio.BrokenResourceError):
+    """A region's file ended before its promised length (truncated under the fetch): the frame
+    cannot be completed, so the connection is closed (the client retries the fetch)."""
+
+
+async def send_reply(stream: trio.abc.Stream, reply: bytes | Frame, limiter: trio.CapacityLimiter | None = None) -> int:
+    """Send one response frame; returns the bytes written."""
+    if isinstance(reply, bytes):
+        await stream.send_all(reply)
+        return len(reply)
+    try:
+        if isinstance(stream, trio.SocketStream):
+            await _send_zero_copy(stream, reply)
+        else:
+            await stream.send_all(await _materialize(reply, limiter))
+    finally:
+        reply.release()
+    return reply.size
+
+
+async def _materialize(frame: Frame, limiter: trio.CapacityLimiter | None) -> bytes:
+    """The frame as bytes (the fallback): small regions read inline, large ones on a thread."""
+    if sum(piece.size for piece in frame.external) >= THREAD_READ_BYTES:
+        return await trio.to_thread.run_sync(frame.materialize, limiter=limiter)
+    return frame.materialize()
+
+
+async def _send_zero_copy(stream: trio.SocketStream, frame: Frame) -> None:
+    sock = stream.socket
+    pending: list[bytes] = []
+    for index, piece in enumerate(frame.pieces):
+        if isinstance(piece, bytes):
+            pending.append(piece)
+            continue
+        if pending:
+            await _send_bytes(sock, b"".join(pending), more=True)
+            pending = []
+        await _send_external(sock, piece, last=index == len(frame.pieces) - 1)
+    if pending:
+        await _send_bytes(sock, b"".join(pending), more=False)
+
+
+async def _send_bytes(sock: trio.socket.SocketType, data: bytes, *, more: bool) -> None:
+    view = memoryview(data)
+    flags = MSG_MORE if more else 0
+    while view:
+        try:
+            sent = await sock.send(view, flags)
+        except OSError as exc:
+            raise trio.BrokenResourceError(f"socket send failed: {exc}") from exc
+        view = view[sent:]
+
+
+async def _send_external(sock: trio.socket.SocketType, piece: ExternalBytes, *, last: bool) -> None:
+    if not isinstance(piece, FileRegion):
+        await _send_bytes(sock, piece.read(), more=not last)
+        return
+    out = sock.fileno()
+    for fd, position, length in piece.parts:
+        offset, end = position, position + length
+        while offset < end:
+            try:
+                sent = os.sendfile(out, fd, offset, end - offset)
+            except BlockingIOError:
+                await trio.lowlevel.wait_writable(sock)
+                continue
+            except OSError as exc:
+                raise trio.BrokenResourceError(f"sendfile failed: {exc}") from exc
+            if sent == 0:
+                log.error("a segment file ended %d bytes short of a fetch's region; closing the connection",
+                          end - offset)
+                raise ShortRegion("segment file shortened under a fetch")
+            offset += sent
+            await trio.lowlevel.checkpoint()  # a fast reader never fills the buffer: let others run

@@ -203,9 +203,10 @@ class Server:
                         await trio.sleep(self.config.security.failed_authentication_delay_ms / 1000)
                     if reply is not None:
                         sending = time.perf_counter()
-                        sent = await send_reply(stream, reply, self.cpu_limiter)
+                        sent, spliced = await send_reply(stream, reply, self.cpu_limiter)
                         if self.metrics is not None:
                             self.metrics.bytes_sent.inc(sent)
+                            self.metrics.bytes_sent_zero_copy.inc(spliced)
                             if api_key is not None:
                                 self.metrics.observe_send(api_key, time.perf_counter() - sending)
                     if session.failed_authentication:

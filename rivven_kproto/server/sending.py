@@ -35,19 +35,20 @@ class ShortRegion(trio.BrokenResourceError):
     cannot be completed, so the connection is closed (the client retries the fetch)."""
 
 
-async def send_reply(stream: trio.abc.Stream, reply: bytes | Frame, limiter: trio.CapacityLimiter | None = None) -> int:
-    """Send one response frame; returns the bytes written."""
+async def send_reply(
+    stream: trio.abc.Stream, reply: bytes | Frame, limiter: trio.CapacityLimiter | None = None
+) -> tuple[int, int]:
+    """Send one response frame; returns (bytes written, of which by sendfile)."""
     if isinstance(reply, bytes):
         await stream.send_all(reply)
-        return len(reply)
+        return len(reply), 0
     try:
         if isinstance(stream, trio.SocketStream):
-            await _send_zero_copy(stream, reply)
-        else:
-            await stream.send_all(await _materialize(reply, limiter))
+            return reply.size, await _send_zero_copy(stream, reply)
+        await stream.send_all(await _materialize(reply, limiter))
+        return reply.size, 0
     finally:
         reply.release()
-    return reply.size
 
 
 async def _materialize(frame: Frame, limiter: trio.CapacityLimiter | None) -> bytes:
@@ -57,8 +58,9 @@ async def _materialize(frame: Frame, limiter: trio.CapacityLimiter | None) -> by
     return frame.materialize()
 
 
-async def _send_zero_copy(stream: trio.SocketStream, frame: Frame) -> None:
+async def _send_zero_copy(stream: trio.SocketStream, frame: Frame) -> int:
     sock = stream.socket
+    spliced = 0
     pending: list[bytes] = []
     for index, piece in enumerate(frame.pieces):
         if isinstance(piece, bytes):
@@ -67,9 +69,10 @@ async def _send_zero_copy(stream: trio.SocketStream, frame: Frame) -> None:
         if pending:
             await _send_bytes(sock, b"".join(pending), more=True)
             pending = []
-        await _send_external(sock, piece, last=index == len(frame.pieces) - 1)
+        spliced += await _send_external(sock, piece, last=index == len(frame.pieces) - 1)
     if pending:
         await _send_bytes(sock, b"".join(pending), more=False)
+    return spliced
 
 
 async def _send_bytes(sock: trio.socket.SocketType, data: bytes, *, more: bool) -> None:
@@ -83,10 +86,11 @@ async def _send_bytes(sock: trio.socket.SocketType, data: bytes, *, more: bool) 
         view = view[sent:]
 
 
-async def _send_external(sock: trio.socket.SocketType, piece: ExternalBytes, *, last: bool) -> None:
+async def _send_external(sock: trio.socket.SocketType, piece: ExternalBytes, *, last: bool) -> int:
+    """Send one external piece; returns the bytes sent by sendfile."""
     if not isinstance(piece, FileRegion):
         await _send_bytes(sock, piece.read(), more=not last)
-        return
+        return 0
     out = sock.fileno()
     for fd, position, length in piece.parts:
         offset, end = position, position + length
@@ -104,3 +108,4 @@ async def _send_external(sock: trio.socket.SocketType, piece: ExternalBytes, *, 
                 raise ShortRegion("segment file shortened under a fetch")
             offset += sent
             await trio.lowlevel.checkpoint()  # a fast reader never fills the buffer: let others run
+    return piece.size

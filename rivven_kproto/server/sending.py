@@ -2,8 +2,7 @@
 
 A :class:`~rivven_kproto.codec.splice.Frame` is encoded bytes interleaved with file regions
 (Fetch's record batches, see ``broker/log/region.py``). On a plain trio ``SocketStream`` the
-bytes pieces go out with ``send`` (``MSG_MORE`` while more follows, so a partition's small header
-rides in the same TCP segment as its batches) and each region with ``os.sendfile`` on the socket:
+bytes pieces go out with ``send_all`` and each region with ``os.sendfile`` on the socket:
 the kernel copies the page cache to the socket, Python never sees the bytes. The socket is
 non-blocking (trio's), so ``sendfile`` stops at a full send buffer (a partial count, or
 ``BlockingIOError``) and we wait for writability. Any other stream (TLS, a test's memory stream)
@@ -16,18 +15,16 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 
 import trio
 
 from rivven_kproto.broker.log.region import FileRegion
-from rivven_kproto.codec.splice import ExternalBytes, Frame
+from rivven_kproto.codec.splice import Frame
 
 log = logging.getLogger(__name__)
 
 # Regions at least this large are read on a worker thread when they cannot be sent with sendfile.
 THREAD_READ_BYTES = 256 * 1024
-MSG_MORE = getattr(socket, "MSG_MORE", 0)
 
 
 class ShortRegion(trio.BrokenResourceError):
@@ -59,40 +56,31 @@ async def _materialize(frame: Frame, limiter: trio.CapacityLimiter | None) -> by
 
 
 async def _send_zero_copy(stream: trio.SocketStream, frame: Frame) -> int:
-    sock = stream.socket
+    """Bytes pieces (adjacent ones joined) with ``send_all``, regions with ``sendfile``; returns
+    the bytes sent by sendfile. (No ``MSG_MORE`` on the bytes: Linux then held the next sendfile's
+    data back for ~200 ms, the corking timer, on every response.)"""
     spliced = 0
     pending: list[bytes] = []
-    for index, piece in enumerate(frame.pieces):
+    for piece in frame.pieces:
         if isinstance(piece, bytes):
             pending.append(piece)
             continue
         if pending:
-            await _send_bytes(sock, b"".join(pending), more=True)
+            await stream.send_all(b"".join(pending))
             pending = []
-        spliced += await _send_external(sock, piece, last=index == len(frame.pieces) - 1)
+        if isinstance(piece, FileRegion):
+            await _sendfile(stream.socket, piece)
+            spliced += piece.size
+        else:
+            await stream.send_all(piece.read())
     if pending:
-        await _send_bytes(sock, b"".join(pending), more=False)
+        await stream.send_all(b"".join(pending))
     return spliced
 
 
-async def _send_bytes(sock: trio.socket.SocketType, data: bytes, *, more: bool) -> None:
-    view = memoryview(data)
-    flags = MSG_MORE if more else 0
-    while view:
-        try:
-            sent = await sock.send(view, flags)
-        except OSError as exc:
-            raise trio.BrokenResourceError(f"socket send failed: {exc}") from exc
-        view = view[sent:]
-
-
-async def _send_external(sock: trio.socket.SocketType, piece: ExternalBytes, *, last: bool) -> int:
-    """Send one external piece; returns the bytes sent by sendfile."""
-    if not isinstance(piece, FileRegion):
-        await _send_bytes(sock, piece.read(), more=not last)
-        return 0
+async def _sendfile(sock: trio.socket.SocketType, region: FileRegion) -> None:
     out = sock.fileno()
-    for fd, position, length in piece.parts:
+    for fd, position, length in region.parts:
         offset, end = position, position + length
         while offset < end:
             try:
@@ -108,4 +96,3 @@ async def _send_external(sock: trio.socket.SocketType, piece: ExternalBytes, *, 
                 raise ShortRegion("segment file shortened under a fetch")
             offset += sent
             await trio.lowlevel.checkpoint()  # a fast reader never fills the buffer: let others run
-    return piece.size

@@ -107,10 +107,18 @@ class FileRegion(ExternalBytes):
         self.parts = kept
         return size
 
-    def advise(self) -> None:
-        """Ask the kernel to start reading the region's pages now (sendfile runs on the event loop)."""
-        for fd, position, length in self.parts:
-            os.posix_fadvise(fd, position, length, os.POSIX_FADV_WILLNEED)
+    def warm(self) -> None:
+        """Bring the region's pages into the page cache now, on the calling (worker) thread, so
+        the event loop's sendfile finds them there instead of waiting for the disk: a sendfile to
+        /dev/null reads the pages without copying them anywhere (microseconds per MiB when cached)."""
+        sink = os.open(os.devnull, os.O_WRONLY)
+        try:
+            for fd, position, length in self.parts:
+                offset, end = position, position + length
+                while offset < end and (sent := os.sendfile(sink, fd, offset, end - offset)) > 0:
+                    offset += sent
+        finally:
+            os.close(sink)
 
     def read(self) -> bytes:
         chunks: list[bytes] = []

@@ -48,8 +48,9 @@ class ColdRead:
     """A read of sealed segments, prepared on the loop, run once on any thread.
 
     ``zero_copy``: locate the batches instead of copying them (a :class:`FileRegion` the server
-    sends with ``sendfile``, its pages asked for now so that sending waits less for the disk);
-    a region smaller than ``ZERO_COPY_MIN_BYTES`` is read into bytes all the same."""
+    sends with ``sendfile``), and bring its pages into the page cache here, so that sending on
+    the event loop does not wait for the disk; a region smaller than ``ZERO_COPY_MIN_BYTES`` is
+    read into bytes all the same."""
 
     offset: int
     max_bytes: int
@@ -69,7 +70,7 @@ class ColdRead:
                     data = region.read()
                     region.release()
                     return data
-                region.advise()
+                region.warm()
             except BaseException:
                 region.release()
                 raise

@@ -120,3 +120,29 @@ def test_an_unsent_region_closes_its_descriptors_when_dropped(tmp_path: Path) ->
     for fd in fds:
         with pytest.raises(OSError):
             os.fstat(fd)
+
+
+def _cached(fd: int, position: int, length: int) -> bool:
+    """Whether a read of these bytes would not wait for the disk (preadv with RWF_NOWAIT)."""
+    try:
+        return os.preadv(fd, [bytearray(length)], position, os.RWF_NOWAIT) == length
+    except BlockingIOError:
+        return False
+
+
+def test_a_cold_region_is_brought_into_the_page_cache_by_the_worker(tmp_path: Path) -> None:
+    log = filled(tmp_path)
+    log.flush()
+    for path in tmp_path.glob("*.log"):
+        fd = os.open(path, os.O_RDONLY)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.close(fd)
+    first = log._segments[0]  # noqa: SLF001
+    if _cached(first.descriptor, 0, first.size):
+        pytest.skip("this file system keeps the pages (tmpfs?): nothing to bring in")
+    plan = log.plan_cold_read(0, 1 << 20, UNCOMMITTED, zero_copy=True)
+    assert plan is not None
+    region = plan.run()
+    assert isinstance(region, FileRegion)
+    assert all(_cached(fd, position, length) for fd, position, length in region.parts)
+    region.release()

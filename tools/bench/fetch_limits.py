@@ -9,6 +9,7 @@ fresh broker: produce ``--bytes`` into one partition, then read it all back ``--
 * ``raw``: one connection sending Fetch v11 with librdkafka's default budgets (fetch.max.bytes
   50 MiB, max.partition.fetch.bytes 1 MiB), one request in flight, the response decoded by our
   codec but its records only walked for the next offset: what the broker can serve to one reader;
+  with the broker's CPU seconds per GB sent (all its threads; steadier than MB/s on a busy machine);
 * ``consumer``: confluent-kafka's consumer (``workloads.consume``), what an application sees.
 
 and, from the same broker's segment files (ours only), the machine's limits:
@@ -41,7 +42,7 @@ from rivven_kproto.codec.headers import RequestHeader, ResponseHeader, response_
 from rivven_kproto.codec.messages.fetch import FetchPartition, FetchRequest, FetchResponse, FetchTopic
 from rivven_kproto.codec.records.batch import iter_headers
 
-from . import brokers
+from . import brokers, procstats
 from . import workloads as w
 
 log = logging.getLogger("tools.bench.fetch_limits")
@@ -169,14 +170,17 @@ def point(target: brokers.Target, size: int, total_bytes: int, rounds: int) -> d
         w.produce(running.bootstrap, topic, count, 1, size=size, client=big,
                   topic_config={"max.message.bytes": limit} if big else None)
         raw: list[float] = []
+        cpu: list[float] = []
         for _ in range(rounds):
+            before = procstats.usage(running.pid).cpu_s
             seconds, received = raw_fetch(running.bootstrap, topic, count)
             raw.append(received / seconds / 1e6)
+            cpu.append((procstats.usage(running.pid).cpu_s - before) / (received / 1e9))
         consumer = [w.consume(running.bootstrap, topic, count, 1, "read_uncommitted", size=size,
                               client={"fetch.max.bytes": limit, "max.partition.fetch.bytes": limit} if big else None
                               ).mb_per_s for _ in range(rounds)]
         result: dict[str, Any] = {"messages": count, "record_bytes": received, "raw_mb_per_s": raw,
-                                  "consumer_mb_per_s": consumer}
+                                  "raw_broker_cpu_s_per_gb": cpu, "consumer_mb_per_s": consumer}
         files = segment_files(Path(running.data.name) / "data", topic)
         if files:  # ours: the machine's limits on the same files
             result["loopback_sendfile_mb_per_s"] = [loopback_sendfile(files, 3) for _ in range(rounds)]
@@ -213,9 +217,9 @@ def main(argv: list[str] | None = None) -> int:
             log.info("%s size=%d: %s", target.name, size, figures)
     results["load_after"] = os.getloadavg()
     args.json.write_text(json.dumps(results, indent=1))
-    keys = ("raw_mb_per_s", "consumer_mb_per_s", "loopback_sendfile_mb_per_s", "disk_cached_mb_per_s",
+    keys = ("raw_mb_per_s", "raw_broker_cpu_s_per_gb", "consumer_mb_per_s", "loopback_sendfile_mb_per_s", "disk_cached_mb_per_s",
             "disk_cold_mb_per_s")
-    print(f"{'broker':14} {'size':>8}  " + "  ".join(f"{k.removesuffix('_mb_per_s'):>17}" for k in keys))
+    print(f"{'broker':14} {'size':>8}  " + "  ".join(f"{k.removesuffix('_mb_per_s')[-17:]:>17}" for k in keys))
     for name, points in results["points"].items():
         for size, figures in points.items():
             cells = [f"{statistics.median(figures[k]):17.1f}" if k in figures else f"{'':17}" for k in keys]

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from rivven_kproto.broker.broker import Broker
 from rivven_kproto.broker.config import BrokerConfig
 from rivven_kproto.broker.log.base import PartitionLogBase as PartitionLog
+from rivven_kproto.broker.log.region import FileRegion
 from rivven_kproto.broker.log.validation import RecordCheck
 from rivven_kproto.broker.security.acls import CLUSTER_NAME, Operation, ResourceType
 from rivven_kproto.codec.errors import Errors, KafkaError
@@ -50,7 +51,9 @@ class RequestContext:
     prepared: dict[PartitionKey, RecordCheck | KafkaError] = field(default_factory=dict)
     # Fetch: reads of sealed segments done on a worker thread before the handler runs, by
     # partition: (fetch offset, whole batches read).
-    prefetched: dict[PartitionKey, tuple[int, bytes]] = field(default_factory=dict)
+    prefetched: dict[PartitionKey, tuple[int, bytes | FileRegion]] = field(default_factory=dict)
+    # Fetch may answer with file regions (sent by ``sendfile``): the connection is a plain socket.
+    zero_copy: bool = False
     # ListOffsets by timestamp, looked up by ``prepare`` on a worker thread (PostgreSQL engine).
     looked_up: dict[PartitionKey, tuple[int, int] | None | OSError] = field(default_factory=dict)
     # Produce on a leader that does not coordinate: the coordinator's verdicts on first

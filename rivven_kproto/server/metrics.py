@@ -98,6 +98,9 @@ class BrokerMetrics:
         )
         self.bytes_received = Counter("rivven_bytes_received", "Bytes read from client connections.", registry=r)
         self.bytes_sent = Counter("rivven_bytes_sent", "Bytes written to client connections.", registry=r)
+        self.bytes_sent_zero_copy = Counter(
+            "rivven_bytes_sent_zero_copy", "Of rivven_bytes_sent, record bytes the kernel copied from segment "
+            "files to the socket (sendfile: plaintext Fetch responses).", registry=r)
         self.connections = Gauge("rivven_connections", "Open client connections, by listener.", ["listener"], registry=r)
         self.connections_opened = Counter("rivven_connections_opened", "Connections accepted, by listener.",
                                           ["listener"], registry=r)

@@ -3,6 +3,9 @@
 The runner starts one such process per cell, so a hung client can be killed at the cell's timeout
 and no client state leaks between cells. The outcome is the last stdout line starting with
 ``MATRIX-RESULT``; everything else a client prints is ignored (and kept for timeouts).
+``--batch '<json list of specs>'`` runs several cells one after the other in this process (the
+JVM clients' cells share one Spark session: starting one per cell was most of the matrix's time),
+one ``MATRIX-RESULT`` line each, carrying its index in the list.
 """
 
 from __future__ import annotations
@@ -43,6 +46,12 @@ def run(spec: dict) -> dict:
 
 
 def main() -> None:
+    if sys.argv[1] == "--batch":
+        for index, spec in enumerate(json.loads(sys.argv[2])):
+            result = run(spec)
+            sys.stdout.flush()
+            print(MARKER + json.dumps({**result, "index": index}), flush=True)
+        return
     result = run(json.loads(sys.argv[1]))
     sys.stdout.flush()
     print(MARKER + json.dumps(result), flush=True)

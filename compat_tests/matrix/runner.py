@@ -28,8 +28,9 @@ from .model import BY_ID, CAPABILITIES, FAIL, NA, Capability, Client, Outcome, d
 
 ROOT = Path(__file__).resolve().parents[2]
 STARTUP_GRACE_S = 10.0  # interpreter + client imports, on top of the scenario's own budget
-# Clients that start a JVM (PySpark: a Spark session per cell) need far longer on a busy 2-core
-# machine than the scenario itself; a loaded CI run took more than 55 s just to get a session.
+# Clients that start a JVM (PySpark: a Spark session) need far longer on a busy 2-core machine
+# than the scenario itself; a loaded CI run took more than 55 s just to get a session. Their
+# cells run one after the other in one process (one session), within the sum of their budgets.
 JVM_CLIENTS = {"pyspark"}
 JVM_FACTOR = 4.0
 
@@ -93,7 +94,7 @@ def _kill_group(pgid: int) -> None:
         pass
 
 
-def _run_cell(bootstrap: str, cell: Cell, secured: dict[str, dict[str, str]]) -> Outcome:
+def _spec(bootstrap: str, cell: Cell, secured: dict[str, dict[str, str]]) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "client": cell.module,
         "capability": cell.capability.id,
@@ -105,12 +106,17 @@ def _run_cell(bootstrap: str, cell: Cell, secured: dict[str, dict[str, str]]) ->
     if cell.capability.secured:
         profile = dict(secured[cell.capability.secured])
         spec.update(bootstrap=profile.pop("bootstrap.servers"), security=profile, plain_bootstrap=bootstrap)
-    started = time.monotonic()
+    return spec
+
+
+def _run_process(args: list[str], limit: float) -> tuple[bytes, bytes, int | None, bool]:
+    """Run a cell process (its own process group, killed at the end); stdout, stderr, exit code,
+    and whether it ran out of time."""
     env = dict(
         os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     )
     process = subprocess.Popen(
-        [sys.executable, "-m", "compat_tests.matrix.cell", json.dumps(spec)],
+        [sys.executable, "-m", "compat_tests.matrix.cell", *args],
         cwd=ROOT,
         env=env,
         stdin=subprocess.DEVNULL,
@@ -118,33 +124,61 @@ def _run_cell(bootstrap: str, cell: Cell, secured: dict[str, dict[str, str]]) ->
         stderr=subprocess.PIPE,
         start_new_session=True,
     )
-    limit = cell_budget(cell) + STARTUP_GRACE_S
     try:
         out, err = process.communicate(timeout=limit)
+        return out, err, process.returncode, False
     except subprocess.TimeoutExpired:
         _kill_group(process.pid)
         out, err = process.communicate()
-        tail = [line for line in err.decode(errors="replace").splitlines() if line.strip()][-1:]
-        detail = f"timed out after {limit:.0f} s" + (f"; last output: {tail[0][:200]}" if tail else "")
-        return Outcome(cell.client.name, cell.capability.id, FAIL, detail, time.monotonic() - started)
+        return out, err, process.returncode, True
     finally:
         _kill_group(process.pid)  # the cell's children (kcat, node) go with it
-    results = [
-        line[len(MARKER) :] for line in out.decode(errors="replace").splitlines() if line.startswith(MARKER)
+
+
+def _results(out: bytes) -> list[dict[str, Any]]:
+    return [
+        json.loads(line[len(MARKER) :]) for line in out.decode(errors="replace").splitlines() if line.startswith(MARKER)
     ]
-    if not results:
-        tail = err.decode(errors="replace").strip().splitlines()[-3:]
-        return Outcome(
-            cell.client.name,
-            cell.capability.id,
-            FAIL,
-            f"cell process exited {process.returncode} without a result: {' | '.join(tail)[:300]}",
-            time.monotonic() - started,
-        )
-    result = json.loads(results[-1])
-    return Outcome(
-        cell.client.name, cell.capability.id, result["status"], result["detail"], result["duration_s"]
-    )
+
+
+def _missing(cell: Cell, err: bytes, returncode: int | None, timed_out: bool, limit: float, elapsed: float) -> Outcome:
+    """The outcome of a cell whose process gave no result."""
+    lines = [line for line in err.decode(errors="replace").splitlines() if line.strip()]
+    if timed_out:
+        detail = f"timed out after {limit:.0f} s" + (f"; last output: {lines[-1][:200]}" if lines else "")
+    else:
+        detail = f"cell process exited {returncode} without a result: {' | '.join(lines[-3:])[:300]}"
+    return Outcome(cell.client.name, cell.capability.id, FAIL, detail, elapsed)
+
+
+def _run_cell(bootstrap: str, cell: Cell, secured: dict[str, dict[str, str]]) -> list[Outcome]:
+    started = time.monotonic()
+    limit = cell_budget(cell) + STARTUP_GRACE_S
+    out, err, returncode, timed_out = _run_process([json.dumps(_spec(bootstrap, cell, secured))], limit)
+    results = _results(out)
+    if timed_out or not results:
+        return [_missing(cell, err, returncode, timed_out, limit, time.monotonic() - started)]
+    result = results[-1]
+    return [Outcome(cell.client.name, cell.capability.id, result["status"], result["detail"], result["duration_s"])]
+
+
+def _run_batch(bootstrap: str, cells: list[Cell], secured: dict[str, dict[str, str]]) -> list[Outcome]:
+    """A JVM client's cells one after the other in one process (one Spark session for all);
+    cells the process did not reach fail with its timeout or exit."""
+    started = time.monotonic()
+    limit = sum(cell_budget(cell) for cell in cells) + STARTUP_GRACE_S
+    specs = [_spec(bootstrap, cell, secured) for cell in cells]
+    out, err, returncode, timed_out = _run_process(["--batch", json.dumps(specs)], limit)
+    by_index = {result["index"]: result for result in _results(out)}
+    outcomes = []
+    for index, cell in enumerate(cells):
+        result = by_index.get(index)
+        if result is None:
+            outcomes.append(_missing(cell, err, returncode, timed_out, limit, time.monotonic() - started))
+        else:
+            outcomes.append(Outcome(cell.client.name, cell.capability.id, result["status"], result["detail"],
+                                    result["duration_s"]))
+    return outcomes
 
 
 def plan(
@@ -198,21 +232,31 @@ def run_matrix(
 
     done = 0
 
-    def run(cell: Cell) -> Outcome:
+    def run(job: Callable[[], list[Outcome]]) -> list[Outcome]:
         nonlocal done
-        outcome = _run_cell(bootstrap, cell, secured)
-        done += 1
-        if progress:
-            progress(
-                f"[{done:3d}/{len(cells)}] {outcome.client} / {outcome.capability}: {outcome.status} "
-                f"({outcome.duration_s:.1f}s){'' if outcome.status == 'pass' else ' ' + outcome.detail[:160]}"
-            )
-        return outcome
+        finished = job()
+        for outcome in finished:
+            done += 1
+            if progress:
+                progress(
+                    f"[{done:3d}/{len(cells)}] {outcome.client} / {outcome.capability}: {outcome.status} "
+                    f"({outcome.duration_s:.1f}s){'' if outcome.status == 'pass' else ' ' + outcome.detail[:160]}"
+                )
+        return finished
 
-    # Longest first, so the slow group rows do not end up alone at the tail.
-    ordered = sorted(cells, key=lambda c: -c.capability.timeout_s)
+    # A JVM client's cells are one job (started first: it is the longest), the others one job
+    # per cell, longest first, so the slow group rows do not end up alone at the tail.
+    batched = [cell for cell in cells if cell.client.name in JVM_CLIENTS]
+    single = sorted((cell for cell in cells if cell.client.name not in JVM_CLIENTS),
+                    key=lambda c: -c.capability.timeout_s)
+    jobs_list: list[Callable[[], list[Outcome]]] = []
+    for name in sorted({cell.client.name for cell in batched}):
+        mine = [cell for cell in batched if cell.client.name == name]
+        jobs_list.append(lambda mine=mine: _run_batch(bootstrap, mine, secured))
+    jobs_list += [lambda cell=cell: _run_cell(bootstrap, cell, secured) for cell in single]
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        outcomes += list(pool.map(run, ordered))
+        for finished in pool.map(run, jobs_list):
+            outcomes += finished
 
     order = {(c.name, cap.id): (i, j) for i, c in enumerate(clients) for j, cap in enumerate(CAPABILITIES)}
     outcomes.sort(key=lambda o: order[(o.client, o.capability)])

@@ -6,7 +6,7 @@ the security options as a Spark user sets them) and read back with Spark's sourc
 both directions. Transactional commit is the sink's ``exactlyOnce=true``. Spark's sink sets no
 record timestamps (Spark's connector takes none). ``connect`` and ``metadata`` report what the
 source's own protocol client (``rivven_kproto.spark.wire``, the code Spark's driver plans with)
-negotiated and saw. Each cell starts its own local[2] Spark session (about 10 s).
+negotiated and saw. The column's cells run in one process, on one local[2] Spark session.
 """
 
 from __future__ import annotations

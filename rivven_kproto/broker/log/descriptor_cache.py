@@ -10,8 +10,9 @@ Closing a file that has writes not yet fsynced is safe because the durability la
 name what it cannot sync by descriptor: ``Segment.capture_sync`` hands the flush a duplicate of an
 open descriptor, or the file's path when the cache closed it (the flusher opens, fsyncs and closes
 it on a worker thread; Linux writes back every dirty page of the file, whichever descriptor wrote
-it). The cache is used on the log's thread only (the event loop, or whoever opens and closes a
-broker); worker threads only ever get duplicates.
+it). Appends and reads use it on the log's thread only (the event loop, or whoever opens a
+broker); worker threads only ever get duplicates. Opening and closing take a lock, so partitions
+may close on several threads at once (shutdown), which opens nothing.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import threading
 from collections import OrderedDict
 from pathlib import Path
 
@@ -66,6 +68,7 @@ class DescriptorCache:
     def __init__(self, capacity: int) -> None:
         self.capacity = max(MIN_CAPACITY, capacity)
         self._open: OrderedDict[LogFile, None] = OrderedDict()
+        self._lock = threading.Lock()
         self.opens = 0  # files opened so far (new and reopened), for tests and metrics
         self.evictions = 0  # files closed to make room
 
@@ -79,6 +82,10 @@ class DescriptorCache:
         self._open.move_to_end(file)
 
     def open(self, file: LogFile, *, create: bool) -> int:
+        with self._lock:
+            return self._open_locked(file, create)
+
+    def _open_locked(self, file: LogFile, create: bool) -> int:
         if file.fd >= 0:
             self.touch(file)
             return file.fd
@@ -107,10 +114,11 @@ class DescriptorCache:
             os.close(fd)
 
     def close(self, file: LogFile) -> None:
-        if file.fd >= 0:
-            self._open.pop(file, None)
-            fd, file.fd = file.fd, -1
-            os.close(fd)
+        with self._lock:
+            if file.fd >= 0:
+                self._open.pop(file, None)
+                fd, file.fd = file.fd, -1
+                os.close(fd)
 
 
 _SHARED: DescriptorCache | None = None

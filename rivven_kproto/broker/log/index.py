@@ -47,6 +47,7 @@ class IndexWrite:
     first: int  # entries already in the file
     raw: bytes  # entries ``first`` onwards
     count: int  # the index's length when captured
+    file_entries: int  # how many entries the file may have held before this write
 
     def apply(self) -> None:
         """Write, cut and fsync the file; a vanished directory (deleted partition) is skipped."""
@@ -69,7 +70,7 @@ class IndexWrite:
 
     def failed(self) -> None:
         """The flush did not complete: the next one writes these entries again."""
-        self.index.unwritten(self.first)
+        self.index.unwritten(self.first, max(self.count, self.file_entries))
 
 
 class _IndexFile:
@@ -86,7 +87,7 @@ class _IndexFile:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._written = 0  # leading entries the file holds as memory does
-        self._cut = False  # the file may hold entries past ``_written`` (a truncation, a torn tail)
+        self._file_entries = 0  # entries (whole or torn) the file may hold: more than memory means a cut is owed
 
     def __len__(self) -> int:
         raise NotImplementedError
@@ -96,18 +97,16 @@ class _IndexFile:
         try:
             data = self.path.read_bytes()
         except FileNotFoundError:
-            return b"", True
+            data = b""
+        self._file_entries = -(-len(data) // self.entry_size)
         whole = len(data) % self.entry_size == 0
         return data[: len(data) - len(data) % self.entry_size], whole
 
-    def _loaded(self, whole: bool) -> None:
+    def _loaded(self) -> None:
         self._written = len(self)
-        self._cut = not whole
 
     def _cut_to(self, count: int) -> None:
-        if count < self._written:
-            self._written = count
-        self._cut = True
+        self._written = min(self._written, count)
 
     def _encode(self, first: int) -> bytes:
         raise NotImplementedError
@@ -115,16 +114,17 @@ class _IndexFile:
     def take_write(self) -> IndexWrite | None:
         """The file write a flush must make now, or None when the file is up to date."""
         count = len(self)
-        if self._written == count and not self._cut:
+        if self._written == count and self._file_entries <= count:
             return None
-        write = IndexWrite(self, self.path, self._written, self._encode(self._written), count)
-        self._written, self._cut = count, False
+        write = IndexWrite(self, self.path, self._written, self._encode(self._written), count, self._file_entries)
+        self._written = self._file_entries = count
         return write
 
-    def unwritten(self, first: int) -> None:
-        """A captured write was lost: entries from ``first`` on are owed to the file again."""
+    def unwritten(self, first: int, file_entries: int) -> None:
+        """A captured write was lost: entries from ``first`` on are owed to the file again, and the
+        file may hold up to ``file_entries``."""
         self._written = min(self._written, first)
-        self._cut = True
+        self._file_entries = max(self._file_entries, file_entries)
 
     def write_now(self) -> None:
         """Bring the file up to date here (closing a log, offline tools)."""
@@ -162,7 +162,7 @@ class OffsetIndex(_IndexFile):
         if sys.byteorder == "little":
             flat.byteswap()
         self.offsets, self.positions = flat[0::2], flat[1::2]
-        self._loaded(whole)
+        self._loaded()
         if (
             (self.offsets and (self.offsets[0] < 0 or self.positions[0] < 0))
             or not _strictly_increasing(self.offsets)
@@ -241,7 +241,7 @@ class TimeIndex(_IndexFile):
         for timestamp, offset in TIME_ENTRY.iter_unpack(data):
             self.timestamps.append(timestamp)
             self.offsets.append(offset)
-        self._loaded(whole)
+        self._loaded()
         if (
             (self.offsets and self.offsets[0] < 0)
             or not _strictly_increasing(self.timestamps)

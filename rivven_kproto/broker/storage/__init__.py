@@ -58,6 +58,7 @@ class Storage(Protocol):
     acknowledge_after_commit: bool  # every acknowledged write waits for its round's commit
     heartbeat_interval_s: float | None  # how often ``heartbeat`` runs (None: never)
     descriptors_per_partition: int  # open files an idle partition holds
+    closes_in_parallel: bool  # Broker.close may close partitions on several threads at once
 
     def document(self, name: str) -> Document: ...
 

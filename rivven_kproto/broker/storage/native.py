@@ -25,6 +25,7 @@ class NativeStorage:
     acknowledge_after_commit = False  # the fsync policy decides
     # Segment files share one bounded descriptor cache (log/descriptor_cache.py): a partition holds none.
     descriptors_per_partition = 0
+    closes_in_parallel = True  # partitions share no state but the descriptor cache (locked)
     heartbeat_interval_s: float | None = None  # one process owns the directory: nobody to tell
 
     def __init__(self, data_dir: Path) -> None:

@@ -87,7 +87,7 @@ def create_topic(bootstrap: str, topic: str, partitions: int, config: dict[str, 
     """Create ``topic`` and wait for the metadata to catch up; with several brokers in ``bootstrap``
     (a cluster on one database), until each of them describes it."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(topic, partitions, 1, config=config or {})])[topic].result(30)
+    admin.create_topics([NewTopic(topic, partitions, 1, config=config or {})])[topic].result(120)  # 10,000 partitions on a busy disk
     addresses = bootstrap.split(",")
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:  # metadata catches up with the creation

@@ -23,6 +23,7 @@ from rivven_kproto.codec.headers import RequestHeader, ResponseHeader, response_
 from rivven_kproto.codec.messages.metadata import MetadataRequest, MetadataRequestTopic, MetadataResponse
 
 DEADLINE_S = 300
+WARM_UP_TIMEOUT_S = 300  # one message to each partition, before the clock starts
 STAMP = struct.Struct(">q")
 METADATA_VERSION = 12
 
@@ -121,7 +122,8 @@ def _warm_up(producer: Producer, topic: str, partitions: int) -> None:
     leaders are in place, so the figures measure the stream, not the client's start-up."""
     for partition in range(partitions):
         producer.produce(topic, b"warm-up", partition=partition)
-    if producer.flush(30):
+    # librdkafka sends one Produce request per partition: 10,000 of them take ~1 min on a busy machine.
+    if producer.flush(WARM_UP_TIMEOUT_S):
         raise RuntimeError(f"warm-up messages to {topic} were not delivered")
 
 

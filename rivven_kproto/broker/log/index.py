@@ -11,9 +11,10 @@ segment the largest batch max timestamp is ``timestamp``, first reached by the b
 offset is ``base + relative``". Added at the same points as offset-index entries (only when the
 timestamp grew) and once more when a segment is rolled or closed.
 
-Both files are hints: they are written and fsynced by flushes (never ahead of the synced log; kept
-in memory meanwhile) and are checked against the log when loaded; anything unparsable, out of order or past the log end is dropped (and the
-segment rebuilds them from the log when that leaves them unusable). Files have no preallocated tail,
+Both files are hints, held in memory and written (and fsynced) by the flushes that sync the log,
+so a file is never ahead of the synced log. They are checked against the log when loaded; anything
+unparsable, out of order or past the log end is dropped (and the segment rebuilds them from the
+log when that leaves them unusable). Files have no preallocated tail,
 so their size is always a whole number of entries unless a crash tore the last write.
 """
 

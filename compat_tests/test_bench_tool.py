@@ -93,3 +93,36 @@ def test_a_tiny_curves_run_charts_both_curves(tmp_path: Path) -> None:
     assert sorted(sizes) == ["100", "16384"] and all(s["produce_mb_per_s"] > 0 for s in sizes.values()), sizes
     for chart in ("curve-partitions.png", "curve-message-size.png"):
         assert (tmp_path / chart).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_tiny_load_curves_run_measures_every_point(tmp_path: Path) -> None:
+    """``python -m tools.bench.load_curves`` against our broker alone, tiny: connections (idle and
+    active), consumer groups and transactional producers all measured, figures positive, three PNGs."""
+    out = tmp_path / "json"
+    run = subprocess.run(
+        [sys.executable, "-m", "tools.bench.load_curves", "--connections", "5,20", "--active", "4",
+         "--groups", "1,3", "--producers", "1,2", "--messages", "2000", "--commits", "50", "--transactions", "10",
+         "--metadata-rounds", "10", "--idle-seconds", "0.5", "--budget", "60", "--out", str(tmp_path),
+         "--json", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=240,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    document = json.loads(out.read_text())
+    assert set(document) == {"run", "connections", "groups", "producers"}
+    connections = document["connections"]["rivven_kproto"]
+    assert sorted(connections) == ["20", "5"] and all("error" not in p for p in connections.values()), connections
+    for point in connections.values():
+        assert point["rss_mib"] > 10 and point["open_s"] > 0
+        for variant in ("idle", "active"):
+            figures = point[variant]
+            assert figures["produce_msgs_per_s"] > 0 and figures["metadata_p99_ms"] > 0, figures
+        assert point["active"]["active_round_trips_per_s"] > 0 and point["active"]["active_connections"] == 4
+    groups = document["groups"]["rivven_kproto"]
+    assert sorted(groups) == ["1", "3"] and all("error" not in p for p in groups.values()), groups
+    assert all(p["join_all_s"] > 0 and p["commits_per_s"] > 0 and p["commit_p99_ms"] > 0 and p["describe_p99_ms"] > 0
+               and p["list_p99_ms"] > 0 for p in groups.values())
+    producers = document["producers"]["rivven_kproto"]
+    assert sorted(producers) == ["1", "2"] and all("error" not in p for p in producers.values()), producers
+    assert all(p["txn_per_s"] > 0 and p["commit_p99_ms"] > 0 and p["transactions"] == 10 for p in producers.values())
+    for chart in ("curve-connections.png", "curve-groups.png", "curve-txn-producers.png"):
+        assert (tmp_path / chart).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

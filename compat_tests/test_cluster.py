@@ -14,7 +14,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -35,17 +35,23 @@ NODES = (1, 2, 3)
 
 
 @contextmanager
-def three_brokers(base: Path, storage: str) -> Iterator[dict[int, BrokerProcess]]:
+def three_brokers(
+    base: Path, storage: str, extra_args: Sequence[str] = (),
+    met: Callable[[dict[int, BrokerProcess]], bool] | None = None,
+) -> Iterator[dict[int, BrokerProcess]]:
     """Three brokers on the database ``storage``; node 1 starts first and holds the coordinator lease.
     (Group settings as the exactly-once pipeline's broker has them: short sessions allowed.) Logs
-    and data directories go to ``base``; every broker is killed on the way out."""
+    and data directories go to ``base``; every broker is killed on the way out. ``extra_args`` go
+    to every broker (a ``--config`` with listeners of its own: then ``met`` tells when every
+    broker sees the others, since :func:`all_see` speaks PLAINTEXT to the first listener)."""
     brokers: dict[int, BrokerProcess] = {}
     try:
         for node in NODES:
             broker = BrokerProcess(base / f"n{node}-data", base / f"n{node}.log",
-                                   ["--storage", storage, "--node-id", str(node)], env=BROKER_ENV)
+                                   ["--storage", storage, "--node-id", str(node), *extra_args], env=BROKER_ENV)
             brokers[node] = broker.start()
-        assert wait_for(lambda: all_see(brokers, set(NODES)), TIMEOUT_S), "the brokers never met"
+        check = met or (lambda started: all_see(started, set(NODES)))
+        assert wait_for(lambda: check(brokers), TIMEOUT_S), "the brokers never met"
         yield brokers
     finally:
         for broker in brokers.values():
@@ -174,6 +180,19 @@ def test_three_brokers_lead_partitions_and_coordinate_transactions(cluster: dict
         1 for p in described_by(cluster[2], ["cl-txn"]).topics[0].partitions if p.leader_id == 2)
 
 
+def test_a_producer_on_a_follower_auto_creates_a_topic(cluster: dict[int, BrokerProcess]) -> None:
+    """A producer bootstrapped only at a broker that is not the controller sends to a topic that
+    does not exist: that broker asks the controller to create it (Metadata's auto-creation, as
+    Kafka's brokers forward it), and every record acknowledged is read back through the cluster."""
+    follower = cluster[2]
+    assert described_by(follower).controller_id == 1
+    acknowledged = produce(follower.bootstrap, "cl-auto", 1, 300, "auto")
+    assert len(acknowledged) == 300
+    assert "auto-created topic cl-auto on the controller (node 1)" in follower.log_text()
+    assert wait_for(lambda: all_see(cluster, set(NODES), "cl-auto"), TIMEOUT_S)
+    assert sorted(all_values(bootstrap(cluster), "cl-auto", 1, committed=False, expected=300)) == sorted(acknowledged)
+
+
 def test_killing_the_coordinator_and_leaders_loses_nothing(cluster: dict[int, BrokerProcess]) -> None:
     servers = bootstrap(cluster)
     create(servers, "cl-kill", 6, 1)
@@ -291,3 +310,45 @@ def test_exactly_once_pipeline_on_the_cluster(tmp_path: Path, cluster: dict[int,
                          deadline_s=240)
     print(f"exactly-once pipeline on 3 brokers: {stats}; brokers killed: {target.kills}")
     assert len(target.kills) == 2 and target.kills[0] == 1 and target.kills[1] != 1
+
+
+def test_brokers_without_a_node_id_take_the_lowest_free_ones(tmp_path: Path, postgres_url: str) -> None:
+    """No --node-id on PostgreSQL: a broker takes the lowest node id whose lock it can take. Two
+    started at once get distinct ids and Metadata lists both; after one is killed, a new broker
+    takes its id again."""
+    brokers = {name: BrokerProcess(tmp_path / f"{name}-data", tmp_path / f"{name}.log", ["--storage", postgres_url],
+                                   env=BROKER_ENV) for name in ("a", "b", "c")}
+    failures: list[BaseException] = []
+
+    def start(broker: BrokerProcess) -> None:
+        try:
+            broker.start()
+        except BaseException as exc:  # noqa: BLE001 - reported by the test thread below
+            failures.append(exc)
+
+    def node_of(broker: BrokerProcess) -> int:
+        """The node id the broker serves as: Metadata's entry at its own address."""
+        (node,) = [b.node_id for b in described_by(broker).brokers if b.port == broker.port]
+        return node
+
+    try:
+        starting = [threading.Thread(target=start, args=(brokers[name],)) for name in ("a", "b")]
+        for thread in starting:
+            thread.start()
+        for thread in starting:
+            thread.join()
+        assert not failures, failures
+        a, b = brokers["a"], brokers["b"]
+        assert wait_for(lambda: all_see({0: a, 1: b}, {0, 1}), TIMEOUT_S), "the brokers never met"
+        assert {node_of(a), node_of(b)} == {0, 1}
+        for broker in (a, b):
+            assert f"node id {node_of(broker)} assigned from the database" in broker.log_text()
+        freed, kept = node_of(a), node_of(b)
+        a.kill()
+        assert wait_for(lambda: all_see({kept: b}, {kept}), TIMEOUT_S)
+        c = brokers["c"].start()
+        assert wait_for(lambda: all_see({freed: c, kept: b}, {0, 1}), TIMEOUT_S)
+        assert node_of(c) == freed
+    finally:
+        for broker in brokers.values():
+            broker.kill()

@@ -4,7 +4,10 @@ One broker with ``--metrics``: confluent-kafka commits and aborts transactions, 
 left to the coordinator's timeout, kafka-python writes idempotently, a raw client sends the same
 idempotent batch twice (one duplicate), and a group commits an offset. The design's seven metrics
 must equal what was done; partition and group series must agree with the log; after a restart the
-counters start again from zero while the gauges are rebuilt from the recovered state.
+counters start again from zero while the gauges are rebuilt from the recovered state. Then
+kafka-python's transactions (commits, an abort, a coordinator timeout) change the seven by exactly
+what they did, and, on a broker of its own behind the fault proxy, answers the proxy dropped make
+an idempotent producer resend batches the broker counts as duplicates, one per drop.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -26,6 +29,7 @@ from kafka import KafkaProducer
 from rivven_kproto.codec.errors import Errors
 
 from .broker_process import BrokerProcess
+from .fault_proxy import DROP_RESPONSE, FaultProxy, FaultSchedule
 from .test_idempotence import Raw
 from .txn_helpers import create_topics
 
@@ -67,6 +71,12 @@ class Scraper:
             if samples.get(name) == value or time.monotonic() > deadline:
                 return samples
             time.sleep(0.2)
+
+
+def versions_of(samples: dict[str, float], name: str, api: str) -> dict[str, float]:
+    """version -> value of ``name{api=api,version=...}``."""
+    prefix = f'{name}{{api="{api}",version="'
+    return {key[len(prefix):].split('"')[0]: value for key, value in samples.items() if key.startswith(prefix)}
 
 
 @pytest.fixture(scope="module")
@@ -159,7 +169,11 @@ def test_design_metrics_are_exact_and_the_rest_consistent(metered: tuple[BrokerP
     assert samples['rivven_requests_total{api="EndTxn"}'] == 5
     assert samples['rivven_connections_opened_total{listener="PLAINTEXT"}'] >= 4
     assert samples["rivven_bytes_received_total"] > 0 and samples["rivven_bytes_sent_total"] > 0
-    assert samples['rivven_request_duration_seconds_count{api="Produce"}'] == samples['rivven_requests_total{api="Produce"}']
+    # Latency by API and version: one series per version used, counting what requests_by_version counts.
+    for api in ("Produce", "EndTxn", "Metadata"):
+        durations = versions_of(samples, "rivven_request_duration_seconds_count", api)
+        assert durations and durations == versions_of(samples, "rivven_requests_by_version_total", api), api
+        assert sum(durations.values()) == samples[f'rivven_requests_total{{api="{api}"}}'], api
     # Appended per topic equals what was produced (the duplicate not counted); one marker per
     # ended transaction; the group's one generation-less commit; fsyncs under the interval policy.
     assert samples['rivven_topic_messages_appended_total{topic="metered-txn"}'] == 6
@@ -190,9 +204,7 @@ def test_design_metrics_are_exact_and_the_rest_consistent(metered: tuple[BrokerP
     assert txn >= 1 and groups >= 1
     for log in ("segment", "txn", "groups"):  # each log kind's own fsync latency
         assert synced[f'rivven_log_fsync_duration_seconds_count{{log="{log}"}}'] >= 1
-    by_version = {name: value for name, value in samples.items()
-                  if name.startswith('rivven_requests_by_version_total{api="EndTxn",')}
-    assert sum(by_version.values()) == 5 and len(by_version) == 1  # one client, one version
+    assert list(versions_of(samples, "rivven_request_duration_seconds_count", "EndTxn").values()) == [5]  # one version
 
 
 def test_a_subscribing_consumer_counts_rebalances(metered: tuple[BrokerProcess, Scraper]) -> None:
@@ -247,6 +259,104 @@ def test_kproto_txns_stats_reads_the_same_counters(metered: tuple[BrokerProcess,
     assert listed["source"] == "ListTransactions" and listed["committed"] is None
     assert listed["active"] == samples["rivven_transactions_active"]
     assert sum(listed["by_state"].values()) >= 2 and listed["by_state"].get("CompleteAbort", 0) >= 1  # metered-2 timed out
+
+
+DESIGN = ("rivven_transactions_started_total", "rivven_transactions_committed_total", "rivven_transactions_aborted_total",
+          "rivven_transactions_timed_out_total", "rivven_transactions_active", "rivven_idempotent_producers_active",
+          "rivven_idempotent_duplicates_total")
+
+
+def changes(before: dict[str, float], after: dict[str, float], names: Iterable[str]) -> dict[str, float]:
+    return {name: after.get(name, 0) - before.get(name, 0) for name in names}
+
+
+def test_kafka_python_transactions_change_the_design_metrics_exactly(metered: tuple[BrokerProcess, Scraper]) -> None:
+    """kafka-python's transactional producer: two commits and an abort, then a second producer's
+    transaction left to the coordinator's timeout; each of the seven changes by exactly that."""
+    broker, scraper = metered
+    create_topics(broker.bootstrap, {"metered-kp": 1})
+    appended = 'rivven_topic_messages_appended_total{topic="metered-kp"}'
+    before = scraper.samples()
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap, transactional_id="metered-kp-1")
+    try:
+        producer.init_transactions()
+        for index, commit in enumerate((True, True, False)):
+            producer.begin_transaction()
+            for record in range(2 if commit else 1):
+                producer.send("metered-kp", f"kp{index}.{record}".encode(), partition=0).get(TIMEOUT_S)
+            open_now = changes(before, scraper.samples(), DESIGN)
+            assert open_now["rivven_transactions_active"] == 1 and open_now["rivven_transactions_started_total"] == index + 1
+            if commit:
+                producer.commit_transaction()
+            else:
+                producer.abort_transaction()
+    finally:
+        producer.close(TIMEOUT_S)
+    middle = scraper.samples()
+    assert changes(before, middle, (*DESIGN, appended)) == {
+        "rivven_transactions_started_total": 3, "rivven_transactions_committed_total": 2,
+        "rivven_transactions_aborted_total": 1, "rivven_transactions_timed_out_total": 0,
+        "rivven_transactions_active": 0, "rivven_idempotent_producers_active": 1,
+        "rivven_idempotent_duplicates_total": 0, appended: 5,
+    }
+    end_txn = [sum(versions_of(scrape, "rivven_request_duration_seconds_count", "EndTxn").values())
+               for scrape in (before, middle)]
+    assert end_txn[1] - end_txn[0] == 3  # two commits and an abort, in the version kafka-python chose
+
+    forgotten = KafkaProducer(bootstrap_servers=broker.bootstrap, transactional_id="metered-kp-2",
+                              transaction_timeout_ms=1000)
+    try:
+        forgotten.init_transactions()
+        forgotten.begin_transaction()
+        forgotten.send("metered-kp", b"forgotten", partition=0).get(TIMEOUT_S)
+        after = scraper.wait_for("rivven_transactions_timed_out_total", middle["rivven_transactions_timed_out_total"] + 1)
+    finally:
+        forgotten.close(0)  # its transaction is the coordinator's now
+    markers = "rivven_transaction_markers_written_total"
+    assert changes(before, after, (*DESIGN, appended, markers)) == {
+        "rivven_transactions_started_total": 4, "rivven_transactions_committed_total": 2,
+        "rivven_transactions_aborted_total": 2, "rivven_transactions_timed_out_total": 1,
+        "rivven_transactions_active": 0, "rivven_idempotent_producers_active": 2,
+        "rivven_idempotent_duplicates_total": 0, appended: 6, markers: 4,
+    }
+    assert after['rivven_partition_high_watermark{partition="0",topic="metered-kp"}'] == 6 + 4
+
+
+def test_duplicates_injected_by_the_fault_proxy_are_counted(tmp_path: Path) -> None:
+    """An idempotent producer behind the fault proxy: the proxy drops the broker's answers to
+    written batches, the producer sends each again, and the broker answers those as duplicates.
+    ``rivven_idempotent_duplicates_total`` rises by exactly the drops; the log holds each record once."""
+    config = tmp_path / "server.properties"
+    config.write_text("kproto.metrics.max.age.ms=0\n")
+    with FaultProxy() as proxy:
+        broker = BrokerProcess(tmp_path / "data", tmp_path / "broker.log", [
+            "--advertised-listener", f"127.0.0.1:{proxy.port}", "--metrics", "127.0.0.1:0", "--config", str(config)])
+        broker.start()
+        proxy.upstream_port = broker.port
+        try:
+            scraper = Scraper(broker)
+            create_topics(proxy.bootstrap, {"metered-dup": 1})
+            before = scraper.samples()
+            proxy.reset(FaultSchedule(seed=20, probability=0.5, budget={DROP_RESPONSE: 3}, skip_first=1))
+            producer = Producer({"bootstrap.servers": proxy.bootstrap, "enable.idempotence": True, "acks": "all",
+                                 "max.in.flight.requests.per.connection": 1, "linger.ms": 0})
+            records = 12
+            for index in range(records):  # one batch, one Produce request at a time
+                producer.produce("metered-dup", f"d{index}".encode(), partition=0)
+                assert producer.flush(TIMEOUT_S) == 0
+            drops = proxy.injected[DROP_RESPONSE]
+            assert drops == 3, proxy.injected  # the whole budget was spent, each on a written batch
+            after = scraper.samples()
+            assert changes(before, after, DESIGN) == {
+                "rivven_transactions_started_total": 0, "rivven_transactions_committed_total": 0,
+                "rivven_transactions_aborted_total": 0, "rivven_transactions_timed_out_total": 0,
+                "rivven_transactions_active": 0, "rivven_idempotent_producers_active": 1,
+                "rivven_idempotent_duplicates_total": drops,
+            }
+            assert after['rivven_topic_messages_appended_total{topic="metered-dup"}'] == records
+            assert after['rivven_partition_high_watermark{partition="0",topic="metered-dup"}'] == records
+        finally:
+            assert broker.stop() == 0, broker.log_text()[-4000:]
 
 
 def test_counters_restart_and_gauges_are_rebuilt(metered: tuple[BrokerProcess, Scraper]) -> None:

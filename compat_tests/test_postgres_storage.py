@@ -60,8 +60,8 @@ def members_when(url: str, condition: Callable[[list[dict]], bool]) -> list[dict
     return found
 
 
-def pg_broker(tmp_path: Path, url: str, name: str = "b") -> BrokerProcess:
-    broker = BrokerProcess(tmp_path / f"{name}-data", tmp_path / f"{name}.log", ["--storage", url])
+def pg_broker(tmp_path: Path, url: str, name: str = "b", *args: str) -> BrokerProcess:
+    broker = BrokerProcess(tmp_path / f"{name}-data", tmp_path / f"{name}.log", ["--storage", url, *args])
     _STARTED.append(broker)
     return broker.start()
 
@@ -219,15 +219,17 @@ def test_a_database_restart_loses_and_duplicates_nothing(
     assert "storage unavailable" in broker.log_text()
     assert "ownership of the database taken again" in broker.log_text()
     with pytest.raises(RuntimeError, match="another broker is serving this database"):
-        pg_broker(tmp_path, url, "intruder")  # the lock was lost with the server and taken again
+        # The node lock was lost with the server and taken again (the broker, started without
+        # --node-id, was given node 0).
+        pg_broker(tmp_path, url, "intruder", "--node-id", "0")
     broker.stop()
 
 
-def test_a_second_broker_on_the_same_database_is_refused(tmp_path: Path, database: str) -> None:
-    first = pg_broker(tmp_path, database, "first")
+def test_a_second_broker_with_the_same_node_id_is_refused(tmp_path: Path, database: str) -> None:
+    first = pg_broker(tmp_path, database, "first", "--node-id", "3")
     try:
-        with pytest.raises(RuntimeError, match="another broker is serving this database"):
-            pg_broker(tmp_path, database, "second")
+        with pytest.raises(RuntimeError, match="another broker is serving this database as node 3"):
+            pg_broker(tmp_path, database, "second", "--node-id", "3")
         assert first.alive()
     finally:
         first.stop()

@@ -60,16 +60,18 @@ def brokers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[int, Brok
                 assert process.stop() == 0, process.log_text()[-4000:]
 
 
-async def _late_produce(client: KafkaClient, txn: Transaction, topic: str, batch: bytes, version: int) -> int:
-    """Send a batch that was built earlier, at exactly ``version``; its partition's error code."""
+async def _late_produce(
+    client: KafkaClient, txn: Transaction, topic: str, batch: bytes, version: int, partition: int = 0
+) -> int:
+    """Send a batch that was built earlier, at exactly ``version``, to the partition's leader; its error code."""
 
     def build(_: int) -> ProduceRequest:
         return ProduceRequest(
             transactional_id=txn.transactional_id, acks=-1, timeout_ms=10_000,
-            topic_data=[TopicProduceData(name=topic, partition_data=[PartitionProduceData(index=0, records=batch)])],
+            topic_data=[TopicProduceData(name=topic, partition_data=[PartitionProduceData(index=partition, records=batch)])],
         )
 
-    leader = (await client.topic(topic)).partition(0).leader
+    leader = (await client.topic(topic)).partition(partition).leader
     response = await client.call(ProduceRequest, build, ProduceResponse, node_id=leader, min_version=version, max_version=version)
     return response.responses[0].partition_responses[0].error_code
 

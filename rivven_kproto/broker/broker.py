@@ -15,9 +15,10 @@ Layout of the data directory::
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -60,6 +61,8 @@ log = logging.getLogger(__name__)
 
 MAX_PARTITIONS = 10_000
 CLOSE_THREADS = 8  # partitions closed at once at shutdown (each fsyncs its files)
+# Documents the controller writes and the other brokers of a shared store re-read when they change.
+FOLLOWED_DOCUMENTS = (ACLS_FILE, SCRAM_FILE, DYNAMIC_CONFIGS_FILE)
 COORDINATOR_EPOCH = 0  # one broker: the coordinator never moves
 
 
@@ -101,7 +104,10 @@ class Broker:
         self.work = BlockingWork(inline=True)  # until a server's flusher takes the file work over
         self.unflushed: set[PartitionLogBase] = set()  # written by the broker itself (markers) since the last flush
         self.storage = open_storage(config.storage, self.data_dir, standby=config.storage_standby,
-                                    node=(config.node_id, *config.advertised))
+                                    node=(config.node_id, *config.advertised), assign_node_id=config.assign_node_id)
+        if self.storage.assigned_node_id is not None:  # no --node-id: the shared store gave one
+            config = self.config = dataclasses.replace(config, node_id=self.storage.assigned_node_id)
+            log.info("serving as node %d (assigned by the %s store)", config.node_id, self.storage.kind)
         try:
             self._load(config, now_ms)
         except BaseException:
@@ -128,6 +134,9 @@ class Broker:
         )
         self.remote_markers = RemoteMarkers()
         self.catalog_seen = pulse.catalog if pulse is not None else None
+        # The digests of the followed documents as loaded above (the pulse was read before them:
+        # a change in between is seen as one at the next heartbeat, and read again).
+        self.documents_seen = {name: pulse.documents.get(name) for name in FOLLOWED_DOCUMENTS} if pulse else {}
         self.topics: dict[str, Topic] = {}
         for meta in self.store.topics.values():
             topic = Topic(meta, self._log_config(meta.configs))
@@ -245,6 +254,30 @@ class Broker:
             topic.meta = meta
         self.store.topics = dict(metas)
 
+    def documents_to_reload(self, pulse: Pulse) -> list[str]:
+        """The ACLs, SCRAM credentials and dynamic broker configs the controller changed since this
+        broker last read them (their digests differ). The controller itself never reloads: it
+        writes them, and the store may not have its latest change yet."""
+        if self.cluster.is_coordinator:
+            return []
+        return [name for name in FOLLOWED_DOCUMENTS if pulse.documents.get(name) != self.documents_seen.get(name)]
+
+    def reload_documents(self, contents: dict[str, bytes | None], digests: Mapping[str, str]) -> None:
+        """On the loop: follow the controller's changes (read off the loop as ``contents``), so
+        that a revoked ACL or a deleted user stops working here too, at the next heartbeat."""
+        if self.cluster.is_coordinator:
+            return  # took the lease meanwhile: its own copies are the truth from now on
+        for name, data in contents.items():
+            if name == ACLS_FILE and self.authorizer is not None:
+                self.authorizer.reload(data)
+            elif name == SCRAM_FILE:
+                self.scram.reload(data)
+            elif name == DYNAMIC_CONFIGS_FILE:
+                self.dynamic.reload(data)
+                self._apply_log_defaults()
+            self.documents_seen[name] = digests.get(name)
+            log.info("node %d follows the controller's %s", self.config.node_id, name)
+
     def _flush_unflushed(self, now_ms: int) -> None:
         """At load only (nothing is served yet): make the markers recovery wrote durable."""
         for partition in self.unflushed:
@@ -288,17 +321,23 @@ class Broker:
 
     def set_broker_configs(self, name: str, values: dict[str, str], *, validate_only: bool = False) -> None:
         """AlterConfigs on a broker resource ("" the cluster default, else this node's id): the
-        level's values become ``values``; topics without their own override follow at once."""
+        level's values become ``values``; topics without their own override follow at once (and,
+        on a shared store, the other brokers at their next heartbeat: the controller writes them)."""
+        self.check_controller()
         if validate_only:
             self.dynamic.check(values, self.config.log)
             return
         self.dynamic.replace(name, values, self.config.log)
+        self._apply_log_defaults()
+        log.info("dynamic broker configs of %s now %s", name or "the cluster default", values)
+
+    def _apply_log_defaults(self) -> None:
+        """The dynamic broker configs changed: topics without their own override follow at once."""
         self.log_defaults = self._dynamic_log_defaults()
         for topic in self.topics.values():
             topic.log_config = self._log_config(topic.meta.configs)
             for partition in topic.led():
                 partition.config = topic.log_config
-        log.info("dynamic broker configs of %s now %s", name or "the cluster default", values)
 
     # -- topics -------------------------------------------------------------------------------
 

@@ -75,6 +75,9 @@ class BrokerConfig:
     advertised_port: int | None = None  # None: the actual listening port
     data_dir: Path = Path("kproto-data")
     node_id: int = 0
+    # No node.id configured (load_config): a shared store (PostgreSQL) assigns the lowest free
+    # one; the native log keeps node_id.
+    assign_node_id: bool = False
     num_partitions: int = 1
     default_replication_factor: int = 1
     auto_create_topics: bool = True
@@ -246,6 +249,7 @@ def _apply(config: BrokerConfig, props: Mapping[str, str], *, warn_unknown: bool
             changes["data_dir"] = Path(value.split(",")[0])
         elif key in ("node.id", "broker.id"):
             changes["node_id"] = _int(key, value)
+            changes["assign_node_id"] = False
         elif key == "num.partitions":
             changes["num_partitions"] = _int(key, value, 1)
         elif key == "default.replication.factor":
@@ -403,7 +407,7 @@ def load_config(
     flags: Mapping[str, str | None] | None = None,
 ) -> BrokerConfig:
     """Build the config from file, then ``KPROTO_*`` env, then flags (Kafka-named keys)."""
-    config = BrokerConfig()
+    config = BrokerConfig(assign_node_id=True)  # until one of them names the node id
     if config_file is not None:
         config = _apply(config, read_properties(config_file), warn_unknown=True)
     if env:

@@ -38,13 +38,18 @@ class DynamicBrokerConfigs:
         self.document = document if isinstance(document, Document) else Document(document)
         self.work = work
         self.levels: dict[str, dict[str, str]] = {}
-        raw = self.document.read()
-        if raw is not None:
-            try:
-                loaded = json.loads(raw)
-                self.levels = {str(level): {str(k): str(v) for k, v in values.items()} for level, values in loaded.items()}
-            except (ValueError, AttributeError, TypeError) as exc:
-                raise CorruptMetadata(f"{self.document.path} is corrupt ({type(exc).__name__}: {exc})") from None
+        self.reload(self.document.read())
+
+    def reload(self, raw: bytes | None) -> None:
+        """Take the values as stored (at start, and on a broker following the controller)."""
+        if raw is None:
+            self.levels = {}
+            return
+        try:
+            loaded = json.loads(raw)
+            self.levels = {str(level): {str(k): str(v) for k, v in values.items()} for level, values in loaded.items()}
+        except (ValueError, AttributeError, TypeError) as exc:
+            raise CorruptMetadata(f"{self.document.path} is corrupt ({type(exc).__name__}: {exc})") from None
 
     def level(self, name: str) -> dict[str, str]:
         """The values set for ``name`` ("" for the cluster default, else a node id)."""

@@ -150,7 +150,7 @@ class Consumer:
         check(data.error_code, context=f"Fetch {self.topic}-{partition}")
         read_committed = self.isolation_level == READ_COMMITTED
         self._ends[partition] = data.last_stable_offset if read_committed and data.last_stable_offset >= 0 else data.high_watermark
-        raw = data.records or b""
+        raw = data.record_bytes()
         try:
             batches = decode_batches(raw)
         except (RecordFormatError, CompressionError) as exc:

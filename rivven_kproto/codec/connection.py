@@ -23,6 +23,7 @@ from .headers import (
 from .messages import api_versions
 from .schema import REQUESTS, DecodeError, EncodeError, Request, Response
 from .schema.primitives import element_budget
+from .splice import Frame, SplicingStream, cut_pieces
 
 DEFAULT_MAX_FRAME = 100 * 1024 * 1024  # socket.request.max.bytes
 # Array elements one request may carry in total (topics, partitions, ...): far above what clients
@@ -142,6 +143,27 @@ def encode_response(header: RequestHeader, response: Response) -> bytes:
     _SIZE.pack_into(data, 0, len(data) - 4)
     del data
     return stream.getvalue()
+
+
+def encode_response_frame(header: RequestHeader, response: Response) -> bytes | Frame:
+    """Like :func:`encode_response`, but ``records`` fields may hold :class:`ExternalBytes`:
+    then a :class:`Frame` of pieces whose size prefix counts them; bytes when none was used."""
+    request_cls = REQUESTS[header.request_api_key]
+    version = header.request_api_version
+    stream = SplicingStream()
+    stream.write(b"\0\0\0\0")
+    ResponseHeader(correlation_id=header.correlation_id).encode_into(
+        stream, response_header_version(request_cls, version)
+    )
+    response.encode_into(stream, version)
+    data = stream.getbuffer()
+    external = sum(hole.size for _, hole in stream.holes)
+    _SIZE.pack_into(data, 0, len(data) - 4 + external)
+    del data
+    encoded = stream.getvalue()
+    if not stream.holes:
+        return encoded
+    return Frame(cut_pieces(encoded, stream.holes), len(encoded) + external)
 
 
 def encode_request(header: RequestHeader, request: Request) -> bytes:

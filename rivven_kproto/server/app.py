@@ -13,7 +13,7 @@ import errno
 import logging
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import trio
 
@@ -27,9 +27,12 @@ from rivven_kproto.codec.connection import (
     ServerConnection,
     decode_request,
     encode_response,
+    encode_response_frame,
     encode_unsupported_api_versions,
     frame_api_key,
 )
+from rivven_kproto.codec.messages.produce import ProduceRequest
+from rivven_kproto.codec.splice import Frame
 
 from .cluster import CONTROLLER_APIS, ClusterFollower, needs_coordinator
 from .connection_limits import ConnectionLimits, default_max_connections, raise_descriptor_limit
@@ -40,10 +43,13 @@ from .handlers import HANDLERS
 from .handlers._group_wait import wake_keys
 from .handlers.api_versions import supported_versions
 from .handlers.fetch import APPENDED
+from .handlers.produce import API_KEY as PRODUCE_API_KEY
 from .http import serve_metrics
 from .log_limits import RateLimitedLog
 from .metrics import BrokerMetrics
+from .sending import send_reply
 from .session import SASL_MAX_RECEIVE_BYTES, ListenerRuntime, Session, open_listeners, raw_sasl_token
+from .txn_verification import verify_with_coordinator
 
 log = logging.getLogger(__name__)
 
@@ -138,6 +144,7 @@ class Server:
         idle_s = self.config.connections_max_idle_ms / 1000
         runtime = runtime or self.default_runtime
         stream: trio.abc.Stream = raw
+        zero_copy = False  # Fetch may answer with file regions: only on the raw socket (not TLS)
         listener_name = runtime.listener.name
         if self.metrics is not None:
             self.metrics.connections.labels(listener_name).inc()
@@ -149,6 +156,8 @@ class Server:
                     self._count_auth_failure(listener_name, "TLS")
                     return
                 stream = secured
+            else:
+                zero_copy = isinstance(raw, trio.SocketStream)
             try:
                 session = Session.open(runtime, self.config, self.broker, stream)
             except NoMatchingRule as exc:
@@ -178,6 +187,7 @@ class Server:
                         break
                     self._busy += 1
                     api_key = None
+                    reply: bytes | Frame | None
                     try:
                         if session.raw_tokens:
                             reply = raw_sasl_token(session, frame, wall_clock_ms())
@@ -187,7 +197,7 @@ class Server:
                             api_key = event.api_key
                             if self.metrics is not None:
                                 self.metrics.observe_queue(api_key, time.perf_counter() - received)
-                            reply = await self.dispatch(event, client_host, session)
+                            reply = await self.dispatch(event, client_host, session, zero_copy=zero_copy)
                     finally:
                         self._busy -= 1
                     if session.failed_authentication:
@@ -196,9 +206,10 @@ class Server:
                         await trio.sleep(self.config.security.failed_authentication_delay_ms / 1000)
                     if reply is not None:
                         sending = time.perf_counter()
-                        await stream.send_all(reply)
+                        sent, spliced = await send_reply(stream, reply, self.cpu_limiter)
                         if self.metrics is not None:
-                            self.metrics.bytes_sent.inc(len(reply))
+                            self.metrics.bytes_sent.inc(sent)
+                            self.metrics.bytes_sent_zero_copy.inc(spliced)
                             if api_key is not None:
                                 self.metrics.observe_send(api_key, time.perf_counter() - sending)
                     if session.failed_authentication:
@@ -245,7 +256,11 @@ class Server:
             return await trio.to_thread.run_sync(decode_request, frame, limiter=self.cpu_limiter)
         return decode_request(frame)
 
-    async def dispatch(self, event: RequestEvent, client_host: str = "", session: Session | None = None) -> bytes | None:
+    async def dispatch(
+        self, event: RequestEvent, client_host: str = "", session: Session | None = None, *, zero_copy: bool = False
+    ) -> bytes | Frame | None:
+        """Handle one request; ``zero_copy``: the reply may be a :class:`Frame` with file regions
+        (the caller sends it with ``send_reply``, which releases them)."""
         started = time.perf_counter()
         session = session or Session.plaintext(self.default_runtime)
         if not session.may_call(event.api_key, wall_clock_ms()):
@@ -266,10 +281,13 @@ class Server:
                 and self.broker.authorizer is None):
             return await self.follower.forward(event)  # (with ACLs the client's identity would be lost: NOT_CONTROLLER)
         ctx = RequestContext(
-            self.broker, self.config, wall_clock_ms(), event.header.client_id, client_host, session=session
+            self.broker, self.config, wall_clock_ms(), event.header.client_id, client_host, session=session,
+            zero_copy=zero_copy,
         )
         coordinator_writes, critical = self.broker.coordinator_writes, self.broker.work.critical_submitted
         catalog_saves = self.broker.store.saves
+        if event.api_key == PRODUCE_API_KEY and not self.broker.coordinating:
+            await verify_with_coordinator(self.broker, ctx, cast(ProduceRequest, event.request), event.api_version)
         if handler.prepare is not None:
             await handler.prepare(ctx, event.request, self.cpu_limiter)
             ctx.now_ms = wall_clock_ms()
@@ -289,9 +307,10 @@ class Server:
             self.metrics.observe_request(event.api_key, time.perf_counter() - started, response, event.api_version)
         if isinstance(response, NoResponse):
             return None
+        encode = encode_response_frame if zero_copy else encode_response
         if event.frame_size > OFFLOAD_FRAME_BYTES and not handler.decode_inline:
-            return await trio.to_thread.run_sync(encode_response, event.header, response, limiter=self.cpu_limiter)
-        return encode_response(event.header, response)
+            return await trio.to_thread.run_sync(encode, event.header, response, limiter=self.cpu_limiter)
+        return encode(event.header, response)
 
     def wake_groups(self) -> None:
         """Parked JoinGroup/SyncGroup requests of groups that changed may be answerable now."""
@@ -417,12 +436,8 @@ async def serve(config: BrokerConfig, *, task_status: Any = trio.TASK_STATUS_IGN
 
 
 async def _run(broker: Broker, config: BrokerConfig, metrics: BrokerMetrics | None, task_status: Any) -> None:
-    if broker.storage.kind != "native" and config.transaction_version > 1:
-        # A V2 Produce adds its partition to the transaction at the leader, which in a cluster of
-        # brokers on one store must ask the coordinating broker: not built yet, so V1 is offered.
-        log.info("transaction.version %d is finalized at 1 on a shared store (transactions V2 needs a "
-                 "leader-to-coordinator AddPartitionsToTxn, not built yet)", config.transaction_version)
-        config = dataclasses.replace(config, transaction_version=1)
+    if broker.config.node_id != config.node_id:  # assigned by the store (no --node-id)
+        config = dataclasses.replace(config, node_id=broker.config.node_id)
     try:
         config, bound = await open_listeners(config)
     except BaseException:

@@ -1,7 +1,9 @@
 """The server's part in a cluster of brokers sharing one store: heartbeats, leadership, markers.
 
 Every heartbeat (once a second, on a worker thread) refreshes this broker's registration and
-reads the live brokers, the coordinator lease's holder and the topic catalog; the broker then
+reads the live brokers, the coordinator lease's holder, the topic catalog and the digests of the
+ACLs, SCRAM credentials and dynamic broker configs (re-read when the controller changed them: a
+revoked ACL or a deleted user stops working on every broker within a heartbeat); the broker then
 lets go of partitions another broker leads now and opens (off the loop) those it leads and has not
 opened. The broker that takes the coordinator lease loads the groups and transactions. The
 coordinator's markers on partitions led elsewhere go to their leaders as WriteTxnMarkers. A
@@ -76,6 +78,17 @@ class ClusterFollower:
 
     async def _follow(self, pulse: Pulse) -> None:
         broker = self.broker
+        # The documents the controller changed, read before adopting the pulse (this broker does
+        # not write them meanwhile: it is not the controller, or it refuses such changes).
+        reload = broker.documents_to_reload(pulse)
+        if reload:
+            try:
+                contents = await trio.to_thread.run_sync(self._read_documents, reload)
+            except StorageError as exc:
+                self.warnings.warning("documents", "cannot read %s: %s (read again at the next heartbeat)",
+                                      ", ".join(reload), exc)
+            else:
+                broker.reload_documents(contents, pulse.documents)
         members = tuple(node.node_id for node in pulse.nodes)
         if members != self._members:
             # Act on a change of the live brokers only once two heartbeats agree: while brokers
@@ -96,6 +109,11 @@ class ClusterFollower:
             if digest != self.acknowledged:
                 await trio.to_thread.run_sync(broker.storage.acknowledge_catalog, digest)
                 self.acknowledged = digest
+
+    def _read_documents(self, names: list[str]) -> dict[str, bytes | None]:
+        """Worker thread: the stored bytes of these documents."""
+        storage = self.broker.storage
+        return {name: storage.document(name).read() for name in names}
 
     async def catalog_applied(self, saves_before: int) -> None:
         """The controller changed the topic catalog (its saves after number ``saves_before``):

@@ -7,9 +7,10 @@ from dataclasses import dataclass, field
 from rivven_kproto.broker.broker import Broker
 from rivven_kproto.broker.config import BrokerConfig
 from rivven_kproto.broker.log.base import PartitionLogBase as PartitionLog
+from rivven_kproto.broker.log.region import FileRegion
 from rivven_kproto.broker.log.validation import RecordCheck
 from rivven_kproto.broker.security.acls import CLUSTER_NAME, Operation, ResourceType
-from rivven_kproto.codec.errors import KafkaError
+from rivven_kproto.codec.errors import Errors, KafkaError
 
 from .session import Session
 
@@ -22,6 +23,15 @@ class NoResponse:
     the response it would have been (its error codes still count in the metrics)."""
 
     unsent: object = None
+
+
+@dataclass(frozen=True)
+class TxnVerdict:
+    """The coordinator's word on a producer's first transactional batch on a partition led here
+    (server/txn_verification.py), valid while ``guard`` is still the producer's."""
+
+    error: Errors
+    guard: object
 
 
 @dataclass
@@ -41,9 +51,14 @@ class RequestContext:
     prepared: dict[PartitionKey, RecordCheck | KafkaError] = field(default_factory=dict)
     # Fetch: reads of sealed segments done on a worker thread before the handler runs, by
     # partition: (fetch offset, whole batches read).
-    prefetched: dict[PartitionKey, tuple[int, bytes]] = field(default_factory=dict)
+    prefetched: dict[PartitionKey, tuple[int, bytes | FileRegion]] = field(default_factory=dict)
+    # Fetch may answer with file regions (sent by ``sendfile``): the connection is a plain socket.
+    zero_copy: bool = False
     # ListOffsets by timestamp, looked up by ``prepare`` on a worker thread (PostgreSQL engine).
     looked_up: dict[PartitionKey, tuple[int, int] | None | OSError] = field(default_factory=dict)
+    # Produce on a leader that does not coordinate: the coordinator's verdicts on first
+    # transactional batches, by partition.
+    txn_verdicts: dict[PartitionKey, TxnVerdict] = field(default_factory=dict)
     # The connection's listener and client identity (None: a request outside any connection).
     session: Session | None = None
 

@@ -2,7 +2,7 @@
 ``/readyz`` (recovery done and listeners open: 200, else 503), served with h11 from the broker's
 own event loop. One request per connection, bounded in size (h11's limit) and time. ``/metrics``
 is answered with ``BrokerMetrics.scrape`` (a recent rendering is reused, a new one yields to the
-loop while it is formatted)."""
+loop while it is formatted), gzipped when the client accepts it (Prometheus does)."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ async def serve_metrics(listeners: list[trio.SocketListener], metrics: BrokerMet
         except Exception:  # one bad scrape must never take the broker down
             log.exception("metrics request failed")
         finally:
-            await trio.aclose_forcefully(stream)
+            await stream.aclose()  # a socket closes at once, even when cancelled (no forceful close needed)
 
     await trio.serve_listeners(handle, listeners)
 
@@ -59,12 +59,18 @@ async def _answer(stream: trio.SocketStream, metrics: BrokerMetrics) -> None:
             break
         return  # closed before a request
     method, target = event.method.decode(), event.target.decode()
+    headers = [("connection", "close")]
     if method in ("GET", "HEAD") and target.split("?", 1)[0] == "/metrics":
-        status, content_type, body = 200, CONTENT_TYPE, await metrics.scrape()
+        gzipped = any(name == b"accept-encoding" and b"gzip" in value.lower() for name, value in event.headers)
+        status, content_type, body = 200, CONTENT_TYPE, await metrics.scrape(gzipped)
+        if gzipped:
+            headers.append(("content-encoding", "gzip"))
     else:
         status, content_type, body = route(metrics, method, target)
-    headers = [("content-type", content_type), ("content-length", str(len(body))), ("connection", "close")]
-    await stream.send_all(connection.send(h11.Response(status_code=status, headers=headers)) or b"")
+    headers += [("content-type", content_type), ("content-length", str(len(body)))]
+    # One send for the whole response: a write on loopback costs the receiver's side too.
+    response = [connection.send(h11.Response(status_code=status, headers=headers)) or b""]
     if event.method != b"HEAD":
-        await stream.send_all(connection.send(h11.Data(data=body)) or b"")
-    await stream.send_all(connection.send(h11.EndOfMessage()) or b"")
+        response.append(connection.send(h11.Data(data=body)) or b"")
+    response.append(connection.send(h11.EndOfMessage()) or b"")
+    await stream.send_all(b"".join(response))

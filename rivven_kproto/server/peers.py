@@ -1,11 +1,14 @@
-"""Requests this broker sends to the others of its cluster: the coordinator's transaction markers.
+"""Requests this broker sends to the others of its cluster: transaction markers, topic creation,
+and a leader's AddPartitionsToTxn to the coordinator (KIP-890: verify, or with transactions V2 add,
+a producer's partition before its first transactional batch there is written).
 
 When a transaction ends, the coordinator (the broker holding the coordinator lease) writes its
 markers on the partitions it leads itself and sends a WriteTxnMarkers request to the leader of
 each other partition, as Kafka's coordinator does; the leader answers once the markers are
-durable. One short-lived connection per request, to the address the leader registered: these are
-rare (one per transaction and leader) and a connection that outlives a leader's restart would only
-need to be re-made.
+durable. A broker that is not the controller asks it to create the topics a client's Metadata
+request auto-creates. One short-lived connection per request, to the address the peer
+registered: these are rare (one per transaction and leader, one per new topic) and a connection
+that outlives a peer's restart would only need to be re-made.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import io
 import logging
 import struct
 from collections import defaultdict
+from typing import TypeVar
 
 import trio
 
@@ -22,21 +26,35 @@ from rivven_kproto.broker.remote_markers import RemoteMarker
 from rivven_kproto.codec.connection import encode_request
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.headers import RequestHeader, ResponseHeader, response_header_version
+from rivven_kproto.codec.messages.add_partitions_to_txn import (
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnResponse,
+    AddPartitionsToTxnTopic,
+    AddPartitionsToTxnTransaction,
+)
+from rivven_kproto.codec.messages.create_topics import (
+    CreatableTopic,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+)
 from rivven_kproto.codec.messages.write_txn_markers import (
     WritableTxnMarker,
     WritableTxnMarkerTopic,
     WriteTxnMarkersRequest,
     WriteTxnMarkersResponse,
 )
-from rivven_kproto.codec.schema import Request
-from rivven_kproto.server.handlers.write_txn_markers import PEER_CLIENT_PREFIX
+from rivven_kproto.codec.schema import Request, Response
 
 log = logging.getLogger(__name__)
 
+PEER_CLIENT_PREFIX = "kproto-broker-"  # the client id of the requests brokers of our cluster send each other
 WRITE_TXN_MARKERS_VERSION = 1
+ADD_PARTITIONS_TO_TXN_VERSION = 5  # the broker-to-coordinator form (v4+), with TRANSACTION_ABORTABLE
+CREATE_TOPICS_VERSION = 4  # the first with -1 (the controller's default) partitions and replication factor
 PEER_TIMEOUT_S = 30.0  # a leader that does not answer within this is asked again later
 MAX_RESPONSE_BYTES = 16 * 1024 * 1024
 _SIZE = struct.Struct(">i")
+R = TypeVar("R", bound=Response)
 
 
 def peer_client_id(node_id: int) -> str:
@@ -83,20 +101,13 @@ async def send_markers(leader: Node, markers: list[RemoteMarker], self_id: int, 
     """Ask ``leader`` to write ``markers``; which of them it wrote (durably). Failures (the
     leader gone, moved, or not answering) leave them unwritten, to be asked for again."""
     request = markers_request(markers, coordinator_epoch)
-    header = RequestHeader(request_api_key=WriteTxnMarkersRequest.API_KEY,
-                           request_api_version=WRITE_TXN_MARKERS_VERSION, correlation_id=1,
-                           client_id=peer_client_id(self_id))
     written = dict.fromkeys(markers, False)
     try:
-        frame = await exchange(leader, header, request)
+        response = await call(leader, request, WRITE_TXN_MARKERS_VERSION, WriteTxnMarkersResponse, self_id)
     except (OSError, trio.TooSlowError) as exc:
         log.info("WriteTxnMarkers to node %d (%s:%d) failed: %s; asked again later", leader.node_id, leader.host,
                  leader.port, exc)
         return written
-    body = io.BytesIO(frame)
-    body.seek(_SIZE.size)
-    ResponseHeader.decode_from(body, response_header_version(WriteTxnMarkersRequest, WRITE_TXN_MARKERS_VERSION))
-    response = WriteTxnMarkersResponse.decode(frame[body.tell():], WRITE_TXN_MARKERS_VERSION)
     errors = marker_errors(response)
     for marker in markers:
         error = errors.get((marker.producer_id, marker.topic, marker.partition), Errors.UNKNOWN_SERVER_ERROR)
@@ -106,6 +117,54 @@ async def send_markers(leader: Node, markers: list[RemoteMarker], self_id: int, 
             log.info("node %d did not write the marker on %s-%d: %s", leader.node_id, marker.topic,
                      marker.partition, error.name)
     return written
+
+
+async def create_topics(controller: Node, names: list[str], self_id: int, timeout_ms: int) -> dict[str, Errors]:
+    """Ask the controller to create these topics with its defaults (a client's Metadata request
+    auto-creates them here); each topic's error (NONE: created, TOPIC_ALREADY_EXISTS: someone
+    was first). The controller answers once every live broker has the new catalog."""
+    request = CreateTopicsRequest(
+        topics=[CreatableTopic(name=name, num_partitions=-1, replication_factor=-1, assignments=[], configs=[])
+                for name in names],
+        timeout_ms=timeout_ms, validate_only=False)
+    response = await call(controller, request, CREATE_TOPICS_VERSION, CreateTopicsResponse, self_id)
+    return {result.name: Errors(result.error_code) for result in response.topics}
+
+
+async def add_partitions_to_txn(
+    coordinator: Node, self_id: int, transactional_id: str, producer_id: int, producer_epoch: int,
+    partitions: list[tuple[str, int]], verify_only: bool,
+) -> dict[tuple[str, int], Errors]:
+    """Ask the coordinator to verify (V1) or add (V2) a producer's partitions; the error per
+    partition. The caller maps a failure to reach it (OSError, TooSlowError) itself."""
+    topics: dict[str, list[int]] = defaultdict(list)
+    for topic, index in partitions:
+        topics[topic].append(index)
+    request = AddPartitionsToTxnRequest(transactions=[AddPartitionsToTxnTransaction(
+        transactional_id=transactional_id, producer_id=producer_id, producer_epoch=producer_epoch,
+        verify_only=verify_only,
+        topics=[AddPartitionsToTxnTopic(name=name, partitions=sorted(indexes)) for name, indexes in topics.items()],
+    )])
+    response = await call(coordinator, request, ADD_PARTITIONS_TO_TXN_VERSION, AddPartitionsToTxnResponse, self_id)
+    errors = dict.fromkeys(partitions, Errors(response.error_code) if response.error_code else Errors.UNKNOWN_SERVER_ERROR)
+    for result in response.results_by_transaction or ():
+        for topic_result in result.topic_results:
+            for partition in topic_result.results_by_partition:
+                key = (topic_result.name, partition.partition_index)
+                if key in errors:
+                    errors[key] = Errors(partition.partition_error_code)
+    return errors
+
+
+async def call(node: Node, request: Request, version: int, response_cls: type[R], self_id: int) -> R:
+    """One request of this broker's own (client id ``kproto-broker-<id>``) and its decoded response."""
+    header = RequestHeader(request_api_key=request.API_KEY, request_api_version=version, correlation_id=1,
+                           client_id=peer_client_id(self_id))
+    frame = await exchange(node, header, request)
+    body = io.BytesIO(frame)
+    body.seek(_SIZE.size)
+    ResponseHeader.decode_from(body, response_header_version(type(request), version))
+    return response_cls.decode(frame[body.tell():], version)
 
 
 async def exchange(node: Node, header: RequestHeader, request: Request) -> bytes:

@@ -106,7 +106,7 @@ class RangeReader:
                 continue
             check(data.error_code, f"Fetch {topic}-{partition} at offset {position}")
             retries = 0
-            raw = data.records or b""
+            raw = data.record_bytes()
             aborted = [(a.producer_id, a.first_offset) for a in data.aborted_transactions or ()]
             try:
                 shown, next_offset, seen = select_batches(raw, aborted, self.options.read_committed)

@@ -18,6 +18,16 @@ def test_defaults() -> None:
     assert config.socket_request_max_bytes == 100 * 1024 * 1024
 
 
+def test_a_node_id_from_any_source_is_kept_otherwise_the_store_may_assign_one(tmp_path: Path) -> None:
+    assert load_config().assign_node_id
+    assert not load_config(None, {"KPROTO_NODE_ID": "4"}).assign_node_id
+    assert not load_config(None, None, {"node.id": "0"}).assign_node_id
+    props = tmp_path / "server.properties"
+    props.write_text("broker.id=2\n")
+    assert (load_config(props).node_id, load_config(props).assign_node_id) == (2, False)
+    assert not BrokerConfig().assign_node_id  # built in code: the node id given (0 by default)
+
+
 def test_file_then_env_then_flags(tmp_path: Path) -> None:
     props = tmp_path / "server.properties"
     props.write_text(

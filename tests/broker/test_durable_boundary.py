@@ -23,6 +23,8 @@ WRITERS = {
     "datadir_lock.py": "the data-directory lock file",
     # An inline PEM handed to the ssl module through a private temporary file, then removed.
     "security/pem.py": "temporary PEM file",
+    # /dev/null as the sink of a sendfile that brings a fetch region's pages into the page cache.
+    "log/region.py": "/dev/null (nothing is written)",
 }
 WRITE_FLAGS = ("O_WRONLY", "O_RDWR", "O_CREAT", "O_APPEND", "O_TRUNC")
 

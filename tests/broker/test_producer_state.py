@@ -202,3 +202,23 @@ def test_aborted_between_against_a_brute_force_scan_and_trimmed_by_retention(tmp
     assert log.log_start_offset > aborted[0].last_offset and log.producers.aborted == kept
     log.close()
     assert open_log(tmp_path, segment_bytes=2_000).producers.aborted == kept
+
+
+def test_a_marker_voids_a_verification_begun_before_it(tmp_path: Path) -> None:
+    """KIP-890 on a leader that asks the coordinator: the answer counts only if no marker of the
+    producer landed while it was asked; an open transaction here needs no question."""
+    state = ProducerStateManager(tmp_path)
+    assert state.needs_verification(7, 0)
+    guard = state.start_verification(7)
+    assert state.still_verified(7, guard)
+    state.complete_txn(7, 0, marker_offset=0, commit=False)
+    assert not state.still_verified(7, guard)
+    second = state.start_verification(7)
+    assert state.still_verified(7, second) and not state.still_verified(7, guard)
+    batch = build_batch([Record(0, 0, None, b"v", [])], producer_id=7, producer_epoch=0, base_sequence=0,
+                        is_transactional=True)
+    state.update(header for _, header in iter_headers(batch))
+    assert not state.needs_verification(7, 0)  # its transaction is open here now
+    assert state.needs_verification(7, 1)  # a new epoch (transactions V2: a new transaction)
+    state.complete_txn(7, 0, marker_offset=2, commit=True)
+    assert state.needs_verification(7, 0)

@@ -120,3 +120,42 @@ def test_the_endpoint_survives_bad_clients() -> None:
             nursery.cancel_scope.cancel()
 
     trio.run(main)
+
+
+def test_a_client_accepting_gzip_gets_the_same_rendering_gzipped() -> None:
+    """As Prometheus asks (Accept-Encoding: gzip): the one rendering, compressed, in one answer."""
+    import gzip
+
+    import trio
+
+    from rivven_kproto.server import metrics as metrics_module
+    from rivven_kproto.server.http import serve_metrics
+
+    async def get(port: int, accept: bytes) -> tuple[bytes, bytes]:
+        stream = await trio.open_tcp_stream("127.0.0.1", port)
+        await stream.send_all(b"GET /metrics HTTP/1.1\r\nhost: x\r\n" + accept + b"\r\n")
+        answer = b""
+        while chunk := await stream.receive_some(1 << 16):
+            answer += chunk
+        head, _, body = answer.partition(b"\r\n\r\n")
+        return head.lower(), body
+
+    async def main() -> None:
+        metrics = BrokerMetrics(max_age_ms=3_600_000)
+        for api in range(20):
+            metrics.observe_request(api, 0.001, None, 0)
+        listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+        port = listeners[0].socket.getsockname()[1]
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(serve_metrics, listeners, metrics)
+            plain_head, plain = await get(port, b"")
+            gzip_head, packed = await get(port, b"accept-encoding: gzip, deflate\r\n")
+            assert b"content-encoding" not in plain_head and b"content-encoding: gzip" in gzip_head
+            assert f"content-length: {len(packed)}".encode() in gzip_head
+            assert gzip.decompress(packed) == plain and len(packed) < len(plain) / 4
+            assert b'rivven_requests_total{api="Produce"} 1.0' in plain
+            large = bytes(range(256)) * 2048  # more than one slice, and barely compressible
+            assert gzip.decompress(await metrics_module._gzip(large)) == large
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)

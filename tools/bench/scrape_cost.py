@@ -2,11 +2,15 @@
 scraped every 100 ms.
 
     python -m tools.bench.scrape_cost [--rounds 5] [--messages 1000000] [--partitions 1,8]
-                                      [--extra-partitions 0] [--json scrape-cost.json]
+                                      [--extra-partitions 0] [--encoding gzip|identity]
+                                      [--json scrape-cost.json]
 
 For each round and partition count, our broker (started with ``--metrics``, fresh for every run,
 on 127.0.0.1) takes the idempotent acks=all produce workload of ``tools.bench`` twice: once
-without scraping, once while a thread GETs ``/metrics`` every ``--every`` seconds. The two runs
+without scraping, once while a child process (``tools.bench.scrape_loop``) GETs ``/metrics``
+every ``--every`` seconds; a thread in this process would take the producer's GIL and CPU, and
+measure the client's cost of scraping instead of the broker's. The scraper accepts gzip, as
+Prometheus does (``--encoding identity``: the plain page). The two runs
 alternate their order round by round (plain first in even rounds, scraped first in odd ones), so
 neither profits from running second. Printed per run: throughput side by side, scraped/plain,
 the scrapes made, their size and latency; per partition count the median and geometric mean of
@@ -30,11 +34,11 @@ import argparse
 import json
 import logging
 import math
+import os
 import statistics
+import subprocess
 import sys
-import threading
 import time
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,55 +66,62 @@ class Run:
     scrape_p50_ms: float = 0.0
     scrape_max_ms: float = 0.0
     probe_cpu_ms_per_scrape: float = 0.0
+    scrape_sent_bytes: int = 0  # gzipped unless --encoding identity
+    scraper_cpu_s: float = 0.0  # the scraping process's own CPU (start-up included): the client's cost
     extra: dict[str, Any] = field(default_factory=dict)
 
 
 class Scraper:
-    """GETs ``url`` every ``every_s`` on a thread, timing each answer."""
+    """GETs ``url`` every ``every_s`` from a child process (``tools.bench.scrape_loop``), so the
+    scraping client's CPU and GIL are not taken from the producer in this process."""
 
-    def __init__(self, url: str, every_s: float) -> None:
-        self.url, self.every_s = url, every_s
+    def __init__(self, url: str, every_s: float, encoding: str = "gzip") -> None:
+        self.url, self.every_s, self.encoding = url, every_s, encoding
         self.latencies_ms: list[float] = []
-        self.body = b""
+        self.body_bytes = 0
+        self.body_lines = 0
+        self.sent_bytes = 0  # as sent: gzipped when accepted
         self.errors: list[str] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-
-    def _loop(self) -> None:
-        next_at = time.monotonic()
-        while not self._stop.is_set():
-            began = time.perf_counter()
-            try:
-                with urllib.request.urlopen(self.url, timeout=10) as answer:
-                    self.body = answer.read()
-                self.latencies_ms.append((time.perf_counter() - began) * 1000)
-            except OSError as exc:
-                self.errors.append(str(exc))
-            next_at += self.every_s
-            self._stop.wait(max(0.0, next_at - time.monotonic()))
+        self.cpu_s = 0.0  # the scraper process's own, start-up included
+        self._process: subprocess.Popen[str] | None = None
 
     def __enter__(self) -> Scraper:
-        self._thread.start()
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "tools.bench.scrape_loop", self.url, str(self.every_s), self.encoding],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[2],
+        )
+        assert self._process.stdout is not None
+        if self._process.stdout.readline().strip() != "ready":  # scraping has begun
+            self._process.kill()
+            raise RuntimeError("the scraper process did not start")
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(15)
+        assert self._process is not None
+        try:
+            out, _ = self._process.communicate("", timeout=30)  # stdin closed: it stops and reports
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            raise
+        report = json.loads(out)
+        self.latencies_ms, self.errors = report["latencies_ms"], report["errors"]
+        self.body_bytes, self.body_lines, self.cpu_s = report["bytes"], report["lines"], report["cpu_s"]
+        self.sent_bytes = report["sent_bytes"]
 
 
-def probe_cpu_per_scrape(running: brokers.Running, url: str, every_s: float) -> float:
+def probe_cpu_per_scrape(running: brokers.Running, url: str, every_s: float, encoding: str) -> float:
     """The broker's CPU milliseconds per scrape at the scraper's pace: ``PROBE_SCRAPES`` scrapes
     ``every_s`` apart on the idle broker, less its CPU over as long a time without scrapes."""
     time.sleep(0.5)  # let the produce's last flush round finish
     seconds = PROBE_SCRAPES * every_s
     before = usage(running.pid).cpu_s
     time.sleep(seconds)
-    idle = usage(running.pid).cpu_s - before
-    before = usage(running.pid).cpu_s
-    with Scraper(url, every_s) as scraper:
+    idle_per_s = (usage(running.pid).cpu_s - before) / seconds
+    before, began = usage(running.pid).cpu_s, time.monotonic()
+    with Scraper(url, every_s, encoding) as scraper:  # the window also holds the scraper's start and stop
         time.sleep(seconds)
-    busy = usage(running.pid).cpu_s - before
-    return max(0.0, busy - idle) * 1000 / max(1, len(scraper.latencies_ms))
+    busy, elapsed = usage(running.pid).cpu_s - before, time.monotonic() - began
+    return max(0.0, busy - idle_per_s * elapsed) * 1000 / max(1, len(scraper.latencies_ms))
 
 
 def one_run(partitions: int, scraped: bool, args: argparse.Namespace, round_: int) -> Run:
@@ -124,7 +135,7 @@ def one_run(partitions: int, scraped: bool, args: argparse.Namespace, round_: in
         topic = f"bench-{partitions}p"
         before = usage(running.pid).cpu_s
         if scraped:
-            with Scraper(url, args.every) as scraper:
+            with Scraper(url, args.every, args.encoding) as scraper:
                 figures = w.produce(running.bootstrap, topic, args.messages, partitions)
         else:
             figures = w.produce(running.bootstrap, topic, args.messages, partitions)
@@ -134,11 +145,11 @@ def one_run(partitions: int, scraped: bool, args: argparse.Namespace, round_: in
             if scraper.errors:
                 raise RuntimeError(f"{len(scraper.errors)} scrapes failed: {scraper.errors[:3]}")
             ordered = sorted(scraper.latencies_ms)
-            run.scrapes, run.scrape_bytes = len(ordered), len(scraper.body)
-            run.scrape_lines = scraper.body.count(b"\n")
+            run.scrapes, run.scrape_bytes, run.scrape_lines = len(ordered), scraper.body_bytes, scraper.body_lines
+            run.scraper_cpu_s, run.scrape_sent_bytes = scraper.cpu_s, scraper.sent_bytes
             run.scrape_p50_ms = ordered[len(ordered) // 2] if ordered else 0.0
             run.scrape_max_ms = ordered[-1] if ordered else 0.0
-            run.probe_cpu_ms_per_scrape = probe_cpu_per_scrape(running, url, args.every)
+            run.probe_cpu_ms_per_scrape = probe_cpu_per_scrape(running, url, args.every, args.encoding)
         log.info("round %d, %d partition(s), %s: %.0f msg/s, broker %.2f CPU-s", round_ + 1, partitions,
                  "scraped" if scraped else "plain", run.msgs_per_s, cpu)
         return run
@@ -172,13 +183,14 @@ def summarize(pairs: dict[int, list[tuple[Run, Run]]], every_s: float) -> dict[i
 
 def render(pairs: dict[int, list[tuple[Run, Run]]], summary: dict[int, dict[str, Any]], every_s: float) -> str:
     lines = [f"{'round':>5} {'parts':>5} {'first':>7} {'plain msg/s':>12} {'scraped msg/s':>14} {'ratio':>6} "
-             f"{'scrapes':>7} {'KB':>6} {'lines':>6} {'p50 ms':>7} {'max ms':>7} {'CPU ms/scrape':>13}"]
+             f"{'scrapes':>7} {'KB':>6} {'sent':>6} {'lines':>6} {'p50 ms':>7} {'max ms':>7} {'CPU ms/scrape':>13}"]
     for partitions, runs in pairs.items():
         for index, (plain, scraped) in enumerate(runs):
             lines.append(
                 f"{index + 1:>5} {partitions:>5} {'plain' if index % 2 == 0 else 'scraped':>7} "
                 f"{plain.msgs_per_s:>12,.0f} {scraped.msgs_per_s:>14,.0f} {scraped.msgs_per_s / plain.msgs_per_s:>6.3f} "
-                f"{scraped.scrapes:>7} {scraped.scrape_bytes / 1024:>6.1f} {scraped.scrape_lines:>6} "
+                f"{scraped.scrapes:>7} {scraped.scrape_bytes / 1024:>6.1f} {scraped.scrape_sent_bytes / 1024:>6.1f} "
+                f"{scraped.scrape_lines:>6} "
                 f"{scraped.scrape_p50_ms:>7.2f} {scraped.scrape_max_ms:>7.2f} {scraped.probe_cpu_ms_per_scrape:>13.2f}")
     lines.append("")
     for partitions, s in summary.items():
@@ -198,6 +210,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--messages", type=int, default=1_000_000)
     parser.add_argument("--partitions", default="1,8", help="comma-separated partition counts of the produce")
     parser.add_argument("--every", type=float, default=0.1, help="seconds between scrapes")
+    parser.add_argument("--encoding", choices=("gzip", "identity"), default="gzip",
+                        help="the scraper's Accept-Encoding (Prometheus asks for gzip)")
     parser.add_argument("--extra-partitions", type=int, default=0, help="an idle topic of this many partitions")
     parser.add_argument("--json", type=Path, default=Path("scrape-cost.json"))
     parser.add_argument("-v", "--verbose", action="store_true")
@@ -211,6 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("tools.bench").setLevel(logging.INFO)
     counts = [int(p) for p in args.partitions.split(",")]
     pairs: dict[int, list[tuple[Run, Run]]] = {p: [] for p in counts}
+    load_at_start = os.getloadavg()  # other jobs on the machine make the throughput ratios noise
     for round_ in range(args.rounds):
         for partitions in counts:
             order = (False, True) if round_ % 2 == 0 else (True, False)  # alternate which runs first
@@ -221,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     from .__main__ import machine  # noqa: PLC0415 - the bench's machine description
 
     document = {"machine": machine(), "settings": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
-                "limit": LIMIT, "summary": {str(p): s for p, s in summary.items()},
+                "limit": LIMIT, "load_average": {"start": load_at_start, "end": os.getloadavg()}, "summary": {str(p): s for p, s in summary.items()},
                 "runs": {str(p): [[vars(plain), vars(scraped)] for plain, scraped in runs] for p, runs in pairs.items()}}
     args.json.write_text(json.dumps(document, indent=2))
     print(f"\nwrote {args.json}")

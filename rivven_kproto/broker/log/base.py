@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from rivven_kproto.broker.log.config import LogConfig
 from rivven_kproto.broker.log.producer_state import AbortedTxn, BatchMeta, ProducerStateManager
+from rivven_kproto.broker.log.region import FileRegion
 from rivven_kproto.broker.log.segment import MAX_RELATIVE_OFFSET
 from rivven_kproto.broker.log.span import whole_batches
 from rivven_kproto.broker.log.validation import (
@@ -39,7 +40,7 @@ class ColdReadPlan(Protocol):
 
     offset: int
 
-    def run(self) -> bytes: ...
+    def run(self) -> bytes | FileRegion: ...
 
     def release(self) -> None: ...
 
@@ -48,7 +49,7 @@ class ColdReadPlan(Protocol):
 class Fetched:
     """One partition's part of a Fetch: batches visible at the isolation level, and the marks."""
 
-    data: bytes
+    data: bytes | FileRegion  # a region only when the caller asked for one (``zero_copy``)
     high_watermark: int
     last_stable_offset: int
     log_start_offset: int
@@ -155,9 +156,19 @@ class PartitionLogBase:
     def segment_base_offsets(self) -> list[int]:
         raise NotImplementedError
 
-    def plan_cold_read(self, offset: int, max_bytes: int, isolation: IsolationLevel) -> ColdReadPlan | None:
-        """A Fetch read worth a worker thread, or None to read inline."""
+    def plan_cold_read(
+        self, offset: int, max_bytes: int, isolation: IsolationLevel, *, zero_copy: bool = False
+    ) -> ColdReadPlan | None:
+        """A Fetch read worth a worker thread, or None to read inline (``zero_copy``: the plan
+        may return a :class:`FileRegion`, see :meth:`read_region`)."""
         raise NotImplementedError
+
+    def read_region(
+        self, offset: int, max_bytes: int, *, upper_bound: int, min_one_batch: bool
+    ) -> FileRegion | None:
+        """What :meth:`read` would return, as a region of files the server may ``sendfile``;
+        None when the engine has no files or the read is too small to gain from it."""
+        return None
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         raise NotImplementedError
@@ -346,26 +357,47 @@ class PartitionLogBase:
 
     def fetch(
         self, offset: int, max_bytes: int, isolation: IsolationLevel, *, min_one_batch: bool,
-        prefetched: bytes | None = None,
+        prefetched: bytes | FileRegion | None = None, zero_copy: bool = False,
     ) -> Fetched:
         """Kafka's read for a consumer: whole batches below the visible end, and for
         read_committed the aborted transactions overlapping them (clients drop those records).
 
         ``prefetched``: what a ``ColdRead`` of this offset returned (read with at least this
-        budget, below an earlier, so lower or equal, visible end); cut to ``max_bytes`` here."""
+        budget, below an earlier, so lower or equal, visible end); cut to ``max_bytes`` here.
+        ``zero_copy``: the data may be a :class:`FileRegion` (the caller sends it unchanged and
+        releases it); the same batches as the bytes, either way."""
         high_watermark, last_stable = self.high_watermark, self.last_stable_offset
-        if prefetched is not None and offset >= self._log_start_offset:
-            data = whole_batches(prefetched, max_bytes, min_one_batch)
-            result = ReadResult(data, self._log_start_offset, self.log_end_offset)
-        else:
-            result = self.read(offset, max_bytes, upper_bound=self.visible_end(isolation), min_one_batch=min_one_batch)
+        data: bytes | FileRegion = b""
+        try:
+            if prefetched is not None and offset >= self._log_start_offset:
+                if isinstance(prefetched, FileRegion):
+                    data = prefetched if prefetched.cut(max_bytes, min_one_batch) else b""
+                else:
+                    data = whole_batches(prefetched, max_bytes, min_one_batch)
+                log_start = self._log_start_offset
+            else:
+                region = None
+                upper_bound = self.visible_end(isolation)
+                if zero_copy:
+                    region = self.read_region(offset, max_bytes, upper_bound=upper_bound, min_one_batch=min_one_batch)
+                if region is not None:
+                    data, log_start = region, self._log_start_offset
+                else:
+                    result = self.read(offset, max_bytes, upper_bound=upper_bound, min_one_batch=min_one_batch)
+                    data, log_start = result.data, result.log_start_offset
+        finally:
+            if isinstance(prefetched, FileRegion) and data is not prefetched:
+                prefetched.release()
         aborted = None
         if isolation == IsolationLevel.READ_COMMITTED:
             end = offset
-            for _, header in iter_headers(result.data):
-                end = header.next_offset
+            if isinstance(data, FileRegion):
+                end = data.end_offset
+            else:
+                for _, header in iter_headers(data):
+                    end = header.next_offset
             aborted = self.producers.aborted_between(offset, end)
-        return Fetched(result.data, high_watermark, last_stable, result.log_start_offset, aborted)
+        return Fetched(data, high_watermark, last_stable, log_start, aborted)
 
     def delete_records(self, before_offset: int, *, high_watermark: int | None = None) -> int:
         """DeleteRecords: hide offsets below ``before_offset`` (-1: the high watermark); returns

@@ -55,6 +55,7 @@ from rivven_kproto.broker.log.producer_state import (
     ProducerStateManager,
     store_snapshot,
 )
+from rivven_kproto.broker.log.region import ZERO_COPY_MIN_BYTES, FileRegion, locate_span
 from rivven_kproto.broker.log.segment import LOG_SUFFIX, Segment
 from rivven_kproto.broker.log.span import ColdRead, read_span
 from rivven_kproto.codec.enums import IsolationLevel
@@ -260,10 +261,38 @@ class PartitionLog(PartitionLogBase):
         data = read_span(files, self._segments[i].index_position(offset), offset, max_bytes, upper_bound, min_one_batch)
         return ReadResult(data, start, end)
 
-    def plan_cold_read(self, offset: int, max_bytes: int, isolation: IsolationLevel) -> ColdRead | None:
+    def read_region(
+        self, offset: int, max_bytes: int, *, upper_bound: int, min_one_batch: bool
+    ) -> FileRegion | None:
+        """The batches :meth:`read` would copy, located by their headers as a region of
+        duplicated descriptors (valid after the segments are deleted); None below
+        ``ZERO_COPY_MIN_BYTES`` of candidates (then reading is as cheap) or without a batch."""
+        self._check_open()
+        start, end = self._log_start_offset, self.log_end_offset
+        if offset < start or offset > end:
+            raise KafkaError(
+                Errors.OFFSET_OUT_OF_RANGE,
+                f"offset {offset} is outside [{start}, {end}] of {self.directory.name}",
+            )
+        if offset >= min(end, upper_bound):
+            return None
+        i = bisect.bisect_right(self._bases, offset) - 1
+        scan_from = self._segments[i].index_position(offset)
+        candidates = sum(segment.size for segment in itertools.islice(self._segments, i, None)) - scan_from
+        if min(max_bytes, candidates) < ZERO_COPY_MIN_BYTES:
+            return None
+        # Lazily: each descriptor is used (and duplicated) before the next segment is opened, which
+        # may close a cached one (descriptor_cache.py).
+        files = ((segment.descriptor, segment.size) for segment in itertools.islice(self._segments, i, None))
+        return locate_span(files, scan_from, offset, max_bytes, upper_bound, min_one_batch, owned=False)
+
+    def plan_cold_read(
+        self, offset: int, max_bytes: int, isolation: IsolationLevel, *, zero_copy: bool = False
+    ) -> ColdRead | None:
         """A Fetch read worth a worker thread (see ``span.py``): one that starts in a sealed
         segment (its pages are the likely ones to be off the cache), or a large one (a consumer
-        catching up: ``LARGE_READ_BYTES`` or more to copy). None: read it inline."""
+        catching up: ``LARGE_READ_BYTES`` or more to copy; with ``zero_copy`` nothing is copied,
+        so only the sealed case). None: read it inline."""
         self._check_open()
         upper_bound = self.visible_end(isolation)
         if not self._log_start_offset <= offset < upper_bound:
@@ -271,7 +300,7 @@ class PartitionLog(PartitionLogBase):
         i = bisect.bisect_right(self._bases, offset) - 1
         first = self._segments[i]
         scan_from = first.index_position(offset)
-        if first is self._active and min(max_bytes, first.size - scan_from) < LARGE_READ_BYTES:
+        if first is self._active and (zero_copy or min(max_bytes, first.size - scan_from) < LARGE_READ_BYTES):
             return None
         files: list[tuple[int, int]] = []
         covered = -scan_from
@@ -285,7 +314,7 @@ class PartitionLog(PartitionLogBase):
             for fd, _ in files:
                 os.close(fd)
             raise
-        return ColdRead(offset, max_bytes, upper_bound, scan_from, files)
+        return ColdRead(offset, max_bytes, upper_bound, scan_from, files, zero_copy)
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record whose timestamp >= ``timestamp``.

@@ -152,8 +152,25 @@ class ProducerStateManager:
         self.producers: dict[int, ProducerEntry] = {}
         self.duplicates = 0
         self.aborted: list[AbortedTxn] = []
+        # KIP-890 part 1 on a leader that does not coordinate: a producer's first transactional
+        # batch here waits for the coordinator's word; a marker in between voids it (its guard).
+        self.verification_guards: dict[int, object] = {}
 
     # -- the append path ----------------------------------------------------------------------
+
+    def needs_verification(self, producer_id: int, epoch: int) -> bool:
+        """Is this transactional batch the producer's first here in its current transaction?"""
+        entry = self.producers.get(producer_id)
+        return entry is None or entry.txn_first_offset is None or entry.epoch != epoch
+
+    def start_verification(self, producer_id: int) -> object:
+        """A guard that holds until a marker of this producer lands here (Kafka's VerificationGuard)."""
+        guard = object()
+        self.verification_guards[producer_id] = guard
+        return guard
+
+    def still_verified(self, producer_id: int, guard: object) -> bool:
+        return self.verification_guards.get(producer_id) is guard
 
     def check(self, header: BatchHeader) -> BatchMeta | None:
         """Validate one client batch; return the cached batch if it is a duplicate, else None."""
@@ -227,6 +244,7 @@ class ProducerStateManager:
         epoch with an empty cache, exactly as a batch of that epoch would: no batch of the new
         epoch can then be mistaken for a duplicate of an older one.
         """
+        self.verification_guards.pop(producer_id, None)
         entry = self.producers.get(producer_id)
         if entry is None:
             entry = ProducerEntry(producer_id, producer_epoch)

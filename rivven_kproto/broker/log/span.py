@@ -15,6 +15,7 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from rivven_kproto.broker.log.region import ZERO_COPY_MIN_BYTES, FileRegion, locate_span
 from rivven_kproto.broker.log.segment import find_batch, read_batches
 from rivven_kproto.codec.records.batch import iter_headers
 
@@ -44,15 +45,36 @@ def read_span(
 
 @dataclass
 class ColdRead:
-    """A read of sealed segments, prepared on the loop, run once on any thread."""
+    """A read of sealed segments, prepared on the loop, run once on any thread.
+
+    ``zero_copy``: locate the batches instead of copying them (a :class:`FileRegion` the server
+    sends with ``sendfile``), and bring its pages into the page cache here, so that sending on
+    the event loop does not wait for the disk; a region smaller than ``ZERO_COPY_MIN_BYTES`` is
+    read into bytes all the same."""
 
     offset: int
     max_bytes: int
     upper_bound: int
     scan_from: int
     files: list[tuple[int, int]]  # duplicated descriptors (closed by ``run``) and ends
+    zero_copy: bool = False
 
-    def run(self) -> bytes:
+    def run(self) -> bytes | FileRegion:
+        if self.zero_copy:
+            files, self.files = self.files, []
+            region = locate_span(files, self.scan_from, self.offset, self.max_bytes, self.upper_bound, True, owned=True)
+            if region is None:
+                return b""
+            try:
+                if region.size < ZERO_COPY_MIN_BYTES:
+                    data = region.read()
+                    region.release()
+                    return data
+                region.warm()
+            except BaseException:
+                region.release()
+                raise
+            return region
         try:
             return read_span(self.files, self.scan_from, self.offset, self.max_bytes, self.upper_bound, True)
         finally:

@@ -112,9 +112,12 @@ class Authorizer:
         self.super_users = frozenset(super_users)
         self.allow_if_no_acl = allow_if_no_acl
         self.acls: list[AclBinding] = []
-        stored = self.document.read()
-        if stored is not None:
-            self.acls = [AclBinding(**entry) for entry in json.loads(stored)]
+        self.reload(self.document.read())
+
+    def reload(self, stored: bytes | None) -> None:
+        """Take the ACLs as stored (at start, and on a broker following the controller, which
+        changed them: an ACL deleted there stops allowing here)."""
+        self.acls = [AclBinding(**entry) for entry in json.loads(stored)] if stored is not None else []
 
     def authorize(self, principal: str, host: str, operation: Operation, resource_type: ResourceType, name: str) -> bool:
         if principal in self.super_users:

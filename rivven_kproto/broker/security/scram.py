@@ -67,17 +67,23 @@ class ScramStore:
         self.path = self.document.path
         self.work = work
         self.credentials: dict[str, dict[str, ScramCredential]] = {m: {} for m in MECHANISMS}
-        stored = self.document.read()
+        self.reload(self.document.read())
+
+    def reload(self, stored: bytes | None) -> None:
+        """Take the credentials as stored (at start, and on a broker following the controller,
+        which changed them): a user deleted there cannot log in here any more."""
+        credentials: dict[str, dict[str, ScramCredential]] = {m: {} for m in MECHANISMS}
         if stored is not None:
             raw = json.loads(stored)
             for mechanism, users in raw.items():
-                self.credentials[mechanism] = {
+                credentials[mechanism] = {
                     user: ScramCredential(
                         base64.b64decode(c["salt"]), base64.b64decode(c["stored_key"]),
                         base64.b64decode(c["server_key"]), int(c["iterations"]),
                     )
                     for user, c in users.items()
                 }
+        self.credentials = credentials
 
     def get(self, mechanism: str, user: str) -> ScramCredential | None:
         return self.credentials.get(mechanism, {}).get(user)

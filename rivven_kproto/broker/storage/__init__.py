@@ -9,7 +9,7 @@ to make a round's writes durable (``sync``). Handlers never see which engine run
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -46,17 +46,21 @@ class CoordinationLost(StorageError):
 
 @dataclass(frozen=True)
 class Pulse:
-    """What a shared store says at a heartbeat: the live brokers, the coordinator, the catalog."""
+    """What a shared store says at a heartbeat: the live brokers, the coordinator, the catalog,
+    and a digest of every other document (ACLs, SCRAM credentials, dynamic broker configs), so
+    that a broker re-reads only what the controller changed since it last looked."""
 
     nodes: tuple[Node, ...]
     coordinator_id: int | None
     catalog: bytes | None  # the topic catalog document as stored now
+    documents: dict[str, str] = field(default_factory=dict)  # name -> digest of its stored bytes
 
 
 class Storage(Protocol):
     kind: str
     acknowledge_after_commit: bool  # every acknowledged write waits for its round's commit
     heartbeat_interval_s: float | None  # how often ``heartbeat`` runs (None: never)
+    assigned_node_id: int | None  # the node id the store gave this broker (None: the configured one)
     descriptors_per_partition: int  # open files an idle partition holds
     closes_in_parallel: bool  # Broker.close may close partitions on several threads at once
 
@@ -101,11 +105,13 @@ class Storage(Protocol):
 
 
 def open_storage(
-    url: str | None, data_dir: Path, *, standby: bool = False, node: tuple[int, str, int] | None = None
+    url: str | None, data_dir: Path, *, standby: bool = False, node: tuple[int, str, int] | None = None,
+    assign_node_id: bool = False,
 ) -> Storage:
     """The engine a ``--storage`` value names (None: the native log in ``data_dir``); ``standby``:
     wait for the database's serving broker to stop instead of failing; ``node``: this broker's
-    node id and advertised address, for a shared store's registry of brokers."""
+    node id and advertised address, for a shared store's registry of brokers; ``assign_node_id``:
+    a shared store picks the node id (``assigned_node_id``), the native log keeps ``node``'s."""
     if url is None or url in ("", "native"):
         from .native import NativeStorage
 
@@ -113,5 +119,5 @@ def open_storage(
     if url.startswith(("postgresql://", "postgres://")):
         from .postgres.store import PostgresStorage
 
-        return PostgresStorage(url, standby=standby, node=node)
+        return PostgresStorage(url, standby=standby, node=node, assign_node_id=assign_node_id)
     raise ValueError(f"unknown storage {url!r}: expected postgresql://USER[:PASSWORD]@HOST[:PORT]/DB")

@@ -27,6 +27,7 @@ class NativeStorage:
     descriptors_per_partition = 0
     closes_in_parallel = True  # partitions share no state but the descriptor cache (locked)
     heartbeat_interval_s: float | None = None  # one process owns the directory: nobody to tell
+    assigned_node_id: int | None = None  # alone: the configured node id (default 0) stands
 
     def __init__(self, data_dir: Path) -> None:
         self.data_dir = data_dir

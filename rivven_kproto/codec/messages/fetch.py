@@ -17,6 +17,7 @@ from ..schema import (
     kafka_struct,
     kf,
 )
+from ..splice import ExternalBytes
 
 
 @kafka_struct
@@ -95,7 +96,14 @@ class PartitionData(Struct):
         Array(AbortedTransaction), "4+", nullable="4+", ignorable=True
     )
     preferred_read_replica: int = kf(INT32, "11+", default=-1)
-    records: bytes | None = kf(RECORDS, nullable="0+")
+    # An ExternalBytes (a file region) only in a response encoded by encode_response_frame.
+    records: bytes | ExternalBytes | None = kf(RECORDS, nullable="0+")
+
+    def record_bytes(self) -> bytes:
+        """The records of a decoded response (b"" for null): decoding never yields a region."""
+        if isinstance(self.records, ExternalBytes):
+            raise TypeError("the records are a region of an encoder-side response, not bytes")
+        return self.records or b""
 
 
 @kafka_struct

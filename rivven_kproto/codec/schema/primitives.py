@@ -31,6 +31,7 @@ from construct import (
     stream_write,
 )
 
+from rivven_kproto.codec.splice import ExternalBytes
 from rivven_kproto.codec.varint import encode_raw, unzigzag, zigzag
 
 __all__ = [
@@ -226,6 +227,14 @@ class BytesCon(Construct):  # type: ignore[misc]
             if not self.nullable:
                 raise ValidationError("null given for non-nullable bytes", path=path)
             _write_length(stream, -1, self.compact, True, path)
+            return obj
+        if isinstance(obj, ExternalBytes):
+            # Only the length is written here; the bytes go in when the frame is sent.
+            splice = getattr(stream, "splice", None)
+            if splice is None:
+                raise ValidationError("external bytes need a splicing encoder (encode_response_frame)", path=path)
+            _write_length(stream, obj.size, self.compact, True, path)
+            splice(obj)
             return obj
         if not isinstance(obj, bytes | bytearray | memoryview):
             raise ValidationError(f"expected bytes, got {type(obj).__name__}", path=path)

@@ -37,6 +37,7 @@ from rivven_kproto.codec.messages.describe_acls import (
 from ..context import RequestContext
 
 DISABLED = "No Authorizer is configured on the broker"
+NOT_CONTROLLER = "This broker is not the controller (brokers sharing a store: send ACL changes to the controller)"
 
 
 def create(ctx: RequestContext, request: CreateAclsRequest, version: int) -> CreateAclsResponse:
@@ -48,6 +49,8 @@ def create(ctx: RequestContext, request: CreateAclsRequest, version: int) -> Cre
         return CreateAclsResponse(throttle_time_ms=0, results=[result(Errors.SECURITY_DISABLED, DISABLED)] * len(request.creations))
     if not ctx.allowed(Operation.ALTER, ResourceType.CLUSTER):
         return CreateAclsResponse(throttle_time_ms=0, results=[result(Errors.CLUSTER_AUTHORIZATION_FAILED)] * len(request.creations))
+    if not ctx.broker.cluster.is_coordinator:  # one writer of the shared ACLs: the controller
+        return CreateAclsResponse(throttle_time_ms=0, results=[result(Errors.NOT_CONTROLLER, NOT_CONTROLLER)] * len(request.creations))
     results, valid = [], []
     for creation in request.creations:
         binding = AclBinding(
@@ -114,6 +117,8 @@ def delete(ctx: RequestContext, request: DeleteAclsRequest, version: int) -> Del
         return DeleteAclsResponse(throttle_time_ms=0, filter_results=[failed(Errors.SECURITY_DISABLED, DISABLED)] * len(request.filters))
     if not ctx.allowed(Operation.ALTER, ResourceType.CLUSTER):
         return DeleteAclsResponse(throttle_time_ms=0, filter_results=[failed(Errors.CLUSTER_AUTHORIZATION_FAILED)] * len(request.filters))
+    if not ctx.broker.cluster.is_coordinator:
+        return DeleteAclsResponse(throttle_time_ms=0, filter_results=[failed(Errors.NOT_CONTROLLER, NOT_CONTROLLER)] * len(request.filters))
     filters: list[AclFilter] = []
     results: list[DeleteAclsFilterResult | None] = []
     for raw in request.filters:

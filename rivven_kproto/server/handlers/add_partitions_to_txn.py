@@ -4,8 +4,8 @@ v4+ is the broker-to-coordinator form (KIP-890 part 1): it needs ClusterAction o
 a top-level CLUSTER_AUTHORIZATION_FAILED), carries several transactions, and each either verifies
 its partitions (``verify_only``: NONE or TRANSACTION_ABORTABLE per partition, INVALID_TXN_STATE for
 v4 requests, which predate that error) or adds them (with transactions V2 semantics at v5 when the
-broker's ``transaction.version`` is 2: what a V2 Produce's leader asks). Our own leader calls the
-coordinator in process, so only other tools send v4+."""
+broker's ``transaction.version`` is 2: what a V2 Produce's leader asks). A leader that coordinates
+calls the coordinator in process; in a cluster the others send v5 (server/txn_verification.py)."""
 
 from __future__ import annotations
 

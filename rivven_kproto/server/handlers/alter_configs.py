@@ -96,8 +96,13 @@ def check_nulls(null_names: list[str]) -> None:
 
 
 def check_broker_resource(ctx: RequestContext, name: str) -> None:
-    """ "" is the cluster default; otherwise it must be this node's id (Kafka's messages)."""
-    if name and broker_id(name, "Node id") != ctx.config.node_id:
+    """ "" is the cluster default; otherwise it must be this node's id (Kafka's messages), or on
+    the controller of brokers sharing a store that of a live broker (the request was forwarded to
+    it, and that broker follows the stored values)."""
+    if not name:
+        return
+    node = broker_id(name, "Node id")
+    if node != ctx.config.node_id and not (ctx.broker.cluster.is_coordinator and ctx.broker.cluster.node(node) is not None):
         raise KafkaError(
             Errors.INVALID_REQUEST,
             f"Unexpected broker id, expected {ctx.config.node_id}, but received {name}",

@@ -16,6 +16,12 @@ rack-aware preferred read replicas (always -1).
 read_committed: data only below the last stable offset, with the aborted transactions that
 overlap the returned range (producer id, first offset), so clients drop aborted records.
 
+Zero-copy: on a plaintext connection (``ctx.zero_copy``) a partition's batches may come back as a
+:class:`FileRegion` instead of bytes (``PartitionLog.read_region``): the encoder leaves a hole of
+its size and the server fills it with ``os.sendfile``. The batches, budgets, upper bounds and
+aborted transactions are those of the bytes path; only where the bytes come from differs. A
+response that is not sent (a long-poll that goes on waiting) releases its regions.
+
 Cold and large reads: ``prepare`` reads on a worker thread the partitions whose fetch offset lies
 in a sealed segment, or that may copy 256 KiB or more (``PartitionLog.plan_cold_read``), so a
 consumer catching up never makes the event loop wait for the disk or a big copy; ``fetch`` then
@@ -32,6 +38,7 @@ import trio
 from rivven_kproto.broker.broker import Broker
 from rivven_kproto.broker.log.base import ColdReadPlan, check_leader_epoch
 from rivven_kproto.broker.log.base import PartitionLogBase as PartitionLog
+from rivven_kproto.broker.log.region import FileRegion
 from rivven_kproto.broker.security.acls import Operation, ResourceType
 from rivven_kproto.codec.enums import IsolationLevel
 from rivven_kproto.codec.errors import Errors, KafkaError
@@ -69,7 +76,8 @@ async def prepare(ctx: RequestContext, request: FetchRequest, limiter: trio.Capa
                 try:
                     partition = ctx.broker.partition(topic.topic, wanted.partition)
                     plan = partition.plan_cold_read(
-                        wanted.fetch_offset, min(max(wanted.partition_max_bytes, 0), budget), isolation)
+                        wanted.fetch_offset, min(max(wanted.partition_max_bytes, 0), budget), isolation,
+                        zero_copy=ctx.zero_copy)
                 except (KafkaError, OSError):
                     continue  # answered by ``fetch`` with the partition's error
                 if plan is not None:
@@ -81,8 +89,8 @@ async def prepare(ctx: RequestContext, request: FetchRequest, limiter: trio.Capa
     if not planned:
         return
 
-    def read_all() -> list[bytes | None]:
-        results: list[bytes | None] = []
+    def read_all() -> list[bytes | FileRegion | None]:
+        results: list[bytes | FileRegion | None] = []
         for (topic, index), plan in planned:
             try:
                 results.append(plan.run())
@@ -106,10 +114,14 @@ def handle(ctx: RequestContext, request: FetchRequest, version: int) -> FetchRes
     response, size, has_error = fetch(ctx, request, version)
     if size >= request.min_bytes or has_error or request.max_wait_ms <= 0:
         return response
+    release_regions(response)
 
     def complete(now_ms: int) -> FetchResponse | None:
         response, size, has_error = fetch(ctx, request, version)
-        return response if size >= request.min_bytes or has_error else None
+        if size >= request.min_bytes or has_error:
+            return response
+        release_regions(response)
+        return None
 
     def expire(now_ms: int) -> FetchResponse:
         return fetch(ctx, request, version)[0]
@@ -141,7 +153,7 @@ def fetch(ctx: RequestContext, request: FetchRequest, version: int) -> tuple[Fet
             if readable.setdefault(topic.topic, ctx.allowed(Operation.READ, ResourceType.TOPIC, topic.topic)):
                 prefetched = ctx.prefetched.pop((topic.topic, wanted.partition), None)
                 data = _read_partition(ctx.broker, topic.topic, wanted, max_bytes, isolation, min_one_batch=min_one_batch,
-                                       prefetched=prefetched)
+                                       prefetched=prefetched, zero_copy=ctx.zero_copy)
             else:
                 data = _error_partition(wanted.partition, Errors.TOPIC_AUTHORIZATION_FAILED)
             size = len(data.records or b"")
@@ -152,6 +164,10 @@ def fetch(ctx: RequestContext, request: FetchRequest, version: int) -> tuple[Fet
             has_error = has_error or data.error_code != Errors.NONE
             partitions.append(data)
         responses.append(FetchableTopicResponse(topic=topic.topic, partitions=partitions))
+    for _, unused in ctx.prefetched.values():  # partitions not read after all (no longer readable)
+        if isinstance(unused, FileRegion):
+            unused.release()
+    ctx.prefetched.clear()
     response = FetchResponse(throttle_time_ms=0, error_code=Errors.NONE, session_id=0, responses=responses)
     return response, total, has_error
 
@@ -164,16 +180,22 @@ def _read_partition(
     isolation: IsolationLevel,
     *,
     min_one_batch: bool,
-    prefetched: tuple[int, bytes] | None = None,
+    prefetched: tuple[int, bytes | FileRegion] | None = None,
+    zero_copy: bool = False,
 ) -> PartitionData:
     """Read one partition; every failure becomes the partition's error code, never an exception."""
     partition: PartitionLog | None = None
+    cold = prefetched[1] if prefetched is not None and prefetched[0] == wanted.fetch_offset else None
+    if prefetched is not None and cold is None and isinstance(prefetched[1], FileRegion):
+        prefetched[1].release()
     try:
         partition = broker.partition(topic, wanted.partition)
         check_leader_epoch(wanted.current_leader_epoch)
-        cold = prefetched[1] if prefetched is not None and prefetched[0] == wanted.fetch_offset else None
-        fetched = partition.fetch(wanted.fetch_offset, max_bytes, isolation, min_one_batch=min_one_batch, prefetched=cold)
+        fetched = partition.fetch(wanted.fetch_offset, max_bytes, isolation, min_one_batch=min_one_batch,
+                                  prefetched=cold, zero_copy=zero_copy)
     except KafkaError as exc:
+        if isinstance(cold, FileRegion):
+            cold.release()  # (idempotent: ``fetch`` releases what it was handed, if it got that far)
         log.debug("fetch %s-%d at %d: %s", topic, wanted.partition, wanted.fetch_offset, exc)
         data = _error_partition(wanted.partition, exc.error)
         if exc.error == Errors.OFFSET_OUT_OF_RANGE and partition is not None:
@@ -182,6 +204,8 @@ def _read_partition(
             data.log_start_offset = partition.log_start_offset
         return data
     except OSError:
+        if isinstance(cold, FileRegion):
+            cold.release()
         log.exception("fetch %s-%d: reading the log failed", topic, wanted.partition)
         return _error_partition(wanted.partition, Errors.KAFKA_STORAGE_ERROR)
     # Kafka: a list (empty without aborted transactions) for read_committed, null otherwise.
@@ -198,6 +222,14 @@ def _read_partition(
         preferred_read_replica=-1,
         records=fetched.data,
     )
+
+
+def release_regions(response: FetchResponse) -> None:
+    """Let go of the file regions of a response that will not be sent."""
+    for topic in response.responses:
+        for partition in topic.partitions:
+            if isinstance(partition.records, FileRegion):
+                partition.records.release()
 
 
 def _error_partition(index: int, error: Errors) -> PartitionData:

@@ -7,7 +7,12 @@ and ISR are as many live brokers as the topic's replication factor, and the cont
 broker holding the coordinator lease. A request naming topics that do not exist creates them when
 ``auto.create.topics.enable`` is on and the client allows it (v4+; always before v4), as Kafka
 does. Kafka answers LEADER_NOT_AVAILABLE for a topic it has just started creating; we create it
-synchronously, so we answer NONE with its partitions at once and save the client a retry.
+synchronously, so we answer NONE with its partitions at once and save the client a retry. A
+broker that is not the controller of brokers sharing a store asks the controller to create them
+(``prepare``, a CreateTopics request as Kafka's brokers send one), which answers once every live
+broker has the new catalog: the topic is then described at once too, or LEADER_NOT_AVAILABLE
+while it is not here yet (the client asks again). With an authorizer it is not asked (the
+request would not carry the client's identity): LEADER_NOT_AVAILABLE until created otherwise.
 
 Topic ids (v10+) are the ids kept in the topic table; v12 looks topics up by id (unknown ->
 UNKNOWN_TOPIC_ID, not describable -> TOPIC_AUTHORIZATION_FAILED, both with a null name, as Kafka:
@@ -22,6 +27,8 @@ import functools
 import logging
 import uuid
 from typing import cast
+
+import trio
 
 from rivven_kproto.broker.broker import Topic
 from rivven_kproto.broker.log.partition_log import LEADER_EPOCH
@@ -39,12 +46,53 @@ from rivven_kproto.codec.messages.metadata import (
 )
 from rivven_kproto.codec.schema import CachedArray
 from rivven_kproto.server.context import RequestContext
+from rivven_kproto.server.peers import create_topics
 
 log = logging.getLogger(__name__)
 
 API_KEY = MetadataRequest.API_KEY
 
 ZERO_TOPIC_ID = uuid.UUID(int=0)
+AUTO_CREATE_WAIT_S = 15.0  # how long a follower waits for the controller to create a topic
+AUTO_CREATE_TIMEOUT_MS = 10_000  # the CreateTopics timeout it asks for
+
+
+async def prepare(ctx: RequestContext, request: MetadataRequest, limiter: trio.CapacityLimiter) -> None:
+    """Not the controller: ask it to create the requested topics this Metadata request
+    auto-creates (``handle`` then finds them in the catalog, or answers LEADER_NOT_AVAILABLE)."""
+    broker = ctx.broker
+    controller = broker.cluster.coordinator
+    if (broker.cluster.is_coordinator or controller is None or broker.authorizer is not None or not request.topics
+            or not (ctx.config.auto_create_topics and request.allow_auto_topic_creation)):
+        return
+    names = list(dict.fromkeys(
+        entry.name for entry in request.topics
+        if entry.name is not None and entry.name not in broker.topics and entry.name not in INTERNAL_TOPICS
+        and _valid_name(entry.name)))
+    if not names:
+        return
+    errors: dict[str, Errors] = {}
+    with trio.move_on_after(AUTO_CREATE_WAIT_S):
+        try:
+            errors = await create_topics(controller, names, broker.cluster.self_id, AUTO_CREATE_TIMEOUT_MS)
+        except (OSError, trio.TooSlowError, ValueError) as exc:
+            log.warning("asking the controller (node %d) to create %s failed: %s", controller.node_id, names, exc)
+            return
+    for name, error in errors.items():
+        if error in (Errors.NONE, Errors.TOPIC_ALREADY_EXISTS):
+            log.info("auto-created topic %s on the controller (node %d) for client %s", name, controller.node_id,
+                     ctx.client_id)
+        else:
+            log.warning("the controller (node %d) did not auto-create topic %s: %s", controller.node_id, name,
+                        error.name)
+
+
+def _valid_name(name: str) -> bool:
+    try:
+        validate_topic_name(name)
+    except KafkaError:
+        return False
+    return True
 
 
 def handle(ctx: RequestContext, request: MetadataRequest, version: int) -> MetadataResponse:

@@ -11,9 +11,9 @@ leader adds the partition to the transaction itself, as Kafka 4's leader does th
 AddPartitionsToTxnManager (here the coordinator is in the same process): a stale epoch is then
 INVALID_PRODUCER_EPOCH (the coordinator's PRODUCER_FENCED, translated as Kafka does), and
 CONCURRENT_TRANSACTIONS or COORDINATOR_NOT_AVAILABLE become NOT_ENOUGH_REPLICAS (retriable without
-a metadata refresh, Kafka's choice). In a cluster of brokers on one PostgreSQL database only the
-broker that coordinates checks (another leader does not ask the coordinator yet, as before Kafka
-3.6), and transactions V2 is not offered there (``transaction.version`` is finalized at 1).
+a metadata refresh, Kafka's choice). In a cluster of brokers on one PostgreSQL database a leader
+that does not coordinate asks the coordinator first (server/txn_verification.py) and checks its
+verdict here.
 
 Every record is validated as Kafka's LogValidator does. :func:`prepare` does that work (and any
 recompression) before :func:`handle`, on a worker thread when a batch is compressed, large, to be
@@ -43,7 +43,7 @@ from rivven_kproto.codec.messages.produce import (
 from rivven_kproto.codec.records.batch import BatchFormatError, BatchHeader, iter_headers, parse_header
 from rivven_kproto.codec.records.scan import COMPILED
 
-from ..context import NoResponse, PartitionKey, RequestContext
+from ..context import NoResponse, PartitionKey, PartitionLog, RequestContext
 from .txn_errors import PRODUCE_ABORTABLE, PRODUCE_V2, abortable_for_version, client_txn_version
 
 API_KEY = 0
@@ -165,8 +165,11 @@ def _produce_partition(
         log_ = ctx.broker.partition(topic, data.index)
         records = _single_batch(data.records)
         header = parse_header(records)
-        if header.is_transactional and ctx.broker.coordinating:  # (a leader that does not coordinate trusts the client)
-            _join_transaction(ctx, request, version, topic, data.index, header)
+        if header.is_transactional:
+            if ctx.broker.coordinating:
+                _join_transaction(ctx, request, version, topic, data.index, header)
+            else:
+                _check_verdict(ctx, version, topic, data.index, header, log_)
         prepared = ctx.prepared.get((topic, data.index))
         if prepared is None:
             codec = _TOPIC_COMPRESSION.get(ctx.broker.topic(topic).compression_type)
@@ -222,6 +225,27 @@ def _join_transaction(
             abortable_for_version(verified, version, PRODUCE_ABORTABLE),
             f"{topic}-{partition} is not in an ongoing transaction of this producer",
         )
+
+
+def _check_verdict(
+    ctx: RequestContext, version: int, topic: str, partition: int, header: BatchHeader, log_: PartitionLog
+) -> None:
+    """A leader that does not coordinate: the coordinator's verdict on this producer's first
+    transactional batch here (asked for before the handler ran), still valid if no marker of the
+    producer landed since. No verdict: the producer's transaction is already open here."""
+    verdict = ctx.txn_verdicts.get((topic, partition))
+    if verdict is None:
+        return
+    if verdict.error != Errors.NONE:
+        error = verdict.error
+    elif log_.producers.still_verified(header.producer_id, verdict.guard):
+        return
+    else:
+        error = Errors.INVALID_TXN_STATE  # the transaction ended while the coordinator was asked
+    raise KafkaError(
+        abortable_for_version(error, version, PRODUCE_ABORTABLE),
+        f"the coordinator did not confirm {topic}-{partition} in an ongoing transaction of this producer",
+    )
 
 
 def _single_batch(records: bytes | None) -> bytes:

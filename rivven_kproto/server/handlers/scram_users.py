@@ -89,6 +89,12 @@ def alter(
         return AlterUserScramCredentialsResponse(
             throttle_time_ms=0, results=[result(u, Errors.CLUSTER_AUTHORIZATION_FAILED) for u in dict.fromkeys(users)]
         )
+    if not ctx.broker.cluster.is_coordinator:  # one writer of the shared credentials: the controller
+        users = [d.name for d in request.deletions] + [u.name for u in request.upsertions]
+        return AlterUserScramCredentialsResponse(
+            throttle_time_ms=0, results=[result(u, Errors.NOT_CONTROLLER, "This broker is not the controller")
+                                         for u in dict.fromkeys(users)]
+        )
     # As Kafka's controller: a user named twice (in either list) fails as a duplicate first, then
     # each remaining change is validated on its own.
     errors: dict[str, tuple[Errors, str]] = {}

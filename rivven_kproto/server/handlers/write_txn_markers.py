@@ -21,9 +21,9 @@ from rivven_kproto.codec.messages.write_txn_markers import (
 )
 
 from ..context import RequestContext
+from ..peers import PEER_CLIENT_PREFIX
 
 API_KEY = 27
-PEER_CLIENT_PREFIX = "kproto-broker-"  # the client id of a coordinator of our cluster (server/peers.py)
 log = logging.getLogger(__name__)
 
 

@@ -238,7 +238,9 @@ class PgPartitionLog(PartitionLogBase):
         self.storage.check_available()
         return ReadResult(self.storage.read_batches(self.key, offset, max_bytes, upper_bound, min_one_batch), start, end)
 
-    def plan_cold_read(self, offset: int, max_bytes: int, isolation: IsolationLevel) -> PgColdRead | None:
+    def plan_cold_read(
+        self, offset: int, max_bytes: int, isolation: IsolationLevel, *, zero_copy: bool = False
+    ) -> PgColdRead | None:
         """Reads below the cache go to the database on a worker thread."""
         self._check_open()
         self._take_retained()

@@ -54,6 +54,7 @@ OWNER_CHECK_S = 1.0
 STANDBY_POLL_S = 0.25
 HEARTBEAT_S = 1.0
 LEASE_TAKEOVER_BEATS = 2  # heartbeats that find the coordinator lease unheld before taking it
+MAX_ASSIGNED_NODE_ID = 65535  # node ids tried when the database assigns one
 
 
 @contextlib.contextmanager
@@ -114,12 +115,17 @@ class PostgresStorage:
     closes_in_parallel = False  # partitions share the store's connection
 
     def __init__(
-        self, url: str, *, pool_size: int = POOL_SIZE, standby: bool = False, node: tuple[int, str, int] | None = None
+        self, url: str, *, pool_size: int = POOL_SIZE, standby: bool = False, node: tuple[int, str, int] | None = None,
+        assign_node_id: bool = False,
     ) -> None:
         self.url = url
         # This broker's row in kproto_brokers (``node``: node id and advertised host and port).
         self.registration = Registration(node[0], node[1], node[2], uuid.uuid4()) if node is not None else None
         self.node_id = node[0] if node is not None else 0
+        # No --node-id: the lowest id whose node lock is free, taken at the first join and kept
+        # (a join again after the database restarted takes the same one back).
+        self._assign_node_id = assign_node_id and not standby
+        self.assigned_node_id: int | None = None
         # False after a failure until a commit succeeds: reads on the event loop then fail at once
         # instead of waiting for the pool's connection timeout.
         self.available = True
@@ -132,6 +138,8 @@ class PostgresStorage:
         self._lease_unheld_beats = 0  # heartbeats in a row that found no broker holding the lease
         with _unavailable_on_error():
             self._owner = self._wait_for_ownership(url) if standby else self._join(url)
+            if self.registration is not None:
+                self.registration.node_id = self.node_id
             try:
                 self.pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
                 with self.connection() as conn:
@@ -194,8 +202,12 @@ class PostgresStorage:
         seen at once."""
         owner = psycopg.connect(url, autocommit=True, connect_timeout=int(CONNECT_TIMEOUT_S))
         try:
-            row = owner.execute("SELECT pg_try_advisory_lock(%s, %s)", (NODE_LOCK_CLASS, self.node_id)).fetchone()
-            if row is None or not row[0]:
+            if self._assign_node_id:
+                self.node_id = self.assigned_node_id = self._lowest_free_node_id(owner)
+                self._assign_node_id = False
+                log.info("node id %d assigned from the database (the lowest that no serving broker holds)",
+                         self.node_id)
+            elif not self._try_node_lock(owner, self.node_id):
                 raise DatabaseInUse(
                     f"another broker is serving this database as node {self.node_id} (brokers sharing a database need "
                     "distinct --node-id values; --standby waits to take over instead)")
@@ -204,6 +216,25 @@ class PostgresStorage:
             owner.close()
             raise
         return owner
+
+    @staticmethod
+    def _try_node_lock(owner: psycopg.Connection, node_id: int) -> bool:
+        row = owner.execute("SELECT pg_try_advisory_lock(%s, %s)", (NODE_LOCK_CLASS, node_id)).fetchone()
+        return bool(row is not None and row[0])
+
+    @classmethod
+    def _lowest_free_node_id(cls, owner: psycopg.Connection) -> int:
+        """No --node-id: the lowest node id whose lock this session can take (a broker that
+        restarts finds its old id free again; two brokers starting at once never get the same
+        one, since the lock is the database's). Ids held now are skipped without a try."""
+        rows = owner.execute(
+            "SELECT objid::bigint FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 2"
+            " AND classid::bigint = %s", (NODE_LOCK_CLASS,)).fetchall()
+        held = {int(objid) for (objid,) in rows}
+        for node_id in range(MAX_ASSIGNED_NODE_ID + 1):
+            if node_id not in held and cls._try_node_lock(owner, node_id):
+                return node_id
+        raise DatabaseInUse(f"every node id up to {MAX_ASSIGNED_NODE_ID} is held by a broker of this database")
 
     def _take_ownership(self, url: str) -> psycopg.Connection:
         """Standby: this node's session with the coordinator lease, or DatabaseInUse."""
@@ -270,7 +301,8 @@ class PostgresStorage:
 
     def heartbeat(self, host: str, port: int) -> Pulse | None:
         """Worker thread, every ``heartbeat_interval_s``: refresh this broker's registry row, take
-        the coordinator lease if its holder is gone, and read who serves and the topic catalog."""
+        the coordinator lease if its holder is gone, and read who serves, the topic catalog and
+        the other documents' digests (md5 in the database: a few bytes each, whatever their size)."""
         registration = self.registration
         if registration is None:
             return None
@@ -287,6 +319,7 @@ class PostgresStorage:
                 registration.beat(conn)
                 nodes = live_nodes(conn)
                 row = conn.execute("SELECT data FROM kproto_documents WHERE name = 'topics.json'").fetchone()
+                digests = conn.execute("SELECT name, md5(data) FROM kproto_documents WHERE name <> 'topics.json'").fetchall()
         except psycopg.Error as exc:
             raise StorageUnavailable(f"heartbeat: {exc}") from exc
         coordinator = next((n for n, _, _, role in nodes if role == COORDINATOR), None)
@@ -295,7 +328,8 @@ class PostgresStorage:
         self._lease_unheld_beats = 0 if coordinator is not None or self.coordinating else self._lease_unheld_beats + 1
         if self.coordinating:
             coordinator = self.node_id
-        return Pulse(tuple(Node(n, h, p) for n, h, p, _ in nodes), coordinator, bytes(row[0]) if row else None)
+        return Pulse(tuple(Node(n, h, p) for n, h, p, _ in nodes), coordinator, bytes(row[0]) if row else None,
+                     {str(name): str(digest) for name, digest in digests})
 
     def acknowledge_catalog(self, digest: str) -> None:
         """Worker thread: this broker applied the catalog with this digest."""

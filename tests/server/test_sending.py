@@ -1,0 +1,96 @@
+"""A frame with file regions arrives byte for byte, by sendfile on a socket or read elsewhere (issue #22)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import trio
+import trio.testing
+
+from rivven_kproto.broker.log.region import FileRegion
+from rivven_kproto.codec.splice import Frame
+from rivven_kproto.server.sending import ShortRegion, send_reply
+
+SIZE = 24 * 1024 * 1024  # far more than the loopback socket buffers: sendfile stops and resumes
+
+
+def frame_of(path: Path, data: bytes) -> tuple[Frame, bytes]:
+    """header | region | middle | region(two parts) | tail, and the bytes it stands for."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        first = FileRegion([(os.dup(fd), 10, 5_000_000)], [5_000_000], [0])
+        rest = SIZE - 6_000_000
+        second = FileRegion([(os.dup(fd), 5_000_010, 900_000), (os.dup(fd), 6_000_000, rest)],
+                            [900_000, 900_000 + rest], [0, 1])
+    finally:
+        os.close(fd)
+    pieces: list[bytes | FileRegion] = [b"head", first, b"middle", second, b"tail"]
+    expected = b"head" + data[10:5_000_010] + b"middle" + data[5_000_010:5_900_010] + data[6_000_000:] + b"tail"
+    return Frame(list(pieces), len(expected)), expected
+
+
+@pytest.fixture
+def segment(tmp_path: Path) -> tuple[Path, bytes]:
+    data = os.urandom(SIZE)
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(data)
+    return path, data
+
+
+async def receive_all(stream: trio.abc.ReceiveStream, size: int) -> bytes:
+    received = bytearray()
+    while len(received) < size:
+        chunk = await stream.receive_some(1 << 20)
+        if not chunk:
+            break
+        received += chunk
+    return bytes(received)
+
+
+async def over_tcp(frame: Frame, size: int) -> tuple[bytes, tuple[int, int]]:
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    port = listeners[0].socket.getsockname()[1]
+    client = await trio.open_tcp_stream("127.0.0.1", port)
+    server = await listeners[0].accept()
+    sent: list[tuple[int, int]] = []
+    async with trio.open_nursery() as nursery:
+        async def send() -> None:
+            sent.append(await send_reply(server, frame))
+        nursery.start_soon(send)
+        received = await receive_all(client, size)
+    for stream in (client, server, *listeners):
+        await stream.aclose()
+    return received, sent[0]
+
+
+async def test_sendfile_on_a_socket_delivers_the_exact_frame(segment: tuple[Path, bytes]) -> None:
+    frame, expected = frame_of(*segment)
+    received, sent = await over_tcp(frame, len(expected))
+    assert sent == (len(expected), len(expected) - len(b"headmiddletail"))  # every region by sendfile
+    assert received == expected
+    assert all(region.parts == [] for region in frame.external if isinstance(region, FileRegion))
+
+
+async def test_a_stream_without_a_socket_gets_the_regions_read(segment: tuple[Path, bytes]) -> None:
+    frame, expected = frame_of(*segment)
+    sender, receiver = trio.testing.memory_stream_pair()
+    sent: list[tuple[int, int]] = []
+    async with trio.open_nursery() as nursery:
+        async def send() -> None:
+            sent.append(await send_reply(sender, frame))
+        nursery.start_soon(send)
+        received = await receive_all(receiver, len(expected))
+    assert received == expected
+    assert sent == [(len(expected), 0)]
+    assert all(region.parts == [] for region in frame.external if isinstance(region, FileRegion))
+
+
+async def test_a_file_shortened_under_the_send_breaks_the_connection(segment: tuple[Path, bytes]) -> None:
+    path, data = segment
+    frame, expected = frame_of(path, data)
+    os.truncate(path, 4_000_000)  # inside the first region
+    with pytest.RaisesGroup(ShortRegion):
+        await over_tcp(frame, len(expected))
+    assert all(region.parts == [] for region in frame.external if isinstance(region, FileRegion))

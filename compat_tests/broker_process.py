@@ -44,8 +44,8 @@ class BrokerProcess:
         assert self.port is not None, "broker not started"
         return f"127.0.0.1:{self.port}"
 
-    def start(self, port: int = 0) -> BrokerProcess:
-        """Start on ``port`` (0 = any free port) and wait for the ready line."""
+    def start(self, port: int = 0, timeout: float = START_TIMEOUT_S) -> BrokerProcess:
+        """Start on ``port`` (0 = any free port) and wait (up to ``timeout``) for the ready line."""
         offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         log = self.log_path.open("ab")
         args = [
@@ -61,7 +61,7 @@ class BrokerProcess:
             args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, preexec_fn=self._limit_files
         )
         log.close()
-        deadline = time.monotonic() + START_TIMEOUT_S
+        deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             text = self.log_path.read_bytes()[offset:].decode(errors="replace")
             match = READY.search(text)
@@ -73,7 +73,7 @@ class BrokerProcess:
                 raise RuntimeError(f"broker exited with {self.process.returncode}:\n{text}")
             time.sleep(0.05)
         self.kill()
-        raise RuntimeError(f"broker did not start within {START_TIMEOUT_S}s:\n{self.log_text()}")
+        raise RuntimeError(f"broker did not start within {timeout}s:\n{self.log_text()}")
 
     def _other_listeners(self) -> int:
         """How many listeners besides the first the ``--config`` file declares."""

@@ -19,6 +19,7 @@ import dataclasses
 import logging
 import uuid
 from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from rivven_kproto.codec.errors import Errors, KafkaError
@@ -59,6 +60,7 @@ from .txn.coordinator import TransactionCoordinator
 log = logging.getLogger(__name__)
 
 MAX_PARTITIONS = 10_000
+CLOSE_THREADS = 8  # partitions closed at once at shutdown (each fsyncs its files)
 # Documents the controller writes and the other brokers of a shared store re-read when they change.
 FOLLOWED_DOCUMENTS = (ACLS_FILE, SCRAM_FILE, DYNAMIC_CONFIGS_FILE)
 COORDINATOR_EPOCH = 0  # one broker: the coordinator never moves
@@ -612,8 +614,15 @@ class Broker:
     def close(self) -> None:
         """Finish the queued file work, flush everything and leave clean-shutdown markers."""
         run_all(self.work.take())
-        for partition in self.all_partitions():
-            partition.close()
+        partitions = self.all_partitions()
+        if self.storage.closes_in_parallel and len(partitions) > 1:
+            # Each close fsyncs a few files: overlapped, 10,000 partitions close in seconds.
+            with ThreadPoolExecutor(CLOSE_THREADS, thread_name_prefix="kproto-close") as pool:
+                for _ in pool.map(lambda partition: partition.close(), partitions):
+                    pass
+        else:
+            for partition in partitions:
+                partition.close()
         self.groups.close()
         self.txn.log.close()
         self.storage.close()

@@ -1,10 +1,13 @@
-"""Open files as a budget: a topic's partitions are created only if their files fit.
+"""Open files as a budget: the log's share of descriptors, and partitions that must fit.
 
-Each partition of the native log keeps its active segment's files open, so CreateTopics or
-CreatePartitions asking for thousands of partitions could take every descriptor the process has,
-after which no client can connect and no file can be opened: one request would disable the broker.
-Instead such a request is refused (INVALID_PARTITIONS, naming what would fit) while a reserve
-stays free for connections, flushes and file jobs.
+The native log keeps at most ``log_file_budget()`` segment files open however many partitions
+there are (``log/descriptor_cache.py``): an eighth of the open-files limit, so that with the
+duplicates a flush round takes of them the log stays within the quarter of the limit the server
+keeps free of connections (``server/connection_limits.py``). An engine whose partitions do hold
+descriptors each (``Storage.descriptors_per_partition`` > 0) has CreateTopics or
+CreatePartitions asking for more than would fit refused (INVALID_PARTITIONS, naming what would
+fit) instead of letting one request take every descriptor, while a reserve stays free for
+connections, flushes and file jobs.
 """
 
 from __future__ import annotations
@@ -16,6 +19,16 @@ from rivven_kproto.codec.errors import Errors, KafkaError
 
 MIN_RESERVE = 32  # descriptors always left free, at least
 RESERVE_FRACTION = 10  # and at least a tenth of the limit
+LOG_FILES_FRACTION = 8  # the native log's open segment files: an eighth of the limit
+UNLIMITED_LOG_FILES = 1 << 16  # when the limit is infinite
+
+
+def log_file_budget() -> int:
+    """How many segment files the native log may keep open at once, by the soft limit now."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return UNLIMITED_LOG_FILES
+    return max(1, soft // LOG_FILES_FRACTION)
 
 
 def spare_descriptors() -> tuple[int, int] | None:

@@ -414,6 +414,7 @@ async def serve(config: BrokerConfig, *, task_status: Any = trio.TASK_STATUS_IGN
     /readyz (503 until the listeners are open) answer during a long recovery.
     """
     metrics = BrokerMetrics(config.metrics_per_partition, config.metrics_max_age_ms) if config.metrics_listen is not None else None
+    raise_descriptor_limit()  # before the broker opens: the log sizes its descriptor cache by the limit
     async with trio.open_nursery() as endpoint:
         if metrics is not None and config.metrics_listen is not None:
             host, port = config.metrics_listen

@@ -17,8 +17,8 @@ DURABLE = BROKER / "durable"
 FSYNC_HOME = DURABLE / "files.py"
 WRITERS = {
     # The log's own data files: appends reach the page cache only; the flusher syncs them.
-    "log/segment.py": "segment files",
-    "log/index.py": "index files",
+    "log/descriptor_cache.py": "segment files (every segment's .log is opened through the cache)",
+    "log/index.py": "index files (written and fsynced at flushes, by path)",
     # Advisory lock held for the broker's lifetime (no data in it that must survive).
     "datadir_lock.py": "the data-directory lock file",
     # An inline PEM handed to the ssl module through a private temporary file, then removed.

@@ -47,7 +47,7 @@ def test_the_duplicated_descriptors_are_closed(tmp_path: Path) -> None:
     assert open_descriptors() == before + len(pending.descriptors) > before
     sync_all([pending])
     log.finish_flush(pending)
-    assert open_descriptors() <= before  # sealed segments also let their index descriptors go
+    assert open_descriptors() <= before  # indexes hold no descriptor: a flush writes them by path
 
 
 def test_a_truncation_meanwhile_keeps_the_recovery_point_down(tmp_path: Path) -> None:

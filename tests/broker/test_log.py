@@ -107,6 +107,8 @@ def test_roll_by_bytes_and_lookup_after_roll_and_restart(tmp_path: Path) -> None
     bases = log.segment_base_offsets
     assert len(bases) > 3 and len(segment_files(tmp_path)) == len(bases)
     assert all(p.stat().st_size <= 1000 for p in segment_files(tmp_path))
+    assert not segment_files(tmp_path, ".index")  # indexes are in memory until a flush writes them
+    log.flush()
     assert any(p.stat().st_size > 0 for p in segment_files(tmp_path, ".index"))
 
     def check_lookups(log: PartitionLog) -> None:

@@ -23,6 +23,7 @@ from rivven_kproto.codec.headers import RequestHeader, ResponseHeader, response_
 from rivven_kproto.codec.messages.metadata import MetadataRequest, MetadataRequestTopic, MetadataResponse
 
 DEADLINE_S = 300
+WARM_UP_TIMEOUT_S = 300  # one message to each partition, before the clock starts
 STAMP = struct.Struct(">q")
 METADATA_VERSION = 12
 
@@ -87,7 +88,7 @@ def create_topic(bootstrap: str, topic: str, partitions: int, config: dict[str, 
     """Create ``topic`` and wait for the metadata to catch up; with several brokers in ``bootstrap``
     (a cluster on one database), until each of them describes it."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(topic, partitions, 1, config=config or {})])[topic].result(30)
+    admin.create_topics([NewTopic(topic, partitions, 1, config=config or {})])[topic].result(120)  # 10,000 partitions on a busy disk
     addresses = bootstrap.split(",")
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:  # metadata catches up with the creation
@@ -121,7 +122,8 @@ def _warm_up(producer: Producer, topic: str, partitions: int) -> None:
     leaders are in place, so the figures measure the stream, not the client's start-up."""
     for partition in range(partitions):
         producer.produce(topic, b"warm-up", partition=partition)
-    if producer.flush(30):
+    # librdkafka sends one Produce request per partition: 10,000 of them take ~1 min on a busy machine.
+    if producer.flush(WARM_UP_TIMEOUT_S):
         raise RuntimeError(f"warm-up messages to {topic} were not delivered")
 
 

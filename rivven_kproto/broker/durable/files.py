@@ -28,6 +28,19 @@ def fsync(fd: int) -> None:
     os.fsync(fd)
 
 
+def fsync_path(path: Path) -> None:
+    """fsync a file by name (written through a descriptor since closed); a deleted file is skipped."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        logger.debug("%s vanished before its fsync", path)
+        return
+    try:
+        fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def fsync_dir(directory: Path) -> None:
     """Make renames, creations and unlinks inside ``directory`` durable."""
     fd = os.open(directory, os.O_RDONLY)

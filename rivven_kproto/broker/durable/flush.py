@@ -7,7 +7,9 @@ synced. ``sync_all()`` may run on any thread: it only fsyncs and closes those du
 writes the checkpoint, so the log can append, roll, retain or close meanwhile (a duplicate keeps
 even a deleted file's inode alive). ``PartitionLog.finish_flush()`` then advances the in-memory
 recovery point, back on the log's thread. Data appended after ``begin_flush()`` may or may not be
-synced; it is only counted as durable by a later flush.
+synced; it is only counted as durable by a later flush. A file whose descriptor the log closed
+meanwhile (``log/descriptor_cache.py``) is synced by its path instead, and index entries kept in
+memory are written by path too (``writes``), before the fsyncs.
 """
 
 from __future__ import annotations
@@ -25,10 +27,14 @@ from typing import Protocol
 from rivven_kproto.broker.durable import files as checkpoint
 
 
-class Sealed(Protocol):
-    """A sealed segment: once synced it may let go of its index descriptors."""
+class FileWrite(Protocol):
+    """A write a flush makes by path before its fsyncs (an index's new entries)."""
 
-    def release_indexes(self) -> None: ...
+    def apply(self) -> None: ...
+
+    def failed(self) -> None:
+        """The flush did not complete: the write is owed again."""
+        ...
 
 logger = logging.getLogger(__name__)
 
@@ -40,20 +46,26 @@ class PendingFlush:
     end_offset: int = 0
     truncations: int = 0
     descriptors: list[int] = field(default_factory=list)
+    paths: list[Path] = field(default_factory=list)  # files to fsync by name (their descriptor was closed)
+    writes: list[FileWrite] = field(default_factory=list)  # written (and fsynced) first
     directory: Path | None = None
     parent: Path | None = None  # the directory holding ``directory``, when its entry is new
-    sealed: list[Sealed] = field(default_factory=list)
     checkpoint: Path | None = None  # where to record ``end_offset`` as the recovery point once synced
     kind: str = "segment"  # what is synced ("segment", or a coordinator log's name), for the metrics
     synced: bool = False
     seconds: float = 0.0  # how long ``sync`` took
 
     def sync(self) -> None:
-        """fsync and close the duplicated descriptors (and the directory when entries changed)."""
+        """Make the writes, fsync and close the duplicated descriptors, fsync the named files (and
+        the directory when entries changed); a file deleted meanwhile has nothing left to keep."""
         started = time.perf_counter()
         try:
+            for write in self.writes:
+                write.apply()
             for fd in self.descriptors:
                 checkpoint.fsync(fd)
+            for path in self.paths:
+                checkpoint.fsync_path(path)
             if self.parent is not None:
                 checkpoint.fsync_dir(self.parent)
             if self.directory is not None:

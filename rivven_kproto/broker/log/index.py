@@ -11,9 +11,10 @@ segment the largest batch max timestamp is ``timestamp``, first reached by the b
 offset is ``base + relative``". Added at the same points as offset-index entries (only when the
 timestamp grew) and once more when a segment is rolled or closed.
 
-Both files are hints: they are written without fsync on the append path and are checked against
-the log when loaded; anything unparsable, out of order or past the log end is dropped (and the
-segment rebuilds them from the log when that leaves them unusable). Files have no preallocated tail,
+Both files are hints, held in memory and written (and fsynced) by the flushes that sync the log,
+so a file is never ahead of the synced log. They are checked against the log when loaded; anything
+unparsable, out of order or past the log end is dropped (and the segment rebuilds them from the
+log when that leaves them unusable). Files have no preallocated tail,
 so their size is always a whole number of entries unless a crash tore the last write.
 """
 
@@ -26,6 +27,7 @@ import struct
 import sys
 from array import array
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from rivven_kproto.broker.durable.files import fsync
@@ -36,62 +38,100 @@ OFFSET_ENTRY = struct.Struct(">ii")
 TIME_ENTRY = struct.Struct(">qi")
 
 
-class _IndexFile:
-    """The file half of an index: positional writes so truncation and appends never disagree.
+@dataclass
+class IndexWrite:
+    """What a flush writes of one index file: the entries since its last write, then the file cut
+    to the index's length. Runs once, on any thread, by path (an index holds no descriptor)."""
 
-    The descriptor is opened on demand and may be released once the file is synced, so sealed
-    segments hold only their ``.log`` descriptor.
+    index: _IndexFile
+    path: Path
+    first: int  # entries already in the file
+    raw: bytes  # entries ``first`` onwards
+    count: int  # the index's length when captured
+    file_entries: int  # how many entries the file may have held before this write
+
+    def apply(self) -> None:
+        """Write, cut and fsync the file; a vanished directory (deleted partition) is skipped."""
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o644)
+        except FileNotFoundError:
+            logger.debug("index %s vanished with its partition", self.path)
+            return
+        try:
+            size = self.index.entry_size
+            view = memoryview(self.raw)
+            position = self.first * size
+            while view:
+                written = os.pwrite(fd, view, position)
+                view, position = view[written:], position + written
+            os.ftruncate(fd, self.count * size)
+            fsync(fd)
+        finally:
+            os.close(fd)
+
+    def failed(self) -> None:
+        """The flush did not complete: the next one writes these entries again."""
+        self.index.unwritten(self.first, max(self.count, self.file_entries))
+
+
+class _IndexFile:
+    """The file half of an index: entries live in memory and reach the file at flushes.
+
+    The file holds no descriptor between flushes: ``take_write`` hands a flush the entries appended
+    (or the cut made) since the previous one, and the flush writes them by path on a worker thread
+    together with the log's fsync, so the index on disk is never ahead of the synced log and the
+    append path makes no index syscall.
     """
 
     entry_size: int
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._fd = -1
-        self._dirty = False
+        self._written = 0  # leading entries the file holds as memory does
+        self._file_entries = 0  # entries (whole or torn) the file may hold: more than memory means a cut is owed
 
-    def _handle(self) -> int:
-        if self._fd < 0:
-            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        return self._fd
+    def __len__(self) -> int:
+        raise NotImplementedError
 
-    def _file_size(self) -> int:
-        return os.fstat(self._handle()).st_size
+    def _read_file(self) -> tuple[bytes, bool]:
+        """The file's whole entries and whether that was all of it (an absent file is empty)."""
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            data = b""
+        self._file_entries = -(-len(data) // self.entry_size)
+        whole = len(data) % self.entry_size == 0
+        return data[: len(data) - len(data) % self.entry_size], whole
 
-    def _read_file(self) -> bytes:
-        data = os.pread(self._handle(), self._file_size(), 0)
-        return data[: len(data) - len(data) % self.entry_size]
+    def _loaded(self) -> None:
+        self._written = len(self)
 
-    def _write_at(self, count: int, raw: bytes) -> None:
-        os.pwrite(self._handle(), raw, count * self.entry_size)
-        self._dirty = True
+    def _cut_to(self, count: int) -> None:
+        self._written = min(self._written, count)
 
-    def _cut_file(self, count: int) -> None:
-        os.ftruncate(self._handle(), count * self.entry_size)
-        self._dirty = True
+    def _encode(self, first: int) -> bytes:
+        raise NotImplementedError
 
-    def flush(self) -> None:
-        if self._dirty:
-            fsync(self._handle())
-            self._dirty = False
-
-    def take_dirty_descriptor(self) -> int | None:
-        """A duplicate descriptor to fsync elsewhere if the file was written; it counts as synced."""
-        if not self._dirty:
+    def take_write(self) -> IndexWrite | None:
+        """The file write a flush must make now, or None when the file is up to date."""
+        count = len(self)
+        if self._written == count and self._file_entries <= count:
             return None
-        duplicate = os.dup(self._handle())
-        self._dirty = False
-        return duplicate
+        write = IndexWrite(self, self.path, self._written, self._encode(self._written), count, self._file_entries)
+        self._written = self._file_entries = count
+        return write
 
-    def release(self) -> None:
-        """Sync if needed, then close the descriptor until the next write."""
-        self.flush()
-        self.close()
+    def unwritten(self, first: int, file_entries: int) -> None:
+        """A captured write was lost: entries from ``first`` on are owed to the file again, and the
+        file may hold up to ``file_entries``."""
+        self._written = min(self._written, first)
+        self._file_entries = max(self._file_entries, file_entries)
 
-    def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+    def write_now(self) -> None:
+        """Bring the file up to date here (closing a log, offline tools)."""
+        write = self.take_write()
+        if write is not None:
+            write.apply()
 
 
 def _strictly_increasing(values: array) -> bool:
@@ -117,13 +157,13 @@ class OffsetIndex(_IndexFile):
 
     def load(self) -> bool:
         """Read the file; keep the longest well-formed prefix and say whether it was all of it."""
-        data = self._read_file()
+        data, whole = self._read_file()
         flat = array("i")
         flat.frombytes(data)
         if sys.byteorder == "little":
             flat.byteswap()
         self.offsets, self.positions = flat[0::2], flat[1::2]
-        whole = self._file_size() == len(data)
+        self._loaded()
         if (
             (self.offsets and (self.offsets[0] < 0 or self.positions[0] < 0))
             or not _strictly_increasing(self.offsets)
@@ -131,8 +171,6 @@ class OffsetIndex(_IndexFile):
         ):
             self._keep(self._valid_prefix())
             return False
-        if not whole:
-            self._cut_file(len(self.offsets))
         return whole
 
     def _valid_prefix(self) -> int:
@@ -148,7 +186,7 @@ class OffsetIndex(_IndexFile):
     def _keep(self, count: int) -> None:
         del self.offsets[count:]
         del self.positions[count:]
-        self._cut_file(count)
+        self._cut_to(count)
 
     def reset(self) -> None:
         self._keep(0)
@@ -166,12 +204,16 @@ class OffsetIndex(_IndexFile):
         return self.offsets[i], self.positions[i]
 
     def append(self, entries: Sequence[tuple[int, int]]) -> None:
-        raw = b"".join(OFFSET_ENTRY.pack(offset, position) for offset, position in entries)
-        if raw:
-            self._write_at(len(self.offsets), raw)
-            for offset, position in entries:
-                self.offsets.append(offset)
-                self.positions.append(position)
+        for offset, position in entries:
+            self.offsets.append(offset)
+            self.positions.append(position)
+
+    def _encode(self, first: int) -> bytes:
+        flat = array("i", bytes(8 * (len(self.offsets) - first)))
+        flat[0::2], flat[1::2] = self.offsets[first:], self.positions[first:]
+        if sys.byteorder == "little":
+            flat.byteswap()
+        return flat.tobytes()
 
     def truncate_from_position(self, position: int) -> None:
         """Drop entries pointing at or past ``position`` (the log was cut there)."""
@@ -195,12 +237,12 @@ class TimeIndex(_IndexFile):
 
     def load(self) -> bool:
         """Read the file; keep the longest well-formed prefix and say whether it was all of it."""
-        data = self._read_file()
+        data, whole = self._read_file()
         self.timestamps, self.offsets = array("q"), array("i")
         for timestamp, offset in TIME_ENTRY.iter_unpack(data):
             self.timestamps.append(timestamp)
             self.offsets.append(offset)
-        whole = self._file_size() == len(data)
+        self._loaded()
         if (
             (self.offsets and self.offsets[0] < 0)
             or not _strictly_increasing(self.timestamps)
@@ -208,8 +250,6 @@ class TimeIndex(_IndexFile):
         ):
             self._keep(self._valid_prefix())
             return False
-        if not whole:
-            self._cut_file(len(self.offsets))
         return whole
 
     def _valid_prefix(self) -> int:
@@ -225,7 +265,7 @@ class TimeIndex(_IndexFile):
     def _keep(self, count: int) -> None:
         del self.timestamps[count:]
         del self.offsets[count:]
-        self._cut_file(count)
+        self._cut_to(count)
 
     def reset(self) -> None:
         self._keep(0)
@@ -248,9 +288,14 @@ class TimeIndex(_IndexFile):
         """Add an entry if ``timestamp`` grew; older or equal timestamps add nothing."""
         if self.timestamps and timestamp <= self.timestamps[-1]:
             return
-        self._write_at(len(self.offsets), TIME_ENTRY.pack(timestamp, relative_offset))
         self.timestamps.append(timestamp)
         self.offsets.append(relative_offset)
+
+    def _encode(self, first: int) -> bytes:
+        return b"".join(
+            TIME_ENTRY.pack(timestamp, offset)
+            for timestamp, offset in zip(self.timestamps[first:], self.offsets[first:], strict=True)
+        )
 
     def truncate_from_offset(self, relative_offset: int) -> None:
         """Drop entries naming offsets at or past ``relative_offset`` (the log was cut there)."""

@@ -43,6 +43,7 @@ from rivven_kproto.broker.log.base import (  # noqa: F401 (re-exported: the log'
     exact_record,
 )
 from rivven_kproto.broker.log.config import LogConfig
+from rivven_kproto.broker.log.descriptor_cache import DescriptorCache, shared_cache
 from rivven_kproto.broker.log.directory import (
     DELETED_SUFFIX,
     is_segment_name,
@@ -73,9 +74,13 @@ LARGE_READ_BYTES = 256 * 1024
 class PartitionLog(PartitionLogBase):
     """Append, read, search, retain and recover the batches of one partition directory."""
 
-    def __init__(self, directory: Path, config: LogConfig, segments: list[Segment], now_ms: int) -> None:
+    def __init__(
+        self, directory: Path, config: LogConfig, segments: list[Segment], now_ms: int,
+        files: DescriptorCache | None = None,
+    ) -> None:
         super().__init__(directory.name, config, ProducerStateManager(directory), now_ms)
         self.directory = directory
+        self.files = files if files is not None else shared_cache()
         self._segments = segments
         self._bases = [segment.base_offset for segment in segments]
         self._log_start_offset = segments[0].base_offset
@@ -90,29 +95,36 @@ class PartitionLog(PartitionLogBase):
     # -- opening ---------------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, directory: Path, config: LogConfig, now_ms: int, work: BlockingWork | None = None) -> PartitionLog:
+    def open(
+        cls, directory: Path, config: LogConfig, now_ms: int, work: BlockingWork | None = None,
+        files: DescriptorCache | None = None,
+    ) -> PartitionLog:
         """Open (creating if needed) the log in ``directory``, recovering it after a crash.
 
-        Opening does its file work at once; later file work goes to ``work`` when given."""
+        Opening does its file work at once; later file work goes to ``work`` when given. Segment
+        files are opened through ``files`` (the process's shared cache by default)."""
+        files = files if files is not None else shared_cache()
         # Served by a broker (``work``): the new directory's entry is fsynced by the first flush,
         # which every acknowledged write waits for as its policy says, so CreateTopics with many
         # partitions costs no fsync per partition on the event loop.
         parent_unsynced = make_directory(directory, sync_parent=work is None)
+        if parent_unsynced:
+            return cls._new(directory, config, now_ms, work, files)
         remove_strays(directory)
         clean = checkpoint.remove_marker(directory / MARKER_FILE)
         recovery_point = checkpoint.read_offset(directory / RECOVERY_POINT_FILE) or 0
         log_start = checkpoint.read_offset(directory / LOG_START_FILE)
         bases = sorted(int(path.stem) for path in directory.glob("*" + LOG_SUFFIX) if is_segment_name(path))
-        segments = [Segment(directory, base, config.index_interval_bytes, now_ms) for base in bases]
+        segments = [Segment(directory, base, config.index_interval_bytes, now_ms, files) for base in bases]
         created = not segments
         if created:
-            segments = [Segment(directory, log_start or 0, config.index_interval_bytes, now_ms)]
+            segments = [Segment(directory, log_start or 0, config.index_interval_bytes, now_ms, files)]
         # A new log has nothing to recover (and nothing to flush yet).
         first_dirty = len(segments) if clean or created else max(bisect.bisect_right(bases, recovery_point) - 1, 0)
         segments, recovered = load_segments(segments, first_dirty, recovery_point)
         for sealed in segments[:-1]:
-            sealed.release_indexes()
-        log = cls(directory, config, segments, now_ms)
+            sealed.write_indexes()  # rebuilt ones: later flushes only cover the active segment
+        log = cls(directory, config, segments, now_ms, files)
         log._dir_dirty = created
         log._recovery_point = min(recovery_point, log.log_end_offset)
         # Without a checkpoint the start is the first segment's base, so nothing needs writing.
@@ -132,6 +144,19 @@ class PartitionLog(PartitionLogBase):
             log.log_end_offset,
             len(segments),
         )
+        return log
+
+    @classmethod
+    def _new(
+        cls, directory: Path, config: LogConfig, now_ms: int, work: BlockingWork | None, files: DescriptorCache
+    ) -> PartitionLog:
+        """A log in a directory just created: nothing to look for, load or recover (CreateTopics of
+        10,000 partitions opens 10,000 of these on the event loop)."""
+        log = cls(directory, config, [Segment(directory, 0, config.index_interval_bytes, now_ms, files)], now_ms, files)
+        log._dir_dirty = True
+        log._checkpoint_missing = True
+        log._parent_unsynced = work is not None
+        log.work = work
         return log
 
     # -- properties ------------------------------------------------------------------------------
@@ -205,7 +230,7 @@ class PartitionLog(PartitionLogBase):
         directory = self.directory
         submit(self.work, lambda: store_snapshot(directory, base_offset, snapshot))
         self._active.seal()
-        segment = Segment(self.directory, base_offset, self.config.index_interval_bytes, now_ms)
+        segment = Segment(self.directory, base_offset, self.config.index_interval_bytes, now_ms, self.files)
         self._segments.append(segment)
         self._bases.append(base_offset)
         self._dir_dirty = True
@@ -256,7 +281,9 @@ class PartitionLog(PartitionLogBase):
         candidates = sum(segment.size for segment in itertools.islice(self._segments, i, None)) - scan_from
         if min(max_bytes, candidates) < ZERO_COPY_MIN_BYTES:
             return None
-        files = [(segment.descriptor, segment.size) for segment in itertools.islice(self._segments, i, None)]
+        # Lazily: each descriptor is used (and duplicated) before the next segment is opened, which
+        # may close a cached one (descriptor_cache.py).
+        files = ((segment.descriptor, segment.size) for segment in itertools.islice(self._segments, i, None))
         return locate_span(files, scan_from, offset, max_bytes, upper_bound, min_one_batch, owned=False)
 
     def plan_cold_read(
@@ -417,7 +444,7 @@ class PartitionLog(PartitionLogBase):
         for segment in self._segments:
             segment.delete()
         self._segments = [
-            Segment(self.directory, offset, self.config.index_interval_bytes, self.last_flush_ms)
+            Segment(self.directory, offset, self.config.index_interval_bytes, self.last_flush_ms, self.files)
         ]
         self._bases = [offset]
         self._dir_dirty = True
@@ -442,18 +469,18 @@ class PartitionLog(PartitionLogBase):
         self.finish_flush(pending, now_ms)
 
     def begin_flush(self) -> PendingFlush:
-        """Capture what a flush must sync now, as duplicated descriptors (see ``flush.py``)."""
+        """Capture what a flush must sync now: duplicated descriptors of the open files, the paths of
+        those the descriptor cache closed, index entries to write (see ``flush.py``)."""
         self._check_open()
         pending = PendingFlush(self.log_end_offset, self._truncations)
         try:
             for segment in self._segments:
-                if segment is self._active:
-                    pending.descriptors += segment.sync_descriptors()
-                elif segment.next_offset > self._recovery_point:
-                    pending.descriptors += segment.sync_descriptors()
-                    pending.sealed.append(segment)
+                if segment is self._active or segment.next_offset > self._recovery_point:
+                    segment.capture_sync(pending)
         except OSError:
             pending.release()
+            for write in pending.writes:
+                write.failed()
             raise
         if self._dir_dirty:
             pending.directory = self.directory
@@ -471,13 +498,12 @@ class PartitionLog(PartitionLogBase):
         if self._closed:
             return
         if not pending.synced:
+            for write in pending.writes:
+                write.failed()
             self._dir_dirty = self._dir_dirty or pending.directory is not None
             self._checkpoint_missing = self._checkpoint_missing or pending.checkpoint is not None
             self._parent_unsynced = self._parent_unsynced or pending.parent is not None
             return
-        for segment in pending.sealed:
-            if segment is not self._active and segment in self._segments:
-                segment.release_indexes()
         end = min(pending.end_offset, self.log_end_offset)
         if pending.truncations == self._truncations and end > self._recovery_point:
             self._recovery_point = end  # the checkpoint file was written by ``pending.sync()``

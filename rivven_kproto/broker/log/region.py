@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable
 
 from rivven_kproto.broker.log.segment import find_batch
 from rivven_kproto.codec.records.batch import HEADER_SIZE, MIN_BATCH_LENGTH, parse_header
@@ -141,12 +141,13 @@ class FileRegion(ExternalBytes):
 
 
 def locate_span(
-    files: Sequence[tuple[int, int]], scan_from: int, offset: int, max_bytes: int, upper_bound: int | None,
+    files: Iterable[tuple[int, int]], scan_from: int, offset: int, max_bytes: int, upper_bound: int | None,
     min_one_batch: bool, *, owned: bool,
 ) -> FileRegion | None:
     """:func:`span.read_span` as a region: whole batches from the one holding ``offset`` across
     consecutive files. ``owned``: the descriptors are the caller's duplicates, handed over (those
-    not needed are closed); else the parts get duplicates of their own. None: no batch."""
+    not needed are closed; ``files`` is then a list); else the parts get duplicates of their own,
+    taken as each file is reached (``files`` may open them lazily). None: no batch."""
     parts: list[tuple[int, int, int]] = []
     used: set[int] = set()
     batch_ends: list[int] = []

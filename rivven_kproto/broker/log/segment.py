@@ -9,6 +9,9 @@ Files of a segment whose first offset is ``B`` (``B`` written as 20 zero-padded 
     <B>.index      sparse offset index, see ``index.py``
     <B>.timeindex  sparse time index, see ``index.py``
 
+Only the ``.log`` file is opened while the broker runs, and only while it is among the most
+recently used (``descriptor_cache.py``); the indexes are held in memory and written by flushes.
+
 Within ``<B>.log`` batch base offsets are strictly increasing (gaps are allowed: a batch starts
 after the previous batch's last offset), the first is ``>= B``, and every offset of the segment is
 below ``B + 2**31`` so that it fits an index entry. Positions fit an int32 as well, since
@@ -26,6 +29,8 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from rivven_kproto.broker.durable.flush import PendingFlush
+from rivven_kproto.broker.log.descriptor_cache import SHORTAGE_ERRNOS, DescriptorCache, LogFile, shared_cache
 from rivven_kproto.broker.log.index import OffsetIndex, TimeIndex
 from rivven_kproto.codec.records.batch import (
     HEADER_SIZE,
@@ -128,16 +133,19 @@ def read_batches(
 class Segment:
     """A segment's files and the few facts about it kept in memory (size, offsets, timestamps)."""
 
-    def __init__(self, directory: Path, base_offset: int, index_interval_bytes: int, now_ms: int) -> None:
+    def __init__(
+        self, directory: Path, base_offset: int, index_interval_bytes: int, now_ms: int,
+        files: DescriptorCache | None = None,
+    ) -> None:
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
         stem = directory / segment_name(base_offset)
         self.log_path = stem.with_name(stem.name + LOG_SUFFIX)
         self.created_ms = now_ms
-        self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
+        self._file = LogFile(self.log_path, files if files is not None else shared_cache())
         self.index = OffsetIndex(stem.with_name(stem.name + INDEX_SUFFIX))
         self.time_index = TimeIndex(stem.with_name(stem.name + TIME_INDEX_SUFFIX))
-        self.size = os.fstat(self._fd).st_size
+        self.size = os.fstat(self._file.create()).st_size
         self._reset_stats()
 
     def _reset_stats(self) -> None:
@@ -203,7 +211,7 @@ class Segment:
     def _entry_matches(self, relative: int, position: int) -> bool:
         if position + HEADER_SIZE > self.size:
             return False
-        header = parse_header(os.pread(self._fd, HEADER_SIZE, position))
+        header = parse_header(os.pread(self._file.descriptor(), HEADER_SIZE, position))
         return header.magic == 2 and header.base_offset == self.base_offset + relative
 
     def _restore_stats(self, relative: int, start: int) -> None:
@@ -215,7 +223,7 @@ class Segment:
             self.max_timestamp = last_time[0]
             self.offset_of_max_timestamp = self.base_offset + last_time[1]
         if start and self.size >= HEADER_SIZE:
-            self.first_max_timestamp = parse_header(os.pread(self._fd, HEADER_SIZE, 0)).max_timestamp
+            self.first_max_timestamp = parse_header(os.pread(self._file.descriptor(), HEADER_SIZE, 0)).max_timestamp
 
     def _rescan_tail(self) -> int:
         """Recompute in-memory facts from the last index entry on; returns where the scan stopped."""
@@ -227,7 +235,7 @@ class Segment:
         """Absorb the batches from ``start`` (indexing them) until the first bad one; return its position."""
         end = start
         entries: list[tuple[int, int]] = []
-        for pos, header in iter_file_batches(self._fd, start, self.size, verify=verify):
+        for pos, header in iter_file_batches(self._file.descriptor(), start, self.size, verify=verify):
             if not self._offsets_plausible(header):
                 logger.warning("%s: batch at %d breaks offset order", self.log_path, pos)
                 break
@@ -271,11 +279,12 @@ class Segment:
         position = self.size
         view = memoryview(data)
         written = 0
+        fd = self._file.descriptor()
         try:
             while written < len(view):
-                written += os.pwrite(self._fd, view[written:], position + written)
+                written += os.pwrite(fd, view[written:], position + written)
         except OSError:
-            os.ftruncate(self._fd, position)
+            os.ftruncate(fd, position)
             raise
         self.size += len(view)
         entries: list[tuple[int, int]] = []
@@ -302,7 +311,7 @@ class Segment:
         """Position of the first batch ending after ``offset`` (the one holding it, or the next)."""
         if offset >= self.next_offset:
             return None
-        return find_batch(self._fd, self.size, self.index_position(offset), offset)
+        return find_batch(self._file.descriptor(), self.size, self.index_position(offset), offset)
 
     def index_position(self, offset: int) -> int:
         """Where a scan for ``offset`` may start, by the offset index (in memory)."""
@@ -313,15 +322,16 @@ class Segment:
         self, position: int, max_bytes: int, upper_bound: int | None, min_one: bool
     ) -> tuple[bytes, bool]:
         """Whole batches from ``position`` (see :func:`read_batches`)."""
-        return read_batches(self._fd, self.size, position, max_bytes, upper_bound, min_one)
+        return read_batches(self._file.descriptor(), self.size, position, max_bytes, upper_bound, min_one)
 
     @property
     def descriptor(self) -> int:
-        return self._fd
+        """The log file's descriptor, valid until the next segment file is opened (use it at once)."""
+        return self._file.descriptor()
 
     def duplicate_descriptor(self) -> int:
         """A descriptor of the log file that stays valid after the segment is closed or deleted."""
-        return os.dup(self._fd)
+        return os.dup(self._file.descriptor())
 
     def find_timestamp(self, timestamp: int, min_offset: int = 0) -> tuple[int, int] | None:
         """(base offset, max timestamp) of the first batch ending after ``min_offset`` whose max
@@ -331,13 +341,13 @@ class Segment:
         start = self.find_position(max(self.base_offset + self.time_index.lookup(timestamp), min_offset))
         if start is None:
             return None
-        for _, header in iter_file_batches(self._fd, start, self.size, verify=False, chunk=LOOKUP_CHUNK):
+        for _, header in iter_file_batches(self._file.descriptor(), start, self.size, verify=False, chunk=LOOKUP_CHUNK):
             if header.max_timestamp >= timestamp:
                 return header.base_offset, header.max_timestamp
         return None
 
     def batch_at(self, position: int) -> BatchHeader:
-        return parse_header(os.pread(self._fd, HEADER_SIZE, position))
+        return parse_header(os.pread(self._file.descriptor(), HEADER_SIZE, position))
 
     # -- truncation, durability, lifecycle -------------------------------------------------------
 
@@ -352,38 +362,45 @@ class Segment:
         self._rescan_tail()
 
     def _truncate_file(self, position: int) -> None:
-        os.ftruncate(self._fd, position)
+        os.ftruncate(self._file.descriptor(), position)
         self.size = position
         self.index.truncate_from_position(position)
 
-    def sync_descriptors(self) -> list[int]:
-        """Duplicates of the descriptors a flush must fsync now: the log and any written index."""
-        descriptors = [os.dup(self._fd)]
-        try:
-            for index in (self.index, self.time_index):
-                duplicate = index.take_dirty_descriptor()
-                if duplicate is not None:
-                    descriptors.append(duplicate)
-        except OSError:
-            for fd in descriptors:
-                os.close(fd)
-            raise
-        return descriptors
+    def capture_sync(self, pending: PendingFlush) -> None:
+        """Add what a flush must make durable of this segment to ``pending``: a duplicate of the log
+        file's descriptor when it is open, else its path (the cache closed it, maybe with writes
+        not yet synced), and the index entries written since the last flush."""
+        fd = self._file.fd
+        duplicate = -1
+        if fd >= 0:
+            try:
+                duplicate = os.dup(fd)
+            except OSError as exc:
+                if exc.errno not in SHORTAGE_ERRNOS:
+                    raise
+        if duplicate >= 0:
+            pending.descriptors.append(duplicate)
+        else:
+            pending.paths.append(self.log_path)
+        for index in (self.index, self.time_index):
+            write = index.take_write()
+            if write is not None:
+                pending.writes.append(write)
 
-    def release_indexes(self) -> None:
-        """Close the index descriptors of a sealed segment (synced first if written)."""
-        self.index.release()
-        self.time_index.release()
+    def write_indexes(self) -> None:
+        """Write index entries still owed to the files, here and now (a sealed segment at open)."""
+        self.index.write_now()
+        self.time_index.write_now()
+
+    def is_open(self) -> bool:
+        """Whether the log file's descriptor is open now (in the cache)."""
+        return self._file.fd >= 0
 
     def last_modified_ms(self) -> int:
-        return os.fstat(self._fd).st_mtime_ns // 1_000_000
+        return os.stat(self.log_path).st_mtime_ns // 1_000_000
 
     def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
-        self.index.close()
-        self.time_index.close()
+        self._file.close()
 
     def delete(self) -> None:
         self.close()

@@ -62,6 +62,7 @@ class Storage(Protocol):
     heartbeat_interval_s: float | None  # how often ``heartbeat`` runs (None: never)
     assigned_node_id: int | None  # the node id the store gave this broker (None: the configured one)
     descriptors_per_partition: int  # open files an idle partition holds
+    closes_in_parallel: bool  # Broker.close may close partitions on several threads at once
 
     def document(self, name: str) -> Document: ...
 

@@ -8,11 +8,13 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from ..descriptors import log_file_budget
 from ..durable.files import write_atomic
 from ..durable.flush import sync_all
 from ..durable.log import DurableLog
 from ..durable.work import BlockingWork, Document
 from ..log.config import LogConfig
+from ..log.descriptor_cache import DescriptorCache
 from ..log.directory import DELETED_SUFFIX, remove_deleted
 from ..log.partition_log import PartitionLog
 from ..producer_ids import FileBlocks
@@ -21,7 +23,9 @@ from ..producer_ids import FileBlocks
 class NativeStorage:
     kind = "native"
     acknowledge_after_commit = False  # the fsync policy decides
-    descriptors_per_partition = 3  # the active segment's log, offset index and time index stay open
+    # Segment files share one bounded descriptor cache (log/descriptor_cache.py): a partition holds none.
+    descriptors_per_partition = 0
+    closes_in_parallel = True  # partitions share no state but the descriptor cache (locked)
     heartbeat_interval_s: float | None = None  # one process owns the directory: nobody to tell
     assigned_node_id: int | None = None  # alone: the configured node id (default 0) stands
 
@@ -29,6 +33,7 @@ class NativeStorage:
         self.data_dir = data_dir
         self.meta_dir = data_dir / "meta"
         remove_deleted(data_dir)
+        self.files = DescriptorCache(log_file_budget())  # sized now: the server raised the limit first
         self.meta_dir.mkdir(parents=True, exist_ok=True)
 
     def document(self, name: str) -> Document:
@@ -51,7 +56,7 @@ class NativeStorage:
     def open_partition(
         self, topic_id: Any, topic: str, index: int, config: LogConfig, now_ms: int, work: BlockingWork, *, new: bool
     ) -> PartitionLog:
-        return PartitionLog.open(self.data_dir / f"{topic}-{index}", config, now_ms, work)
+        return PartitionLog.open(self.data_dir / f"{topic}-{index}", config, now_ms, work, self.files)
 
     def discard_partition(self, topic_id: Any, topic: str, index: int) -> None:
         """What a partition that failed to open left behind goes, as a deleted one's does."""

@@ -112,6 +112,7 @@ class PostgresStorage:
     acknowledge_after_commit = True
     heartbeat_interval_s: float | None = HEARTBEAT_S
     descriptors_per_partition = 0  # rows, not files
+    closes_in_parallel = False  # partitions share the store's connection
 
     def __init__(
         self, url: str, *, pool_size: int = POOL_SIZE, standby: bool = False, node: tuple[int, str, int] | None = None,

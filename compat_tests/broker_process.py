@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 READY = re.compile(r"listening on [\d.]+:(\d+) advertised as")
 OTHER_LISTENER = re.compile(r"listener \w+ \(\w+\) listening on")
@@ -125,3 +126,16 @@ class BrokerProcess:
 
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
+
+
+def server_certificate(base: Path) -> tuple[Any, Path, Path]:
+    """A throwaway CA (trustme) and a certificate for 127.0.0.1/localhost it signed, written under
+    ``base``: server.pem (key and chain, the broker's PEM keystore) and ca.pem (what clients
+    trust). Returns the CA too, for client certificates."""
+    import trustme
+
+    ca = trustme.CA()
+    keystore, ca_file = base / "server.pem", base / "ca.pem"
+    ca.issue_cert("127.0.0.1", "localhost").private_key_and_cert_chain_pem.write_to_path(str(keystore))
+    ca.cert_pem.write_to_path(str(ca_file))
+    return ca, keystore, ca_file

@@ -31,7 +31,7 @@ from rivven_kproto.codec.messages.sasl_authenticate import SaslAuthenticateReque
 from rivven_kproto.codec.messages.sasl_handshake import SaslHandshakeRequest
 
 from . import raw_client
-from .broker_process import BrokerProcess
+from .broker_process import BrokerProcess, server_certificate
 
 LISTENER = re.compile(r"listener (\w+) \(\w+\) listening on [\d.]+:(\d+)")
 PLAIN = 'org.apache.kafka.common.security.plain.PlainLoginModule required {};'
@@ -66,10 +66,7 @@ class Broker:
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
     base = tmp_path_factory.mktemp("sessions")
-    ca = trustme.CA()
-    keystore, ca_file = base / "server.pem", base / "ca.pem"
-    ca.issue_cert("127.0.0.1", "localhost").private_key_and_cert_chain_pem.write_to_path(str(keystore))
-    ca.cert_pem.write_to_path(str(ca_file))
+    ca, keystore, ca_file = server_certificate(base)
     data_dir = base / "data"
     subprocess.run([sys.executable, "-m", "rivven_kproto", "users", "add", "carol", "--data-dir", str(data_dir)],
                    input="carol-pw\n", text=True, check=True, capture_output=True, timeout=60)

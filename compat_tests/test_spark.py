@@ -31,7 +31,7 @@ assert shutil.which("java") is not None, "PySpark needs a Java runtime (.ci/run 
 from confluent_kafka import Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
-from .broker_process import BrokerProcess  # noqa: E402
+from .broker_process import BrokerProcess, server_certificate  # noqa: E402
 
 TIMEOUT_S = 60
 PARTITIONS = 4
@@ -445,13 +445,8 @@ def secured_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[B
     """A broker whose only listener is SASL_SSL with SCRAM-SHA-512 (user spark), under trustme's CA."""
     import subprocess
 
-    import trustme
-
     base = tmp_path_factory.mktemp("spark-secured")
-    ca = trustme.CA()
-    keystore, ca_file = base / "server.pem", base / "ca.pem"
-    ca.issue_cert("127.0.0.1", "localhost").private_key_and_cert_chain_pem.write_to_path(str(keystore))
-    ca.cert_pem.write_to_path(str(ca_file))
+    _, keystore, ca_file = server_certificate(base)
     data_dir = base / "data"
     subprocess.run([sys.executable, "-m", "rivven_kproto", "users", "add", "spark", "--mechanism", "SCRAM-SHA-512",
                     "--data-dir", str(data_dir)], input="spark-pw\n", text=True, check=True, capture_output=True, timeout=60)

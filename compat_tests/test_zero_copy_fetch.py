@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import trustme
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 from kafka import KafkaConsumer
@@ -36,7 +35,7 @@ from rivven_kproto.codec.messages.fetch import FetchPartition, FetchRequest, Fet
 from rivven_kproto.codec.records.records import decode_batches
 
 from . import raw_client
-from .broker_process import BrokerProcess
+from .broker_process import BrokerProcess, server_certificate
 from .test_metrics import Scraper
 from .test_security import LISTENER
 
@@ -62,10 +61,7 @@ class Broker:
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
     base = tmp_path_factory.mktemp("zerocopy")
-    ca = trustme.CA()
-    keystore, ca_file = base / "server.pem", base / "ca.pem"
-    ca.issue_cert("127.0.0.1", "localhost").private_key_and_cert_chain_pem.write_to_path(str(keystore))
-    ca.cert_pem.write_to_path(str(ca_file))
+    ca, keystore, ca_file = server_certificate(base)
     config = base / "server.properties"
     config.write_text(
         "listeners=PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0\n"

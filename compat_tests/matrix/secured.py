@@ -16,7 +16,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import trustme
 from confluent_kafka.admin import (
     AclBinding,
     AclOperation,
@@ -26,7 +25,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from ..broker_process import BrokerProcess
+from ..broker_process import BrokerProcess, server_certificate
 
 LISTENER = re.compile(r"listener (\w+) \(\w+\) listening on [\d.]+:(\d+)")
 PASSWORD = "matrix-secret"
@@ -38,10 +37,7 @@ TIMEOUT_S = 60
 
 def start(base: Path) -> tuple[BrokerProcess, dict[str, dict[str, str]]]:
     """Start the broker; return it and the client properties of every secured profile."""
-    ca = trustme.CA()
-    server_pem, ca_pem = base / "server.pem", base / "ca.pem"
-    ca.issue_cert("127.0.0.1", "localhost").private_key_and_cert_chain_pem.write_to_path(str(server_pem))
-    ca.cert_pem.write_to_path(str(ca_pem))
+    ca, server_pem, ca_pem = server_certificate(base)
     client = ca.issue_cert("matrix-client.example", common_name="matrix-mtls", organization_name="Matrix")
     client_key, client_cert = base / "client.key", base / "client.pem"
     client.private_key_pem.write_to_path(str(client_key))

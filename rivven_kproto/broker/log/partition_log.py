@@ -238,6 +238,17 @@ class PartitionLog(PartitionLogBase):
 
     # -- reading ---------------------------------------------------------------------------------
 
+    def _readable_range(self, offset: int) -> tuple[int, int]:
+        """(log start, log end) when ``offset`` lies within them, else OFFSET_OUT_OF_RANGE."""
+        self._check_open()
+        start, end = self._log_start_offset, self.log_end_offset
+        if offset < start or offset > end:
+            raise KafkaError(
+                Errors.OFFSET_OUT_OF_RANGE,
+                f"offset {offset} is outside [{start}, {end}] of {self.directory.name}",
+            )
+        return start, end
+
     def read(
         self, offset: int, max_bytes: int, *, upper_bound: int | None = None, min_one_batch: bool = True
     ) -> ReadResult:
@@ -247,13 +258,7 @@ class PartitionLog(PartitionLogBase):
         ``min_one_batch`` is False, for later partitions of a fetch), as Kafka does, so a consumer
         can always make progress. Reads may span segments.
         """
-        self._check_open()
-        start, end = self._log_start_offset, self.log_end_offset
-        if offset < start or offset > end:
-            raise KafkaError(
-                Errors.OFFSET_OUT_OF_RANGE,
-                f"offset {offset} is outside [{start}, {end}] of {self.directory.name}",
-            )
+        start, end = self._readable_range(offset)
         if offset == end or (upper_bound is not None and offset >= upper_bound):
             return ReadResult(b"", start, end)
         i = bisect.bisect_right(self._bases, offset) - 1
@@ -267,13 +272,7 @@ class PartitionLog(PartitionLogBase):
         """The batches :meth:`read` would copy, located by their headers as a region of
         duplicated descriptors (valid after the segments are deleted); None below
         ``ZERO_COPY_MIN_BYTES`` of candidates (then reading is as cheap) or without a batch."""
-        self._check_open()
-        start, end = self._log_start_offset, self.log_end_offset
-        if offset < start or offset > end:
-            raise KafkaError(
-                Errors.OFFSET_OUT_OF_RANGE,
-                f"offset {offset} is outside [{start}, {end}] of {self.directory.name}",
-            )
+        start, end = self._readable_range(offset)
         if offset >= min(end, upper_bound):
             return None
         i = bisect.bisect_right(self._bases, offset) - 1

@@ -211,6 +211,7 @@ def test_a_marker_voids_a_verification_begun_before_it(tmp_path: Path) -> None:
     assert state.needs_verification(7, 0)
     guard = state.start_verification(7)
     assert state.still_verified(7, guard)
+    assert state.start_verification(7) is guard  # a second request in flight shares it
     state.complete_txn(7, 0, marker_offset=0, commit=False)
     assert not state.still_verified(7, guard)
     second = state.start_verification(7)

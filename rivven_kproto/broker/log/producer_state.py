@@ -164,9 +164,12 @@ class ProducerStateManager:
         return entry is None or entry.txn_first_offset is None or entry.epoch != epoch
 
     def start_verification(self, producer_id: int) -> object:
-        """A guard that holds until a marker of this producer lands here (Kafka's VerificationGuard)."""
-        guard = object()
-        self.verification_guards[producer_id] = guard
+        """A guard that holds until a marker of this producer lands here (Kafka's VerificationGuard).
+        Requests verified at the same time (several in flight) share it: a fresh one would void
+        the others' answers."""
+        guard = self.verification_guards.get(producer_id)
+        if guard is None:
+            guard = self.verification_guards[producer_id] = object()
         return guard
 
     def still_verified(self, producer_id: int, guard: object) -> bool:

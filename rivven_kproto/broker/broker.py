@@ -41,7 +41,7 @@ from .security.acls import FILE_NAME as ACLS_FILE
 from .security.acls import Authorizer
 from .security.scram import FILE_NAME as SCRAM_FILE
 from .security.scram import ScramStore
-from .storage import Pulse, open_storage
+from .storage import Pulse, StorageError, open_storage
 from .topics import (
     TOPIC_CONFIG_DEFAULTS,
     ConfigEntry,
@@ -216,7 +216,7 @@ class Broker:
         for meta, index, log_config in wanted:
             try:
                 opened.append((meta, index, self._open_partition(meta, index, log_config, now_ms, new=False)))
-            except OSError:
+            except (OSError, StorageError):
                 log.exception("opening %s-%d failed; retried at the next heartbeat", meta.name, index)
         return opened
 

@@ -73,8 +73,18 @@ class ClusterFollower:
                 self.warnings.warning("heartbeat", "heartbeat failed: %s", exc)
             else:
                 if pulse is not None:
-                    await self._follow(pulse)
+                    await self._follow_or_warn(pulse)
             await trio.sleep(interval_s)
+
+    async def _follow_or_warn(self, pulse: Pulse) -> None:
+        """A database error while following a pulse (opening partitions, acknowledging the
+        catalog) is retried at the next heartbeat: it must not stop the broker."""
+        try:
+            await self._follow(pulse)
+        except CoordinationLost:
+            raise
+        except StorageError as exc:
+            self.warnings.warning("follow", "following the cluster failed: %s (retried at the next heartbeat)", exc)
 
     async def _follow(self, pulse: Pulse) -> None:
         broker = self.broker

@@ -58,7 +58,8 @@ async def verify_with_coordinator(broker: Broker, ctx: RequestContext, request: 
     if not wanted:
         return
     v2 = client_txn_version(ctx.config.transaction_version, version, PRODUCE_V2) >= 2
-    coordinator = broker.cluster.coordinator
+    owner = broker.cluster.key_owner(transactional_id)  # the broker coordinating its shard
+    coordinator = broker.cluster.node(owner) if owner is not None else None
     for (producer_id, epoch), entries in wanted.items():
         keys = [key for key, _ in entries]
         if coordinator is None:

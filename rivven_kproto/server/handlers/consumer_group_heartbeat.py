@@ -55,7 +55,7 @@ def handle(ctx: RequestContext, request: ConsumerGroupHeartbeatRequest, version:
         client_host=ctx.client_host,
         version=version,
     )
-    result = ctx.broker.groups.consumer_heartbeat(params, ctx.now_ms)
+    result = ctx.groups_for(params.group_id).consumer_heartbeat(params, ctx.now_ms)
     if result.error is not Errors.NONE:
         return ConsumerGroupHeartbeatResponse(
             throttle_time_ms=0, error_code=result.error, error_message=result.message, member_epoch=0,

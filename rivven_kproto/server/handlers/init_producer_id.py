@@ -34,7 +34,7 @@ def handle(ctx: RequestContext, request: InitProducerIdRequest, version: int) ->
         return InitProducerIdResponse(
             error_code=Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, producer_id=-1, producer_epoch=-1
         )
-    error, producer_id, epoch = ctx.broker.txn.init_producer_id(
+    error, producer_id, epoch = ctx.txn_for(request.transactional_id).init_producer_id(
         request.transactional_id,
         request.transaction_timeout_ms,
         request.producer_id,

@@ -49,7 +49,7 @@ def handle(ctx: RequestContext, request: OffsetCommitRequest, version: int) -> O
                                                  p.committed_leader_epoch, p.committed_metadata))
     if to_commit:
         try:
-            results = ctx.broker.groups.commit_offsets(
+            results = ctx.groups_for(request.group_id).commit_offsets(
                 request.group_id, request.generation_id_or_member_epoch, request.member_id,
                 request.group_instance_id, to_commit, ctx.now_ms, version=version,
                 retention_ms=request.retention_time_ms if version <= 4 else -1,

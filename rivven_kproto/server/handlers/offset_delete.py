@@ -28,7 +28,7 @@ def handle(ctx: RequestContext, request: OffsetDeleteRequest, version: int) -> O
     if not ctx.allowed(Operation.DELETE, ResourceType.GROUP, request.group_id):
         return OffsetDeleteResponse(error_code=Errors.GROUP_AUTHORIZATION_FAILED, throttle_time_ms=0, topics=[])
     try:
-        results = ctx.broker.groups.delete_offsets(request.group_id, wanted)
+        results = ctx.groups_for(request.group_id).delete_offsets(request.group_id, wanted)
     except KafkaError as exc:
         return OffsetDeleteResponse(error_code=exc.error, throttle_time_ms=0, topics=[])
     return OffsetDeleteResponse(

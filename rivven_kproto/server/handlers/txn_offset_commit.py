@@ -90,7 +90,7 @@ def _commit(ctx: RequestContext, request: TxnOffsetCommitRequest, partitions: li
     if error is not Errors.NONE:
         return [error] * len(partitions)
     try:
-        return ctx.broker.groups.commit_txn_offsets(
+        return ctx.groups_for(request.group_id).commit_txn_offsets(
             request.group_id, request.producer_id, request.producer_epoch, request.generation_id,
             request.member_id, request.group_instance_id, partitions, ctx.now_ms,
         )
@@ -100,8 +100,14 @@ def _commit(ctx: RequestContext, request: TxnOffsetCommitRequest, partitions: li
 
 def _join_transaction(ctx: RequestContext, request: TxnOffsetCommitRequest, version: int) -> Errors:
     """V2: add the group to the producer's transaction; V1: verify AddOffsetsToTxn added it."""
-    txn = ctx.broker.txn
-    if client_txn_version(ctx.config.transaction_version, version, TXN_OFFSET_COMMIT_V2) >= 2:
+    txn = ctx.broker.txn_coordinator(request.transactional_id)
+    v2 = client_txn_version(ctx.config.transaction_version, version, TXN_OFFSET_COMMIT_V2) >= 2
+    if txn is None:
+        # The transaction's shard is another broker's. V1: the group coordinator takes the offsets
+        # as pending (Kafka's before KIP-890; the transaction's completion marker installs or drops
+        # them). V2's implicit add needs the transaction's coordinator: not done across shards.
+        return Errors.COORDINATOR_NOT_AVAILABLE if v2 else Errors.NONE
+    if v2:
         error = txn.add_offsets(request.transactional_id, request.producer_id, request.producer_epoch,
                                 request.group_id, ctx.now_ms, client_txn_version=2)
         return Errors.INVALID_PRODUCER_EPOCH if error == Errors.PRODUCER_FENCED else error

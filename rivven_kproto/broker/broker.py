@@ -610,6 +610,8 @@ class Broker:
         """
         current = _broker_settings(self.config)
         default = _broker_settings(BrokerConfig())
+        # Ours, read from the store: group and transactional ids hash to this many coordinator shards.
+        current["coordinator.shards"] = default["coordinator.shards"] = (ConfigType.INT, str(self.shard_count))
         dynamic = self._dynamic_synonyms()
         entries = []
         for name in sorted(current):

@@ -41,33 +41,24 @@ CATALOG_WAIT_S = 10.0  # a topic change is answered once every live broker appli
 MARKER_RETRY_S = 0.2  # after a leader could not be reached
 
 
-# Requests about one group or transactional id, answered by the broker coordinating its shard only
-# (another closes the connection, and the client looks the coordinator up again), with the field
-# naming the key. Requests about several (OffsetFetch v8+, DescribeGroups, DeleteGroups,
-# ConsumerGroupDescribe, DescribeTransactions, AddPartitionsToTxn v4+) answer NOT_COORDINATOR per
-# key in their handlers. ListGroups and ListTransactions are answered by every broker for the
-# shards it coordinates, as Kafka's brokers do; InitProducerId without a transactional id by any.
-SINGLE_KEY_APIS = {
-    8: "group_id", 11: "group_id", 12: "group_id", 13: "group_id", 14: "group_id", 47: "group_id",
-    68: "group_id", 28: "group_id", 25: "transactional_id", 26: "transactional_id", 22: "transactional_id",
-    24: "transactional_id", 9: "group_id",
-}
-OFFSET_FETCH, ADD_PARTITIONS_TO_TXN = 9, 24
+# Coordinator requests (group and transactional ids) are answered by the handlers: NOT_COORDINATOR
+# for a key whose shard this broker does not hold, as Kafka's brokers answer. OffsetFetch v0-1 has
+# no error field but the partitions': a broker that does not coordinate its group closes the
+# connection instead (the client looks the coordinator up again). ListGroups and ListTransactions
+# are answered by every broker for the shards it coordinates, as Kafka's brokers do.
+OFFSET_FETCH = 9
+OFFSET_FETCH_TOP_LEVEL_ERROR = 2  # the first version with a top-level error code
 # Requests that change the topic catalog, configs, ACLs or credentials: the controller's to answer.
 CONTROLLER_APIS = frozenset({19, 20, 37, 33, 44, 30, 31, 51})
 
 
 def coordinator_key(api_key: int, version: int, request: object) -> str | None:
-    """The group or transactional id a single-key coordinator request is about (None: not one)."""
-    field = SINGLE_KEY_APIS.get(api_key)
-    if field is None or (api_key == OFFSET_FETCH and version >= 8):
-        return None  # OffsetFetch v8+: groups in a list (answered per group)
-    if api_key == ADD_PARTITIONS_TO_TXN:
-        if version >= 4:
-            return None  # transactions in a list (answered per transaction)
-        field = "v3_and_below_transactional_id"
-    key = getattr(request, field, None)
-    return key if isinstance(key, str) else None
+    """The group a coordinator request without an error field of its own is about (None: the
+    handler answers NOT_COORDINATOR itself)."""
+    if api_key == OFFSET_FETCH and version < OFFSET_FETCH_TOP_LEVEL_ERROR:
+        key = getattr(request, "group_id", None)
+        return key if isinstance(key, str) else None
+    return None
 
 
 class ClusterFollower:

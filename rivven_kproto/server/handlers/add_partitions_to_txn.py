@@ -46,6 +46,8 @@ def handle(ctx: RequestContext, request: AddPartitionsToTxnRequest, version: int
         errors = dict.fromkeys(wanted, Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     elif denied:
         errors = {tp: Errors.TOPIC_AUTHORIZATION_FAILED if tp in denied else Errors.OPERATION_NOT_ATTEMPTED for tp in wanted}
+    elif not ctx.broker.coordinates(request.v3_and_below_transactional_id):  # another broker's shard
+        errors = dict.fromkeys(wanted, Errors.NOT_COORDINATOR)
     elif unknown:
         errors = {tp: Errors.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else Errors.OPERATION_NOT_ATTEMPTED for tp in wanted}
     else:

@@ -67,6 +67,8 @@ def handle(ctx: RequestContext, request: OffsetFetchRequest, version: int) -> Of
         return OffsetFetchResponse(throttle_time_ms=0, groups=groups)
     if not ctx.allowed(Operation.DESCRIBE, ResourceType.GROUP, request.group_id):
         return OffsetFetchResponse(throttle_time_ms=0, error_code=Errors.GROUP_AUTHORIZATION_FAILED, topics=[])
+    if not ctx.broker.coordinates(request.group_id):  # another broker's shard (v0-1: see server/cluster.py)
+        return OffsetFetchResponse(throttle_time_ms=0, error_code=Errors.NOT_COORDINATOR, topics=[])
     wanted = None if request.topics is None else [(t.name, t.partition_indexes) for t in request.topics]
     stable = version >= 7 and request.require_stable
     fetched = _describable(ctx, ctx.groups_for(request.group_id).fetch_offsets(request.group_id, wanted, require_stable=stable))

@@ -454,19 +454,10 @@ class PostgresStorage:
                 self.lost_coordination = True
         if self.lost_coordination:
             raise CoordinationLost(
-                f"node {self.node_id} lost the coordinator lease to another broker while the database was away; "
+                f"node {self.node_id} lost the coordinator lease or coordinator shards to another broker while the "
+                "database was away; "
                 "stopping (restart it to serve again)")
         self._owner_checked = time.monotonic()
-
-    def check_coordinator_lease(self, conn: psycopg.Connection) -> None:
-        """In a commit's transaction: this broker's session holds the coordinator lease now."""
-        row = conn.execute(
-            "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1"
-            " AND pid = %s AND classid::bigint = %s AND objid::bigint = %s)",
-            (self._owner.info.backend_pid, OWNER_LOCK_KEY >> 32, OWNER_LOCK_KEY & 0xFFFFFFFF)).fetchone()
-        if row is None or not row[0]:
-            self.lost_coordination = True
-            raise CoordinationLost(f"node {self.node_id} writes coordinator state without the coordinator lease")
 
     def check_shard_lease(self, conn: psycopg.Connection, shard: int) -> None:
         """In a commit's transaction: this broker's session holds the coordinator shard's lock now

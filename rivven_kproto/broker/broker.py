@@ -31,6 +31,7 @@ from .coordinator_shards import (
     REMOTE_MARKER_EPOCH,
     CoordinatorShard,
     GroupsPending,
+    complete_producer,
     log_names,
 )
 from .datadir_lock import DataDirLock
@@ -655,6 +656,10 @@ class Broker:
         """
         failed: set[tuple[str, int]] = set()
         for written, (topic, index) in enumerate(partitions, start=1):
+            if topic == GROUP_SHARD_TOPIC:  # a group shard the transaction committed offsets in (V2)
+                if not self._mark_group_shard(producer_id, producer_epoch, commit, index):
+                    failed.add((topic, index))
+                continue
             owner = self.topics.get(topic)
             if owner is None or not 0 <= index < len(owner.partitions):
                 continue
@@ -672,6 +677,19 @@ class Broker:
                 failed.add((topic, index))
             fault_point(f"txn-after-marker-{written}")
         return failed
+
+    def _mark_group_shard(self, producer_id: int, producer_epoch: int, commit: bool, shard: int) -> bool:
+        """A transaction's marker on a group shard: its groups' pending offsets of the producer
+        installed or dropped, here or by the shard's holder (WriteTxnMarkers); True once done."""
+        local = self.shards.get(shard)
+        if local is None:
+            return self.remote_markers.written(RemoteMarker(producer_id, producer_epoch, commit, GROUP_SHARD_TOPIC, shard))
+        try:
+            complete_producer(local.groups, producer_id, commit)
+        except OSError:
+            log.exception("completing producer %d's offsets in coordinator shard %d failed", producer_id, shard)
+            return False
+        return True
 
     def expire_producers(self, now_ms: int) -> int:
         """Drop idempotent producers idle past ``producer.id.expiration.ms``."""

@@ -32,6 +32,7 @@ from rivven_kproto.codec.connection import (
     frame_api_key,
 )
 from rivven_kproto.codec.messages.produce import ProduceRequest
+from rivven_kproto.codec.messages.txn_offset_commit import TxnOffsetCommitRequest
 from rivven_kproto.codec.splice import Frame
 
 from .cluster import CONTROLLER_APIS, ClusterFollower, coordinator_key
@@ -44,12 +45,13 @@ from .handlers._group_wait import wake_keys
 from .handlers.api_versions import supported_versions
 from .handlers.fetch import APPENDED
 from .handlers.produce import API_KEY as PRODUCE_API_KEY
+from .handlers.txn_offset_commit import API_KEY as TXN_OFFSET_COMMIT_API_KEY
 from .http import serve_metrics
 from .log_limits import RateLimitedLog
 from .metrics import BrokerMetrics
 from .sending import send_reply
 from .session import SASL_MAX_RECEIVE_BYTES, ListenerRuntime, Session, open_listeners, raw_sasl_token
-from .txn_verification import verify_with_coordinator
+from .txn_verification import add_offsets_at_coordinator, verify_with_coordinator
 
 log = logging.getLogger(__name__)
 
@@ -289,6 +291,9 @@ class Server:
         catalog_saves = self.broker.store.saves
         if event.api_key == PRODUCE_API_KEY and not self._coordinates_producer(event.request):
             await verify_with_coordinator(self.broker, ctx, cast(ProduceRequest, event.request), event.api_version)
+        if event.api_key == TXN_OFFSET_COMMIT_API_KEY:
+            await add_offsets_at_coordinator(self.broker, ctx, cast(TxnOffsetCommitRequest, event.request),
+                                             event.api_version)
         if handler.prepare is not None:
             await handler.prepare(ctx, event.request, self.cpu_limiter)
             ctx.now_ms = wall_clock_ms()

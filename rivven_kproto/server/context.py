@@ -61,6 +61,9 @@ class RequestContext:
     # Produce on a leader that does not coordinate: the coordinator's verdicts on first
     # transactional batches, by partition.
     txn_verdicts: dict[PartitionKey, TxnVerdict] = field(default_factory=dict)
+    # TxnOffsetCommit V2 whose transaction another broker coordinates: its answer to adding the
+    # group's shard to the transaction (see txn_verification.add_offsets_at_coordinator).
+    txn_offsets_added: Errors | None = None
     # The connection's listener and client identity (None: a request outside any connection).
     session: Session | None = None
 

@@ -16,6 +16,7 @@ from rivven_kproto.broker.broker import Broker
 from rivven_kproto.broker.cluster import ClusterView, Node, ranked_for_shard, shard_of
 from rivven_kproto.broker.config import BrokerConfig
 from rivven_kproto.broker.coordinator_shards import GROUP_SHARD_TOPIC, GroupsPending, log_names
+from rivven_kproto.broker.groups.api import CommitPartition
 from rivven_kproto.broker.storage import CoordinationLost
 from rivven_kproto.broker.storage.postgres.store import COORDINATOR_SHARDS, PostgresStorage
 
@@ -134,3 +135,19 @@ def test_a_shard_log_write_needs_the_shards_lock(postgres_url: str) -> None:
     finally:
         other.close()
         storage.close()
+
+
+def test_a_marker_on_a_group_shard_completes_its_offsets_here_or_asks_its_holder(broker: Broker) -> None:
+    """Transactions V2: a group's shard is one of the transaction's "partitions" (``__consumer_offsets``)."""
+    broker.shard_count = 4
+    local = next(f"g{i}" for i in range(100) if shard_of(f"g{i}", 4) == 0)
+    groups = broker.shards[0].groups
+    groups.commit_txn_offsets(local, 5, 0, -1, "", None, [CommitPartition("t", 0, 42, -1, "")], NOW)
+    assert groups.offsets.pending_producers(local) == {5}
+    failed = broker.write_markers(5, 0, True, [(GROUP_SHARD_TOPIC, 0), (GROUP_SHARD_TOPIC, 3)], NOW)
+    assert failed == {(GROUP_SHARD_TOPIC, 3)}  # shard 3 is another broker's: asked for
+    assert not groups.offsets.pending_producers(local) and groups.offsets.get(local, "t", 0) is not None
+    (marker,) = broker.remote_markers.take()
+    assert (marker.topic, marker.partition, marker.producer_epoch) == (GROUP_SHARD_TOPIC, 3, 0)
+    broker.remote_markers.finish(marker, True)
+    assert broker.write_markers(5, 0, True, [(GROUP_SHARD_TOPIC, 3)], NOW) == set()

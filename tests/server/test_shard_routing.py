@@ -24,6 +24,11 @@ from rivven_kproto.codec.messages.offset_commit import (
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
 )
+from rivven_kproto.codec.messages.txn_offset_commit import (
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitRequestPartition,
+    TxnOffsetCommitRequestTopic,
+)
 from rivven_kproto.server.context import RequestContext
 from rivven_kproto.server.handlers import (
     describe_groups,
@@ -32,6 +37,7 @@ from rivven_kproto.server.handlers import (
     heartbeat,
     init_producer_id,
     offset_commit,
+    txn_offset_commit,
 )
 
 NOW = 1_700_000_000_000
@@ -81,3 +87,24 @@ def test_requests_for_another_brokers_shard_get_not_coordinator(ctx: RequestCont
                                               committed=True), 3).error_code == Errors.NOT_COORDINATOR
     described = answer(describe_groups, ctx, DescribeGroupsRequest(groups=[LOCAL, REMOTE]), 5)
     assert [(g.group_id, g.error_code) for g in described.groups] == [(LOCAL, 0), (REMOTE, Errors.NOT_COORDINATOR)]
+
+
+@pytest.mark.parametrize("version", [3, 5])
+def test_txn_offsets_of_a_transaction_coordinated_elsewhere(ctx: RequestContext, version: int) -> None:
+    """V1 (v3): taken as pending, the transaction's marker completes them. V2 (v5): only once the
+    transaction's coordinator added the group's shard (``txn_offsets_added``, asked before the handler)."""
+    request = TxnOffsetCommitRequest(transactional_id=REMOTE, group_id=LOCAL, producer_id=9, producer_epoch=0,
+                                     topics=[TxnOffsetCommitRequestTopic(name="t", partitions=[
+                                         TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=7,
+                                                                         committed_metadata="")])])
+
+    def error() -> int:
+        return int(answer(txn_offset_commit, ctx, request, version).topics[0].partitions[0].error_code)
+
+    if version >= 5:
+        assert error() == Errors.COORDINATOR_NOT_AVAILABLE  # not asked (or not reached)
+        ctx.txn_offsets_added = Errors.PRODUCER_FENCED
+        assert error() == Errors.INVALID_PRODUCER_EPOCH
+        ctx.txn_offsets_added = Errors.NONE
+    assert error() == Errors.NONE
+    assert ctx.broker.groups.offsets.pending_producers(LOCAL) == {9}

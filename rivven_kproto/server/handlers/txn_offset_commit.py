@@ -108,8 +108,11 @@ def _join_transaction(ctx: RequestContext, request: TxnOffsetCommitRequest, vers
     if txn is None:
         # The transaction's shard is another broker's. V1: the group coordinator takes the offsets
         # as pending (Kafka's before KIP-890; the transaction's completion marker installs or drops
-        # them). V2's implicit add needs the transaction's coordinator: not done across shards.
-        return Errors.COORDINATOR_NOT_AVAILABLE if v2 else Errors.NONE
+        # them). V2: that broker added the group's shard to the transaction (or said why not).
+        if not v2:
+            return Errors.NONE
+        error = ctx.txn_offsets_added if ctx.txn_offsets_added is not None else Errors.COORDINATOR_NOT_AVAILABLE
+        return Errors.INVALID_PRODUCER_EPOCH if error == Errors.PRODUCER_FENCED else error
     if v2:
         error = txn.add_offsets(request.transactional_id, request.producer_id, request.producer_epoch,
                                 request.group_id, ctx.now_ms, client_txn_version=2)

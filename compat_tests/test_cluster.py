@@ -2,9 +2,10 @@
 
 Three ``kproto serve`` processes with distinct ``--node-id`` values on one database form a
 cluster: Metadata lists the live brokers, partitions are led by different brokers, the broker
-holding the coordinator lease coordinates groups and transactions and sends the markers of
-partitions others lead to their leaders. Killing brokers (the coordinator among them) with
-SIGKILL loses nothing acknowledged and duplicates nothing committed.
+holding the coordinator lease is the controller, the coordinator shards (groups, transactions)
+spread over the brokers, and a transaction's coordinator sends the markers of partitions others
+lead to their leaders (see also test_cluster_shards.py). Killing brokers (the controller among
+them) with SIGKILL loses nothing acknowledged and duplicates nothing committed.
 """
 
 from __future__ import annotations

@@ -131,7 +131,10 @@ class ClusterFollower:
             handed_over.add(shard)
             if dropped is not None:
                 log.info("node %d hands coordinator shard %d over to node %d", cluster.self_id, shard, preferred)
-                await trio.to_thread.run_sync(dropped.close)  # its last entries committed (fenced by the lock)
+                # A flush round under way may hold some of its entries: it ends first; then the
+                # rest are committed (each commit checks the lock), then the lock goes.
+                await self.durability.sync()
+                await trio.to_thread.run_sync(dropped.close)
             await trio.to_thread.run_sync(broker.storage.release_shard, shard)
         loaded = False
         for shard in cluster.shards_of(cluster.self_id):

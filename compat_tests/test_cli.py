@@ -54,8 +54,10 @@ def unused_port() -> int:
 def test_cluster_info(broker: BrokerProcess) -> None:
     info = ok(broker.bootstrap, "cluster", "info")
     assert sorted(info) == [
-        "api_versions", "brokers", "cluster_id", "controller_id", "features", "kafka_release", "kafka_releases"
+        "api_versions", "brokers", "cluster_id", "controller_id", "coordinator_shards", "coordinator_shards_unheld",
+        "features", "kafka_release", "kafka_releases"
     ]
+    assert info["coordinator_shards"] == 1 and info["brokers"][0]["coordinator_shards"] == [0]  # alone: one shard
     assert info["features"] == {"transaction.version": 2}  # transactions V2, the default (KIP-890 part 2)
     assert isinstance(info["cluster_id"], str) and info["cluster_id"]
     assert info["controller_id"] == 0

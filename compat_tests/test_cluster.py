@@ -2,9 +2,10 @@
 
 Three ``kproto serve`` processes with distinct ``--node-id`` values on one database form a
 cluster: Metadata lists the live brokers, partitions are led by different brokers, the broker
-holding the coordinator lease coordinates groups and transactions and sends the markers of
-partitions others lead to their leaders. Killing brokers (the coordinator among them) with
-SIGKILL loses nothing acknowledged and duplicates nothing committed.
+holding the coordinator lease is the controller, the coordinator shards (groups, transactions)
+spread over the brokers, and a transaction's coordinator sends the markers of partitions others
+lead to their leaders (see also test_cluster_shards.py). Killing brokers (the controller among
+them) with SIGKILL loses nothing acknowledged and duplicates nothing committed.
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from rivven_kproto.broker.cluster import ranked_for_shard, shard_of
+from rivven_kproto.broker.storage.postgres.store import COORDINATOR_SHARDS
+from rivven_kproto.codec.messages.find_coordinator import FindCoordinatorRequest
 from rivven_kproto.codec.messages.metadata import MetadataRequest, MetadataRequestTopic, MetadataResponse
 from rivven_kproto.testing.postgres import PostgresServer
 
@@ -52,6 +56,8 @@ def three_brokers(
             brokers[node] = broker.start()
         check = met or (lambda started: all_see(started, set(NODES)))
         assert wait_for(lambda: check(brokers), TIMEOUT_S), "the brokers never met"
+        if met is None:  # (PLAINTEXT on the first listener) the coordinator shards stop moving
+            assert wait_for(lambda: shards_settled(brokers), 2 * TIMEOUT_S, interval=0.2), "the shards never settled"
         yield brokers
     finally:
         for broker in brokers.values():
@@ -63,6 +69,28 @@ def cluster(tmp_path: Path, postgres_url: str) -> Iterator[dict[int, BrokerProce
     """Three brokers on one fresh database (:func:`three_brokers`)."""
     with three_brokers(tmp_path, postgres_url) as brokers:
         yield brokers
+
+
+def shards_settled(brokers: dict[int, BrokerProcess]) -> bool:
+    """Every live broker says each coordinator shard is held by the live broker preferred for it
+    (the shards spread at start, by handovers: a test then finds coordinators that stay put)."""
+    live = sorted(node for node, broker in brokers.items() if broker.alive())
+    probes: dict[int, str] = {}
+    n = 0
+    while len(probes) < COORDINATOR_SHARDS:
+        probes.setdefault(shard_of(f"probe-{n}", COORDINATOR_SHARDS), f"probe-{n}")
+        n += 1
+    keys = [probes[shard] for shard in range(COORDINATOR_SHARDS)]
+    wanted = [ranked_for_shard(live, shard)[0] for shard in range(COORDINATOR_SHARDS)]
+    for node in live:
+        try:
+            with raw_client.connect(brokers[node].bootstrap) as sock:
+                response = raw_client.call(sock, FindCoordinatorRequest(key_type=0, coordinator_keys=keys), 4)
+        except OSError:
+            return False
+        if [c.node_id if c.error_code == 0 else None for c in response.coordinators] != wanted:
+            return False
+    return True
 
 
 def bootstrap(brokers: dict[int, BrokerProcess]) -> str:

@@ -22,6 +22,7 @@ import trio
 from rivven_kproto.client.admin import create_topic
 from rivven_kproto.client.client import KafkaClient
 from rivven_kproto.client.consumer import Consumer
+from rivven_kproto.client.coordinator import KeyType, find_coordinator
 from rivven_kproto.client.producer import Producer, ProducerRecord
 from rivven_kproto.client.transactional import Transaction
 from rivven_kproto.codec.enums import READ_COMMITTED
@@ -34,7 +35,7 @@ from .test_cluster import NODES, all_see, three_brokers
 from .test_transactions_v2 import _late_produce
 from .txn_helpers import TIMEOUT_S, wait_for
 
-COORDINATOR = 1  # three_brokers() starts node 1 first: it holds the coordinator lease
+CONTROLLER = 1  # three_brokers() starts node 1 first: it holds the coordinator lease (the controller)
 PARTITIONS = 6
 
 
@@ -45,11 +46,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, postgres_server: Any) -> I
         yield brokers
 
 
-async def _remote_partition(client: KafkaClient, topic: str) -> int:
-    """A partition of ``topic`` led by a broker that does not coordinate."""
+async def _remote_partition(client: KafkaClient, topic: str, transactional_id: str) -> int:
+    """A partition of ``topic`` led by a broker that does not coordinate ``transactional_id``."""
     info = await client.topic(topic)
-    remote = [p for p in range(PARTITIONS) if info.partition(p).leader != COORDINATOR]
-    assert remote, "node 1 leads every partition"
+    coordinator = await find_coordinator(client, KeyType.TRANSACTION, transactional_id)
+    remote = [p for p in range(PARTITIONS) if info.partition(p).leader != coordinator]
+    assert remote, f"node {coordinator} leads every partition"
     return remote[0]
 
 
@@ -70,7 +72,7 @@ def _batch(txn: Transaction, topic: str, partition: int, value: bytes) -> bytes:
 
 def _create(cluster: dict[int, BrokerProcess], topic: str) -> None:
     async def run() -> None:
-        async with KafkaClient(cluster[COORDINATOR].bootstrap, timeout=TIMEOUT_S) as client:
+        async with KafkaClient(cluster[CONTROLLER].bootstrap, timeout=TIMEOUT_S) as client:
             await create_topic(client, topic, PARTITIONS, 1, {})
     trio.run(run)
     assert wait_for(lambda: all_see(cluster, set(NODES), topic), TIMEOUT_S)
@@ -82,7 +84,7 @@ def test_v1_a_batch_outside_the_transaction_is_refused_by_any_leader(cluster: di
 
     async def run() -> tuple[int, int, list[bytes | None], list[bytes | None]]:
         async with KafkaClient(cluster[2].bootstrap, timeout=TIMEOUT_S) as client:
-            partition = await _remote_partition(client, topic)
+            partition = await _remote_partition(client, topic, f"{topic}-writer")
             txn = Transaction(client, f"{topic}-writer")
             await txn.init()
             txn.v2 = False  # speak V1 (AddPartitionsToTxn from the client) whatever the brokers offer
@@ -113,7 +115,7 @@ def test_v2_is_offered_and_the_leaders_add_partitions_for_the_producer(cluster: 
 
     async def run() -> tuple[bool, int, list[int], dict[int, list[bytes | None]]]:
         async with KafkaClient(cluster[3].bootstrap, timeout=TIMEOUT_S) as client:
-            partition = await _remote_partition(client, topic)
+            partition = await _remote_partition(client, topic, f"{topic}-writer")
             txn = Transaction(client, f"{topic}-writer")
             await txn.init()
             v2 = txn.v2

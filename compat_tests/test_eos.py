@@ -75,7 +75,10 @@ def fetch_offsets(bootstrap: str, group: str, topic: str, partitions: list[int],
         else:
             request = OffsetFetchRequest(group_id=group, require_stable=stable, topics=[
                 OffsetFetchRequestTopic(name=topic, partition_indexes=partitions)])
-            found = raw_client.call(sock, request, version).topics[0].partitions
+            response = raw_client.call(sock, request, version)
+            if version >= 2 and response.error_code == Errors.NOT_COORDINATOR:
+                raise ConnectionError(f"{bootstrap} does not coordinate {group}")
+            found = response.topics[0].partitions
         return [(p.partition_index, p.committed_offset, p.error_code) for p in found]
     finally:
         sock.close()
@@ -83,8 +86,8 @@ def fetch_offsets(bootstrap: str, group: str, topic: str, partitions: list[int],
 
 def committed_total(bootstrap: str, group: str, topic: str) -> int | None:
     """Sum of the group's committed offsets (records consumed, the input has no markers); None
-    while the broker is away. With several brokers, the one that answers: the coordinator (the
-    others close the connection)."""
+    while the broker is away. With several brokers, the one that answers: the coordinator of the
+    group's shard (the others answer NOT_COORDINATOR)."""
     for address in bootstrap.split(","):
         try:
             found = fetch_offsets(address, group, topic, list(range(PARTITIONS)), version=7, stable=False)

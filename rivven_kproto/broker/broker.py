@@ -24,8 +24,16 @@ from dataclasses import dataclass, field
 
 from rivven_kproto.codec.errors import Errors, KafkaError
 
-from .cluster import ClusterView, Node
+from .cluster import ClusterView, Node, shard_of
 from .config import BrokerConfig
+from .coordinator_shards import (
+    GROUP_SHARD_TOPIC,
+    REMOTE_MARKER_EPOCH,
+    CoordinatorShard,
+    GroupsPending,
+    complete_producer,
+    log_names,
+)
 from .datadir_lock import DataDirLock
 from .descriptors import check_room_for_partitions
 from .durable.work import BlockingWork, run_all
@@ -145,20 +153,23 @@ class Broker:
                 topic.partitions.append(
                     self._open_partition(meta, index, topic.log_config, now_ms, new=False) if led else None)
             self.topics[meta.name] = topic
-        self.coordinating = False
-        self._make_coordinators()
-        if self.cluster.is_coordinator:
-            self._load_coordinators(now_ms)
+        # The coordinator shards this broker serves (see coordinator_shards), loaded from the
+        # store; alone (the native log): the one shard, always.
+        self.shard_count = storage.coordinator_shards
+        self.shards: dict[int, CoordinatorShard] = {}
+        self._dropped_appends = 0  # coordinator log entries of shards handed over (``coordinator_writes``)
+        for shard in self.cluster.shards_of(config.node_id):
+            self.load_shard(shard, now_ms)
 
-    def _make_coordinators(self) -> None:
-        """The group and transaction coordinators, empty until loaded (a broker that does not
-        hold the coordinator lease keeps them empty, and never writes their logs)."""
+    def _make_shard(self, shard: int) -> CoordinatorShard:
+        """A shard's group and transaction coordinators, empty until loaded."""
         config, storage = self.config, self.storage
-        self.groups = GroupCoordinator(
-            None, config.groups, work=self.work, durable_log=storage.coordinator_log("groups", self.work))
-        self.groups.topic_view = lambda: {name: len(t.partitions) for name, t in self.topics.items()}
-        self.txn = TransactionCoordinator(
-            storage.coordinator_log("txn", self.work),
+        groups_log, txn_log = log_names(shard, self.shard_count)
+        groups = GroupCoordinator(None, config.groups, work=self.work,
+                                  durable_log=storage.coordinator_log(groups_log, self.work, shard))
+        groups.topic_view = lambda: {name: len(t.partitions) for name, t in self.topics.items()}
+        txn = TransactionCoordinator(
+            storage.coordinator_log(txn_log, self.work, shard),
             self.producer_ids.allocate,
             self.write_markers,
             max_timeout_ms=config.transaction_max_timeout_ms,
@@ -166,26 +177,95 @@ class Broker:
         )
         # Transactional offsets become visible (or are dropped) with their transaction; the groups
         # are loaded first so that recovery can finish transactions that hold offsets.
-        self.txn.complete_groups = self.groups.complete_transaction
+        txn.complete_groups = self.complete_groups
+        return CoordinatorShard(shard, groups, txn)
 
-    def _load_coordinators(self, now_ms: int) -> None:
-        self.groups.load(now_ms)
-        self.txn.recover(now_ms, lambda: self._flush_unflushed(now_ms))
-        self.coordinating = True
+    def load_shard(self, shard: int, now_ms: int) -> CoordinatorShard:
+        """This broker holds the shard's lock (at start, or it took the shard over): load its
+        groups and transactions from the store and finish the transactions whose decision was logged."""
+        loaded = self._make_shard(shard)
+        loaded.groups.load(now_ms)
+        self.shards[shard] = loaded  # before recovery: it may complete offsets of its own groups
+        try:
+            loaded.txn.recover(now_ms, lambda: self._flush_unflushed(now_ms))
+        except BaseException:
+            del self.shards[shard]
+            raise
+        if self.shard_count > 1:
+            log.info("node %d coordinates shard %d: %d groups, %d transactional ids loaded", self.config.node_id,
+                     shard, len(loaded.groups.groups), len(loaded.txn.txns))
+        return loaded
 
-    def become_coordinator(self, now_ms: int) -> None:
-        """This broker took the coordinator lease (the previous holder died): load the groups and
-        transactions from the store and finish the transactions whose decision was logged."""
-        self._make_coordinators()
-        self._load_coordinators(now_ms)
-        log.info("node %d coordinates now: %d groups, %d transactional ids loaded", self.config.node_id,
-                 len(self.groups.groups), len(self.txn.txns))
+    def drop_shard(self, shard: int) -> CoordinatorShard | None:
+        """Stop serving a shard (handed over): its state goes; the caller commits its logs' last
+        entries (``CoordinatorShard.close``, off the loop) before releasing its lock."""
+        dropped = self.shards.pop(shard, None)
+        if dropped is not None:
+            self._dropped_appends += dropped.appended
+            log.info("node %d no longer coordinates shard %d", self.config.node_id, shard)
+        return dropped
+
+    @property
+    def coordinating(self) -> bool:
+        """This broker serves at least one coordinator shard."""
+        return bool(self.shards)
+
+    def shard_of(self, key: str) -> int:
+        return shard_of(key, self.shard_count)
+
+    def group_coordinator(self, group_id: str) -> GroupCoordinator | None:
+        """The coordinator of this group here (None: another broker's shard, or nobody's now)."""
+        shard = self.shards.get(self.shard_of(group_id))
+        return shard.groups if shard is not None else None
+
+    def txn_coordinator(self, transactional_id: str) -> TransactionCoordinator | None:
+        shard = self.shards.get(self.shard_of(transactional_id))
+        return shard.txn if shard is not None else None
+
+    def coordinates(self, key: str) -> bool:
+        return self.shard_of(key) in self.shards
+
+    @property
+    def groups(self) -> GroupCoordinator:
+        """The first shard's group coordinator: the only one on the native log (and a database
+        of the single-coordinator version); with several shards, use ``group_coordinator``."""
+        return self.shards[0].groups
+
+    @property
+    def txn(self) -> TransactionCoordinator:
+        return self.shards[0].txn
+
+    def group_coordinators(self) -> list[GroupCoordinator]:
+        return [shard.groups for shard in self.shards.values()]
+
+    def txn_coordinators(self) -> list[TransactionCoordinator]:
+        return [shard.txn for shard in self.shards.values()]
+
+    def complete_groups(self, producer_id: int, group_ids: Iterable[str], commit: bool) -> None:
+        """A transaction's completion in the groups it carried offsets of: by their shard's
+        coordinator here, or a marker to the broker holding their shard (GroupsPending until it
+        acknowledged; the transaction coordinator retries)."""
+        by_shard: dict[int, list[str]] = {}
+        for group_id in group_ids:
+            by_shard.setdefault(self.shard_of(group_id), []).append(group_id)
+        pending = []
+        for shard, ids in sorted(by_shard.items()):
+            local = self.shards.get(shard)
+            if local is not None:
+                local.groups.complete_transaction(producer_id, ids, commit)
+                continue
+            marker = RemoteMarker(producer_id, REMOTE_MARKER_EPOCH, commit, GROUP_SHARD_TOPIC, shard)
+            if not self.remote_markers.written(marker):
+                pending.append(shard)
+        if pending:
+            raise GroupsPending(f"producer {producer_id}'s offsets in group shards {pending} are not completed yet")
 
     def _view(self, pulse: Pulse) -> ClusterView:
         nodes = pulse.nodes
         if all(node.node_id != self.config.node_id for node in nodes):  # not seen yet: it is alive
             nodes = (*nodes, Node(self.config.node_id, *self.config.advertised))
-        return ClusterView(self.config.node_id, tuple(sorted(nodes, key=lambda n: n.node_id)), pulse.coordinator_id)
+        return ClusterView(self.config.node_id, tuple(sorted(nodes, key=lambda n: n.node_id)), pulse.coordinator_id,
+                           self.storage.coordinator_shards, dict(pulse.shard_owners))
 
     # -- the cluster (several brokers on one store) ---------------------------------------------
 
@@ -439,7 +519,8 @@ class Broker:
         self.store.topics[name] = meta
         self.store.save()
         log.info("created topic %s with %d partitions", name, partitions)
-        self.groups.topics_changed()  # KIP-848 regex subscriptions may now match it
+        for groups in self.group_coordinators():
+            groups.topics_changed()  # KIP-848 regex subscriptions may now match it
         return topic
 
     def delete_topic(self, name: str) -> None:
@@ -454,8 +535,9 @@ class Broker:
                 continue
             partition.delete()
             self.unflushed.discard(partition)
-        self.groups.delete_topic(name)
-        self.groups.topics_changed()
+        for groups in self.group_coordinators():
+            groups.delete_topic(name)
+            groups.topics_changed()
         log.info("deleted topic %s", name)
 
     def create_partitions(self, name: str, count: int, now_ms: int, *, validate_only: bool = False) -> None:
@@ -479,7 +561,8 @@ class Broker:
         self._open_new_partitions(topic, count, now_ms)
         topic.meta.partitions = count
         self.store.save()
-        self.groups.topics_changed()
+        for groups in self.group_coordinators():
+            groups.topics_changed()
 
     def set_topic_configs(self, name: str, configs: dict[str, str], *, validate_only: bool = False) -> None:
         """Replace the topic's overrides (AlterConfigs) — IncrementalAlterConfigs computes the dict."""
@@ -528,6 +611,8 @@ class Broker:
         """
         current = _broker_settings(self.config)
         default = _broker_settings(BrokerConfig())
+        # Ours, read from the store: group and transactional ids hash to this many coordinator shards.
+        current["coordinator.shards"] = default["coordinator.shards"] = (ConfigType.INT, str(self.shard_count))
         dynamic = self._dynamic_synonyms()
         entries = []
         for name in sorted(current):
@@ -571,6 +656,10 @@ class Broker:
         """
         failed: set[tuple[str, int]] = set()
         for written, (topic, index) in enumerate(partitions, start=1):
+            if topic == GROUP_SHARD_TOPIC:  # a group shard the transaction committed offsets in (V2)
+                if not self._mark_group_shard(producer_id, producer_epoch, commit, index):
+                    failed.add((topic, index))
+                continue
             owner = self.topics.get(topic)
             if owner is None or not 0 <= index < len(owner.partitions):
                 continue
@@ -588,6 +677,19 @@ class Broker:
                 failed.add((topic, index))
             fault_point(f"txn-after-marker-{written}")
         return failed
+
+    def _mark_group_shard(self, producer_id: int, producer_epoch: int, commit: bool, shard: int) -> bool:
+        """A transaction's marker on a group shard: its groups' pending offsets of the producer
+        installed or dropped, here or by the shard's holder (WriteTxnMarkers); True once done."""
+        local = self.shards.get(shard)
+        if local is None:
+            return self.remote_markers.written(RemoteMarker(producer_id, producer_epoch, commit, GROUP_SHARD_TOPIC, shard))
+        try:
+            complete_producer(local.groups, producer_id, commit)
+        except OSError:
+            log.exception("completing producer %d's offsets in coordinator shard %d failed", producer_id, shard)
+            return False
+        return True
 
     def expire_producers(self, now_ms: int) -> int:
         """Drop idempotent producers idle past ``producer.id.expiration.ms``."""
@@ -608,8 +710,7 @@ class Broker:
     def coordinator_writes(self) -> int:
         """Entries appended to the coordinators' logs since start (the server waits for an fsync
         before answering a request that wrote any, under ``fsync=always``)."""
-        groups = self.groups.log.appended if self.groups.log is not None else 0
-        return self.txn.log.appended + groups
+        return self._dropped_appends + sum(shard.appended for shard in self.shards.values())
 
     def close(self) -> None:
         """Finish the queued file work, flush everything and leave clean-shutdown markers."""
@@ -623,8 +724,8 @@ class Broker:
         else:
             for partition in partitions:
                 partition.close()
-        self.groups.close()
-        self.txn.log.close()
+        for shard in self.shards.values():
+            shard.close()
         self.storage.close()
         self.lock.release()
 

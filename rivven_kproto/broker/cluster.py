@@ -3,16 +3,20 @@
 Every broker computes the same answer from the same list of live brokers, so nothing is
 negotiated: a partition is led by the live broker with the highest rendezvous score for it
 (highest-random-weight hashing: when a broker joins or leaves, only the partitions it gains or
-loses move), and its replicas are the next best-scoring ones. The coordinator (of every group and
-transactional id, and of the topic catalog: Kafka's controller) is the broker holding the store's
-coordinator lease. A broker on its own (the native log) is a cluster of one that leads and
-coordinates everything.
+loses move), and its replicas are the next best-scoring ones. The controller (sole writer of the
+topic catalog, ACLs, credentials and configs) is the broker holding the store's coordinator lease.
+Group and transactional ids are coordinated by shards (Kafka's partitions of ``__consumer_offsets``
+and ``__transaction_state``): a key's shard is a stable hash of it (``shard_of``), and a shard is
+served by the broker holding its lock in the store; the live broker with the best rendezvous score
+for a shard (``preferred_for_shard``) takes it when it is free, and its holder hands it over. A
+broker on its own (the native log) is a cluster of one that leads and coordinates everything.
 """
 
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import xxhash
 
@@ -31,10 +35,29 @@ class ClusterView:
     self_id: int
     nodes: tuple[Node, ...]
     coordinator_id: int | None
+    # Coordinator shards: how many the store has, and which node holds each (absent: nobody).
+    shard_count: int = 1
+    shard_owners: Mapping[int, int] = field(default_factory=dict)
 
     @classmethod
     def alone(cls, node_id: int, host: str, port: int) -> ClusterView:
-        return cls(node_id, (Node(node_id, host, port),), node_id)
+        return cls(node_id, (Node(node_id, host, port),), node_id, 1, {0: node_id})
+
+    def shard_owner(self, shard: int) -> int | None:
+        return self.shard_owners.get(shard)
+
+    def key_owner(self, key: str) -> int | None:
+        """The node coordinating this group or transactional id now (None: nobody holds its shard)."""
+        return self.shard_owner(shard_of(key, self.shard_count))
+
+    def ranked_for_shard(self, shard: int) -> list[int]:
+        return ranked_for_shard(self.node_ids, shard)
+
+    def preferred_for_shard(self, shard: int) -> int:
+        return self.ranked_for_shard(shard)[0]
+
+    def shards_of(self, node_id: int) -> list[int]:
+        return sorted(shard for shard, owner in self.shard_owners.items() if owner == node_id)
 
     @property
     def node_ids(self) -> tuple[int, ...]:
@@ -70,6 +93,20 @@ class ClusterView:
 
     def leads(self, topic_id: uuid.UUID, partition: int) -> bool:
         return self.leader(topic_id, partition) == self.self_id
+
+
+def shard_of(key: str, shard_count: int) -> int:
+    """The coordinator shard of a group or transactional id: a stable hash (the same on every
+    broker and every run, unlike Python's ``hash``), modulo the store's shard count."""
+    if shard_count <= 1:
+        return 0
+    return xxhash.xxh64_intdigest(key.encode("utf-8", "surrogatepass")) % shard_count
+
+
+def ranked_for_shard(node_ids: tuple[int, ...] | list[int], shard: int) -> list[int]:
+    """Node ids, best rendezvous score first, for one coordinator shard (the first takes it)."""
+    prefix = b"kproto-coordinator-shard" + shard.to_bytes(4, "big")
+    return sorted(node_ids, key=lambda n: (-xxhash.xxh64_intdigest(prefix + n.to_bytes(4, "big", signed=True)), n))
 
 
 def catalog_digest(catalog: bytes) -> str:

@@ -1,10 +1,13 @@
-"""``kproto cluster info``: cluster id, brokers, controller and the API versions in use."""
+"""``kproto cluster info``: cluster id, brokers, controller, coordinator shards and the API versions in use."""
 
 from __future__ import annotations
 
 import click
 
+from rivven_kproto.broker.cluster import shard_of
 from rivven_kproto.client import admin
+from rivven_kproto.client.client import KafkaClient
+from rivven_kproto.client.coordinator import KeyType, coordinators
 from rivven_kproto.client.release_match import ReleaseMatch, match_releases
 
 from .output import emit, run, table
@@ -22,8 +25,9 @@ def cluster() -> None:
 
 @cluster.command()
 def info() -> None:
-    """Cluster id, the live brokers (with the partitions each leads, and which one is the
-    controller: on a shared PostgreSQL store also the coordinator of every group and transaction),
+    """Cluster id, the live brokers (with the partitions each leads, which one is the controller,
+    and the coordinator shards each coordinates: a group or transactional id is coordinated by the
+    broker holding its shard; a shared PostgreSQL store has several, the native log one),
     finalized features (``transaction.version`` 2: transactions V2), per API the versions both
     sides speak, and which Kafka
     release's protocol the broker's table corresponds to (3.9 or 4.2: per release, the APIs at its
@@ -33,16 +37,23 @@ def info() -> None:
     Example:
       kproto --format json cluster info
     """
-    result = run(admin.cluster_info)
+    result, shards = run(_info_and_shards)
+    by_node: dict[int, list[int]] = {}
+    for shard, owner in sorted(shards.items()):
+        if owner is not None:
+            by_node.setdefault(owner, []).append(shard)
     releases = match_releases({a.api_key: a.broker_max for a in result.apis})
     data = {
         "cluster_id": result.cluster_id,
         "controller_id": result.controller_id,
         "brokers": [
             {"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack,
-             "partitions_led": result.led.get(b.node_id, 0), "controller": b.node_id == result.controller_id}
+             "partitions_led": result.led.get(b.node_id, 0), "controller": b.node_id == result.controller_id,
+             "coordinator_shards": by_node.get(b.node_id, [])}
             for b in result.brokers
         ],
+        "coordinator_shards": len(shards),
+        "coordinator_shards_unheld": sorted(shard for shard, owner in shards.items() if owner is None),
         "api_versions": [
             {
                 "api_key": a.api_key,
@@ -63,9 +74,10 @@ def info() -> None:
         data,
         lambda: [
             table(None, ["cluster id", "controller"], [[result.cluster_id, result.controller_id]]),
-            table("brokers", ["node", "host", "port", "rack", "leads", "role"], [
+            table("brokers", ["node", "host", "port", "rack", "leads", "role", "coordinator shards"], [
                 [b.node_id, b.host, b.port, b.rack or "-", result.led.get(b.node_id, 0),
-                 "controller, coordinator" if b.node_id == result.controller_id else "-"]
+                 "controller" if b.node_id == result.controller_id else "-",
+                 " ".join(map(str, by_node.get(b.node_id, []))) or "-"]
                 for b in result.brokers]),
             table("finalized features (KIP-584)", ["feature", "level"], [[k, v] for k, v in result.features.items()]),
             table(
@@ -95,6 +107,24 @@ def info() -> None:
             ),
         ],
     )
+
+
+async def _info_and_shards(client: KafkaClient) -> tuple[admin.ClusterInfo, dict[int, int | None]]:
+    """The cluster's description, and per coordinator shard the node holding it (None: nobody
+    now): the shard count from the broker config ``coordinator.shards``, then one batched
+    FindCoordinator for a key of each shard."""
+    result = await admin.cluster_info(client)
+    node = str(result.brokers[0].node_id) if result.brokers else "0"
+    entries = await admin.describe_configs(client, admin.ResourceType.BROKER, node, ["coordinator.shards"])
+    count = next((int(e.value) for e in entries if e.name == "coordinator.shards" and e.value), 1)
+    probes: dict[int, str] = {}
+    n = 0
+    while len(probes) < count:  # a key hashing to each shard (a few per shard on average)
+        key = f"kproto-shard-probe-{n}"
+        probes.setdefault(shard_of(key, count), key)
+        n += 1
+    owners = await coordinators(client, KeyType.GROUP, [probes[shard] for shard in range(count)])
+    return result, {shard: owners.get(probes[shard]) for shard in range(count)}
 
 
 def _release_json(match: ReleaseMatch) -> dict[str, object]:

@@ -64,3 +64,19 @@ async def find_coordinator(client: KafkaClient, key_type: KeyType, key: str) -> 
                 raise KafkaResponseError(error, message, context=f"coordinator of {what} {key}")
             await trio.sleep(RETRY_BACKOFF_S)
 
+
+
+async def coordinators(client: KafkaClient, key_type: KeyType, keys: list[str]) -> dict[str, int | None]:
+    """One batched FindCoordinator (v4): the node coordinating each key now (None: no coordinator
+    available for it, or an error)."""
+    if not keys:
+        return {}
+
+    def build(version: int) -> FindCoordinatorRequest:
+        return FindCoordinatorRequest(key_type=key_type, coordinator_keys=keys)
+
+    response = await client.call(FindCoordinatorRequest, build, FindCoordinatorResponse, min_version=4)
+    found: dict[str, int | None] = dict.fromkeys(keys)
+    for answer in response.coordinators:
+        found[answer.key] = answer.node_id if answer.error_code == 0 else None
+    return found

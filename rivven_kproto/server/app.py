@@ -32,9 +32,10 @@ from rivven_kproto.codec.connection import (
     frame_api_key,
 )
 from rivven_kproto.codec.messages.produce import ProduceRequest
+from rivven_kproto.codec.messages.txn_offset_commit import TxnOffsetCommitRequest
 from rivven_kproto.codec.splice import Frame
 
-from .cluster import CONTROLLER_APIS, ClusterFollower, needs_coordinator
+from .cluster import CONTROLLER_APIS, ClusterFollower, coordinator_key
 from .connection_limits import ConnectionLimits, default_max_connections, raise_descriptor_limit
 from .context import NoResponse, RequestContext
 from .delayed import DelayedResponses, Pending
@@ -44,12 +45,13 @@ from .handlers._group_wait import wake_keys
 from .handlers.api_versions import supported_versions
 from .handlers.fetch import APPENDED
 from .handlers.produce import API_KEY as PRODUCE_API_KEY
+from .handlers.txn_offset_commit import API_KEY as TXN_OFFSET_COMMIT_API_KEY
 from .http import serve_metrics
 from .log_limits import RateLimitedLog
 from .metrics import BrokerMetrics
 from .sending import send_reply
 from .session import SASL_MAX_RECEIVE_BYTES, ListenerRuntime, Session, open_listeners, raw_sasl_token
-from .txn_verification import verify_with_coordinator
+from .txn_verification import add_offsets_at_coordinator, verify_with_coordinator
 
 log = logging.getLogger(__name__)
 
@@ -274,9 +276,10 @@ class Server:
         handler = HANDLERS.get(event.api_key)
         if handler is None or event.api_version not in handler.versions:
             raise ProtocolError(f"API {event.api_key} v{event.api_version} is not served")
-        if not self.broker.coordinating and needs_coordinator(event.api_key, event.request):
-            raise ProtocolError(f"API {event.api_key} sent to node {self.config.node_id}, which does not coordinate "
-                                "(the client looks the coordinator up again)")
+        key = coordinator_key(event.api_key, event.api_version, event.request)
+        if key is not None and not self.broker.coordinates(key):
+            raise ProtocolError(f"API {event.api_key} for {key!r} sent to node {self.config.node_id}, which does not "
+                                "coordinate its shard (the client looks the coordinator up again)")
         if (self.follower is not None and event.api_key in CONTROLLER_APIS and not self.broker.cluster.is_coordinator
                 and self.broker.authorizer is None):
             return await self.follower.forward(event)  # (with ACLs the client's identity would be lost: NOT_CONTROLLER)
@@ -286,8 +289,11 @@ class Server:
         )
         coordinator_writes, critical = self.broker.coordinator_writes, self.broker.work.critical_submitted
         catalog_saves = self.broker.store.saves
-        if event.api_key == PRODUCE_API_KEY and not self.broker.coordinating:
+        if event.api_key == PRODUCE_API_KEY and not self._coordinates_producer(event.request):
             await verify_with_coordinator(self.broker, ctx, cast(ProduceRequest, event.request), event.api_version)
+        if event.api_key == TXN_OFFSET_COMMIT_API_KEY:
+            await add_offsets_at_coordinator(self.broker, ctx, cast(TxnOffsetCommitRequest, event.request),
+                                             event.api_version)
         if handler.prepare is not None:
             await handler.prepare(ctx, event.request, self.cpu_limiter)
             ctx.now_ms = wall_clock_ms()
@@ -312,9 +318,15 @@ class Server:
             return await trio.to_thread.run_sync(encode, event.header, response, limiter=self.cpu_limiter)
         return encode(event.header, response)
 
+    def _coordinates_producer(self, request: object) -> bool:
+        """A Produce whose transactional id this broker coordinates (or without one)."""
+        transactional_id = getattr(request, "transactional_id", None)
+        return transactional_id is None or self.broker.coordinates(transactional_id)
+
     def wake_groups(self) -> None:
         """Parked JoinGroup/SyncGroup requests of groups that changed may be answerable now."""
-        self.delayed.notify(wake_keys(self.broker.groups.take_changed()))
+        for groups in self.broker.group_coordinators():
+            self.delayed.notify(wake_keys(groups.take_changed()))
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -343,23 +355,23 @@ class Server:
         """Transaction timeouts and marker retries are the coordinator's clock-driven duties."""
         while True:
             await trio.sleep(self.config.transaction_check_interval_ms / 1000)
-            if not self.broker.coordinating:
-                continue
-            counters = self.broker.txn.counters
-            before = (counters.committed, counters.aborted)
-            with self._surviving_shortage("transactions"):
-                self.broker.txn.tick(wall_clock_ms())
-            if (counters.committed, counters.aborted) != before:
+            changed = False
+            for txn in self.broker.txn_coordinators():
+                counters = txn.counters
+                before = (counters.committed, counters.aborted)
+                with self._surviving_shortage("transactions"):
+                    txn.tick(wall_clock_ms())
+                changed = changed or (counters.committed, counters.aborted) != before
+            if changed:
                 self.notify_append()  # markers moved last stable offsets: wake read_committed fetches
 
     async def _group_loop(self) -> None:
         """Session, join and sync timeouts and offset expiry are the group coordinator's clock."""
         while True:
             await trio.sleep(GROUP_TICK_S)
-            if not self.broker.coordinating:
-                continue
-            with self._surviving_shortage("groups"):
-                self.broker.groups.tick(wall_clock_ms())
+            for groups in self.broker.group_coordinators():
+                with self._surviving_shortage("groups"):
+                    groups.tick(wall_clock_ms())
             self.wake_groups()
 
     async def _loop_lag(self) -> None:

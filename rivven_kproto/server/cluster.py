@@ -5,9 +5,13 @@ reads the live brokers, the coordinator lease's holder, the topic catalog and th
 ACLs, SCRAM credentials and dynamic broker configs (re-read when the controller changed them: a
 revoked ACL or a deleted user stops working on every broker within a heartbeat); the broker then
 lets go of partitions another broker leads now and opens (off the loop) those it leads and has not
-opened. The broker that takes the coordinator lease loads the groups and transactions. The
-coordinator's markers on partitions led elsewhere go to their leaders as WriteTxnMarkers. A
-broker alone (the native log) runs only the heartbeat, which does nothing.
+opened. The broker that takes the coordinator lease is the controller. Group and transactional
+ids are coordinated by shards (``broker/coordinator_shards``): the heartbeat takes the free shards
+this broker is preferred for, and the broker loads them; a shard another live broker is preferred
+for now is handed over (no longer served, its last log entries committed, its lock released). The
+coordinators' markers on partitions led elsewhere, and on group shards held elsewhere, go to their
+leaders (holders) as WriteTxnMarkers. A broker alone (the native log) runs only the heartbeat,
+which does nothing.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import trio
 
 from rivven_kproto.broker.broker import COORDINATOR_EPOCH, Broker
 from rivven_kproto.broker.cluster import Node, catalog_digest
+from rivven_kproto.broker.coordinator_shards import GROUP_SHARD_TOPIC
 from rivven_kproto.broker.remote_markers import RemoteMarker
 from rivven_kproto.broker.storage import CoordinationLost, Pulse, StorageError
 from rivven_kproto.codec.connection import ProtocolError, RequestEvent
@@ -36,19 +41,24 @@ CATALOG_WAIT_S = 10.0  # a topic change is answered once every live broker appli
 MARKER_RETRY_S = 0.2  # after a leader could not be reached
 
 
-# Requests only the coordinating broker answers (another closes the connection, and the client
-# looks the coordinator up again). ListGroups and ListTransactions are answered by every broker
-# for what it coordinates, as Kafka's brokers do; InitProducerId without a transactional id by any.
-COORDINATOR_APIS = frozenset({8, 9, 11, 12, 13, 14, 15, 24, 25, 26, 28, 42, 47, 65, 68, 69})
-INIT_PRODUCER_ID = 22
+# Coordinator requests (group and transactional ids) are answered by the handlers: NOT_COORDINATOR
+# for a key whose shard this broker does not hold, as Kafka's brokers answer. OffsetFetch v0-1 has
+# no error field but the partitions': a broker that does not coordinate its group closes the
+# connection instead (the client looks the coordinator up again). ListGroups and ListTransactions
+# are answered by every broker for the shards it coordinates, as Kafka's brokers do.
+OFFSET_FETCH = 9
+OFFSET_FETCH_TOP_LEVEL_ERROR = 2  # the first version with a top-level error code
 # Requests that change the topic catalog, configs, ACLs or credentials: the controller's to answer.
 CONTROLLER_APIS = frozenset({19, 20, 37, 33, 44, 30, 31, 51})
 
 
-def needs_coordinator(api_key: int, request: object) -> bool:
-    if api_key == INIT_PRODUCER_ID:
-        return getattr(request, "transactional_id", None) is not None
-    return api_key in COORDINATOR_APIS
+def coordinator_key(api_key: int, version: int, request: object) -> str | None:
+    """The group a coordinator request without an error field of its own is about (None: the
+    handler answers NOT_COORDINATOR itself)."""
+    if api_key == OFFSET_FETCH and version < OFFSET_FETCH_TOP_LEVEL_ERROR:
+        key = getattr(request, "group_id", None)
+        return key if isinstance(key, str) else None
+    return None
 
 
 class ClusterFollower:
@@ -110,15 +120,40 @@ class ClusterFollower:
         if wanted:
             opened = await trio.to_thread.run_sync(broker.open_partitions, wanted, wall_clock_ms())
             broker.install(opened)
-        if broker.cluster.is_coordinator and not broker.coordinating:
-            broker.become_coordinator(wall_clock_ms())
-            self.durability.attach_coordinators()
-            self.notify_append()
+        await self._follow_shards()
         if broker.catalog_seen is not None and not broker.cluster.is_coordinator:
             digest = catalog_digest(broker.catalog_seen)
             if digest != self.acknowledged:
                 await trio.to_thread.run_sync(broker.storage.acknowledge_catalog, digest)
                 self.acknowledged = digest
+
+    async def _follow_shards(self) -> None:
+        """Hand over the shards another live broker is preferred for; load those taken."""
+        broker = self.broker
+        cluster = broker.cluster
+        live = set(cluster.node_ids)
+        handed_over = set()
+        for shard in sorted(broker.shards):
+            preferred = cluster.preferred_for_shard(shard)
+            if preferred == cluster.self_id or preferred not in live:
+                continue
+            dropped = broker.drop_shard(shard)
+            handed_over.add(shard)
+            if dropped is not None:
+                log.info("node %d hands coordinator shard %d over to node %d", cluster.self_id, shard, preferred)
+                # A flush round under way may hold some of its entries: it ends first; then the
+                # rest are committed (each commit checks the lock), then the lock goes.
+                await self.durability.sync()
+                await trio.to_thread.run_sync(dropped.close)
+            await trio.to_thread.run_sync(broker.storage.release_shard, shard)
+        loaded = False
+        for shard in cluster.shards_of(cluster.self_id):
+            if shard not in broker.shards and shard not in handed_over:
+                broker.load_shard(shard, wall_clock_ms())
+                loaded = True
+        if loaded:
+            self.durability.attach_coordinators()
+            self.notify_append()
 
     def _read_documents(self, names: list[str]) -> dict[str, bytes | None]:
         """Worker thread: the stored bytes of these documents."""
@@ -174,6 +209,13 @@ class ClusterFollower:
             by_leader: dict[int, list[RemoteMarker]] = defaultdict(list)
             unreachable: list[RemoteMarker] = []
             for marker in taken:
+                if marker.topic == GROUP_SHARD_TOPIC:  # a group shard's transaction completion
+                    holder = broker.cluster.shard_owner(marker.partition)
+                    if holder is None or holder == broker.cluster.self_id:
+                        unreachable.append(marker)  # nobody holds it yet, or it is here now: retried
+                    else:
+                        by_leader[holder].append(marker)
+                    continue
                 topic = broker.topics.get(marker.topic)
                 if topic is None:
                     broker.remote_markers.finish(marker, True)  # deleted meanwhile: needs no marker
@@ -196,5 +238,6 @@ class ClusterFollower:
             if not all(results.values()):
                 await trio.sleep(MARKER_RETRY_S)  # then asked for again, by the retry below
             if broker.coordinating:
-                broker.txn.retry_unwritten(wall_clock_ms())
+                for txn in broker.txn_coordinators():
+                    txn.retry_unwritten(wall_clock_ms())
                 self.notify_append()

@@ -6,10 +6,12 @@ from dataclasses import dataclass, field
 
 from rivven_kproto.broker.broker import Broker
 from rivven_kproto.broker.config import BrokerConfig
+from rivven_kproto.broker.groups import GroupCoordinator
 from rivven_kproto.broker.log.base import PartitionLogBase as PartitionLog
 from rivven_kproto.broker.log.region import FileRegion
 from rivven_kproto.broker.log.validation import RecordCheck
 from rivven_kproto.broker.security.acls import CLUSTER_NAME, Operation, ResourceType
+from rivven_kproto.broker.txn.coordinator import TransactionCoordinator
 from rivven_kproto.codec.errors import Errors, KafkaError
 
 from .session import Session
@@ -59,6 +61,9 @@ class RequestContext:
     # Produce on a leader that does not coordinate: the coordinator's verdicts on first
     # transactional batches, by partition.
     txn_verdicts: dict[PartitionKey, TxnVerdict] = field(default_factory=dict)
+    # TxnOffsetCommit V2 whose transaction another broker coordinates: its answer to adding the
+    # group's shard to the transaction (see txn_verification.add_offsets_at_coordinator).
+    txn_offsets_added: Errors | None = None
     # The connection's listener and client identity (None: a request outside any connection).
     session: Session | None = None
 
@@ -95,6 +100,21 @@ class RequestContext:
         own = self.config.node_id
         return [(node.node_id, *(self.advertised if node.node_id == own else (node.host, node.port)))
                 for node in self.broker.cluster.nodes]
+
+    def groups_for(self, group_id: str) -> GroupCoordinator:
+        """The coordinator of this group on this broker; NOT_COORDINATOR when its shard is another's."""
+        coordinator = self.broker.group_coordinator(group_id)
+        if coordinator is None:
+            raise KafkaError(Errors.NOT_COORDINATOR, f"node {self.config.node_id} does not coordinate {group_id!r}")
+        return coordinator
+
+    def txn_for(self, transactional_id: str) -> TransactionCoordinator:
+        """The coordinator of this transactional id on this broker; NOT_COORDINATOR otherwise."""
+        coordinator = self.broker.txn_coordinator(transactional_id)
+        if coordinator is None:
+            raise KafkaError(Errors.NOT_COORDINATOR,
+                             f"node {self.config.node_id} does not coordinate {transactional_id!r}")
+        return coordinator
 
     def address_of(self, node_id: int) -> tuple[str, int] | None:
         if node_id == self.config.node_id:

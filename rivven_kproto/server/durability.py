@@ -79,9 +79,10 @@ class Durability:
     def attach_coordinators(self) -> None:
         """The transaction coordinator completes only after its markers are durable (at start,
         and again when this broker takes over coordinating a cluster)."""
-        self.broker.txn.complete_after_sync = self.sync_on_ack
-        if self.metrics is not None:
-            self.broker.txn.completion_observer = self.metrics.observe_transaction
+        for txn in self.broker.txn_coordinators():
+            txn.complete_after_sync = self.sync_on_ack
+            if self.metrics is not None:
+                txn.completion_observer = self.metrics.observe_transaction
 
     async def after_request(self, ctx: RequestContext, coordinator_writes_before: int, critical_before: int = 0) -> None:
         """Note the logs a request wrote; return once what must be durable before the answer is:
@@ -124,7 +125,8 @@ class Durability:
                 self.broker.unflushed.discard(partition)
                 self._due.discard(partition)
             if self.sync_coordinators:
-                for durable_log in (self.broker.txn.log, self.broker.groups.log):
+                for durable_log in [each for shard in self.broker.shards.values()
+                                    for each in (shard.txn.log, shard.groups.log)]:
                     captured = durable_log.begin_sync() if durable_log is not None else None
                     if durable_log is not None and captured is not None:
                         logs.append((durable_log, captured))
@@ -143,8 +145,8 @@ class Durability:
         partitions, logs = self._capture(now, only_due)
         jobs = self.broker.work.take()
         critical = self.broker.work.critical_submitted
-        completing = self.broker.txn.take_awaiting()
-        if not partitions and not logs and not jobs and not completing:
+        completing = [(shard, shard.txn.take_awaiting()) for shard in self.broker.shards.values()]
+        if not partitions and not logs and not jobs and not any(txns for _, txns in completing):
             return
         started = time.perf_counter()
         pending = [flush for _, flush in partitions] + [flush for _, flush in logs]
@@ -176,7 +178,9 @@ class Durability:
         if partitions and self.after_commit is not None:
             self.after_commit()
         lost = frozenset(partition.name for partition, flush in partitions if getattr(flush, "fenced", False))
-        self.broker.txn.complete_synced(completing, now, lost)
+        for shard, txns in completing:
+            if self.broker.shards.get(shard.index) is shard:  # not handed over meanwhile
+                shard.txn.complete_synced(txns, now, lost)
 
     async def run(self) -> None:
         """The flusher task: group commits on demand, the interval policy and per-topic flush."""

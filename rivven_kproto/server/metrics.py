@@ -34,6 +34,7 @@ from prometheus_client.registry import Collector
 
 from rivven_kproto.broker.broker import Broker
 from rivven_kproto.broker.groups.group import GroupState
+from rivven_kproto.broker.txn.coordinator import TxnCounters
 from rivven_kproto.broker.txn.state import TxnState
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.schema import REQUESTS
@@ -306,7 +307,9 @@ class _StateCollector(Collector):
 
     @staticmethod
     def _transactions(broker: Broker) -> Iterator[Metric]:
-        counters = broker.txn.counters
+        every = [txn.counters for txn in broker.txn_coordinators()]  # of the shards served now
+        counters = TxnCounters(*(sum(getattr(c, name) for c in every) for name in
+                                 ("started", "committed", "aborted", "timed_out")))
         for name, value, text in (
             ("rivven_transactions_started", counters.started, "Transactions begun (first partition or group added)."),
             ("rivven_transactions_committed", counters.committed, "Transactions completed as committed."),
@@ -317,7 +320,7 @@ class _StateCollector(Collector):
         ):
             yield CounterMetricFamily(name, text, value=value)
         yield GaugeMetricFamily("rivven_transactions_active", "Transactions Ongoing, PrepareCommit or PrepareAbort.",
-                                value=broker.txn.active)
+                                value=sum(txn.active for txn in broker.txn_coordinators()))
         yield GaugeMetricFamily("rivven_idempotent_producers_active", "Producer ids with state on any partition.",
                                 value=broker.idempotent_producers_active)
         yield CounterMetricFamily("rivven_transaction_markers_written", "COMMIT/ABORT markers written to partitions.",
@@ -326,7 +329,7 @@ class _StateCollector(Collector):
                                    "Age of the oldest open transaction writing to each partition.", labels=["topic", "partition"])
         now_ms = time.time() * 1000
         starts: dict[tuple[str, int], int] = {}
-        for txn in broker.txn.txns.values():
+        for txn in (t for coordinator in broker.txn_coordinators() for t in coordinator.txns.values()):
             if txn.state is TxnState.ONGOING or txn.state.is_prepare:
                 for key in txn.partitions:
                     starts[key] = min(starts.get(key, txn.start_ms), txn.start_ms)
@@ -368,12 +371,12 @@ class _StateCollector(Collector):
         yield from families.values()
 
     def _groups(self, broker: Broker) -> Iterator[Metric]:
-        coordinator = broker.groups
+        coordinators = broker.group_coordinators()
         by_state = GaugeMetricFamily("rivven_groups", "Consumer groups by state.", labels=["state"])
         counts = {state.value: 0 for state in GroupState}
-        for group in coordinator.groups.values():
+        for group in (g for c in coordinators for g in c.groups.values()):
             counts[group.state.value] += 1
-        for consumer_group in coordinator.consumer_groups.values():  # KIP-848: Assigning, Reconciling, ...
+        for consumer_group in (g for c in coordinators for g in c.consumer_groups.values()):  # KIP-848: Assigning, Reconciling, ...
             counts[consumer_group.state] = counts.get(consumer_group.state, 0) + 1
         for state, count in counts.items():
             by_state.add_metric([state], count)
@@ -383,11 +386,11 @@ class _StateCollector(Collector):
                                        labels=["group"])
         rebalances = CounterMetricFamily("rivven_group_rebalances", "Rebalances begun (PreparingRebalance) since start.",
                                          labels=["group"])
-        for group in coordinator.groups.values():
+        for group in (g for c in coordinators for g in c.groups.values()):
             members.add_metric([group.group_id], len(group.members))
             generation.add_metric([group.group_id], group.generation_id)
             rebalances.add_metric([group.group_id], group.rebalances)
-        for consumer_group in coordinator.consumer_groups.values():
+        for consumer_group in (g for c in coordinators for g in c.consumer_groups.values()):
             members.add_metric([consumer_group.group_id], len(consumer_group.members))
             generation.add_metric([consumer_group.group_id], consumer_group.group_epoch)
         yield members
@@ -398,7 +401,7 @@ class _StateCollector(Collector):
         labels = ["group", "topic", "partition"]
         committed = GaugeMetricFamily("rivven_group_committed_offset", "Committed offset.", labels=labels)
         lag = GaugeMetricFamily("rivven_group_lag", "Log end offset minus the committed offset.", labels=labels)
-        for record in coordinator.offsets.records():
+        for record in (r for c in coordinators for r in c.offsets.records()):
             key = [record.group_id, record.topic, str(record.partition)]
             committed.add_metric(key, record.offset)
             topic = broker.topics.get(record.topic)

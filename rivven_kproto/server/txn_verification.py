@@ -20,12 +20,14 @@ from collections import defaultdict
 import trio
 
 from rivven_kproto.broker.broker import Broker
+from rivven_kproto.broker.coordinator_shards import GROUP_SHARD_TOPIC
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.produce import ProduceRequest
+from rivven_kproto.codec.messages.txn_offset_commit import TxnOffsetCommitRequest
 from rivven_kproto.codec.records.batch import parse_header
 
 from .context import PartitionKey, RequestContext, TxnVerdict
-from .handlers.txn_errors import PRODUCE_V2, client_txn_version
+from .handlers.txn_errors import PRODUCE_V2, TXN_OFFSET_COMMIT_V2, client_txn_version
 from .peers import add_partitions_to_txn
 
 log = logging.getLogger(__name__)
@@ -58,7 +60,8 @@ async def verify_with_coordinator(broker: Broker, ctx: RequestContext, request: 
     if not wanted:
         return
     v2 = client_txn_version(ctx.config.transaction_version, version, PRODUCE_V2) >= 2
-    coordinator = broker.cluster.coordinator
+    owner = broker.cluster.key_owner(transactional_id)  # the broker coordinating its shard
+    coordinator = broker.cluster.node(owner) if owner is not None else None
     for (producer_id, epoch), entries in wanted.items():
         keys = [key for key, _ in entries]
         if coordinator is None:
@@ -78,3 +81,28 @@ async def verify_with_coordinator(broker: Broker, ctx: RequestContext, request: 
             elif error == Errors.PRODUCER_FENCED:
                 error = Errors.INVALID_PRODUCER_EPOCH  # Produce has no PRODUCER_FENCED: Kafka's leader translates it
             ctx.txn_verdicts[key] = TxnVerdict(error, guard)
+
+
+async def add_offsets_at_coordinator(broker: Broker, ctx: RequestContext, request: TxnOffsetCommitRequest,
+                                     version: int) -> None:
+    """TxnOffsetCommit V2 at a group's coordinator whose transactional id's shard another broker
+    holds: ask that broker to add the group's shard (partition ``<shard>`` of ``__consumer_offsets``,
+    as Kafka's group coordinator does) to the producer's transaction; its marker there completes
+    the offsets. The answer goes to the handler through ``ctx.txn_offsets_added``."""
+    if client_txn_version(ctx.config.transaction_version, version, TXN_OFFSET_COMMIT_V2) < 2:
+        return
+    if not request.group_id or broker.coordinates(request.transactional_id):
+        return
+    owner = broker.cluster.key_owner(request.transactional_id)
+    coordinator = broker.cluster.node(owner) if owner is not None else None
+    key = (GROUP_SHARD_TOPIC, broker.shard_of(request.group_id))
+    if coordinator is None:
+        ctx.txn_offsets_added = Errors.COORDINATOR_NOT_AVAILABLE
+        return
+    try:
+        errors = await add_partitions_to_txn(coordinator, broker.cluster.self_id, request.transactional_id,
+                                             request.producer_id, request.producer_epoch, [key], verify_only=False)
+    except (OSError, trio.TooSlowError, ValueError) as exc:
+        log.info("AddPartitionsToTxn to the coordinator (node %d) failed: %s", coordinator.node_id, exc)
+        errors = {key: Errors.COORDINATOR_NOT_AVAILABLE}
+    ctx.txn_offsets_added = errors.get(key, Errors.COORDINATOR_NOT_AVAILABLE)

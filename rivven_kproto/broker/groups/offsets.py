@@ -113,6 +113,10 @@ class OffsetStore:
             return group_id in self._pending
         return any(True for _ in self._pending_of(group_id, (topic, partition)))
 
+    def pending_group_ids(self) -> list[str]:
+        """Groups with pending transactional offsets."""
+        return list(self._pending)
+
     def pending_producers(self, group_id: str) -> set[int]:
         return set(self._pending.get(group_id, {}))
 

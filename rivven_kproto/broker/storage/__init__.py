@@ -54,6 +54,7 @@ class Pulse:
     coordinator_id: int | None
     catalog: bytes | None  # the topic catalog document as stored now
     documents: dict[str, str] = field(default_factory=dict)  # name -> digest of its stored bytes
+    shard_owners: dict[int, int] = field(default_factory=dict)  # coordinator shard -> the node holding its lock
 
 
 class Storage(Protocol):
@@ -63,10 +64,11 @@ class Storage(Protocol):
     assigned_node_id: int | None  # the node id the store gave this broker (None: the configured one)
     descriptors_per_partition: int  # open files an idle partition holds
     closes_in_parallel: bool  # Broker.close may close partitions on several threads at once
+    coordinator_shards: int  # how many coordinator shards group and transactional ids hash to
 
     def document(self, name: str) -> Document: ...
 
-    def coordinator_log(self, name: str, work: BlockingWork) -> DurableLog | Any: ...
+    def coordinator_log(self, name: str, work: BlockingWork, shard: int = 0) -> DurableLog | Any: ...
 
     def producer_id_blocks(self) -> BlockSource: ...
 
@@ -99,6 +101,10 @@ class Storage(Protocol):
 
     def catalog_lagging(self, digests: list[str]) -> list[int]:
         """Worker thread: live brokers that have applied none of the catalogs with these digests yet."""
+        ...
+
+    def release_shard(self, shard: int) -> None:
+        """Worker thread: this broker handed the coordinator shard over (its writes are durable)."""
         ...
 
     def close(self) -> None: ...

@@ -28,6 +28,7 @@ class NativeStorage:
     closes_in_parallel = True  # partitions share no state but the descriptor cache (locked)
     heartbeat_interval_s: float | None = None  # one process owns the directory: nobody to tell
     assigned_node_id: int | None = None  # alone: the configured node id (default 0) stands
+    coordinator_shards = 1  # alone: one shard, whose logs are meta/groups and meta/txn as always
 
     def __init__(self, data_dir: Path) -> None:
         self.data_dir = data_dir
@@ -39,7 +40,7 @@ class NativeStorage:
     def document(self, name: str) -> Document:
         return Document(self.meta_dir / name)
 
-    def coordinator_log(self, name: str, work: BlockingWork) -> DurableLog:
+    def coordinator_log(self, name: str, work: BlockingWork, shard: int = 0) -> DurableLog:
         return DurableLog(self.meta_dir / name, name, work)
 
     def producer_id_blocks(self) -> FileBlocks:
@@ -79,6 +80,9 @@ class NativeStorage:
 
     def catalog_lagging(self, digests: list[str]) -> list[int]:
         return []
+
+    def release_shard(self, shard: int) -> None:
+        """Alone: the one shard is never handed over."""
 
     def close(self) -> None:
         pass

@@ -67,6 +67,10 @@ class TxnCounters:
     timed_out: int = 0
 
 
+class GroupsNotCompleted(OSError):
+    """``complete_groups`` could not complete every group yet (another broker holds some): retried."""
+
+
 class TransactionCoordinator:
     def __init__(
         self,
@@ -476,7 +480,13 @@ class TransactionCoordinator:
     def _complete_written(self, txn: TxnMetadata, now_ms: int) -> None:
         commit = txn.state is TxnState.PREPARE_COMMIT
         if txn.groups and self.complete_groups is not None:
-            self.complete_groups(txn.producer_id, txn.groups, commit)
+            try:
+                self.complete_groups(txn.producer_id, txn.groups, commit)
+            except GroupsNotCompleted:
+                # Offsets in a group shard another broker holds: its marker is on its way; the
+                # completion is retried like an unwritten marker (every partition's is written).
+                self.unwritten[txn.transactional_id] = set()
+                return
         fault_point("txn-before-complete")
         done = txn.evolve(
             state=TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT,

@@ -25,7 +25,7 @@ def park(
 ) -> Pending:
     """A Pending that answers with the ticket's result; at expiry (or if abandoned) it gives the
     ticket back, so a result completed later is dropped rather than kept."""
-    coordinator = ctx.broker.groups
+    coordinator = ctx.groups_for(awaiting.group_id)
 
     def complete(now_ms: int) -> Any | None:
         result = coordinator.take_result(awaiting.ticket)

@@ -20,7 +20,9 @@ def handle(ctx: RequestContext, request: AddOffsetsToTxnRequest, version: int) -
         return AddOffsetsToTxnResponse(error_code=Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     if not ctx.allowed(Operation.READ, ResourceType.GROUP, request.group_id):
         return AddOffsetsToTxnResponse(error_code=Errors.GROUP_AUTHORIZATION_FAILED)
-    error = ctx.broker.txn.add_offsets(
+    if not ctx.broker.coordinates(request.transactional_id):  # its shard is another broker's (or nobody's now): the client looks it up again
+        return AddOffsetsToTxnResponse(error_code=Errors.NOT_COORDINATOR)
+    error = ctx.txn_for(request.transactional_id).add_offsets(
         request.transactional_id, request.producer_id, request.producer_epoch, request.group_id, ctx.now_ms
     )
     return AddOffsetsToTxnResponse(error_code=fenced_for_version(error, version, 2))

@@ -46,10 +46,12 @@ def handle(ctx: RequestContext, request: AddPartitionsToTxnRequest, version: int
         errors = dict.fromkeys(wanted, Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     elif denied:
         errors = {tp: Errors.TOPIC_AUTHORIZATION_FAILED if tp in denied else Errors.OPERATION_NOT_ATTEMPTED for tp in wanted}
+    elif not ctx.broker.coordinates(request.v3_and_below_transactional_id):  # another broker's shard
+        errors = dict.fromkeys(wanted, Errors.NOT_COORDINATOR)
     elif unknown:
         errors = {tp: Errors.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else Errors.OPERATION_NOT_ATTEMPTED for tp in wanted}
     else:
-        error = ctx.broker.txn.add_partitions(
+        error = ctx.txn_for(request.v3_and_below_transactional_id).add_partitions(
             request.v3_and_below_transactional_id,
             request.v3_and_below_producer_id,
             request.v3_and_below_producer_epoch,
@@ -95,7 +97,9 @@ def _handle_batched(ctx: RequestContext, request: AddPartitionsToTxnRequest, ver
 
 def _one(ctx: RequestContext, txn: AddPartitionsToTxnTransaction, version: int) -> dict[tuple[str, int], Errors]:
     wanted = [(t.name, p) for t in txn.topics for p in t.partitions]
-    coordinator = ctx.broker.txn
+    coordinator = ctx.broker.txn_coordinator(txn.transactional_id)
+    if coordinator is None:  # its shard is another broker's (or nobody's now)
+        return dict.fromkeys(wanted, Errors.NOT_COORDINATOR)
     if txn.verify_only:
         errors = coordinator.verify_partitions(txn.transactional_id, txn.producer_id, txn.producer_epoch, wanted)
     else:

@@ -39,9 +39,13 @@ def handle(ctx: RequestContext, request: ConsumerGroupDescribeRequest, version: 
         if not ctx.allowed(Operation.DESCRIBE, ResourceType.GROUP, group_id):
             groups.append(_error(group_id, Errors.GROUP_AUTHORIZATION_FAILED, None))
             continue
-        group = ctx.broker.groups.consumer_group(group_id)
+        coordinator = ctx.broker.group_coordinator(group_id)
+        if coordinator is None:  # its shard is another broker's
+            groups.append(_error(group_id, Errors.NOT_COORDINATOR, None))
+            continue
+        group = coordinator.consumer_group(group_id)
         if group is None:
-            message = (f"Group {group_id} is not a consumer group." if group_id in ctx.broker.groups.groups
+            message = (f"Group {group_id} is not a consumer group." if group_id in coordinator.groups
                        else f"Group {group_id} not found.")
             groups.append(_error(group_id, Errors.GROUP_ID_NOT_FOUND, message))
             continue

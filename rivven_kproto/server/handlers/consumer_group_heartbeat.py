@@ -31,6 +31,9 @@ def handle(ctx: RequestContext, request: ConsumerGroupHeartbeatRequest, version:
     if not ctx.allowed(Operation.READ, ResourceType.GROUP, request.group_id):
         return ConsumerGroupHeartbeatResponse(throttle_time_ms=0, error_code=Errors.GROUP_AUTHORIZATION_FAILED,
                                               member_epoch=-1, heartbeat_interval_ms=0)
+    if not ctx.broker.coordinates(request.group_id):  # its shard is another broker's (or nobody's now): the client looks it up again
+        return ConsumerGroupHeartbeatResponse(throttle_time_ms=0, error_code=Errors.NOT_COORDINATOR,
+                                              member_epoch=-1, heartbeat_interval_ms=0)
     topics = ctx.broker.topics
     names = {t.meta.topic_id: name for name, t in topics.items()}
     owned: dict[str, frozenset[int]] | None = None
@@ -55,7 +58,7 @@ def handle(ctx: RequestContext, request: ConsumerGroupHeartbeatRequest, version:
         client_host=ctx.client_host,
         version=version,
     )
-    result = ctx.broker.groups.consumer_heartbeat(params, ctx.now_ms)
+    result = ctx.groups_for(params.group_id).consumer_heartbeat(params, ctx.now_ms)
     if result.error is not Errors.NONE:
         return ConsumerGroupHeartbeatResponse(
             throttle_time_ms=0, error_code=result.error, error_message=result.message, member_epoch=0,

@@ -21,7 +21,12 @@ API_KEY = DeleteGroupsRequest.API_KEY
 def handle(ctx: RequestContext, request: DeleteGroupsRequest, version: int) -> DeleteGroupsResponse:
     allowed = [g for g in request.groups_names if ctx.allowed(Operation.DELETE, ResourceType.GROUP, g)]
     denied = [(g, Errors.GROUP_AUTHORIZATION_FAILED) for g in request.groups_names if g not in allowed]
-    results = list(ctx.broker.groups.delete_groups(allowed)) + denied
+    local = [g for g in allowed if ctx.broker.coordinates(g)]
+    elsewhere = [(g, Errors.NOT_COORDINATOR) for g in allowed if g not in local]  # another broker's shard
+    results: list[tuple[str, Errors]] = []
+    for group_id in local:
+        results.extend(ctx.groups_for(group_id).delete_groups([group_id]))
+    results += elsewhere + denied
     return DeleteGroupsResponse(
         throttle_time_ms=0,
         results=[DeletableGroupResult(group_id=group_id, error_code=error) for group_id, error in results],

@@ -38,7 +38,14 @@ def handle(ctx: RequestContext, request: DescribeGroupsRequest, version: int) ->
                 protocol_data="", members=[], authorized_operations=operations,
             ))
             continue
-        described = ctx.broker.groups.describe(group_id)
+        coordinator = ctx.broker.group_coordinator(group_id)
+        if coordinator is None:  # its shard is another broker's
+            groups.append(DescribedGroup(
+                error_code=Errors.NOT_COORDINATOR, group_id=group_id, group_state="", protocol_type="",
+                protocol_data="", members=[], authorized_operations=operations,
+            ))
+            continue
+        described = coordinator.describe(group_id)
         groups.append(DescribedGroup(
             error_code=Errors.NONE,
             group_id=group_id,

@@ -22,7 +22,14 @@ API_KEY = 65
 def handle(ctx: RequestContext, request: DescribeTransactionsRequest, version: int) -> DescribeTransactionsResponse:
     states = []
     for transactional_id in request.transactional_ids:
-        txn = ctx.broker.txn.txns.get(transactional_id)
+        coordinator = ctx.broker.txn_coordinator(transactional_id)
+        if coordinator is None and ctx.allowed(Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+            states.append(TransactionState(  # its shard is another broker's
+                error_code=Errors.NOT_COORDINATOR, transactional_id=transactional_id,
+                transaction_start_time_ms=-1, producer_id=-1, producer_epoch=-1,
+            ))
+            continue
+        txn = coordinator.txns.get(transactional_id) if coordinator is not None else None
         if not ctx.allowed(Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, transactional_id):
             states.append(
                 TransactionState(

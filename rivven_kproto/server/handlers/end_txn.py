@@ -29,7 +29,9 @@ MARKERS_WAIT_MS = 5_000  # at most this long for other leaders' markers; the tra
 def handle(ctx: RequestContext, request: EndTxnRequest, version: int) -> EndTxnResponse | Pending:
     if not ctx.allowed(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
         return EndTxnResponse(error_code=Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-    coordinator = ctx.broker.txn
+    if not ctx.broker.coordinates(request.transactional_id):  # its shard is another broker's (or nobody's now): the client looks it up again
+        return EndTxnResponse(error_code=Errors.NOT_COORDINATOR)
+    coordinator = ctx.txn_for(request.transactional_id)
     ctx.appended = True  # markers: the last stable offset moved, wake read_committed fetches
     if client_txn_version(ctx.config.transaction_version, version, END_TXN_V2) >= 2:
         error, producer_id, epoch = coordinator.end_txn_v2(
@@ -50,7 +52,7 @@ def _after_markers(ctx: RequestContext, transactional_id: str, error: Errors, re
                    ) -> EndTxnResponse | Pending:
     """Some markers go to partitions other brokers lead (a cluster): answer once they are
     written, as alone, so that the producer's next transaction does not find this one completing."""
-    txn = ctx.broker.txn
+    txn = ctx.txn_for(transactional_id)
     if error != Errors.NONE or transactional_id not in txn.unwritten:
         return response
 

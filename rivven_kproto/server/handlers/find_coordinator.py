@@ -1,8 +1,9 @@
 """FindCoordinator (10), v0-4, including the batched v4 form.
 
-The broker holding the coordinator lease (this one, alone on the native log) coordinates every
-key of the types listed in ``COORDINATED``: key types 0 (group) and 1 (transaction), answered
-with its node id and advertised host and port; other key types get INVALID_REQUEST. librdkafka also infers broker
+A key of the types listed in ``COORDINATED`` (0, group; 1, transaction) is coordinated by the
+broker holding its coordinator shard (this one, alone on the native log; see
+``broker/coordinator_shards``), answered with its node id and advertised host and port, or
+COORDINATOR_NOT_AVAILABLE while nobody holds the shard; other key types get INVALID_REQUEST. librdkafka also infers broker
 features from this API: without FindCoordinator it silently disables LZ4 compression (see
 compat_tests/FINDINGS.rst).
 """
@@ -60,8 +61,8 @@ def _answer(ctx: RequestContext, key_type: int, key: str) -> tuple[Errors, str |
         error, message = Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None
     if error != Errors.NONE:
         return error, message, -1, "", -1
-    coordinator = ctx.broker.cluster.coordinator_id
+    coordinator = ctx.broker.cluster.key_owner(key)
     address = ctx.address_of(coordinator) if coordinator is not None else None
-    if coordinator is None or address is None:  # the lease's holder died and no broker took it yet
-        return Errors.COORDINATOR_NOT_AVAILABLE, "no broker holds the coordinator lease now", -1, "", -1
+    if coordinator is None or address is None:  # the shard's holder died and no broker took it yet
+        return Errors.COORDINATOR_NOT_AVAILABLE, "no broker coordinates this key's shard now", -1, "", -1
     return error, message, coordinator, *address

@@ -19,7 +19,9 @@ API_KEY = HeartbeatRequest.API_KEY
 def handle(ctx: RequestContext, request: HeartbeatRequest, version: int) -> HeartbeatResponse:
     if not ctx.allowed(Operation.READ, ResourceType.GROUP, request.group_id):
         return HeartbeatResponse(throttle_time_ms=0, error_code=Errors.GROUP_AUTHORIZATION_FAILED)
-    error = ctx.broker.groups.heartbeat(
+    if not ctx.broker.coordinates(request.group_id):  # its shard is another broker's (or nobody's now): the client looks it up again
+        return HeartbeatResponse(throttle_time_ms=0, error_code=Errors.NOT_COORDINATOR)
+    error = ctx.groups_for(request.group_id).heartbeat(
         request.group_id, request.generation_id, request.member_id, request.group_instance_id, ctx.now_ms
     )
     return HeartbeatResponse(throttle_time_ms=0, error_code=error)

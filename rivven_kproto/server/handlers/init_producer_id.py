@@ -34,7 +34,9 @@ def handle(ctx: RequestContext, request: InitProducerIdRequest, version: int) ->
         return InitProducerIdResponse(
             error_code=Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, producer_id=-1, producer_epoch=-1
         )
-    error, producer_id, epoch = ctx.broker.txn.init_producer_id(
+    if not ctx.broker.coordinates(request.transactional_id):  # its shard is another broker's (or nobody's now): the client looks it up again
+        return InitProducerIdResponse(error_code=Errors.NOT_COORDINATOR, producer_id=-1, producer_epoch=-1)
+    error, producer_id, epoch = ctx.txn_for(request.transactional_id).init_producer_id(
         request.transactional_id,
         request.transaction_timeout_ms,
         request.producer_id,

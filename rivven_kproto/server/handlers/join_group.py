@@ -45,7 +45,9 @@ def handle(ctx: RequestContext, request: JoinGroupRequest, version: int) -> Join
     )
     if not ctx.allowed(Operation.READ, ResourceType.GROUP, request.group_id):
         return _response(JoinResult(Errors.GROUP_AUTHORIZATION_FAILED, request.member_id), version)
-    outcome = ctx.broker.groups.join(params, ctx.now_ms)
+    if not ctx.broker.coordinates(request.group_id):  # its shard is another broker's (or nobody's now): the client looks it up again
+        return _response(JoinResult(Errors.NOT_COORDINATOR, request.member_id), version)
+    outcome = ctx.groups_for(params.group_id).join(params, ctx.now_ms)
     if isinstance(outcome, Awaiting):
         return park(
             ctx, outcome, lambda result: _response(result, version),

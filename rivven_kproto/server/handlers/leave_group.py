@@ -29,7 +29,9 @@ def handle(ctx: RequestContext, request: LeaveGroupRequest, version: int) -> Lea
         leaving = [LeavingMember(request.member_id, None)]
     if not ctx.allowed(Operation.READ, ResourceType.GROUP, request.group_id):
         return LeaveGroupResponse(throttle_time_ms=0, error_code=Errors.GROUP_AUTHORIZATION_FAILED, members=[])
-    error, results = ctx.broker.groups.leave(request.group_id, leaving, ctx.now_ms)
+    if not ctx.broker.coordinates(request.group_id):  # its shard is another broker's (or nobody's now): the client looks it up again
+        return LeaveGroupResponse(throttle_time_ms=0, error_code=Errors.NOT_COORDINATOR, members=[])
+    error, results = ctx.groups_for(request.group_id).leave(request.group_id, leaving, ctx.now_ms)
     if version >= 3:
         return LeaveGroupResponse(
             throttle_time_ms=0,

@@ -28,7 +28,8 @@ def handle(ctx: RequestContext, request: ListGroupsRequest, version: int) -> Lis
                 group_state=g.state if version >= 4 else "",
                 group_type=g.group_type if version >= 5 else "",
             )
-            for g in ctx.broker.groups.list_groups(states)
+            for coordinator in ctx.broker.group_coordinators()  # the shards this broker coordinates
+            for g in coordinator.list_groups(states)
             if (not types or g.group_type in types) and ctx.allowed(Operation.DESCRIBE, ResourceType.GROUP, g.group_id)
         ],
     )

@@ -23,7 +23,7 @@ def handle(ctx: RequestContext, request: ListTransactionsRequest, version: int) 
     states = set(request.state_filters) - set(unknown)
     producers = set(request.producer_id_filters)
     listed = []
-    for txn in ctx.broker.txn.txns.values():
+    for txn in (t for coordinator in ctx.broker.txn_coordinators() for t in coordinator.txns.values()):
         if not ctx.allowed(Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, txn.transactional_id):
             continue  # Kafka leaves out ids the client may not describe
         if request.state_filters and txn.state.value not in states:

@@ -34,12 +34,15 @@ def handle(ctx: RequestContext, request: OffsetCommitRequest, version: int) -> O
     errors: dict[tuple[str, int], Errors] = {}
     to_commit: list[CommitPartition] = []
     group_allowed = ctx.allowed(Operation.READ, ResourceType.GROUP, request.group_id)
+    here = ctx.broker.coordinates(request.group_id)  # not: another broker's shard, NOT_COORDINATOR
     for topic in request.topics:
         known = ctx.broker.topics.get(topic.name)
         topic_allowed = ctx.allowed(Operation.READ, ResourceType.TOPIC, topic.name)
         for p in topic.partitions:
             if not group_allowed:
                 errors[(topic.name, p.partition_index)] = Errors.GROUP_AUTHORIZATION_FAILED
+            elif not here:
+                errors[(topic.name, p.partition_index)] = Errors.NOT_COORDINATOR
             elif not topic_allowed:
                 errors[(topic.name, p.partition_index)] = Errors.TOPIC_AUTHORIZATION_FAILED
             elif known is None or not 0 <= p.partition_index < len(known.partitions):
@@ -49,7 +52,7 @@ def handle(ctx: RequestContext, request: OffsetCommitRequest, version: int) -> O
                                                  p.committed_leader_epoch, p.committed_metadata))
     if to_commit:
         try:
-            results = ctx.broker.groups.commit_offsets(
+            results = ctx.groups_for(request.group_id).commit_offsets(
                 request.group_id, request.generation_id_or_member_epoch, request.member_id,
                 request.group_instance_id, to_commit, ctx.now_ms, version=version,
                 retention_ms=request.retention_time_ms if version <= 4 else -1,

@@ -39,7 +39,6 @@ Wanted = list[tuple[str, list[int]]] | None
 
 
 def handle(ctx: RequestContext, request: OffsetFetchRequest, version: int) -> OffsetFetchResponse:
-    coordinator = ctx.broker.groups
     if version >= 8:
         groups = []
         for group in request.groups:
@@ -50,7 +49,7 @@ def handle(ctx: RequestContext, request: OffsetFetchRequest, version: int) -> Of
                 continue
             wanted: Wanted = None if group.topics is None else [(t.name, t.partition_indexes) for t in group.topics]
             try:
-                fetched = _describable(ctx, coordinator.fetch_offsets(
+                fetched = _describable(ctx, ctx.groups_for(group.group_id).fetch_offsets(
                     group.group_id, wanted, require_stable=request.require_stable,
                     member_id=group.member_id if version >= 9 else None,
                     member_epoch=group.member_epoch if version >= 9 else -1))
@@ -68,9 +67,11 @@ def handle(ctx: RequestContext, request: OffsetFetchRequest, version: int) -> Of
         return OffsetFetchResponse(throttle_time_ms=0, groups=groups)
     if not ctx.allowed(Operation.DESCRIBE, ResourceType.GROUP, request.group_id):
         return OffsetFetchResponse(throttle_time_ms=0, error_code=Errors.GROUP_AUTHORIZATION_FAILED, topics=[])
+    if not ctx.broker.coordinates(request.group_id):  # another broker's shard (v0-1: see server/cluster.py)
+        return OffsetFetchResponse(throttle_time_ms=0, error_code=Errors.NOT_COORDINATOR, topics=[])
     wanted = None if request.topics is None else [(t.name, t.partition_indexes) for t in request.topics]
     stable = version >= 7 and request.require_stable
-    fetched = _describable(ctx, coordinator.fetch_offsets(request.group_id, wanted, require_stable=stable))
+    fetched = _describable(ctx, ctx.groups_for(request.group_id).fetch_offsets(request.group_id, wanted, require_stable=stable))
     return OffsetFetchResponse(
         throttle_time_ms=0,
         error_code=0,

@@ -30,6 +30,7 @@ import trio
 from rivven_kproto.broker.log.validation import RecordCheck, RecordValidationError, prepare_client_records
 from rivven_kproto.broker.security.acls import Operation, ResourceType
 from rivven_kproto.broker.topics import INTERNAL_TOPICS
+from rivven_kproto.broker.txn.coordinator import TransactionCoordinator
 from rivven_kproto.codec.compression import Compression
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.produce import (
@@ -166,8 +167,9 @@ def _produce_partition(
         records = _single_batch(data.records)
         header = parse_header(records)
         if header.is_transactional:
-            if ctx.broker.coordinating:
-                _join_transaction(ctx, request, version, topic, data.index, header)
+            coordinator = _coordinator_of(ctx, request, header)
+            if coordinator is not None:
+                _join_transaction(ctx, coordinator, request, version, topic, data.index, header)
             else:
                 _check_verdict(ctx, version, topic, data.index, header, log_)
         prepared = ctx.prepared.get((topic, data.index))
@@ -205,11 +207,21 @@ _V2_ADD_ERRORS = {
 }
 
 
+def _coordinator_of(ctx: RequestContext, request: ProduceRequest, header: BatchHeader) -> TransactionCoordinator | None:
+    """The producer's transaction coordinator when this broker is it (None: ask it, see
+    txn_verification). Without a transactional id: the local shard that knows the producer."""
+    if request.transactional_id is not None:
+        return ctx.broker.txn_coordinator(request.transactional_id)
+    coordinators = ctx.broker.txn_coordinators()
+    return next((txn for txn in coordinators if header.producer_id in txn.by_producer),
+                coordinators[0] if coordinators else None)
+
+
 def _join_transaction(
-    ctx: RequestContext, request: ProduceRequest, version: int, topic: str, partition: int, header: BatchHeader
+    ctx: RequestContext, txn: TransactionCoordinator, request: ProduceRequest, version: int, topic: str, partition: int,
+    header: BatchHeader,
 ) -> None:
     """Transactions V2: add the partition to the producer's transaction; V1: verify it is in it."""
-    txn = ctx.broker.txn
     v2 = client_txn_version(ctx.config.transaction_version, version, PRODUCE_V2) >= 2
     if v2 and request.transactional_id is not None:
         error = txn.add_partitions(

@@ -35,7 +35,9 @@ def handle(ctx: RequestContext, request: SyncGroupRequest, version: int) -> Sync
     )
     if not ctx.allowed(Operation.READ, ResourceType.GROUP, request.group_id):
         return _response(SyncResult(Errors.GROUP_AUTHORIZATION_FAILED))
-    outcome = ctx.broker.groups.sync(params, ctx.now_ms)
+    if not ctx.broker.coordinates(request.group_id):  # its shard is another broker's (or nobody's now): the client looks it up again
+        return _response(SyncResult(Errors.NOT_COORDINATOR))
+    outcome = ctx.groups_for(params.group_id).sync(params, ctx.now_ms)
     if isinstance(outcome, Awaiting):
         return park(ctx, outcome, _response, lambda: _response(SyncResult(Errors.COORDINATOR_NOT_AVAILABLE)))
     return _response(outcome)

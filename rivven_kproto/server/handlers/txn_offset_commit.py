@@ -50,12 +50,15 @@ def handle(ctx: RequestContext, request: TxnOffsetCommitRequest, version: int) -
     errors: dict[tuple[str, int], Errors] = {}
     to_commit: list[CommitPartition] = []
     group_allowed = ctx.allowed(Operation.READ, ResourceType.GROUP, request.group_id)
+    here = ctx.broker.coordinates(request.group_id)  # not: another broker's shard, NOT_COORDINATOR
     for topic in request.topics:
         known = ctx.broker.topics.get(topic.name)
         topic_allowed = ctx.allowed(Operation.READ, ResourceType.TOPIC, topic.name)
         for p in topic.partitions:
             if not group_allowed:
                 errors[(topic.name, p.partition_index)] = Errors.GROUP_AUTHORIZATION_FAILED
+            elif not here:
+                errors[(topic.name, p.partition_index)] = Errors.NOT_COORDINATOR
             elif not topic_allowed:
                 errors[(topic.name, p.partition_index)] = Errors.TOPIC_AUTHORIZATION_FAILED
             elif known is None or not 0 <= p.partition_index < len(known.partitions):
@@ -90,7 +93,7 @@ def _commit(ctx: RequestContext, request: TxnOffsetCommitRequest, partitions: li
     if error is not Errors.NONE:
         return [error] * len(partitions)
     try:
-        return ctx.broker.groups.commit_txn_offsets(
+        return ctx.groups_for(request.group_id).commit_txn_offsets(
             request.group_id, request.producer_id, request.producer_epoch, request.generation_id,
             request.member_id, request.group_instance_id, partitions, ctx.now_ms,
         )
@@ -100,8 +103,17 @@ def _commit(ctx: RequestContext, request: TxnOffsetCommitRequest, partitions: li
 
 def _join_transaction(ctx: RequestContext, request: TxnOffsetCommitRequest, version: int) -> Errors:
     """V2: add the group to the producer's transaction; V1: verify AddOffsetsToTxn added it."""
-    txn = ctx.broker.txn
-    if client_txn_version(ctx.config.transaction_version, version, TXN_OFFSET_COMMIT_V2) >= 2:
+    txn = ctx.broker.txn_coordinator(request.transactional_id)
+    v2 = client_txn_version(ctx.config.transaction_version, version, TXN_OFFSET_COMMIT_V2) >= 2
+    if txn is None:
+        # The transaction's shard is another broker's. V1: the group coordinator takes the offsets
+        # as pending (Kafka's before KIP-890; the transaction's completion marker installs or drops
+        # them). V2: that broker added the group's shard to the transaction (or said why not).
+        if not v2:
+            return Errors.NONE
+        error = ctx.txn_offsets_added if ctx.txn_offsets_added is not None else Errors.COORDINATOR_NOT_AVAILABLE
+        return Errors.INVALID_PRODUCER_EPOCH if error == Errors.PRODUCER_FENCED else error
+    if v2:
         error = txn.add_offsets(request.transactional_id, request.producer_id, request.producer_epoch,
                                 request.group_id, ctx.now_ms, client_txn_version=2)
         return Errors.INVALID_PRODUCER_EPOCH if error == Errors.PRODUCER_FENCED else error

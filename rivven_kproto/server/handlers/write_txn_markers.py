@@ -3,13 +3,17 @@
 Admin tools use it to abort a hanging transaction (``kafka-transactions.sh abort``), and the
 coordinator of a cluster of brokers on one store sends it to the leader of each partition of a
 transaction that it does not lead itself; the answer waits until the markers are durable. A
-marker with an epoch older than the producer's current one gets INVALID_PRODUCER_EPOCH.
+marker with an epoch older than the producer's current one gets INVALID_PRODUCER_EPOCH. A marker
+on partition ``<shard>`` of ``__consumer_offsets`` is a transaction's end in the groups of a
+coordinator shard this broker holds (sent by the transaction's coordinator on another broker):
+the producer's pending offsets there are installed or dropped (NOT_COORDINATOR if not held here).
 """
 
 from __future__ import annotations
 
 import logging
 
+from rivven_kproto.broker.coordinator_shards import GROUP_SHARD_TOPIC, complete_producer
 from rivven_kproto.broker.security.acls import Operation, ResourceType
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.write_txn_markers import (
@@ -56,6 +60,10 @@ def handle(ctx: RequestContext, request: WriteTxnMarkersRequest, version: int) -
             partitions = []
             for index in topic.partition_indexes:
                 error = Errors.NONE
+                if topic.name == GROUP_SHARD_TOPIC:  # a transaction's end in a group shard coordinated here
+                    error = _complete_group_shard(ctx, index, marker.producer_id, marker.transaction_result)
+                    partitions.append(WritableTxnMarkerPartitionResult(partition_index=index, error_code=error))
+                    continue
                 try:
                     log_ = ctx.broker.partition(topic.name, index)
                     log_.append_marker(
@@ -71,3 +79,17 @@ def handle(ctx: RequestContext, request: WriteTxnMarkersRequest, version: int) -
         results.append(WritableTxnMarkerResult(producer_id=marker.producer_id, topics=topics))
     ctx.sync_before_answer = True  # answered once the markers are durable (the coordinator relies on it)
     return WriteTxnMarkersResponse(markers=results)
+
+
+def _complete_group_shard(ctx: RequestContext, shard: int, producer_id: int, commit: bool) -> Errors:
+    """Install (commit) or drop (abort) the producer's pending offsets in the groups of a shard
+    this broker coordinates (logged: the answer waits for the commit); NOT_COORDINATOR otherwise."""
+    held = ctx.broker.shards.get(shard)
+    if held is None:
+        return Errors.NOT_COORDINATOR
+    try:
+        complete_producer(held.groups, producer_id, commit)
+    except OSError:
+        log.exception("completing producer %d's offsets in coordinator shard %d failed", producer_id, shard)
+        return Errors.COORDINATOR_NOT_AVAILABLE
+    return Errors.NONE

@@ -6,8 +6,8 @@ its database transaction, and a request that wrote an entry is answered only aft
 (the server treats this engine like ``fsync=always``). ``roll`` writes the snapshot and deletes the
 entries below it in one transaction, as a job: replay reads the snapshot, then the entries from
 its ``seq`` on, so a crash at any point replays to the same state. Entries are written only in a
-transaction that finds this broker's session holding the coordinator lease: a broker that lost
-it (to another broker, after losing the database) can change nothing.
+transaction that finds this broker's session holding the lock of the log's coordinator shard: a
+broker that lost it (to another broker, after losing the database) can change nothing.
 """
 
 from __future__ import annotations
@@ -27,9 +27,10 @@ if TYPE_CHECKING:
 
 
 class PgDurableLog:
-    def __init__(self, storage: PostgresStorage, name: str, work: BlockingWork | None = None) -> None:
+    def __init__(self, storage: PostgresStorage, name: str, work: BlockingWork | None = None, shard: int = 0) -> None:
         self.storage = storage
         self.name = name
+        self.shard = shard  # the coordinator shard whose lock every write of this log checks
         self.work = work
         self.size = 0  # bytes appended since the last snapshot (the coordinators compact on it)
         self.appended = 0
@@ -73,10 +74,10 @@ class PgDurableLog:
             return None
         rows, self._pending = self._pending, []
 
-        storage = self.storage
+        storage, shard = self.storage, self.shard
 
         def write(conn: psycopg.Connection) -> None:
-            storage.check_coordinator_lease(conn)
+            storage.check_shard_lease(conn, shard)
             with conn.cursor() as cursor:
                 cursor.executemany(
                     "INSERT INTO kproto_coordinator_log (name, seq, payload) VALUES (%s, %s, %s)"

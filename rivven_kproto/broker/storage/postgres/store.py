@@ -29,7 +29,7 @@ from rivven_kproto.broker.log.base import exact_record
 from rivven_kproto.broker.log.config import LogConfig
 from rivven_kproto.codec.enums import MAX_TIMESTAMP
 
-from ...cluster import Node
+from ...cluster import Node, ranked_for_shard
 from .. import CoordinationLost, DatabaseInUse, Pulse, StorageUnavailable
 from .coordinator_log import PgDurableLog
 from .partition import PgCommit, PgPartitionLog, StorageConflict, take_batches
@@ -53,7 +53,10 @@ OWNER_LOCK_KEY = 0x6B70726F746F01  # the coordinator lease
 OWNER_CHECK_S = 1.0
 STANDBY_POLL_S = 0.25
 HEARTBEAT_S = 1.0
-LEASE_TAKEOVER_BEATS = 2  # heartbeats that find the coordinator lease unheld before taking it
+LEASE_TAKEOVER_BEATS = 2  # heartbeats that find the coordinator lease (or a shard) unheld before taking it
+SHARD_LOCK_CLASS = 0x6B73  # advisory lock (class, shard): held by the broker coordinating that shard
+COORDINATOR_SHARDS = 16  # shards of a database created by this version (recorded in kproto_counters)
+LEGACY_LOG_NAMES = ("groups", "txn")  # a database of the single-coordinator version: one shard, these logs
 MAX_ASSIGNED_NODE_ID = 65535  # node ids tried when the database assigns one
 
 
@@ -136,6 +139,13 @@ class PostgresStorage:
         self.coordinating = False  # this broker holds the coordinator lease (see ``cluster``)
         self.lost_coordination = False  # it held the lease and another broker took it meanwhile
         self._lease_unheld_beats = 0  # heartbeats in a row that found no broker holding the lease
+        # Coordinator shards this broker's session holds the lock of, and per shard the heartbeats
+        # in a row that found it unheld (a shard is taken only by its preferred live broker, at
+        # its first heartbeat or after LEASE_TAKEOVER_BEATS: a database restart is no race).
+        self.coordinator_shards = 1
+        self.shards_held: set[int] = set()
+        self._shard_unheld_beats: dict[int, int] = {}
+        self._beats = 0
         with _unavailable_on_error():
             self._owner = self._wait_for_ownership(url) if standby else self._join(url)
             if self.registration is not None:
@@ -144,6 +154,7 @@ class PostgresStorage:
                 self.pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
                 with self.connection() as conn:
                     migrate(conn)
+                    self.coordinator_shards = self._shard_count(conn)
                     if self.registration is not None:
                         self.registration.role = COORDINATOR if self.coordinating else SERVING
                         self.registration.register(conn)
@@ -245,6 +256,65 @@ class PostgresStorage:
         return owner
 
     @staticmethod
+    def _shard_count(conn: psycopg.Connection) -> int:
+        """The database's number of coordinator shards, recorded when the first broker of this
+        version opened it: COORDINATOR_SHARDS for a new database, 1 for one whose coordinator logs
+        were written by the single-coordinator version (its logs keep their names, "groups" and "txn")."""
+        with conn.transaction():
+            legacy = conn.execute(
+                "SELECT EXISTS (SELECT 1 FROM kproto_coordinator_log WHERE name = ANY(%s))"
+                " OR EXISTS (SELECT 1 FROM kproto_coordinator_snapshots WHERE name = ANY(%s))",
+                (list(LEGACY_LOG_NAMES), list(LEGACY_LOG_NAMES))).fetchone()
+            count = 1 if legacy is not None and legacy[0] else COORDINATOR_SHARDS
+            conn.execute("INSERT INTO kproto_counters (name, value) VALUES ('coordinator_shards', %s)"
+                         " ON CONFLICT (name) DO NOTHING", (count,))
+            row = conn.execute("SELECT value FROM kproto_counters WHERE name = 'coordinator_shards'").fetchone()
+        assert row is not None
+        return int(row[0])
+
+    @staticmethod
+    def _try_shard_lock(owner: psycopg.Connection, shard: int) -> bool:
+        row = owner.execute("SELECT pg_try_advisory_lock(%s, %s)", (SHARD_LOCK_CLASS, shard)).fetchone()
+        return bool(row is not None and row[0])
+
+    def release_shard(self, shard: int) -> None:
+        """Worker thread: hand a coordinator shard over (its pending writes were committed)."""
+        with self._owner_lock:
+            self.shards_held.discard(shard)
+            self._shard_unheld_beats[shard] = 0
+            try:
+                self._owner.execute("SELECT pg_advisory_unlock(%s, %s)", (SHARD_LOCK_CLASS, shard))
+            except psycopg.Error as exc:  # the session is gone, and the lock with it
+                log.info("releasing coordinator shard %d: %s", shard, exc)
+        log.info("node %d handed coordinator shard %d over", self.node_id, shard)
+
+    def _take_shards(self, live: list[int], owners: dict[int, int]) -> None:
+        """Heartbeat (under the owner lock): take the free shards this broker is preferred for."""
+        first = self._beats == 0
+        for shard in range(self.coordinator_shards):
+            if shard in owners:
+                self._shard_unheld_beats[shard] = 0
+                continue
+            beats = self._shard_unheld_beats.get(shard, 0) + 1
+            self._shard_unheld_beats[shard] = beats
+            if ranked_for_shard(live, shard)[0] != self.node_id or not (first or beats > LEASE_TAKEOVER_BEATS):
+                continue
+            if self._try_shard_lock(self._owner, shard):
+                self.shards_held.add(shard)
+                owners[shard] = self.node_id
+                log.info("node %d took coordinator shard %d", self.node_id, shard)
+
+    def shard_owners(self, conn: psycopg.Connection) -> dict[int, int]:
+        """Who holds each coordinator shard's lock now: the node whose lock the same session holds."""
+        rows = conn.execute(
+            "SELECT s.objid::bigint, n.objid::bigint FROM pg_locks s JOIN pg_locks n ON n.pid = s.pid"
+            " AND n.locktype = 'advisory' AND n.granted AND n.objsubid = 2 AND n.classid::bigint = %s"
+            " AND n.database = s.database WHERE s.locktype = 'advisory' AND s.granted AND s.objsubid = 2"
+            " AND s.classid::bigint = %s AND s.database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+            (NODE_LOCK_CLASS, SHARD_LOCK_CLASS)).fetchall()
+        return {int(shard): int(node) for shard, node in rows if int(shard) < self.coordinator_shards}
+
+    @staticmethod
     def _try_coordinator_lease(owner: psycopg.Connection) -> bool:
         row = owner.execute("SELECT pg_try_advisory_lock(%s)", (OWNER_LOCK_KEY,)).fetchone()
         return bool(row is not None and row[0])
@@ -268,8 +338,8 @@ class PostgresStorage:
     def document(self, name: str) -> PgDocument:
         return PgDocument(self, name)
 
-    def coordinator_log(self, name: str, work: BlockingWork) -> PgDurableLog:
-        return PgDurableLog(self, name, work)
+    def coordinator_log(self, name: str, work: BlockingWork, shard: int = 0) -> PgDurableLog:
+        return PgDurableLog(self, name, work, shard)
 
     def producer_id_blocks(self) -> PgBlocks:
         return PgBlocks(self)
@@ -318,8 +388,15 @@ class PostgresStorage:
             with self.connection() as conn:
                 registration.beat(conn)
                 nodes = live_nodes(conn)
+                owners = self.shard_owners(conn)
                 row = conn.execute("SELECT data FROM kproto_documents WHERE name = 'topics.json'").fetchone()
                 digests = conn.execute("SELECT name, md5(data) FROM kproto_documents WHERE name <> 'topics.json'").fetchall()
+            live = sorted({n for n, _, _, _ in nodes} | {self.node_id})
+            with self._owner_lock:
+                for shard in self.shards_held:
+                    owners[shard] = self.node_id
+                self._take_shards(live, owners)
+                self._beats += 1
         except psycopg.Error as exc:
             raise StorageUnavailable(f"heartbeat: {exc}") from exc
         coordinator = next((n for n, _, _, role in nodes if role == COORDINATOR), None)
@@ -329,7 +406,7 @@ class PostgresStorage:
         if self.coordinating:
             coordinator = self.node_id
         return Pulse(tuple(Node(n, h, p) for n, h, p, _ in nodes), coordinator, bytes(row[0]) if row else None,
-                     {str(name): str(digest) for name, digest in digests})
+                     {str(name): str(digest) for name, digest in digests}, owners)
 
     def acknowledge_catalog(self, digest: str) -> None:
         """Worker thread: this broker applied the catalog with this digest."""
@@ -367,24 +444,31 @@ class PostgresStorage:
                 # Only the broker that held the lease takes it again at once: after the database
                 # restarted, the others wait for it (``heartbeat``) rather than race it.
                 self._owner = self._join(self.url, lease=was_coordinating)
+                # The shards it held too (nobody takes a free shard before LEASE_TAKEOVER_BEATS).
+                lost = {shard for shard in self.shards_held if not self._try_shard_lock(self._owner, shard)}
+            if lost:
+                self.lost_coordination = True
+                log.error("node %d lost coordinator shards %s to another broker", self.node_id, sorted(lost))
             log.info("PostgreSQL: ownership of the database taken again after a lost connection (node %d)", self.node_id)
             if was_coordinating and not self.coordinating:
                 self.lost_coordination = True
         if self.lost_coordination:
             raise CoordinationLost(
-                f"node {self.node_id} lost the coordinator lease to another broker while the database was away; "
+                f"node {self.node_id} lost the coordinator lease or coordinator shards to another broker while the "
+                "database was away; "
                 "stopping (restart it to serve again)")
         self._owner_checked = time.monotonic()
 
-    def check_coordinator_lease(self, conn: psycopg.Connection) -> None:
-        """In a commit's transaction: this broker's session holds the coordinator lease now."""
+    def check_shard_lease(self, conn: psycopg.Connection, shard: int) -> None:
+        """In a commit's transaction: this broker's session holds the coordinator shard's lock now
+        (the fencing of a coordinator log's writes: a broker that lost the shard changes nothing)."""
         row = conn.execute(
-            "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1"
+            "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 2"
             " AND pid = %s AND classid::bigint = %s AND objid::bigint = %s)",
-            (self._owner.info.backend_pid, OWNER_LOCK_KEY >> 32, OWNER_LOCK_KEY & 0xFFFFFFFF)).fetchone()
+            (self._owner.info.backend_pid, SHARD_LOCK_CLASS, shard)).fetchone()
         if row is None or not row[0]:
             self.lost_coordination = True
-            raise CoordinationLost(f"node {self.node_id} writes coordinator state without the coordinator lease")
+            raise CoordinationLost(f"node {self.node_id} writes coordinator shard {shard} without holding its lock")
 
     def commit(self, items: list[PgCommit]) -> None:
         """One database transaction for every log's writes of a round."""

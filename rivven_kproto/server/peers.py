@@ -132,8 +132,8 @@ async def send_markers(leader: Node, markers: list[RemoteMarker], self_id: int, 
     try:
         response = await call(leader, request, WRITE_TXN_MARKERS_VERSION, WriteTxnMarkersResponse, self_id)
     except (OSError, trio.TooSlowError) as exc:
-        log.info("WriteTxnMarkers to node %d (%s:%d) failed: %s; asked again later", leader.node_id, leader.host,
-                 leader.port, exc)
+        log.info("WriteTxnMarkers to node %d (%s:%d) failed: %s; asked again later", leader.node_id,
+                 *leader.peer_address, exc)
         return written
     errors = marker_errors(response)
     for marker in markers:

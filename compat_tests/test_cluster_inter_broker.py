@@ -9,7 +9,9 @@ WriteTxnMarkers to the other leaders, and their AddPartitionsToTxn to the coordi
 TLS with SASL PLAIN, so a read_committed consumer reads every record exactly once. With wrong
 credentials configured on the coordinator (a broker starts with them, as Kafka's does: its own
 listener still accepts the right ones), the other leaders refuse its markers and the committed
-records there stay invisible to read_committed consumers.
+records there stay invisible to read_committed consumers. And an SSL-only cluster with
+``ssl.client.auth=required``: the brokers present their certificate (CN=broker, mapped to
+``User:broker`` by ``ssl.principal.mapping.rules``) to each other.
 """
 
 from __future__ import annotations
@@ -37,6 +39,20 @@ def _jaas(broker_password: str) -> str:
             f' username="broker" password="{broker_password}" user_broker="broker-pw" user_admin="admin-pw";')
 
 
+def _ssl_config(path: Path, keystore: Path, ca_file: Path) -> Path:
+    path.write_text(
+        "listeners=SSL://127.0.0.1:0\n"
+        "ssl.client.auth=required\n"
+        "ssl.principal.mapping.rules=RULE:^CN=([^,]+),.*$/$1/,DEFAULT\n"
+        "ssl.keystore.type=PEM\n"
+        f"ssl.keystore.location={keystore}\n"
+        "ssl.truststore.type=PEM\n"
+        f"ssl.truststore.location={ca_file}\n"
+        f"authorizer.class.name={STANDARD}\n"
+        "super.users=User:broker\n")
+    return path
+
+
 def _config(path: Path, keystore: Path, ca_file: Path, broker_password: str) -> Path:
     path.write_text(
         "listeners=SASL_SSL://127.0.0.1:0\n"
@@ -55,12 +71,16 @@ def _config(path: Path, keystore: Path, ca_file: Path, broker_password: str) -> 
 
 
 class SecureCluster:
-    def __init__(self, brokers: dict[int, BrokerProcess], ca_file: Path) -> None:
+    def __init__(self, brokers: dict[int, BrokerProcess], ca_file: Path, mtls: tuple[Path, Path] | None) -> None:
         self.brokers = brokers
         self.ca_file = ca_file
+        self.mtls = mtls  # the client's certificate and key (an SSL cluster), else SASL as admin
 
     def client(self, node: int | None = None) -> dict[str, Any]:
         servers = self.brokers[node].bootstrap if node else ",".join(b.bootstrap for b in self.brokers.values())
+        if self.mtls is not None:
+            return {"bootstrap.servers": servers, "security.protocol": "SSL", "ssl.ca.location": str(self.ca_file),
+                    "ssl.certificate.location": str(self.mtls[0]), "ssl.key.location": str(self.mtls[1])}
         return {"bootstrap.servers": servers, "security.protocol": "SASL_SSL", "ssl.ca.location": str(self.ca_file),
                 "sasl.mechanism": "PLAIN", "sasl.username": "admin", "sasl.password": "admin-pw"}
 
@@ -90,13 +110,21 @@ def _cluster(tmp_path: Path, storage: str, certificates: tuple[Path, Path],
     keystore, ca_file = certificates
     good = _config(tmp_path / "broker.properties", keystore, ca_file, "broker-pw")
     coordinator = _config(tmp_path / "coordinator.properties", keystore, ca_file, coordinator_password)
+    with _started(tmp_path, storage, {n: coordinator if n == COORDINATOR else good for n in NODES}, ca_file,
+                  None) as cluster:
+        yield cluster
+
+
+@contextmanager
+def _started(tmp_path: Path, storage: str, configs: dict[int, Path], ca_file: Path,
+             mtls: tuple[Path, Path] | None) -> Iterator[SecureCluster]:
     brokers: dict[int, BrokerProcess] = {}
     try:
         for node in NODES:
-            config = coordinator if node == COORDINATOR else good
             brokers[node] = BrokerProcess(tmp_path / f"n{node}-data", tmp_path / f"n{node}.log",
-                                          ["--storage", storage, "--node-id", str(node), "--config", str(config)]).start()
-        cluster = SecureCluster(brokers, ca_file)
+                                          ["--storage", storage, "--node-id", str(node), "--config",
+                                           str(configs[node])]).start()
+        cluster = SecureCluster(brokers, ca_file, mtls)
         assert wait_for(lambda: all(cluster.brokers_seen(n) == set(NODES) for n in NODES), TIMEOUT_S), \
             "the brokers never met"
         admin = AdminClient(cluster.client(COORDINATOR))  # kept alive until the result is in
@@ -179,3 +207,22 @@ def test_wrong_inter_broker_credentials_leave_remote_markers_unwritten(
         if own:
             assert sorted(_read_committed(cluster, own, PER_PARTITION * len(own))) == sorted(
                 f"p{p}-{i}".encode() for p in own for i in range(PER_PARTITION))
+
+
+def test_ssl_only_brokers_present_their_certificate_to_each_other(tmp_path: Path, postgres_url: str) -> None:
+    import trustme
+
+    ca = trustme.CA()
+    certificate = ca.issue_cert("127.0.0.1", "localhost", common_name="broker")  # DN CN=broker,OU=...,O=trustme
+    keystore, ca_file, cert_file, key_file = (tmp_path / name for name in ("broker.pem", "ca.pem", "cert.pem",
+                                                                             "key.pem"))
+    certificate.private_key_and_cert_chain_pem.write_to_path(str(keystore))
+    certificate.cert_chain_pems[0].write_to_path(str(cert_file))
+    certificate.private_key_pem.write_to_path(str(key_file))
+    ca.cert_pem.write_to_path(str(ca_file))
+    config = _ssl_config(tmp_path / "ssl.properties", keystore, ca_file)
+    with _started(tmp_path, postgres_url, dict.fromkeys(NODES, config), ca_file, (cert_file, key_file)) as cluster:
+        leaders = cluster.leaders(COORDINATOR)
+        assert set(leaders.values()) - {COORDINATOR}, f"the coordinator leads every partition: {leaders}"
+        sent = _commit_everywhere(cluster)
+        assert sorted(_read_committed(cluster, list(range(PARTITIONS)), len(sent))) == sorted(sent)

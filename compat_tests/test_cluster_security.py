@@ -27,7 +27,9 @@ from .test_cluster import NODES, three_brokers
 from .test_security_sessions import authentication_error
 from .txn_helpers import TIMEOUT_S, wait_for
 
-JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_admin="admin-pw";'
+# username/password: the brokers' own credentials (inter-broker SASL, as the super user admin)
+JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-pw"'
+        ' user_admin="admin-pw";')
 CONTROLLER = NODES[0]  # three_brokers starts node 1 first: it takes the coordinator lease
 TOPIC = "sec-data"
 PLAIN_TOPIC = "sec-plain"  # no overrides: the dynamic broker default applies to it

@@ -258,3 +258,25 @@ def test_cluster_members_snippet(tmp_path: Path, postgres_url: str) -> None:
         assert "coordinator" in result.stdout and str(broker.port) in result.stdout and "yes" in result.stdout
     finally:
         broker.stop()
+
+
+def test_inter_broker_snippet(tmp_path: Path, postgres_url: str) -> None:
+    """The inter-broker listener's configuration starts a broker on PostgreSQL (certificates from
+    trustme as broker.pem and ca.pem, any free port) that a client reaches as the super user admin."""
+    from confluent_kafka.admin import AdminClient
+
+    from .broker_process import server_certificate
+
+    _, keystore, ca_file = server_certificate(tmp_path)
+    code = block("properties", "inter.broker.listener.name")
+    config = tmp_path / "server.properties"
+    config.write_text(code.replace("127.0.0.1:9093", "127.0.0.1:0").replace("location=broker.pem", f"location={keystore}")
+                      .replace("location=ca.pem", f"location={ca_file}"))
+    broker = BrokerProcess(tmp_path / "ib-data", tmp_path / "ib.log", ["--storage", postgres_url, "--config", str(config)]).start()
+    try:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap, "security.protocol": "SASL_SSL",
+                             "ssl.ca.location": str(ca_file), "sasl.mechanism": "PLAIN", "sasl.username": "admin",
+                             "sasl.password": "admin-secret"})
+        assert list(admin.list_topics(timeout=30).brokers) == [0]
+    finally:
+        broker.stop()

@@ -24,8 +24,17 @@ import xxhash
 @dataclass(frozen=True)
 class Node:
     node_id: int
-    host: str
+    host: str  # the advertised address clients are told
     port: int
+    # The address of its inter-broker listener, where the other brokers connect (None: host, port).
+    peer_host: str | None = None
+    peer_port: int | None = None
+
+    @property
+    def peer_address(self) -> tuple[str, int]:
+        if self.peer_host is None or self.peer_port is None:
+            return self.host, self.port
+        return self.peer_host, self.peer_port
 
 
 @dataclass(frozen=True)

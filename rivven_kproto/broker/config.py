@@ -27,8 +27,8 @@ from rivven_kproto.codec.errors import KafkaError
 
 from .groups.config import GroupConfig
 from .log.config import LogConfig
-from .security.jaas import SCRAM_MODULE, plain_users
-from .security.listeners import Listener, ListenerError, build_listeners
+from .security.jaas import PLAIN_MODULE, SCRAM_MODULE, login_credentials, plain_users
+from .security.listeners import PROTOCOLS, Listener, ListenerError, build_listeners
 from .security.principal_mapping import MappingRule, parse_rules
 
 log = logging.getLogger(__name__)
@@ -65,6 +65,31 @@ class SecurityConfig:
     failed_authentication_delay_ms: int = 100
     principal_mapping: tuple[MappingRule, ...] = (MappingRule(None),)  # ssl.principal.mapping.rules
     reauthentication_ms: int = 0  # connections.max.reauth.ms (KIP-368); 0: sessions never expire
+    # The broker's own credentials (``username``/``password`` of a JAAS line), for its requests to
+    # the other brokers: (mechanism, username, password); mechanism "PLAIN", "SCRAM" (an unprefixed
+    # ScramLoginModule line) or that of a ``listener.name.<l>.<mechanism>.sasl.jaas.config`` key.
+    login_credentials: tuple[tuple[str, str, str], ...] = ()
+    endpoint_identification: bool = True  # ssl.endpoint.identification.algorithm: https (default) or empty
+
+    def credentials_for(self, mechanism: str) -> tuple[str, str] | None:
+        for wanted in (mechanism, "SCRAM" if mechanism.startswith("SCRAM-") else mechanism):
+            for name, username, password in reversed(self.login_credentials):
+                if name == wanted:
+                    return username, password
+        return None
+
+
+@dataclass(frozen=True)
+class InterBrokerClient:
+    """How this broker connects to the others (Kafka's inter-broker listener): that listener, the
+    SASL mechanism and credentials it authenticates with (when the listener uses SASL), and the
+    listener's security settings (trust store, key store for mTLS, host-name check) for TLS."""
+
+    listener: Listener
+    security: SecurityConfig
+    mechanism: str | None = None
+    username: str | None = None
+    password: str | None = None
 
 
 @dataclass(frozen=True)
@@ -123,6 +148,12 @@ class BrokerConfig:
     authorizer_enabled: bool = False
     super_users: tuple[str, ...] = ()
     allow_everyone_if_no_acl_found: bool = False
+    # The listener the brokers of a cluster connect to each other on: inter.broker.listener.name,
+    # or the listener named as security.inter.broker.protocol (None, None: the first listener).
+    inter_broker_listener_name: str | None = None
+    security_inter_broker_protocol: str | None = None
+    # sasl.mechanism.inter.broker.protocol; None: PLAIN (Kafka's default is GSSAPI, not supported here)
+    inter_broker_sasl_mechanism: str | None = None
 
     def with_port(self, port: int) -> BrokerConfig:
         return dataclasses.replace(self, listen_port=port)
@@ -133,6 +164,33 @@ class BrokerConfig:
             if name == listener_name.upper():
                 return dataclasses.replace(self.security, **dict(overrides))  # type: ignore[arg-type]
         return self.security
+
+    def inter_broker(self) -> InterBrokerClient:
+        """This broker's side of its connections to the other brokers; ConfigError for a setting
+        Kafka would refuse at start (the listener is not among the listeners, SASL without usable
+        credentials or with a mechanism the listener does not enable)."""
+        listeners = (self.primary_listener, *self.extra_listeners)
+        if self.inter_broker_listener_name is not None and self.security_inter_broker_protocol is not None:
+            raise ConfigError("only one of inter.broker.listener.name and security.inter.broker.protocol may be set")
+        name = self.inter_broker_listener_name or self.security_inter_broker_protocol
+        listener = listeners[0] if name is None else next((lis for lis in listeners if lis.name == name), None)
+        if listener is None:
+            key = "inter.broker.listener.name" if self.inter_broker_listener_name else "security.inter.broker.protocol"
+            raise ConfigError(f"{key}={name} is not among the listeners ({', '.join(lis.name for lis in listeners)})")
+        security = self.security_for(listener.name)
+        if not listener.uses_sasl:
+            return InterBrokerClient(listener, security)
+        mechanism = self.inter_broker_sasl_mechanism or "PLAIN"
+        if mechanism not in security.sasl_mechanisms:
+            raise ConfigError(f"sasl.mechanism.inter.broker.protocol {mechanism} is not in sasl.enabled.mechanisms of"
+                              f" listener {listener.name} ({', '.join(security.sasl_mechanisms)})")
+        credentials = security.credentials_for(mechanism)
+        if credentials is None:
+            raise ConfigError(
+                f"the inter-broker listener {listener.name} uses SASL {mechanism}: give this broker's credentials as"
+                f' username="..." password="..." in listener.name.{listener.name.lower()}.{mechanism.lower()}'
+                ".sasl.jaas.config")
+        return InterBrokerClient(listener, security, mechanism, *credentials)
 
     @property
     def advertised(self) -> tuple[str, int]:
@@ -276,6 +334,18 @@ def _apply(config: BrokerConfig, props: Mapping[str, str], *, warn_unknown: bool
             changes["authorizer_enabled"] = bool(value.strip())
         elif key == "super.users":
             changes["super_users"] = tuple(u.strip() for u in value.split(";") if u.strip())
+        elif key == "inter.broker.listener.name":
+            changes["inter_broker_listener_name"] = value.strip().upper() or None
+        elif key == "security.inter.broker.protocol":
+            protocol = value.strip().upper()
+            if protocol and protocol not in PROTOCOLS:
+                raise ConfigError(f"{key} must be one of {', '.join(PROTOCOLS)}, got {value!r}")
+            changes["security_inter_broker_protocol"] = protocol or None
+        elif key == "sasl.mechanism.inter.broker.protocol":
+            mechanism = value.strip().upper()
+            if mechanism not in SASL_MECHANISMS:
+                raise ConfigError(f"{key}: {value} not supported (use {', '.join(SASL_MECHANISMS)})")
+            changes["inter_broker_sasl_mechanism"] = mechanism
         elif key == "allow.everyone.if.no.acl.found":
             changes["allow_everyone_if_no_acl_found"] = _bool(key, value)
         elif key in ("storage", "kproto.storage"):
@@ -319,7 +389,9 @@ def _apply(config: BrokerConfig, props: Mapping[str, str], *, warn_unknown: bool
             group_changes[name] = _int(key, value, low) * unit
         elif key.startswith("listener.name.") and key.count(".") >= 3:
             listener_name = key.split(".")[2].upper()
-            _security_key(_listener_key(key), value, listener_changes.setdefault(listener_name, {}))
+            prefix = key.split(".", 3)[3].split(".", 1)[0].upper()
+            _security_key(_listener_key(key), value, listener_changes.setdefault(listener_name, {}),
+                          prefix if prefix in SASL_MECHANISMS else "")
         elif key.startswith(("ssl.", "sasl.")) or key in _SECURITY_KEYS:
             _security_key(key, value, security_changes)
         elif warn_unknown:
@@ -344,6 +416,19 @@ def _apply(config: BrokerConfig, props: Mapping[str, str], *, warn_unknown: bool
 _SECURITY_KEYS = ("connection.failed.authentication.delay.ms", "connections.max.reauth.ms")
 
 
+def _login_credentials(jaas: str, changes: dict[str, object], mechanism: str) -> None:
+    """Keep a JAAS line's ``username``/``password``: the broker's own, for inter-broker SASL."""
+    credentials = login_credentials(jaas)
+    if credentials is None:
+        return
+    if not mechanism:
+        mechanism = "PLAIN" if PLAIN_MODULE in jaas else "SCRAM" if SCRAM_MODULE in jaas else ""
+    if mechanism:
+        previous = changes.get("login_credentials", ())
+        assert isinstance(previous, tuple)
+        changes["login_credentials"] = (*previous, (mechanism, *credentials))
+
+
 def _listener_key(key: str) -> str:
     """``listener.name.<name>.[<mechanism>.]<key>`` without its prefixes."""
     key = key.split(".", 3)[3]
@@ -352,8 +437,11 @@ def _listener_key(key: str) -> str:
     return key
 
 
-def _security_key(key: str, value: str, changes: dict[str, object]) -> None:
-    """TLS and SASL keys (for every listener, or, from a ``listener.name.`` key, for one)."""
+def _security_key(key: str, value: str, changes: dict[str, object], mechanism: str = "") -> None:
+    """TLS and SASL keys (for every listener, or, from a ``listener.name.`` key, for one;
+    ``mechanism``: of a ``listener.name.<l>.<mechanism>.`` key)."""
+    if key == "sasl.jaas.config":
+        _login_credentials(value, changes, mechanism)
     if key in ("ssl.keystore.type", "ssl.truststore.type"):
         if value.strip().upper() != "PEM":
             raise ConfigError(f"{key}={value}: only PEM key and trust stores are supported")
@@ -388,6 +476,10 @@ def _security_key(key: str, value: str, changes: dict[str, object]) -> None:
             raise ConfigError(f"{key}: {exc}") from None
     elif key == "connections.max.reauth.ms":
         changes["reauthentication_ms"] = _int(key, value, 0)
+    elif key == "ssl.endpoint.identification.algorithm":
+        if value.strip().lower() not in ("", "https"):
+            raise ConfigError(f"{key} must be https or empty, got {value!r}")
+        changes["endpoint_identification"] = bool(value.strip())
     elif key == "sasl.jaas.config" and SCRAM_MODULE in value:
         pass  # a broker's ScramLoginModule line carries no users: SCRAM credentials are in the store
     elif key == "sasl.jaas.config":
@@ -419,4 +511,6 @@ def load_config(
         config = _apply(config, from_env)
     if flags:
         config = _apply(config, {k: v for k, v in flags.items() if v is not None})
+    if config.storage is not None:  # brokers sharing a store connect to each other: refuse a setting Kafka refuses
+        config.inter_broker()
     return config

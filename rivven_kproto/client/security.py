@@ -17,29 +17,16 @@ from __future__ import annotations
 
 import re
 import ssl
-from collections.abc import Generator, Mapping
-from dataclasses import dataclass
-
-from scramp import ScramClient
+from collections.abc import Mapping
 
 from rivven_kproto.broker.security.pem import load_inline_chain
+from rivven_kproto.broker.security.sasl_client import ClientSecurity, sasl_conversation
+
+__all__ = ["ClientSecurity", "from_properties", "sasl_conversation"]
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 _JAAS_OPTION = re.compile(r'(username|password)\s*=\s*"((?:[^"\\]|\\.)*)"')
-
-
-@dataclass(frozen=True)
-class ClientSecurity:
-    protocol: str = "PLAINTEXT"
-    ssl_context: ssl.SSLContext | None = None
-    mechanism: str | None = None
-    username: str | None = None
-    password: str | None = None
-
-    @property
-    def uses_sasl(self) -> bool:
-        return self.protocol in ("SASL_PLAINTEXT", "SASL_SSL")
 
 
 def from_properties(props: Mapping[str, str]) -> ClientSecurity:
@@ -79,19 +66,3 @@ def _ssl_context(props: Mapping[str, str]) -> ssl.SSLContext:
     if not props.get("ssl.endpoint.identification.algorithm", "https").strip():
         context.check_hostname = False
     return context
-
-
-def sasl_conversation(security: ClientSecurity) -> Generator[bytes, bytes, None]:
-    """The client's side of one SASL exchange: yields each token to send and is sent each reply.
-
-    Raises ScramException when the broker's SCRAM answers are not genuine (its final signature).
-    """
-    assert security.mechanism is not None and security.username is not None and security.password is not None
-    if security.mechanism == "PLAIN":
-        yield f"\0{security.username}\0{security.password}".encode()
-        return
-    client = ScramClient([security.mechanism], security.username, security.password)
-    server_first = yield client.get_client_first().encode()
-    client.set_server_first(server_first.decode())
-    server_final = yield client.get_client_final().encode()
-    client.set_server_final(server_final.decode())

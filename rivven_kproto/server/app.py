@@ -49,6 +49,7 @@ from .handlers.txn_offset_commit import API_KEY as TXN_OFFSET_COMMIT_API_KEY
 from .http import serve_metrics
 from .log_limits import RateLimitedLog
 from .metrics import BrokerMetrics
+from .peers import configure as configure_peers
 from .sending import send_reply
 from .session import SASL_MAX_RECEIVE_BYTES, ListenerRuntime, Session, open_listeners, raw_sasl_token
 from .txn_verification import add_offsets_at_coordinator, verify_with_coordinator
@@ -457,6 +458,18 @@ async def _run(broker: Broker, config: BrokerConfig, metrics: BrokerMetrics | No
         raise
     server = Server(broker, config, metrics)
     server.default_runtime = bound[0][1]
+    if server.follower is not None:
+        try:  # the brokers of a cluster connect to each other on the inter-broker listener, secured as it is
+            inter_broker = config.inter_broker()
+            configure_peers(config.node_id, inter_broker)
+        except BaseException:
+            for sockets, _ in bound:
+                for socket_listener in sockets:
+                    await socket_listener.aclose()
+            broker.close()
+            raise
+        server.follower.peer_endpoint = next(
+            runtime.advertised for _, runtime in bound if runtime.listener.name == inter_broker.listener.name)
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(server.background)
@@ -492,6 +505,7 @@ async def _run(broker: Broker, config: BrokerConfig, metrics: BrokerMetrics | No
     finally:
         if metrics is not None:
             metrics.broker = None
+        configure_peers(config.node_id, None)
         with trio.CancelScope(shield=True):
             await trio.to_thread.run_sync(broker.close)
         log.info("shut down cleanly")

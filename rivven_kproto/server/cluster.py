@@ -67,6 +67,7 @@ class ClusterFollower:
         self.broker = broker
         self.durability = durability
         self.advertised = advertised
+        self.peer_endpoint: tuple[str, int] | None = None  # the inter-broker listener's address, registered
         self.notify_append = notify_append
         self.warnings = warnings
         self.acknowledged: str | None = None  # the digest of the catalog this broker last said it applied
@@ -76,7 +77,7 @@ class ClusterFollower:
         host, port = self.advertised
         while True:
             try:
-                pulse = await trio.to_thread.run_sync(self.broker.storage.heartbeat, host, port)
+                pulse = await trio.to_thread.run_sync(self.broker.storage.heartbeat, host, port, self.peer_endpoint)
             except CoordinationLost:
                 raise
             except StorageError as exc:
@@ -187,7 +188,7 @@ class ClusterFollower:
         if coordinator is None or event.request is None:
             raise ProtocolError(f"API {event.api_key}: no controller now (the client retries)")
         try:
-            return await exchange(coordinator, event.header, event.request)
+            return await exchange(coordinator, event.header, event.request, self.broker.cluster.self_id)
         except (OSError, trio.TooSlowError) as exc:
             raise ProtocolError(f"API {event.api_key}: forwarding to the controller failed: {exc}") from None
 

@@ -6,9 +6,14 @@ When a transaction ends, the coordinator (the broker holding the coordinator lea
 markers on the partitions it leads itself and sends a WriteTxnMarkers request to the leader of
 each other partition, as Kafka's coordinator does; the leader answers once the markers are
 durable. A broker that is not the controller asks it to create the topics a client's Metadata
-request auto-creates. One short-lived connection per request, to the address the peer
-registered: these are rare (one per transaction and leader, one per new topic) and a connection
-that outlives a peer's restart would only need to be re-made.
+request auto-creates. One short-lived connection per request, to the address of the peer's
+inter-broker listener as it registered it: these are rare (one per transaction and leader, one per
+new topic) and a connection that outlives a peer's restart would only need to be re-made.
+
+The connection is secured as that listener requires (Kafka's ``inter.broker.listener.name``):
+TLS, verified against the listener's trust store, and SASL (SaslHandshake, SaslAuthenticate) with
+the broker's own credentials, so the other broker's authorizer sees this broker's principal (a
+super user, say), never ANONYMOUS. :func:`configure` sets how a broker (by node id) connects.
 """
 
 from __future__ import annotations
@@ -20,9 +25,12 @@ from collections import defaultdict
 from typing import TypeVar
 
 import trio
+from scramp import ScramException
 
 from rivven_kproto.broker.cluster import Node
+from rivven_kproto.broker.config import InterBrokerClient
 from rivven_kproto.broker.remote_markers import RemoteMarker
+from rivven_kproto.broker.security.sasl_client import ClientSecurity, sasl_conversation
 from rivven_kproto.codec.connection import encode_request
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.headers import RequestHeader, ResponseHeader, response_header_version
@@ -37,6 +45,8 @@ from rivven_kproto.codec.messages.create_topics import (
     CreateTopicsRequest,
     CreateTopicsResponse,
 )
+from rivven_kproto.codec.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
+from rivven_kproto.codec.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
 from rivven_kproto.codec.messages.write_txn_markers import (
     WritableTxnMarker,
     WritableTxnMarkerTopic,
@@ -44,6 +54,8 @@ from rivven_kproto.codec.messages.write_txn_markers import (
     WriteTxnMarkersResponse,
 )
 from rivven_kproto.codec.schema import Request, Response
+
+from .tls import client_context
 
 log = logging.getLogger(__name__)
 
@@ -53,8 +65,23 @@ ADD_PARTITIONS_TO_TXN_VERSION = 5  # the broker-to-coordinator form (v4+), with 
 CREATE_TOPICS_VERSION = 4  # the first with -1 (the controller's default) partitions and replication factor
 PEER_TIMEOUT_S = 30.0  # a leader that does not answer within this is asked again later
 MAX_RESPONSE_BYTES = 16 * 1024 * 1024
+SASL_HANDSHAKE_VERSION = 1  # KIP-152: SaslAuthenticate requests follow
+SASL_AUTHENTICATE_VERSION = 1
 _SIZE = struct.Struct(">i")
 R = TypeVar("R", bound=Response)
+# How each broker of this process (by node id) connects to the others; absent: plaintext, no SASL.
+_links: dict[int, ClientSecurity] = {}
+
+
+def configure(self_id: int, client: InterBrokerClient | None) -> None:
+    """Broker ``self_id`` connects to the others as ``client`` says (None: forget it, at stop).
+    ConfigError when its TLS trust or key store cannot be loaded."""
+    if client is None:
+        _links.pop(self_id, None)
+        return
+    listener = client.listener
+    context = client_context(client.security) if listener.uses_tls else None
+    _links[self_id] = ClientSecurity(listener.protocol, context, client.mechanism, client.username, client.password)
 
 
 def peer_client_id(node_id: int) -> str:
@@ -105,8 +132,8 @@ async def send_markers(leader: Node, markers: list[RemoteMarker], self_id: int, 
     try:
         response = await call(leader, request, WRITE_TXN_MARKERS_VERSION, WriteTxnMarkersResponse, self_id)
     except (OSError, trio.TooSlowError) as exc:
-        log.info("WriteTxnMarkers to node %d (%s:%d) failed: %s; asked again later", leader.node_id, leader.host,
-                 leader.port, exc)
+        log.info("WriteTxnMarkers to node %d (%s:%d) failed: %s; asked again later", leader.node_id,
+                 *leader.peer_address, exc)
         return written
     errors = marker_errors(response)
     for marker in markers:
@@ -160,23 +187,76 @@ async def call(node: Node, request: Request, version: int, response_cls: type[R]
     """One request of this broker's own (client id ``kproto-broker-<id>``) and its decoded response."""
     header = RequestHeader(request_api_key=request.API_KEY, request_api_version=version, correlation_id=1,
                            client_id=peer_client_id(self_id))
-    frame = await exchange(node, header, request)
+    frame = await exchange(node, header, request, self_id)
     body = io.BytesIO(frame)
     body.seek(_SIZE.size)
     ResponseHeader.decode_from(body, response_header_version(type(request), version))
     return response_cls.decode(frame[body.tell():], version)
 
 
-async def exchange(node: Node, header: RequestHeader, request: Request) -> bytes:
-    """Send one request (with this header) to ``node`` on a connection of its own; its response
-    frame as it came (size prefix, header with the request's correlation id, body). The
-    coordinator's markers and a follower's forwarding of a client's request both go this way."""
+async def exchange(node: Node, header: RequestHeader, request: Request, self_id: int) -> bytes:
+    """Send one request (with this header) to ``node`` on a connection of its own (secured as
+    broker ``self_id`` was configured to); its response frame as it came (size prefix, header with
+    the request's correlation id, body). The coordinator's markers and a follower's forwarding of
+    a client's request both go this way. OSError when the peer cannot be reached or refuses this
+    broker's TLS or SASL."""
+    security = _links.get(self_id)
+    host, port = node.peer_address
     with trio.fail_after(PEER_TIMEOUT_S):
-        stream = await trio.open_tcp_stream(node.host, node.port)
+        stream: trio.abc.Stream = await trio.open_tcp_stream(host, port)
         async with stream:
-            await stream.send_all(encode_request(header, request))
-            size = await _read_exactly(stream, _SIZE.size)
-            (length,) = _SIZE.unpack(size)
-            if not 0 < length <= MAX_RESPONSE_BYTES:
-                raise OSError(f"a response of {length} bytes")
-            return size + await _read_exactly(stream, length)
+            if security is not None and security.ssl_context is not None:
+                stream = trio.SSLStream(stream, security.ssl_context, server_hostname=host)
+                try:
+                    await stream.do_handshake()
+                except trio.BrokenResourceError as exc:
+                    raise OSError(f"TLS handshake with node {node.node_id} failed: {exc.__cause__ or exc}") from None
+            if security is not None and security.uses_sasl:
+                await _authenticate(stream, security, header.client_id)
+            return await _round_trip(stream, encode_request(header, request))
+
+
+async def _round_trip(stream: trio.abc.Stream, frame: bytes) -> bytes:
+    try:
+        await stream.send_all(frame)
+        size = await _read_exactly(stream, _SIZE.size)
+        (length,) = _SIZE.unpack(size)
+        if not 0 < length <= MAX_RESPONSE_BYTES:
+            raise OSError(f"a response of {length} bytes")
+        return size + await _read_exactly(stream, length)
+    except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+        raise OSError(f"the peer closed the connection: {exc.__cause__ or exc}") from None
+
+
+async def _sasl_request(stream: trio.abc.Stream, request: Request, version: int, response_cls: type[R],
+                        client_id: str | None, correlation_id: int) -> R:
+    header = RequestHeader(request_api_key=request.API_KEY, request_api_version=version,
+                           correlation_id=correlation_id, client_id=client_id)
+    frame = await _round_trip(stream, encode_request(header, request))
+    body = io.BytesIO(frame)
+    body.seek(_SIZE.size)
+    ResponseHeader.decode_from(body, response_header_version(type(request), version))
+    return response_cls.decode(frame[body.tell():], version)
+
+
+async def _authenticate(stream: trio.abc.Stream, security: ClientSecurity, client_id: str | None) -> None:
+    """SaslHandshake, then SaslAuthenticate rounds (PLAIN, or SCRAM); OSError if refused."""
+    assert security.mechanism is not None
+    handshake = await _sasl_request(stream, SaslHandshakeRequest(mechanism=security.mechanism),
+                                    SASL_HANDSHAKE_VERSION, SaslHandshakeResponse, client_id, 1)
+    if handshake.error_code:
+        raise OSError(f"SASL {security.mechanism} refused: {Errors(handshake.error_code).name}")
+    conversation = sasl_conversation(security)
+    try:
+        token = next(conversation)
+        while True:
+            response = await _sasl_request(stream, SaslAuthenticateRequest(auth_bytes=token),
+                                           SASL_AUTHENTICATE_VERSION, SaslAuthenticateResponse, client_id, 1)
+            if response.error_code:
+                raise OSError(f"SASL {security.mechanism} as {security.username} refused: "
+                              f"{Errors(response.error_code).name} {response.error_message or ''}".rstrip())
+            token = conversation.send(bytes(response.auth_bytes))
+    except StopIteration:
+        return
+    except ScramException as exc:
+        raise OSError(f"SCRAM: the peer's answers are not genuine: {exc}") from None

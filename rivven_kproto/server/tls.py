@@ -48,3 +48,26 @@ def peer_dn(stream_ssl_object: ssl.SSLObject | None) -> str | None:
 
 _SHORT = {"commonName": "CN", "organizationName": "O", "organizationalUnitName": "OU", "countryName": "C",
           "localityName": "L", "stateOrProvinceName": "ST"}
+
+
+def client_context(security: SecurityConfig) -> ssl.SSLContext:
+    """The TLS context this broker connects to the other brokers with: their certificates verified
+    against the listener's trust store (the system's CAs without one) and, unless
+    ``ssl.endpoint.identification.algorithm`` is empty, their host name (Kafka's default, https);
+    its own key store presented as its client certificate (for ``ssl.client.auth=required``)."""
+    try:
+        context = ssl.create_default_context(
+            cafile=str(security.truststore_location) if security.truststore_location is not None else None,
+            cadata=security.truststore_certificates or None,
+        )
+        versions = [_VERSIONS[v] for v in security.enabled_protocols if v in _VERSIONS]
+        if versions:
+            context.minimum_version, context.maximum_version = min(versions), max(versions)
+        if security.keystore_location is not None:
+            context.load_cert_chain(security.keystore_location, password=security.key_password)
+        elif security.keystore_certificate_chain and security.keystore_key:
+            load_inline_chain(context, security.keystore_key, security.keystore_certificate_chain, security.key_password)
+    except (OSError, ssl.SSLError) as exc:
+        raise ConfigError(f"cannot load the inter-broker TLS trust or key store: {exc}") from None
+    context.check_hostname = security.endpoint_identification
+    return context

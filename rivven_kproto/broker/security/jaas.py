@@ -19,3 +19,12 @@ def plain_users(jaas: str) -> dict[str, str]:
         for key, value in _OPTION.findall(jaas)
         if key.startswith("user_")
     }
+
+
+def login_credentials(jaas: str) -> tuple[str, str] | None:
+    """The ``username``/``password`` options of a PlainLoginModule or ScramLoginModule line: the
+    credentials a broker authenticates with to the other brokers (None: the line has none)."""
+    options = {key: value.replace('\\"', '"').replace("\\\\", "\\") for key, value in _OPTION.findall(jaas)}
+    if "username" not in options or "password" not in options:
+        return None
+    return options["username"], options["password"]

@@ -90,9 +90,10 @@ class Storage(Protocol):
         """Worker thread: make what a round captured durable (fsyncs, or one database commit)."""
         ...
 
-    def heartbeat(self, host: str, port: int) -> Pulse | None:
-        """Worker thread: tell the store this broker (advertised at host:port) is alive; a shared
-        store answers with the brokers serving it (None: this broker is alone)."""
+    def heartbeat(self, host: str, port: int, peer: tuple[str, int] | None = None) -> Pulse | None:
+        """Worker thread: tell the store this broker (advertised at host:port, its inter-broker
+        listener at ``peer``) is alive; a shared store answers with the brokers serving it (None:
+        this broker is alone)."""
         ...
 
     def acknowledge_catalog(self, digest: str) -> None:

@@ -69,7 +69,7 @@ class NativeStorage:
     def sync(self, pending: list[Any]) -> None:
         sync_all(pending)
 
-    def heartbeat(self, host: str, port: int) -> None:
+    def heartbeat(self, host: str, port: int, peer: tuple[str, int] | None = None) -> None:
         """Alone: there is no one to tell (the broker leads and coordinates everything)."""
 
     def drop_partition(self, topic_id: Any, index: int, work: BlockingWork) -> None:

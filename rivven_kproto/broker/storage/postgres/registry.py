@@ -47,14 +47,17 @@ class Registration:
     port: int
     incarnation: uuid.UUID
     role: str = STANDBY
+    peer_host: str | None = None  # the inter-broker listener's address (None: host, port)
+    peer_port: int | None = None
 
     def beat(self, conn: psycopg.Connection[Any]) -> None:
         """Insert or refresh the row (one statement, autocommit or inside the caller's transaction)."""
         conn.execute(
-            "INSERT INTO kproto_brokers (incarnation, node_id, host, port, role) VALUES (%s, %s, %s, %s, %s)"
-            " ON CONFLICT (incarnation) DO UPDATE SET host = EXCLUDED.host, port = EXCLUDED.port,"
-            " role = EXCLUDED.role, heartbeat_at = now()",
-            (self.incarnation, self.node_id, self.host, self.port, self.role),
+            "INSERT INTO kproto_brokers (incarnation, node_id, host, port, role, peer_host, peer_port)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (incarnation) DO UPDATE SET host = EXCLUDED.host,"
+            " port = EXCLUDED.port, role = EXCLUDED.role, peer_host = EXCLUDED.peer_host,"
+            " peer_port = EXCLUDED.peer_port, heartbeat_at = now()",
+            (self.incarnation, self.node_id, self.host, self.port, self.role, self.peer_host, self.peer_port),
         )
 
     def register(self, conn: psycopg.Connection[Any]) -> None:
@@ -85,15 +88,17 @@ _SERVING_NOW = (
 )
 
 
-def live_nodes(conn: psycopg.Connection[Any]) -> list[tuple[int, str, int, str]]:
+def live_nodes(conn: psycopg.Connection[Any]) -> list[tuple[int, str, int, str, str | None, int | None]]:
     """The brokers serving now: a fresh heartbeat and the node's lock held (a broker's lock ends
     with its database session, so one killed leaves at once, not after the session timeout).
-    (node id, host, port, role), by node id."""
+    (node id, host, port, role, inter-broker host, inter-broker port), by node id."""
     rows = conn.execute(
-        "SELECT DISTINCT ON (b.node_id) b.node_id, b.host, b.port, b.role FROM kproto_brokers b WHERE"
-        + _SERVING_NOW + " ORDER BY b.node_id, b.heartbeat_at DESC", (SESSION_TIMEOUT_S, NODE_LOCK_CLASS)
+        "SELECT DISTINCT ON (b.node_id) b.node_id, b.host, b.port, b.role, b.peer_host, b.peer_port"
+        " FROM kproto_brokers b WHERE" + _SERVING_NOW + " ORDER BY b.node_id, b.heartbeat_at DESC",
+        (SESSION_TIMEOUT_S, NODE_LOCK_CLASS)
     ).fetchall()
-    return [(int(n), str(h), int(p), str(r)) for n, h, p, r in rows]
+    return [(int(n), str(h), int(p), str(r), None if ph is None else str(ph), None if pp is None else int(pp))
+            for n, h, p, r, ph, pp in rows]
 
 
 def acknowledge_catalog(conn: psycopg.Connection[Any], incarnation: uuid.UUID, digest: str) -> None:

@@ -76,6 +76,11 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE kproto_brokers ADD COLUMN catalog_seen text;
     """,
+    # 4: the address of each broker's inter-broker listener (NULL: its advertised address, as a
+    # broker without this migration registers).
+    """
+    ALTER TABLE kproto_brokers ADD COLUMN peer_host text, ADD COLUMN peer_port integer;
+    """,
 ]
 
 

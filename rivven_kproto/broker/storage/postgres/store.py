@@ -369,7 +369,7 @@ class PostgresStorage:
     def sync(self, pending: list[Any]) -> None:
         self.commit(pending)
 
-    def heartbeat(self, host: str, port: int) -> Pulse | None:
+    def heartbeat(self, host: str, port: int, peer: tuple[str, int] | None = None) -> Pulse | None:
         """Worker thread, every ``heartbeat_interval_s``: refresh this broker's registry row, take
         the coordinator lease if its holder is gone, and read who serves, the topic catalog and
         the other documents' digests (md5 in the database: a few bytes each, whatever their size)."""
@@ -377,6 +377,7 @@ class PostgresStorage:
         if registration is None:
             return None
         registration.host, registration.port = host, port
+        registration.peer_host, registration.peer_port = peer if peer is not None else (None, None)
         try:
             with self._owner_lock:
                 self._check_ownership(force=True)
@@ -391,7 +392,7 @@ class PostgresStorage:
                 owners = self.shard_owners(conn)
                 row = conn.execute("SELECT data FROM kproto_documents WHERE name = 'topics.json'").fetchone()
                 digests = conn.execute("SELECT name, md5(data) FROM kproto_documents WHERE name <> 'topics.json'").fetchall()
-            live = sorted({n for n, _, _, _ in nodes} | {self.node_id})
+            live = sorted({node[0] for node in nodes} | {self.node_id})
             with self._owner_lock:
                 for shard in self.shards_held:
                     owners[shard] = self.node_id
@@ -399,14 +400,14 @@ class PostgresStorage:
                 self._beats += 1
         except psycopg.Error as exc:
             raise StorageUnavailable(f"heartbeat: {exc}") from exc
-        coordinator = next((n for n, _, _, role in nodes if role == COORDINATOR), None)
+        coordinator = next((n for n, _, _, role, _, _ in nodes if role == COORDINATOR), None)
         # The lease is taken over only after its holder has been gone for a few heartbeats in a
         # row: a holder killed is gone for good, one whose database restarted is back at once.
         self._lease_unheld_beats = 0 if coordinator is not None or self.coordinating else self._lease_unheld_beats + 1
         if self.coordinating:
             coordinator = self.node_id
-        return Pulse(tuple(Node(n, h, p) for n, h, p, _ in nodes), coordinator, bytes(row[0]) if row else None,
-                     {str(name): str(digest) for name, digest in digests}, owners)
+        return Pulse(tuple(Node(n, h, p, ph, pp) for n, h, p, _, ph, pp in nodes), coordinator,
+                     bytes(row[0]) if row else None, {str(name): str(digest) for name, digest in digests}, owners)
 
     def acknowledge_catalog(self, digest: str) -> None:
         """Worker thread: this broker applied the catalog with this digest."""

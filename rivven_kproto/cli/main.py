@@ -7,7 +7,6 @@ Exit status: 0 success, 1 the operation failed (``error: <KAFKA_ERROR_NAME>: <wh
 from __future__ import annotations
 
 import errno
-import gc
 import logging
 import os
 import re
@@ -214,16 +213,9 @@ async def _serve_until_signalled(config: BrokerConfig) -> None:
                     nursery.cancel_scope.cancel()
                     return
 
-            async def run_broker(task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-                await serve_broker(config, task_status=task_status)
-                nursery.cancel_scope.cancel()
-
             nursery.start_soon(stop_on_signal)
-            await nursery.start(run_broker)
-            # What start-up built (modules, codec structures, recovered state) lives as long as the
-            # process: frozen out of the collector's sight, a full collection no longer walks it.
-            gc.collect()
-            gc.freeze()
+            await serve_broker(config)
+            nursery.cancel_scope.cancel()
 
 
 main.add_command(cluster.cluster)

@@ -168,15 +168,14 @@ class Server:
                 self._count_auth_failure(listener_name, "TLS")
                 return
             while not self.stopping:
-                with trio.CancelScope() as waiting:
+                # One scope per wait (they cost): cancelled by drain() (stopping) or at the idle deadline.
+                with trio.CancelScope(deadline=trio.current_time() + idle_s) as waiting:
                     self._idle_scopes.add(waiting)
-                    with trio.move_on_after(idle_s) as idle:
-                        data = await stream.receive_some(RECEIVE_SIZE)
+                    data = await stream.receive_some(RECEIVE_SIZE)
                 self._idle_scopes.discard(waiting)
                 if waiting.cancelled_caught:
-                    return
-                if idle.cancelled_caught:
-                    log.info("closing idle connection from %s", peer)
+                    if not self.stopping:
+                        log.info("closing idle connection from %s", peer)
                     return
                 if not data:
                     return

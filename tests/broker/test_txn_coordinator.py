@@ -742,3 +742,28 @@ def test_torn_tail_after_crash_reopens_the_transaction_it_held(tmp_path: Path) -
 
 def decode_entries(path: Path) -> list[bytes]:
     return scan(path.read_bytes())[0]
+
+
+@pytest.mark.parametrize("txn", [
+    TxnMetadata("plain", 7, 3, 60_000),
+    TxnMetadata("ünïcode \"quoted\" \\ id\n", 2**40, 32766, 1, TxnState.PREPARE_COMMIT, 5, 32765,
+                frozenset({("b-topic", 3), ("a-topic", 10), ("a-topic", 2), ("tøpic", 0)}),
+                frozenset({"g2", "g1", "grüppe"}), 1_700_000_000_000, 1_700_000_000_123, 2, 99),
+    TxnMetadata("dead", 0, 0, 1, TxnState.DEAD, -1, -1, start_ms=-1, last_update_ms=-1),
+])
+def test_entry_encoding_is_json_dumps_byte_for_byte(txn: TxnMetadata) -> None:
+    """The hand-written entry encoding writes exactly what json.dumps wrote before it, and replays."""
+    encoded = coordinator_module._encode(txn)
+    assert encoded == json.dumps(txn.to_json(), separators=(",", ":")).encode()
+    assert TxnMetadata.from_json(json.loads(encoded)) == txn
+
+
+def test_evolve_copies_and_refuses_unknown_fields() -> None:
+    txn = TxnMetadata("t", 1, 0, 1000, partitions=frozenset({("a", 0)}))
+    ongoing = txn.evolve(state=TxnState.ONGOING, producer_epoch=1)
+    assert ongoing == TxnMetadata("t", 1, 1, 1000, TxnState.ONGOING, partitions=frozenset({("a", 0)}))
+    assert txn.state is TxnState.EMPTY and txn.producer_epoch == 0
+    with pytest.raises(TypeError):
+        txn.evolve(no_such_field=1)
+    with pytest.raises(AttributeError):
+        ongoing.state = TxnState.EMPTY  # type: ignore[misc]

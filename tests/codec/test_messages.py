@@ -57,3 +57,21 @@ def test_setting_a_field_absent_from_the_version_raises() -> None:
 def test_unknown_version_raises() -> None:
     with pytest.raises(UnsupportedVersionError):
         ApiVersionsResponse().encode(5)
+
+
+def test_runs_of_fixed_size_fields_fail_as_field_by_field() -> None:
+    """Consecutive fixed-size fields are read and written with one struct call; a short body or a
+    bad value still fails at the field, with the errors of the field-by-field path."""
+    from rivven_kproto.codec.messages.end_txn import EndTxnRequest
+    from rivven_kproto.codec.schema.struct import DecodeError, EncodeError
+
+    request = EndTxnRequest(transactional_id="t", producer_id=2**40, producer_epoch=7, committed=True)
+    body = request.encode(1)
+    assert EndTxnRequest.decode(body, 1) == request
+    for cut in range(1, len(body)):
+        with pytest.raises(DecodeError):
+            EndTxnRequest.decode(body[:cut], 1)
+    with pytest.raises(EncodeError, match="given value 40000"):
+        EndTxnRequest(transactional_id="t", producer_id=1, producer_epoch=40_000, committed=True).encode(1)
+    with pytest.raises(EncodeError):
+        EndTxnRequest(transactional_id="t", producer_id="1", producer_epoch=1, committed=True).encode(1)  # type: ignore[arg-type]

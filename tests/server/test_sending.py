@@ -94,3 +94,27 @@ async def test_a_file_shortened_under_the_send_breaks_the_connection(segment: tu
     with pytest.RaisesGroup(ShortRegion):
         await over_tcp(frame, len(expected))
     assert all(region.parts == [] for region in frame.external if isinstance(region, FileRegion))
+
+
+async def test_bytes_larger_than_the_socket_buffers_arrive_whole() -> None:
+    """A bytes reply is written at once as far as the socket takes it; send_all sends the rest."""
+    data = os.urandom(SIZE)
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    client = await trio.open_tcp_stream("127.0.0.1", listeners[0].socket.getsockname()[1])
+    server = await listeners[0].accept()
+    sent: list[tuple[int, int]] = []
+    async with trio.open_nursery() as nursery:
+        async def send() -> None:
+            sent.append(await send_reply(server, data))
+            sent.append(await send_reply(server, b"small"))
+        nursery.start_soon(send)
+        received = await receive_all(client, SIZE + 5)
+    assert received == data + b"small"
+    assert sent == [(SIZE, 0), (5, 0)]
+    await client.aclose()
+    with pytest.raises(trio.BrokenResourceError):
+        for _ in range(100):  # the peer is gone: a write fails (at once, or once the reset arrives)
+            await send_reply(server, b"x" * 65536)
+            await trio.lowlevel.checkpoint()
+    for stream in (server, *listeners):
+        await stream.aclose()

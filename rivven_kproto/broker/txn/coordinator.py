@@ -42,6 +42,7 @@ from .legacy_log import has_legacy, read_legacy, remove_legacy
 from .state import VALID_PREVIOUS, TxnMetadata, TxnState
 
 log = logging.getLogger(__name__)
+_string = json.encoder.encode_basestring_ascii  # a JSON string literal, as json.dumps writes it
 
 INT16_MAX = 0x7FFF
 MAX_EPOCH = INT16_MAX - 1  # Short.MAX_VALUE - 1: at this epoch a new producer id is allocated
@@ -535,7 +536,18 @@ class TransactionCoordinator:
 
 
 def _encode(txn: TxnMetadata) -> bytes:
-    return json.dumps(txn.to_json(), separators=(",", ":")).encode()
+    """The entry: ``json.dumps(txn.to_json(), separators=(",", ":"))``, byte for byte (a test holds
+    them equal), written out directly since each transaction logs three of them."""
+    partitions = ",".join(f"[{_string(topic)},{index}]" for topic, index in sorted(txn.partitions))
+    groups = ",".join(_string(group) for group in sorted(txn.groups))
+    return (
+        f'{{"transactional_id":{_string(txn.transactional_id)},"producer_id":{int(txn.producer_id)},'
+        f'"producer_epoch":{int(txn.producer_epoch)},"timeout_ms":{int(txn.timeout_ms)},'
+        f'"state":{_string(txn.state.value)},"last_producer_id":{int(txn.last_producer_id)},'
+        f'"last_producer_epoch":{int(txn.last_producer_epoch)},"partitions":[{partitions}],"groups":[{groups}],'
+        f'"start_ms":{int(txn.start_ms)},"last_update_ms":{int(txn.last_update_ms)},'
+        f'"client_txn_version":{int(txn.client_txn_version)},"next_producer_id":{int(txn.next_producer_id)}}}'
+    ).encode()
 
 
 def _epoch_exhausted(epoch: int) -> bool:

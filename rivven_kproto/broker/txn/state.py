@@ -67,7 +67,15 @@ class TxnMetadata:
     next_producer_id: int = -1
 
     def evolve(self, **changes: Any) -> TxnMetadata:
-        return dataclasses.replace(self, **changes)
+        """A copy with ``changes`` (as ``dataclasses.replace``, without its per-call field walk:
+        every transition makes one or two of these)."""
+        if not changes.keys() <= _FIELD_NAMES:
+            raise TypeError(f"unknown TxnMetadata fields {sorted(changes.keys() - _FIELD_NAMES)}")
+        copy = object.__new__(TxnMetadata)
+        state = copy.__dict__
+        state.update(self.__dict__)
+        state.update(changes)
+        return copy
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -108,3 +116,6 @@ class TxnMetadata:
     def is_v2(self) -> bool:
         """Moved by transactions-V2 requests: ending it bumps the epoch (KIP-890 part 2)."""
         return self.client_txn_version >= 2
+
+
+_FIELD_NAMES = frozenset(f.name for f in dataclasses.fields(TxnMetadata))

@@ -11,10 +11,25 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import struct
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar, dataclass_transform
 
-from construct import Construct, ConstructError, SizeofError, StreamError, ValidationError
+from construct import (
+    Construct,
+    ConstructError,
+    Flag,
+    Float64b,
+    Int8sb,
+    Int16sb,
+    Int16ub,
+    Int32sb,
+    Int32ub,
+    Int64sb,
+    SizeofError,
+    StreamError,
+    ValidationError,
+)
 
 from .fields import FieldSpec
 from .primitives import UVarInt, remaining
@@ -25,6 +40,38 @@ M = TypeVar("M", bound="Message")
 T = TypeVar("T")
 
 _UVARINT = UVarInt(5)
+# Fixed-size primitives and their struct codes: consecutive ones are read and written with one
+# struct call (a run), which is what construct does for each of them one at a time.
+_FIXED: dict[int, str] = {
+    id(Int8sb): "b", id(Int16sb): "h", id(Int32sb): "i", id(Int64sb): "q", id(Int16ub): "H", id(Int32ub): "I",
+    id(Float64b): "d", id(Flag): "?",
+}
+
+# One step of a struct's regular fields: (name, construct, None) for a single field, or
+# (names, ((name, construct), ...), struct.Struct) for a run of two or more fixed-size ones.
+Step = tuple[Any, Any, "struct.Struct | None"]
+
+
+def _steps(regular: list[tuple[str, Construct]]) -> list[Step]:
+    steps: list[Step] = []
+    run: list[tuple[str, Construct]] = []
+
+    def close_run() -> None:
+        if len(run) >= 2:
+            codes = "".join(_FIXED[id(con)] for _, con in run)
+            steps.append((tuple(name for name, _ in run), tuple(run), struct.Struct(">" + codes)))
+        else:
+            steps.extend((name, con, None) for name, con in run)
+        run.clear()
+
+    for name, con in regular:
+        if id(con) in _FIXED:
+            run.append((name, con))
+        else:
+            close_run()
+            steps.append((name, con, None))
+    close_run()
+    return steps
 
 
 class DecodeError(ValueError):
@@ -105,11 +152,23 @@ class StructCon(Construct):  # type: ignore[misc]
             else:
                 regular.append((spec.name, con))
         self.regular = regular
+        self.steps = _steps(regular)
         self.tagged = tagged
         self.absent = absent
 
     def _parse(self, stream: io.BytesIO, context: Any, path: str) -> Struct:
-        values: dict[str, Any] = {name: con._parse(stream, context, path) for name, con in self.regular}
+        values: dict[str, Any] = {}
+        for name, con, run in self.steps:
+            if run is None:
+                values[name] = con._parse(stream, context, path)
+                continue
+            data = stream.read(run.size)
+            if len(data) == run.size:
+                values.update(zip(name, run.unpack(data), strict=True))
+            else:  # short: field by field, for construct's own error at the field that is cut
+                stream.seek(-len(data), io.SEEK_CUR)
+                for field_name, field_con in con:
+                    values[field_name] = field_con._parse(stream, context, path)
         if self.flexible:
             self._parse_tagged(stream, values, path)
         return self.cls(**values)
@@ -141,8 +200,17 @@ class StructCon(Construct):  # type: ignore[misc]
                 raise ValidationError(
                     f"{self.name}.{name} is set but does not exist in version {self.version}", path=path
                 )
-        for name, con in self.regular:
-            con._build(getattr(obj, name), stream, context, path)
+        for name, con, run in self.steps:
+            if run is None:
+                con._build(getattr(obj, name), stream, context, path)
+                continue
+            try:
+                data = run.pack(*[getattr(obj, field_name) for field_name in name])
+            except (struct.error, TypeError):  # field by field, for construct's own error
+                for field_name, field_con in con:
+                    field_con._build(getattr(obj, field_name), stream, context, path)
+                continue
+            stream.write(data)
         if self.flexible:
             self._build_tagged(obj, stream, path)
         return obj

@@ -13,8 +13,11 @@ from pathlib import Path
 import psycopg
 
 from rivven_kproto.broker.cluster import catalog_digest
+from rivven_kproto.testing.postgres import PostgresServer, create_database
 
-from .test_cluster import NODES, all_see, create, three_brokers
+from .broker_process import BrokerProcess
+from .test_cluster import NODES, all_see, create, described_by, three_brokers
+from .test_eos import BROKER_ENV
 from .txn_helpers import TIMEOUT_S, wait_for
 
 REFUSE_ACKNOWLEDGEMENTS = """
@@ -52,3 +55,21 @@ def test_a_follower_whose_catalog_acknowledgement_fails_keeps_serving(tmp_path: 
         # Retried at a later heartbeat: both followers acknowledge the catalog they follow.
         assert wait_for(acknowledged, TIMEOUT_S)
         assert all(b.alive() for b in brokers.values())
+
+
+def test_brokers_of_another_database_on_the_same_server_hold_no_node_id_here(
+        tmp_path: Path, postgres_server: PostgresServer) -> None:
+    """Node locks are a database's own: a broker serving another database of the same PostgreSQL
+    server as node 0 neither keeps a broker of this one from taking node 0 nor counts as alive here."""
+    other, here = create_database(postgres_server), create_database(postgres_server)
+    brokers = [BrokerProcess(tmp_path / f"{name}-data", tmp_path / f"{name}.log", ["--storage", url], env=BROKER_ENV)
+               for name, url in (("other", other), ("here", here))]
+    try:
+        elsewhere = brokers[0].start()
+        assert "node id 0 assigned from the database" in elsewhere.log_text()
+        this = brokers[1].start()
+        assert "node id 0 assigned from the database" in this.log_text()
+        assert [b.node_id for b in described_by(this).brokers] == [0]
+    finally:
+        for broker in brokers:
+            broker.kill()

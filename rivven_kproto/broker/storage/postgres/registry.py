@@ -84,7 +84,8 @@ def members(conn: psycopg.Connection[Any]) -> list[Member]:
 _SERVING_NOW = (
     " b.role <> 'standby' AND b.heartbeat_at >= now() - make_interval(secs => %s)"
     " AND EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2"
-    " AND l.classid::bigint = %s AND l.objid::bigint = (b.node_id::bigint & 4294967295))"
+    " AND l.classid::bigint = %s AND l.objid::bigint = (b.node_id::bigint & 4294967295)"
+    " AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()))"
 )
 
 

@@ -240,7 +240,8 @@ class PostgresStorage:
         one, since the lock is the database's). Ids held now are skipped without a try."""
         rows = owner.execute(
             "SELECT objid::bigint FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 2"
-            " AND classid::bigint = %s", (NODE_LOCK_CLASS,)).fetchall()
+            " AND classid::bigint = %s AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+            (NODE_LOCK_CLASS,)).fetchall()
         held = {int(objid) for (objid,) in rows}
         for node_id in range(MAX_ASSIGNED_NODE_ID + 1):
             if node_id not in held and cls._try_node_lock(owner, node_id):

@@ -395,6 +395,23 @@ def test_failed_marker_stays_prepare_and_tick_retries_without_aborting(s: Setup)
     assert s.coord.end_txn(TID, pid, epoch, True, NOW) == Errors.NONE
 
 
+def test_markers_failing_again_and_again_are_warned_about_once_per_interval(
+        s: Setup, caplog: pytest.LogCaptureFixture) -> None:
+    pid, epoch = s.ready()
+    s.coord.add_partitions(TID, pid, epoch, [T1], NOW)
+    s.markers.failing = {T1}
+    assert s.coord.end_txn(TID, pid, epoch, True, NOW) == Errors.NONE
+    interval = coordinator_module.MARKER_WARNING_INTERVAL_MS
+    with caplog.at_level("WARNING", logger=coordinator_module.__name__):
+        for step in range(1, 2 * interval // 200 + 1):  # a retry every 200 ms for two intervals
+            s.coord.retry_unwritten(NOW + step * 200)
+    warnings = [r for r in caplog.records if "not written yet" in r.getMessage()]
+    assert len(warnings) == 2
+    s.markers.failing = set()
+    s.coord.retry_unwritten(NOW + 3 * interval)
+    assert s.state().state is TxnState.COMPLETE_COMMIT
+
+
 def test_failed_log_write_changes_nothing(s: Setup, monkeypatch: pytest.MonkeyPatch) -> None:
     pid, epoch = s.ready()
     before = s.state()

@@ -48,6 +48,7 @@ INT16_MAX = 0x7FFF
 MAX_EPOCH = INT16_MAX - 1  # Short.MAX_VALUE - 1: at this epoch a new producer id is allocated
 NO_EPOCH = -1
 COMPACT_AFTER_ENTRIES = 10_000
+MARKER_WARNING_INTERVAL_MS = 10_000  # how often a transaction whose markers keep failing is warned about
 
 Partition = tuple[str, int]
 # (producer id, epoch, commit, partitions, now_ms) -> partitions whose marker could not be written
@@ -96,6 +97,7 @@ class TransactionCoordinator:
         self.txns: dict[str, TxnMetadata] = {}
         self.by_producer: dict[int, str] = {}
         self.unwritten: dict[str, set[Partition]] = {}
+        self._marker_warned_ms: dict[str, int] = {}  # when a transaction's failing markers were last warned about
         self.counters = TxnCounters()
 
     # -- persistence --------------------------------------------------------------------------
@@ -436,12 +438,19 @@ class TransactionCoordinator:
         if failed:
             # The first attempt leaves the markers of partitions other brokers lead unwritten
             # (their leaders are asked): only a retry that still finds some is worth a warning.
+            # Retries come every fraction of a second while a leader is unreachable: warn once
+            # per MARKER_WARNING_INTERVAL_MS for each transaction.
             retried = txn.transactional_id in self.unwritten
-            log.log(logging.WARNING if retried else logging.DEBUG, "%d markers of %s not written yet; will retry",
-                    len(failed), txn.transactional_id)
+            warned = self._marker_warned_ms.get(txn.transactional_id)
+            if retried and (warned is None or now_ms - warned >= MARKER_WARNING_INTERVAL_MS):
+                self._marker_warned_ms[txn.transactional_id] = now_ms
+                log.warning("%d markers of %s not written yet; retrying", len(failed), txn.transactional_id)
+            else:
+                log.debug("%d markers of %s not written yet; will retry", len(failed), txn.transactional_id)
             self.unwritten[txn.transactional_id] = failed
             return
         self.unwritten.pop(txn.transactional_id, None)
+        self._marker_warned_ms.pop(txn.transactional_id, None)
         if self.complete_after_sync:
             self.awaiting_sync[txn.transactional_id] = txn
             return

@@ -140,21 +140,27 @@ class ClusterFollower:
                 continue
             dropped = broker.drop_shard(shard)
             handed_over.add(shard)
-            if dropped is not None:
-                log.info("node %d hands coordinator shard %d over to node %d", cluster.self_id, shard, preferred)
-                # A flush round under way may hold some of its entries: it ends first; then the
-                # rest are committed (each commit checks the lock), then the lock goes.
-                await self.durability.sync()
-                await trio.to_thread.run_sync(dropped.close)
-            await trio.to_thread.run_sync(broker.storage.release_shard, shard)
+            try:
+                if dropped is not None:
+                    log.info("node %d hands coordinator shard %d over to node %d", cluster.self_id, shard, preferred)
+                    # A flush round under way may hold some of its entries: it ends first; then the
+                    # rest are committed (each commit checks the lock), then the lock goes.
+                    await self.durability.sync()
+                    await trio.to_thread.run_sync(dropped.close)
+            finally:
+                # Also when that commit failed (its requests were never answered): a shard this
+                # broker no longer serves must not stay locked where no broker can take it.
+                await trio.to_thread.run_sync(broker.storage.release_shard, shard)
         loaded = False
-        for shard in cluster.shards_of(cluster.self_id):
-            if shard not in broker.shards and shard not in handed_over:
-                broker.load_shard(shard, wall_clock_ms())
-                loaded = True
-        if loaded:
-            self.durability.attach_coordinators()
-            self.notify_append()
+        try:
+            for shard in cluster.shards_of(cluster.self_id):
+                if shard not in broker.shards and shard not in handed_over:
+                    broker.load_shard(shard, wall_clock_ms())
+                    loaded = True
+        finally:
+            if loaded:  # also when a later shard failed to load (retried at the next heartbeat)
+                self.durability.attach_coordinators()
+                self.notify_append()
 
     def _read_documents(self, names: list[str]) -> dict[str, bytes | None]:
         """Worker thread: the stored bytes of these documents."""

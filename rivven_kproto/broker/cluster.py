@@ -59,6 +59,11 @@ class ClusterView:
         """The node coordinating this group or transactional id now (None: nobody holds its shard)."""
         return self.shard_owner(shard_of(key, self.shard_count))
 
+    def key_coordinator(self, key: str) -> Node | None:
+        """The live broker coordinating this group or transactional id now, if any."""
+        owner = self.key_owner(key)
+        return self.node(owner) if owner is not None else None
+
     def ranked_for_shard(self, shard: int) -> list[int]:
         return ranked_for_shard(self.node_ids, shard)
 

@@ -60,8 +60,7 @@ async def verify_with_coordinator(broker: Broker, ctx: RequestContext, request: 
     if not wanted:
         return
     v2 = client_txn_version(ctx.config.transaction_version, version, PRODUCE_V2) >= 2
-    owner = broker.cluster.key_owner(transactional_id)  # the broker coordinating its shard
-    coordinator = broker.cluster.node(owner) if owner is not None else None
+    coordinator = broker.cluster.key_coordinator(transactional_id)  # the broker coordinating its shard
     for (producer_id, epoch), entries in wanted.items():
         keys = [key for key, _ in entries]
         if coordinator is None:
@@ -93,8 +92,7 @@ async def add_offsets_at_coordinator(broker: Broker, ctx: RequestContext, reques
         return
     if not request.group_id or broker.coordinates(request.transactional_id):
         return
-    owner = broker.cluster.key_owner(request.transactional_id)
-    coordinator = broker.cluster.node(owner) if owner is not None else None
+    coordinator = broker.cluster.key_coordinator(request.transactional_id)
     key = (GROUP_SHARD_TOPIC, broker.shard_of(request.group_id))
     if coordinator is None:
         ctx.txn_offsets_added = Errors.COORDINATOR_NOT_AVAILABLE

@@ -151,8 +151,7 @@ class StructCon(Construct):  # type: ignore[misc]
                 tagged[spec.tag] = (spec.name, con, spec.default_value())
             else:
                 regular.append((spec.name, con))
-        self.regular = regular
-        self.steps = _steps(regular)
+        self.steps = _steps(regular)  # the regular fields, fixed-size runs joined
         self.tagged = tagged
         self.absent = absent
 

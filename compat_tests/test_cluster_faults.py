@@ -11,12 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import psycopg
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from rivven_kproto.broker.cluster import catalog_digest
 from rivven_kproto.testing.postgres import PostgresServer, create_database
 
 from .broker_process import BrokerProcess
-from .test_cluster import NODES, all_see, create, described_by, three_brokers
+from .test_cluster import NODES, all_see, described_by, three_brokers
 from .test_eos import BROKER_ENV
 from .txn_helpers import TIMEOUT_S, wait_for
 
@@ -38,8 +39,10 @@ FAILED = "following the cluster failed"
 def test_a_follower_whose_catalog_acknowledgement_fails_keeps_serving(tmp_path: Path, postgres_url: str) -> None:
     with three_brokers(tmp_path, postgres_url) as brokers, psycopg.connect(postgres_url, autocommit=True) as conn:
         conn.execute(REFUSE_ACKNOWLEDGEMENTS)
-        # The controller answers once every broker applied the catalog, or after its wait.
-        create(brokers[1].bootstrap, "cf-topic", 3, 1)
+        # The controller answers once every broker applied the catalog, or after its wait (10 s:
+        # the request's timeout is ours, well above it).
+        admin = AdminClient({"bootstrap.servers": brokers[1].bootstrap})
+        admin.create_topics([NewTopic("cf-topic", 3, 1)], request_timeout=4 * TIMEOUT_S)["cf-topic"].result(4 * TIMEOUT_S)
         followers = [brokers[2], brokers[3]]
         assert wait_for(lambda: all(FAILED in b.log_text() or not b.alive() for b in followers), TIMEOUT_S)
         assert all(b.alive() for b in brokers.values()), "a follower stopped on a failed acknowledgement"

@@ -66,6 +66,10 @@ class SecuredCluster:
         return {"bootstrap.servers": self.brokers[node].bootstrap, "security.protocol": "SASL_PLAINTEXT",
                 "sasl.mechanism": mechanism, "sasl.username": user, "sasl.password": password}
 
+    def topics_listed(self, node: int) -> set[str]:
+        """The topics broker ``node`` lists."""
+        return {t["name"] for t in self.kproto(node, "topics", "list")["topics"]}
+
     def leaders(self, node: int, topic: str) -> dict[int, int]:
         """Partition -> leader, as broker ``node`` describes ``topic`` (empty while it has not seen it)."""
         try:
@@ -135,13 +139,26 @@ def test_acl_user_and_config_changes_on_the_controller_reach_the_other_brokers(s
     assert wait_for(lambda: error_code(produce(user, TOPIC, partition)) == KafkaError.TOPIC_AUTHORIZATION_FAILED,
                     TIMEOUT_S), "a revoked ACL still allows on the follower"
 
-    # A follower refuses ACL changes itself (the controller writes them; with an authorizer a
-    # request is not forwarded, since the client's identity would be lost).
+    # A follower forwards ACL changes to the controller in an Envelope carrying the client's
+    # principal (KIP-590): the controller authorizes the client, not the forwarding broker.
+    user_properties = secured.properties.parent / "user.properties"
+    user_properties.write_text(f"security.protocol=SASL_PLAINTEXT\nsasl.mechanism={MECHANISM}\n"
+                               f"sasl.username={USER}\nsasl.password={PASSWORD}\n")
+    forwarded_acl = ["acls", "add", "--allow-principal", "User:zoe", "--operation", "read", "--topic", TOPIC]
     refused = subprocess.run(
         [sys.executable, "-m", "rivven_kproto", "--bootstrap", secured.brokers[follower].bootstrap,
-         "--command-config", str(secured.properties), "acls", "add", "--allow-principal", f"User:{USER}",
-         "--operation", "write", "--topic", TOPIC], text=True, capture_output=True, timeout=60)
-    assert refused.returncode != 0 and "NOT_CONTROLLER" in refused.stderr, refused.stderr
+         "--command-config", str(user_properties), *forwarded_acl], text=True, capture_output=True, timeout=60)
+    assert refused.returncode != 0 and "CLUSTER_AUTHORIZATION_FAILED" in refused.stderr, refused.stderr
+    assert not secured.kproto(CONTROLLER, "acls", "list", "--principal", "User:zoe")
+    secured.kproto(follower, *forwarded_acl)  # as the super user, through the follower
+    assert [a["operation"] for a in secured.kproto(CONTROLLER, "acls", "list", "--principal", "User:zoe")] == ["read"]
+
+    # A Metadata request at the follower auto-creates a topic through the controller when its
+    # client may create topics (the follower checks, as the controller would), not otherwise.
+    assert produce(user, "sec-auto-refused", 0) is not None
+    assert produce(secured.client(follower), "sec-auto", 0) is None
+    assert wait_for(lambda: "sec-auto" in secured.topics_listed(CONTROLLER), TIMEOUT_S)
+    assert "sec-auto-refused" not in secured.topics_listed(CONTROLLER)
 
     # A user deleted on the controller cannot log in on the follower any more.
     secured.kproto(CONTROLLER, "users", "remove", USER, "--mechanism", MECHANISM)

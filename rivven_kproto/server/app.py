@@ -20,6 +20,7 @@ import trio
 from rivven_kproto.broker.broker import Broker
 from rivven_kproto.broker.config import BrokerConfig
 from rivven_kproto.broker.security.principal_mapping import NoMatchingRule
+from rivven_kproto.codec.acls import Operation, ResourceType
 from rivven_kproto.codec.connection import (
     MIN_REQUEST_FRAME,
     ProtocolError,
@@ -31,6 +32,8 @@ from rivven_kproto.codec.connection import (
     encode_unsupported_api_versions,
     frame_api_key,
 )
+from rivven_kproto.codec.errors import Errors, KafkaError
+from rivven_kproto.codec.messages.envelope import EnvelopeRequest
 from rivven_kproto.codec.messages.produce import ProduceRequest
 from rivven_kproto.codec.messages.txn_offset_commit import TxnOffsetCommitRequest
 from rivven_kproto.codec.splice import Frame
@@ -40,6 +43,7 @@ from .connection_limits import ConnectionLimits, default_max_connections, raise_
 from .context import NoResponse, RequestContext
 from .delayed import DelayedResponses, Pending
 from .durability import Durability, wall_clock_ms
+from .forwarding import ENVELOPE_API_KEY, envelope_response, unwrap
 from .handlers import HANDLERS
 from .handlers._group_wait import wake_keys
 from .handlers.api_versions import supported_versions
@@ -259,10 +263,12 @@ class Server:
         return decode_request(frame)
 
     async def dispatch(
-        self, event: RequestEvent, client_host: str = "", session: Session | None = None, *, zero_copy: bool = False
+        self, event: RequestEvent, client_host: str = "", session: Session | None = None, *, zero_copy: bool = False,
+        forwarded: bool = False,
     ) -> bytes | Frame | None:
         """Handle one request; ``zero_copy``: the reply may be a :class:`Frame` with file regions
-        (the caller sends it with ``send_reply``, which releases them)."""
+        (the caller sends it with ``send_reply``, which releases them); ``forwarded``: a request
+        another broker forwarded in an Envelope (handled here, never forwarded again)."""
         started = time.perf_counter()
         session = session or Session.plaintext(self.default_runtime)
         if not session.may_call(event.api_key, wall_clock_ms()):
@@ -273,6 +279,8 @@ class Server:
         if event.request is None:
             log.info("ApiVersions v%d is newer than ours; answering UNSUPPORTED_VERSION", event.api_version)
             return encode_unsupported_api_versions(event.header.correlation_id, supported_versions())
+        if event.api_key == ENVELOPE_API_KEY and not forwarded:
+            return await self._envelope(event, client_host, session)
         handler = HANDLERS.get(event.api_key)
         if handler is None or event.api_version not in handler.versions:
             raise ProtocolError(f"API {event.api_key} v{event.api_version} is not served")
@@ -281,8 +289,8 @@ class Server:
             raise ProtocolError(f"API {event.api_key} for {key!r} sent to node {self.config.node_id}, which does not "
                                 "coordinate its shard (the client looks the coordinator up again)")
         if (self.follower is not None and event.api_key in CONTROLLER_APIS and not self.broker.cluster.is_coordinator
-                and self.broker.authorizer is None):
-            return await self.follower.forward(event)  # (with ACLs the client's identity would be lost: NOT_CONTROLLER)
+                and not forwarded):
+            return await self.follower.forward(event, session.principal, client_host)
         ctx = RequestContext(
             self.broker, self.config, wall_clock_ms(), event.header.client_id, client_host, session=session,
             zero_copy=zero_copy,
@@ -317,6 +325,27 @@ class Server:
         if event.frame_size > OFFLOAD_FRAME_BYTES and not handler.decode_inline:
             return await trio.to_thread.run_sync(encode, event.header, response, limiter=self.cpu_limiter)
         return encode(event.header, response)
+
+    async def _envelope(self, event: RequestEvent, client_host: str, session: Session) -> bytes:
+        """An Envelope from another broker: its client's request handled as that client's (KIP-590).
+        Only a principal allowed ClusterAction on the cluster (a broker) may send one."""
+        ctx = RequestContext(self.broker, self.config, wall_clock_ms(), event.header.client_id, client_host,
+                             session=session)
+        if not ctx.allowed(Operation.CLUSTER_ACTION, ResourceType.CLUSTER):
+            log.warning("an Envelope from %s (%s), who may not act for the cluster: refused", session.principal,
+                        client_host)
+            response = envelope_response(None, Errors.CLUSTER_AUTHORIZATION_FAILED)
+        else:
+            try:
+                inner = unwrap(cast(EnvelopeRequest, event.request), CONTROLLER_APIS)
+            except KafkaError as exc:
+                response = envelope_response(None, exc.error)
+            else:
+                reply = await self.dispatch(inner.event, inner.client_host, session.forwarded_for(inner.principal),
+                                            forwarded=True)
+                assert not isinstance(reply, Frame)  # only Fetch answers with file regions
+                response = envelope_response(reply)
+        return encode_response(event.header, response)
 
     def _coordinates_producer(self, request: object) -> bool:
         """A Produce whose transactional id this broker coordinates (or without one)."""

@@ -28,10 +28,12 @@ from rivven_kproto.broker.coordinator_shards import GROUP_SHARD_TOPIC
 from rivven_kproto.broker.remote_markers import RemoteMarker
 from rivven_kproto.broker.storage import CoordinationLost, Pulse, StorageError
 from rivven_kproto.codec.connection import ProtocolError, RequestEvent
+from rivven_kproto.codec.messages.envelope import EnvelopeResponse
 
 from .durability import Durability, wall_clock_ms
+from .forwarding import ENVELOPE_VERSION, unwrap_response, wrap
 from .log_limits import RateLimitedLog
-from .peers import exchange, send_markers
+from .peers import call, send_markers
 
 log = logging.getLogger(__name__)
 
@@ -186,17 +188,20 @@ class ClusterFollower:
         log.warning("brokers %s did not apply the topic catalog within %.0f s; answering anyway", lagging,
                     CATALOG_WAIT_S)
 
-    async def forward(self, event: RequestEvent) -> bytes:
+    async def forward(self, event: RequestEvent, principal: str, client_host: str) -> bytes:
         """A catalog, config or ACL change sent to a broker that is not the controller: the
-        controller answers it (as Kafka's brokers forward such requests, KIP-590), so there is
-        one writer of the catalog. The controller's response frame goes back as it is."""
+        controller answers it (as Kafka's brokers forward such requests, KIP-590, in an Envelope
+        carrying the client's principal and address, so its ACLs apply), so there is one writer of
+        the catalog. The controller's inner response frame goes back as it is."""
         coordinator = self.broker.cluster.coordinator
         if coordinator is None or event.request is None:
             raise ProtocolError(f"API {event.api_key}: no controller now (the client retries)")
+        envelope = wrap(event, principal, client_host)
         try:
-            return await exchange(coordinator, event.header, event.request, self.broker.cluster.self_id)
+            response = await call(coordinator, envelope, ENVELOPE_VERSION, EnvelopeResponse, self.broker.cluster.self_id)
         except (OSError, trio.TooSlowError) as exc:
             raise ProtocolError(f"API {event.api_key}: forwarding to the controller failed: {exc}") from None
+        return unwrap_response(response)
 
     async def _send(self, node: Node, markers: list[RemoteMarker], results: dict[RemoteMarker, bool]) -> None:
         results.update(await send_markers(node, markers, self.broker.cluster.self_id, COORDINATOR_EPOCH))

@@ -47,6 +47,11 @@ class Session:
     reauthentication_ms: int = 0  # connections.max.reauth.ms of the listener (0: sessions never expire)
     expires_at_ms: int | None = None  # when the authenticated session ends unless re-authenticated
     raw_tokens: bool = False  # after SaslHandshake v0: the next frames are bare SASL tokens (no header)
+    forwarded_principal: str | None = None  # a request a broker forwarded in an Envelope: its client's
+
+    def forwarded_for(self, principal: str) -> Session:
+        """This (broker's) session acting for the client whose request it forwarded."""
+        return dataclasses.replace(self, forwarded_principal=principal)
 
     @classmethod
     def plaintext(cls, runtime: ListenerRuntime) -> Session:
@@ -69,6 +74,8 @@ class Session:
 
     @property
     def principal(self) -> str:
+        if self.forwarded_principal is not None:
+            return self.forwarded_principal
         if self.sasl is not None and self.sasl.principal is not None:
             return self.sasl.principal
         return self.tls_principal or ANONYMOUS

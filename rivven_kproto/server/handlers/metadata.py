@@ -59,16 +59,19 @@ AUTO_CREATE_TIMEOUT_MS = 10_000  # the CreateTopics timeout it asks for
 
 async def prepare(ctx: RequestContext, request: MetadataRequest, limiter: trio.CapacityLimiter) -> None:
     """Not the controller: ask it to create the requested topics this Metadata request
-    auto-creates (``handle`` then finds them in the catalog, or answers LEADER_NOT_AVAILABLE)."""
+    auto-creates (``handle`` then finds them in the catalog, or answers LEADER_NOT_AVAILABLE).
+    The client's rights are checked here, as for a creation on the controller; the controller is
+    asked by this broker, as itself."""
     broker = ctx.broker
     controller = broker.cluster.coordinator
-    if (broker.cluster.is_coordinator or controller is None or broker.authorizer is not None or not request.topics
+    if (broker.cluster.is_coordinator or controller is None or not request.topics
             or not (ctx.config.auto_create_topics and request.allow_auto_topic_creation)):
         return
     names = list(dict.fromkeys(
         entry.name for entry in request.topics
         if entry.name is not None and entry.name not in broker.topics and entry.name not in INTERNAL_TOPICS
-        and _valid_name(entry.name)))
+        and _valid_name(entry.name) and ctx.allowed(Operation.DESCRIBE, ResourceType.TOPIC, entry.name)
+        and _may_create(ctx, entry.name)))
     if not names:
         return
     errors: dict[str, Errors] = {}
@@ -85,6 +88,11 @@ async def prepare(ctx: RequestContext, request: MetadataRequest, limiter: trio.C
         else:
             log.warning("the controller (node %d) did not auto-create topic %s: %s", controller.node_id, name,
                         error.name)
+
+
+def _may_create(ctx: RequestContext, name: str) -> bool:
+    """Auto-creation needs Create on the cluster or on the topic (Kafka)."""
+    return ctx.allowed(Operation.CREATE, ResourceType.CLUSTER) or ctx.allowed(Operation.CREATE, ResourceType.TOPIC, name)
 
 
 def _valid_name(name: str) -> bool:
@@ -203,10 +211,7 @@ def _named_topic(ctx: RequestContext, name: str, allow_create: bool) -> Metadata
         return _error_topic(Errors.TOPIC_AUTHORIZATION_FAILED, name)
     if topic is not None:
         return describe_topic(ctx, topic)
-    # Auto-creation needs Create on the cluster or on the topic (Kafka).
-    allow_create = allow_create and (
-        ctx.allowed(Operation.CREATE, ResourceType.CLUSTER) or ctx.allowed(Operation.CREATE, ResourceType.TOPIC, name)
-    )
+    allow_create = allow_create and _may_create(ctx, name)
     try:
         validate_topic_name(name)
     except KafkaError as exc:

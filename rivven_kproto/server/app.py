@@ -34,6 +34,7 @@ from rivven_kproto.codec.connection import (
 )
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.envelope import EnvelopeRequest
+from rivven_kproto.codec.messages.fetch import FetchRequest
 from rivven_kproto.codec.messages.produce import ProduceRequest
 from rivven_kproto.codec.messages.txn_offset_commit import TxnOffsetCommitRequest
 from rivven_kproto.codec.splice import Frame
@@ -51,6 +52,10 @@ from .handlers.fetch import APPENDED
 from .handlers.produce import API_KEY as PRODUCE_API_KEY
 from .handlers.txn_offset_commit import API_KEY as TXN_OFFSET_COMMIT_API_KEY
 from .http import serve_metrics
+from .leader_forwarding import forward as forward_to_leaders
+from .leader_forwarding import has_records, without_wait
+from .leader_forwarding import merge as merge_forwarded
+from .leader_forwarding import split as split_by_leader
 from .log_limits import RateLimitedLog
 from .metrics import BrokerMetrics
 from .peers import configure as configure_peers
@@ -297,15 +302,23 @@ class Server:
         )
         coordinator_writes, critical = self.broker.coordinator_writes, self.broker.work.critical_submitted
         catalog_saves = self.broker.store.saves
-        if event.api_key == PRODUCE_API_KEY and not self._coordinates_producer(event.request):
-            await verify_with_coordinator(self.broker, ctx, cast(ProduceRequest, event.request), event.api_version)
+        request = event.request
+        forwarding = split_by_leader(ctx, event.api_key, request) if self.follower is not None else None
+        leader_answers: dict[tuple[str, int], Any] = {}
+        if forwarding is not None:  # a client with a stale view of the leaders: served all the same
+            request = forwarding.local
+            leader_answers = await forward_to_leaders(ctx, event.api_key, event.api_version, forwarding)
+            if isinstance(request, FetchRequest) and has_records(leader_answers):
+                request = without_wait(request)
+        if event.api_key == PRODUCE_API_KEY and not self._coordinates_producer(request):
+            await verify_with_coordinator(self.broker, ctx, cast(ProduceRequest, request), event.api_version)
         if event.api_key == TXN_OFFSET_COMMIT_API_KEY:
-            await add_offsets_at_coordinator(self.broker, ctx, cast(TxnOffsetCommitRequest, event.request),
+            await add_offsets_at_coordinator(self.broker, ctx, cast(TxnOffsetCommitRequest, request),
                                              event.api_version)
         if handler.prepare is not None:
-            await handler.prepare(ctx, event.request, self.cpu_limiter)
+            await handler.prepare(ctx, request, self.cpu_limiter)
             ctx.now_ms = wall_clock_ms()
-        response = handler.handle(ctx, event.request, event.api_version)
+        response = handler.handle(ctx, request, event.api_version)
         self.wake_groups()
         if isinstance(response, Pending):
             response = await self.delayed.wait(response)
@@ -317,6 +330,8 @@ class Server:
         if any(partition.fenced for partition in ctx.touched):
             raise ProtocolError("a partition this request wrote moved to another broker before the write was durable "
                                 "(the client retries with the new leader)")
+        if forwarding is not None and not isinstance(response, NoResponse):
+            response = merge_forwarded(event.api_key, event.request, response, leader_answers)
         if self.metrics is not None:
             self.metrics.observe_request(event.api_key, time.perf_counter() - started, response, event.api_version)
         if isinstance(response, NoResponse):

@@ -155,7 +155,7 @@ def fetch(ctx: RequestContext, request: FetchRequest, version: int) -> tuple[Fet
                 data = _read_partition(ctx.broker, topic.topic, wanted, max_bytes, isolation, min_one_batch=min_one_batch,
                                        prefetched=prefetched, zero_copy=ctx.zero_copy)
             else:
-                data = _error_partition(wanted.partition, Errors.TOPIC_AUTHORIZATION_FAILED)
+                data = error_partition(wanted.partition, Errors.TOPIC_AUTHORIZATION_FAILED)
             size = len(data.records or b"")
             if size:
                 min_one_batch = False
@@ -197,7 +197,7 @@ def _read_partition(
         if isinstance(cold, FileRegion):
             cold.release()  # (idempotent: ``fetch`` releases what it was handed, if it got that far)
         log.debug("fetch %s-%d at %d: %s", topic, wanted.partition, wanted.fetch_offset, exc)
-        data = _error_partition(wanted.partition, exc.error)
+        data = error_partition(wanted.partition, exc.error)
         if exc.error == Errors.OFFSET_OUT_OF_RANGE and partition is not None:
             # Kafka sends -1 here; the real bounds help anyone debugging a reset and harm nobody.
             data.high_watermark = data.last_stable_offset = partition.high_watermark
@@ -207,7 +207,7 @@ def _read_partition(
         if isinstance(cold, FileRegion):
             cold.release()
         log.exception("fetch %s-%d: reading the log failed", topic, wanted.partition)
-        return _error_partition(wanted.partition, Errors.KAFKA_STORAGE_ERROR)
+        return error_partition(wanted.partition, Errors.KAFKA_STORAGE_ERROR)
     # Kafka: a list (empty without aborted transactions) for read_committed, null otherwise.
     aborted = None if fetched.aborted is None else [
         AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset) for a in fetched.aborted
@@ -232,7 +232,7 @@ def release_regions(response: FetchResponse) -> None:
                 partition.records.release()
 
 
-def _error_partition(index: int, error: Errors) -> PartitionData:
+def error_partition(index: int, error: Errors) -> PartitionData:
     # records is b"", never null: librdkafka rejects a null record set.
     return PartitionData(
         partition_index=index,

@@ -86,7 +86,7 @@ def handle(ctx: RequestContext, request: ListOffsetsRequest, version: int) -> Li
         partitions = []
         for wanted in topic.partitions:
             if counts[(topic.name, wanted.partition_index)] > 1:
-                partitions.append(_error(wanted.partition_index, Errors.INVALID_REQUEST))
+                partitions.append(error_partition(wanted.partition_index, Errors.INVALID_REQUEST))
             else:
                 partitions.append(_list_offset(ctx, topic.name, wanted, isolation, version))
         topics.append(ListOffsetsTopicResponse(name=topic.name, partitions=partitions))
@@ -123,12 +123,12 @@ def _list_offset(
                 found = None
     except KafkaError as exc:
         log.debug("list offsets %s-%d: %s", topic, wanted.partition_index, exc)
-        return _error(wanted.partition_index, exc.error)
+        return error_partition(wanted.partition_index, exc.error)
     except OSError as exc:  # the log (or its database) could not be read: retriable, as Kafka's storage errors
         log.warning("list offsets %s-%d: %s", topic, wanted.partition_index, exc)
-        return _error(wanted.partition_index, Errors.KAFKA_STORAGE_ERROR)
+        return error_partition(wanted.partition_index, Errors.KAFKA_STORAGE_ERROR)
     if found is None:
-        return _error(wanted.partition_index, Errors.NONE)
+        return error_partition(wanted.partition_index, Errors.NONE)
     offset, timestamp = found
     return ListOffsetsPartitionResponse(
         partition_index=wanted.partition_index,
@@ -139,7 +139,7 @@ def _list_offset(
     )
 
 
-def _error(index: int, error: Errors) -> ListOffsetsPartitionResponse:
+def error_partition(index: int, error: Errors) -> ListOffsetsPartitionResponse:
     return ListOffsetsPartitionResponse(
         partition_index=index, error_code=error, timestamp=UNKNOWN, offset=UNKNOWN, leader_epoch=-1
     )

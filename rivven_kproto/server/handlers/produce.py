@@ -135,7 +135,7 @@ def answer(ctx: RequestContext, request: ProduceRequest, version: int) -> Produc
     return ProduceResponse(responses=responses, throttle_time_ms=0)
 
 
-def _error(
+def error_partition(
     index: int, error: Errors, message: str | None = None, record_errors: list[tuple[int, str]] | None = None
 ) -> PartitionProduceResponse:
     return PartitionProduceResponse(
@@ -151,17 +151,17 @@ def _produce_partition(
     ctx: RequestContext, request: ProduceRequest, version: int, topic: str, data: PartitionProduceData
 ) -> PartitionProduceResponse:
     if version < MIN_SERVED_VERSION:
-        return _error(data.index, Errors.UNSUPPORTED_VERSION, "Produce v0-2 (message format v0/v1) is not supported")
+        return error_partition(data.index, Errors.UNSUPPORTED_VERSION, "Produce v0-2 (message format v0/v1) is not supported")
     if request.acks not in (-1, 0, 1):
-        return _error(data.index, Errors.INVALID_REQUIRED_ACKS)
+        return error_partition(data.index, Errors.INVALID_REQUIRED_ACKS)
     if topic in INTERNAL_TOPICS:
-        return _error(data.index, Errors.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {topic}")
+        return error_partition(data.index, Errors.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {topic}")
     if request.transactional_id is not None and not ctx.allowed(
         Operation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id
     ):
-        return _error(data.index, Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        return error_partition(data.index, Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     if not ctx.allowed(Operation.WRITE, ResourceType.TOPIC, topic):
-        return _error(data.index, Errors.TOPIC_AUTHORIZATION_FAILED)
+        return error_partition(data.index, Errors.TOPIC_AUTHORIZATION_FAILED)
     try:
         log_ = ctx.broker.partition(topic, data.index)
         records = _single_batch(data.records)
@@ -181,12 +181,12 @@ def _produce_partition(
         info = log_.append(prepared.data, ctx.now_ms, record_check=prepared)
     except RecordValidationError as exc:
         log.info("rejecting records for %s-%d: %s", topic, data.index, exc.message)
-        return _error(data.index, exc.error, exc.message, exc.record_errors)
+        return error_partition(data.index, exc.error, exc.message, exc.record_errors)
     except KafkaError as exc:
-        return _error(data.index, exc.error, exc.message)
+        return error_partition(data.index, exc.error, exc.message)
     except (BatchFormatError, ValueError) as exc:
         log.info("rejecting a corrupt batch for %s-%d: %s", topic, data.index, exc)
-        return _error(data.index, Errors.CORRUPT_MESSAGE, str(exc))
+        return error_partition(data.index, Errors.CORRUPT_MESSAGE, str(exc))
     if not info.duplicate:
         ctx.appended = True
         ctx.touched.append(log_)

@@ -1,0 +1,216 @@
+"""Serving a client whose view of the leaders is stale (#19): every broker of a cluster can serve
+every partition, so a Produce, Fetch or ListOffsets naming partitions another broker leads is
+not refused with NOT_LEADER_OR_FOLLOWER: those partitions go to their leaders (one request per
+leader, as this broker, after this broker checked the client's rights on them) and their answers
+are merged into the response, in the request's order. Partitions this broker leads, and any it
+cannot forward (unknown, not allowed, leader unknown), are handled here as always; a leader that
+cannot be reached answers NOT_LEADER_OR_FOLLOWER for its partitions (the client looks the leader
+up again, as with Kafka). A request from another broker is never forwarded again.
+
+Splitting and merging are generic over the three messages' shapes (topics holding partitions,
+each keyed by topic name and partition index); :data:`SHAPES` says where each keeps them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import trio
+
+from rivven_kproto.broker.broker import Broker
+from rivven_kproto.broker.security.acls import Operation, ResourceType
+from rivven_kproto.broker.topics import INTERNAL_TOPICS
+from rivven_kproto.codec.errors import Errors
+from rivven_kproto.codec.messages.fetch import FetchableTopicResponse, FetchRequest, FetchResponse
+from rivven_kproto.codec.messages.list_offsets import ListOffsetsResponse, ListOffsetsTopicResponse
+from rivven_kproto.codec.messages.produce import ProduceRequest, ProduceResponse, TopicProduceResponse
+from rivven_kproto.codec.schema import Request, Response
+
+from .context import RequestContext
+from .handlers import fetch, list_offsets, produce
+from .peers import PEER_CLIENT_PREFIX, call
+
+log = logging.getLogger(__name__)
+
+PartitionKey = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class Shape:
+    """Where a message keeps its topics and partitions, and what forwarding one needs."""
+
+    topics: str  # the request's topic list
+    topic_name: str
+    partitions: str  # a request topic's partition list
+    index: str
+    response_cls: type[Response]
+    response_topics: str
+    response_topic_name: str
+    response_partitions: str
+    response_index: str
+    response_topic: Callable[[str, list[Any]], Any]  # a response topic entry (name, partitions)
+    error: Callable[[int, Errors], Any]  # a partition's error answer
+    operation: Operation  # the client's right on the topic that forwarding needs
+
+
+SHAPES: dict[int, Shape] = {
+    produce.API_KEY: Shape(
+        "topic_data", "name", "partition_data", "index", ProduceResponse, "responses", "name", "partition_responses",
+        "index",
+        lambda name, parts: TopicProduceResponse(name=name, partition_responses=parts),
+        lambda index, error: produce.error_partition(index, error), Operation.WRITE),
+    fetch.API_KEY: Shape(
+        "topics", "topic", "partitions", "partition", FetchResponse, "responses", "topic", "partitions",
+        "partition_index",
+        lambda name, parts: FetchableTopicResponse(topic=name, partitions=parts),
+        fetch.error_partition, Operation.READ),
+    list_offsets.API_KEY: Shape(
+        "topics", "name", "partitions", "partition_index", ListOffsetsResponse, "topics", "name", "partitions",
+        "partition_index", lambda name, parts: ListOffsetsTopicResponse(name=name, partitions=parts),
+        list_offsets.error_partition, Operation.DESCRIBE),
+}
+
+
+@dataclass
+class Split:
+    local: Request  # the request with only the partitions handled here
+    remote: dict[int, Request]  # leader -> the request with only its partitions
+
+    @property
+    def forwards(self) -> bool:
+        return bool(self.remote)
+
+
+def split(ctx: RequestContext, api_key: int, request: Request) -> Split | None:
+    """The request split by leader; None when nothing in it is forwarded (the usual case)."""
+    shape = SHAPES.get(api_key)
+    if shape is None or (ctx.client_id or "").startswith(PEER_CLIENT_PREFIX):
+        return None
+    broker = ctx.broker
+    if len(broker.cluster.nodes) < 2 or not _may_forward_request(ctx, request):
+        return None
+    local_topics: list[Any] = []
+    remote: dict[int, dict[str, list[Any]]] = defaultdict(lambda: defaultdict(list))
+    seen: set[PartitionKey] = set()
+    for entry in getattr(request, shape.topics):
+        name = getattr(entry, shape.topic_name)
+        kept = []
+        for partition in getattr(entry, shape.partitions):
+            index = getattr(partition, shape.index)
+            if (name, index) in seen:
+                return None  # a partition named twice: answered here as it always was
+            seen.add((name, index))
+            leader = _remote_leader(ctx, broker, shape, name, index)
+            if leader is None:
+                kept.append(partition)
+            else:
+                remote[leader][name].append(partition)
+        if kept:
+            local_topics.append(dataclasses.replace(entry, **{shape.partitions: kept}))
+    if not remote:
+        return None
+
+    def with_topics(topics: dict[str, list[Any]]) -> Request:
+        entries = [_topic_entry(request, shape, name, parts) for name, parts in topics.items()]
+        return dataclasses.replace(request, **{shape.topics: entries})  # type: ignore[arg-type]
+
+    remote_requests = {leader: with_topics(topics) for leader, topics in remote.items()}
+    if isinstance(request, ProduceRequest) and request.acks == 0:
+        # Its leaders answer (acks=1) so that this broker knows when they are done; the client
+        # still gets no answer.
+        remote_requests = {leader: dataclasses.replace(r, acks=1) for leader, r in remote_requests.items()}  # type: ignore[call-arg]
+    if isinstance(request, FetchRequest) and local_topics:
+        # The local partitions long-poll here; the leaders answer at once (no wait on both).
+        remote_requests = {leader: without_wait(r) for leader, r in remote_requests.items()}  # type: ignore[arg-type]
+    return Split(dataclasses.replace(request, **{shape.topics: local_topics}),  # type: ignore[arg-type]
+                 remote_requests)
+
+
+def _may_forward_request(ctx: RequestContext, request: Request) -> bool:
+    """A transactional Produce is forwarded only for a client allowed to write its transactional id."""
+    if isinstance(request, ProduceRequest) and request.transactional_id is not None:
+        return ctx.allowed(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id)
+    return True
+
+
+def _remote_leader(ctx: RequestContext, broker: Broker, shape: Shape, name: str, index: int) -> int | None:
+    topic = broker.topics.get(name)
+    if topic is None or name in INTERNAL_TOPICS or not 0 <= index < len(topic.partitions):
+        return None
+    led_here = topic.partitions[index]
+    if led_here is not None and not led_here.fenced:
+        return None  # the usual case, decided without hashing
+    leader = broker.cluster.leader(topic.meta.topic_id, index)
+    if leader == broker.cluster.self_id or broker.cluster.node(leader) is None:
+        return None
+    if not ctx.allowed(shape.operation, ResourceType.TOPIC, name):
+        return None
+    return leader
+
+
+def _topic_entry(request: Request, shape: Shape, name: str, partitions: list[Any]) -> Any:
+    template = next(e for e in getattr(request, shape.topics) if getattr(e, shape.topic_name) == name)
+    return dataclasses.replace(template, **{shape.partitions: partitions})
+
+
+async def forward(ctx: RequestContext, api_key: int, version: int, split_: Split) -> dict[PartitionKey, Any]:
+    """Each leader's answers, by partition (NOT_LEADER_OR_FOLLOWER where one could not be reached)."""
+    shape = SHAPES[api_key]
+    answers: dict[PartitionKey, Any] = {}
+
+    async def ask(leader: int, request: Request) -> None:
+        node = ctx.broker.cluster.node(leader)
+        try:
+            if node is None or node.port == 0:
+                raise OSError(f"node {leader} has no address")
+            response = await call(node, request, version, shape.response_cls, ctx.broker.cluster.self_id)
+        except (OSError, trio.TooSlowError, ValueError) as exc:
+            log.info("forwarding API %d to its leader node %d failed: %s", api_key, leader, exc)
+            for entry in getattr(request, shape.topics):
+                for partition in getattr(entry, shape.partitions):
+                    index = getattr(partition, shape.index)
+                    answers[(getattr(entry, shape.topic_name), index)] = shape.error(
+                        index, Errors.NOT_LEADER_OR_FOLLOWER)
+            return
+        for topic in getattr(response, shape.response_topics):
+            name = getattr(topic, shape.response_topic_name)
+            for partition in getattr(topic, shape.response_partitions):
+                answers[(name, getattr(partition, shape.response_index))] = partition
+
+    async with trio.open_nursery() as nursery:
+        for leader, request in split_.remote.items():
+            nursery.start_soon(ask, leader, request)
+    return answers
+
+
+def merge(api_key: int, request: Request, response: Response, forwarded: dict[PartitionKey, Any]) -> Response:
+    """``response`` (for the local part) with the forwarded answers, in ``request``'s order."""
+    shape = SHAPES[api_key]
+    local: dict[PartitionKey, Any] = {}
+    for topic in getattr(response, shape.response_topics):
+        for partition in getattr(topic, shape.response_partitions):
+            local[(getattr(topic, shape.response_topic_name), getattr(partition, shape.response_index))] = partition
+    topics = []
+    for entry in getattr(request, shape.topics):
+        name = getattr(entry, shape.topic_name)
+        parts = []
+        for partition in getattr(entry, shape.partitions):
+            key = (name, getattr(partition, shape.index))
+            answer = forwarded.get(key, local.get(key))
+            parts.append(answer if answer is not None else shape.error(key[1], Errors.UNKNOWN_SERVER_ERROR))
+        topics.append(shape.response_topic(name, parts))
+    return dataclasses.replace(response, **{shape.response_topics: topics})  # type: ignore[arg-type]
+
+
+def has_records(forwarded: dict[PartitionKey, Any]) -> bool:
+    """A forwarded Fetch brought records or an error (the local part then answers without waiting)."""
+    return any(getattr(p, "records", None) or getattr(p, "error_code", 0) for p in forwarded.values())
+
+
+def without_wait(request: FetchRequest) -> FetchRequest:
+    return dataclasses.replace(request, max_wait_ms=0)

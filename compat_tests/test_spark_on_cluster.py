@@ -2,27 +2,48 @@
 
 The three brokers of :mod:`.test_cluster` (one PostgreSQL database) and the ``local[2]`` session
 of :mod:`.test_spark`: planning asks any broker for metadata and each partition's offsets from its
-leader, and each task (one per partition) fetches from that partition's leader. A broker answers
-NOT_LEADER_OR_FOLLOWER for a partition it does not lead (checked here with the source's own Fetch),
-so a complete, ordered read shows that every task's fetches reached the leader. Which broker a task connected to is not reported by the
-source; the test checks that the source's own leader lookup (:meth:`Cluster.leader_of`, what
-every task calls) names, for every partition, the broker each broker describes as its leader.
+leader, and each task (one per partition) fetches from that partition's leader. A broker serves
+a partition it does not lead by sending the request on to the leader (a client with a stale view,
+checked here with the source's own Fetch) and counts that in ``rivven_forwarded_partitions``: the
+counters after the Spark read show that no task's fetch or planning lookup went anywhere but to
+the leader. The source's own leader lookup (:meth:`Cluster.leader_of`, what every task calls)
+names, for every partition, the broker each broker describes as its leader.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
 
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.spark.wire import Cluster
 
 from .broker_process import BrokerProcess
-from .test_cluster import NODES, all_see, bootstrap, cluster, create, described_by, produce  # noqa: F401 - fixture
+from .test_cluster import NODES, all_see, bootstrap, create, described_by, produce, three_brokers
+from .test_metrics import Scraper
 from .test_spark import spark  # noqa: F401 - the module's Spark session fixture
 from .txn_helpers import TIMEOUT_S, wait_for
 
 PARTITIONS = 6
 RECORDS = 3000
+
+
+@pytest.fixture
+def cluster(tmp_path: Path, postgres_url: str) -> Iterator[dict[int, BrokerProcess]]:
+    """Three brokers (:func:`three_brokers`), each with its metrics endpoint (every scrape fresh)."""
+    config = tmp_path / "metrics.properties"
+    config.write_text("kproto.metrics.max.age.ms=0\n")
+    with three_brokers(tmp_path, postgres_url, ["--metrics", "127.0.0.1:0", "--config", str(config)]) as brokers:
+        yield brokers
+
+
+def forwarded(cluster: dict[int, BrokerProcess], api: str) -> float:
+    """Partitions of ``api`` requests the brokers sent on to a leader, all brokers together."""
+    return sum(Scraper(b).samples().get(f'rivven_forwarded_partitions_total{{api="{api}"}}', 0.0)
+               for b in cluster.values())
 
 
 def test_spark_reads_partitions_led_by_different_brokers(spark, cluster: dict[int, BrokerProcess]) -> None:  # noqa: ANN001, F811
@@ -45,21 +66,27 @@ def test_spark_reads_partitions_led_by_different_brokers(spark, cluster: dict[in
 
     acknowledged = produce(servers, topic, PARTITIONS, RECORDS, "sp")
     assert len(acknowledged) == RECORDS
-    # Only the leader serves a partition: the same Fetch a task sends, to any other broker, is refused.
+    # The same Fetch a task sends, to a broker that does not lead the partition, is served through
+    # the leader and counted as forwarded.
+    before = forwarded(cluster, "Fetch")
     with Cluster(servers, timeout=TIMEOUT_S) as source_view:
         source_view.metadata([topic])
         for partition, leader in leaders.items():
             other = next(node for node in NODES if node != leader)
             connection = source_view.node(other)
             sent = source_view.send_fetch(connection, topic, partition, 0, isolation_level=0, max_bytes=1 << 20)
-            refused = source_view.receive_fetch(connection, sent, topic, partition)
-            assert refused.error_code == Errors.NOT_LEADER_OR_FOLLOWER, (partition, leader, other)
+            served = source_view.receive_fetch(connection, sent, topic, partition)
+            assert served.error_code == Errors.NONE, (partition, leader, other)
+    assert forwarded(cluster, "Fetch") == before + PARTITIONS
+    counted = {api: forwarded(cluster, api) for api in ("Fetch", "ListOffsets")}
 
     df = (spark.read.format("kafka").option("kafka.bootstrap.servers", servers).option("subscribe", topic)
           .option("startingOffsets", "earliest").option("endingOffsets", "latest").load())
     assert df.rdd.getNumPartitions() == PARTITIONS  # one task per Kafka partition
     rows = df.selectExpr("partition", "offset", "value").collect()
     assert len(rows) == RECORDS
+    # Every task fetched from its partition's leader, and planning asked the leaders for offsets.
+    assert {api: forwarded(cluster, api) for api in ("Fetch", "ListOffsets")} == counted
     assert sorted(bytes(r["value"]) for r in rows) == sorted(acknowledged)
     by_partition: dict[int, list[tuple[int, bytes]]] = defaultdict(list)
     for r in rows:

@@ -308,6 +308,8 @@ class Server:
         if forwarding is not None:  # a client with a stale view of the leaders: served all the same
             request = forwarding.local
             leader_answers = await forward_to_leaders(ctx, event.api_key, event.api_version, forwarding)
+            if self.metrics is not None:
+                self.metrics.observe_forwarded(event.api_key, len(leader_answers))
             if isinstance(request, FetchRequest) and has_records(leader_answers):
                 request = without_wait(request)
         if event.api_key == PRODUCE_API_KEY and not self._coordinates_producer(request):

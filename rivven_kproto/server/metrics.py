@@ -97,6 +97,10 @@ class BrokerMetrics:
             "rivven_response_send_seconds", "Time to hand an encoded response to the connection, by API "
             "(longer when the client reads slowly).", ["api"], buckets=PHASE_BUCKETS, registry=r,
         )
+        self.forwarded_partitions = Counter(
+            "rivven_forwarded_partitions", "Partitions of Produce, Fetch and ListOffsets requests this broker sent on "
+            "to their leader (a client with a stale view of the leaders), by API.", ["api"], registry=r,
+        )
         self.bytes_received = Counter("rivven_bytes_received", "Bytes read from client connections.", registry=r)
         self.bytes_sent = Counter("rivven_bytes_sent", "Bytes written to client connections.", registry=r)
         self.bytes_sent_zero_copy = Counter(
@@ -198,6 +202,9 @@ class BrokerMetrics:
 
     def observe_send(self, api_key: int, seconds: float) -> None:
         self._api(api_key).send_seconds.observe(seconds)
+
+    def observe_forwarded(self, api_key: int, partitions: int) -> None:
+        self.forwarded_partitions.labels(api_name(api_key)).inc(partitions)
 
     def observe_transaction(self, committed: bool, seconds: float) -> None:
         self.transaction_completion_seconds.labels("commit" if committed else "abort").observe(seconds)

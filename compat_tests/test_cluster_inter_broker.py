@@ -11,11 +11,16 @@ credentials configured on the coordinator (a broker starts with them, as Kafka's
 listener still accepts the right ones), the other leaders refuse its markers and the committed
 records there stay invisible to read_committed consumers. And an SSL-only cluster with
 ``ssl.client.auth=required``: the brokers present their certificate (CN=broker, mapped to
-``User:broker`` by ``ssl.principal.mapping.rules``) to each other.
+``User:broker`` by ``ssl.principal.mapping.rules``) to each other. And a cluster whose brokers
+log in to each other with SCRAM-SHA-256 (the credential created by the admin once it runs): the
+transaction over three leaders, and an ACL change forwarded by a follower in an Envelope.
 """
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,7 +28,13 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import (
+    AdminClient,
+    NewTopic,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialUpsertion,
+)
 
 from .broker_process import BrokerProcess, server_certificate
 from .test_cluster import NODES
@@ -227,3 +238,58 @@ def test_ssl_only_brokers_present_their_certificate_to_each_other(tmp_path: Path
         assert set(leaders.values()) - {COORDINATOR}, f"the coordinator leads every partition: {leaders}"
         sent = _commit_everywhere(cluster)
         assert sorted(_read_committed(cluster, list(range(PARTITIONS)), len(sent))) == sorted(sent)
+
+
+def _scram_config(path: Path, keystore: Path, ca_file: Path) -> Path:
+    """Clients log in with PLAIN (``admin``); the brokers with SCRAM-SHA-256 as ``broker``, whose
+    credential the admin creates once the cluster runs (as with Kafka's kafka-configs.sh)."""
+    path.write_text(
+        "listeners=SASL_SSL://127.0.0.1:0\n"
+        "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256\n"
+        "sasl.mechanism.inter.broker.protocol=SCRAM-SHA-256\n"
+        "listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule"
+        ' required user_admin="admin-pw";\n'
+        "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule"
+        ' required username="broker" password="broker-pw";\n'
+        "ssl.keystore.type=PEM\n"
+        f"ssl.keystore.location={keystore}\n"
+        "ssl.truststore.type=PEM\n"
+        f"ssl.truststore.location={ca_file}\n"
+        f"authorizer.class.name={STANDARD}\n"
+        "super.users=User:broker;User:admin\n"
+        "connection.failed.authentication.delay.ms=0\n")
+    return path
+
+
+def test_brokers_authenticate_to_each_other_with_scram(tmp_path: Path, postgres_url: str,
+                                                       certificates: tuple[Path, Path]) -> None:
+    keystore, ca_file = certificates
+    config = _scram_config(tmp_path / "scram.properties", keystore, ca_file)
+    with _started(tmp_path, postgres_url, dict.fromkeys(NODES, config), ca_file, None) as cluster:
+        admin = AdminClient(cluster.client(COORDINATOR))
+        upsert = UserScramCredentialUpsertion(
+            "broker", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096), b"broker-pw")
+        for future in admin.alter_user_scram_credentials([upsert]).values():
+            future.result(TIMEOUT_S)
+        leaders = cluster.leaders(COORDINATOR)
+        assert set(leaders.values()) - {COORDINATOR}, f"the coordinator leads every partition: {leaders}"
+        # Markers to the other leaders, and their AddPartitionsToTxn to the coordinator, log in with SCRAM.
+        sent = _commit_everywhere(cluster)
+        assert sorted(_read_committed(cluster, list(range(PARTITIONS)), len(sent))) == sorted(sent)
+
+        # An ACL change sent to a follower reaches the controller in an Envelope over the same link,
+        # authorized as the client (admin, a super user).
+        follower = next(n for n in NODES if n != COORDINATOR)
+        properties = tmp_path / "admin.properties"
+        properties.write_text("security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\nsasl.username=admin\n"
+                              f"sasl.password=admin-pw\nssl.ca.location={ca_file}\n")
+        kproto = [sys.executable, "-m", "rivven_kproto", "--command-config", str(properties), "--format", "json"]
+        added = subprocess.run([*kproto, "--bootstrap", cluster.brokers[follower].bootstrap, "acls", "add",
+                                "--allow-principal", "User:zoe", "--operation", "read", "--topic", TOPIC],
+                               text=True, capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+        assert added.returncode == 0, added.stderr
+        listed = subprocess.run([*kproto, "--bootstrap", cluster.brokers[COORDINATOR].bootstrap, "acls", "list",
+                                 "--principal", "User:zoe"], text=True, capture_output=True, timeout=60,
+                                stdin=subprocess.DEVNULL)
+        assert listed.returncode == 0, listed.stderr
+        assert [a["operation"] for a in json.loads(listed.stdout)] == ["read"]

@@ -19,6 +19,7 @@ transaction over three leaders, and an ACL change forwarded by a follower in an 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -37,7 +38,7 @@ from confluent_kafka.admin import (
 )
 
 from .broker_process import BrokerProcess, server_certificate
-from .test_cluster import NODES
+from .test_cluster import NODES, described_by
 from .txn_helpers import TIMEOUT_S, ConfluentTxn, wait_for
 
 COORDINATOR = NODES[0]  # three_brokers-style start: node 1 first takes the coordinator lease
@@ -293,3 +294,70 @@ def test_brokers_authenticate_to_each_other_with_scram(tmp_path: Path, postgres_
                                 stdin=subprocess.DEVNULL)
         assert listed.returncode == 0, listed.stderr
         assert [a["operation"] for a in json.loads(listed.stdout)] == ["read"]
+
+
+INTERNAL = re.compile(r"listener INTERNAL \(SASL_PLAINTEXT\) listening on [\d.]+:(\d+)")
+
+
+def test_clients_and_brokers_on_separate_listeners(tmp_path: Path, postgres_url: str) -> None:
+    """Clients on a PLAINTEXT listener as ANONYMOUS (ACLs for their topic, transactional id and
+    group, but no ClusterAction); the brokers on an INTERNAL SASL listener as the super user. The
+    coordinator's markers to the other leaders are allowed only there: a transaction over three
+    leaders read exactly once shows they went over INTERNAL."""
+    config = tmp_path / "split.properties"
+    config.write_text(
+        "listeners=CLIENT://127.0.0.1:0,INTERNAL://127.0.0.1:0\n"
+        "listener.security.protocol.map=CLIENT:PLAINTEXT,INTERNAL:SASL_PLAINTEXT\n"
+        "inter.broker.listener.name=INTERNAL\n"
+        "sasl.enabled.mechanisms=PLAIN\n"
+        "listener.name.internal.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule"
+        ' required username="broker" password="broker-pw" user_broker="broker-pw";\n'
+        f"authorizer.class.name={STANDARD}\n"
+        "super.users=User:broker\n")
+    brokers: dict[int, BrokerProcess] = {}
+    try:
+        for node in NODES:
+            brokers[node] = BrokerProcess(tmp_path / f"n{node}-data", tmp_path / f"n{node}.log",
+                                          ["--storage", postgres_url, "--node-id", str(node), "--config",
+                                           str(config)]).start()
+        servers = ",".join(b.bootstrap for b in brokers.values())
+
+        def seen(node: int) -> set[int]:
+            try:
+                return set(AdminClient({"bootstrap.servers": brokers[node].bootstrap}).list_topics(timeout=5).brokers)
+            except KafkaException:
+                return set()
+
+        assert wait_for(lambda: all(seen(n) == set(NODES) for n in NODES), TIMEOUT_S), "the brokers never met"
+        internal = INTERNAL.findall(brokers[COORDINATOR].log_text())[-1]
+        properties = tmp_path / "broker.properties"
+        properties.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.username=broker\n"
+                              "sasl.password=broker-pw\n")
+        kproto = [sys.executable, "-m", "rivven_kproto", "--bootstrap", f"127.0.0.1:{internal}", "--command-config",
+                  str(properties)]
+        for args in (["topics", "create", TOPIC, "--partitions", str(PARTITIONS)],
+                     ["acls", "add", "--allow-principal", "User:ANONYMOUS", "--producer", "--consumer", "--topic", TOPIC,
+                      "--transactional-id", "ib-txn-id", "--group", "ib-reader", "--idempotent"]):
+            done = subprocess.run([*kproto, *args], text=True, capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+            assert done.returncode == 0, done.stderr
+
+        def leaders() -> dict[int, int]:
+            try:
+                topic = AdminClient({"bootstrap.servers": servers}).list_topics(TOPIC, timeout=5).topics[TOPIC]
+            except KafkaException:
+                return {}
+            return {p: m.leader for p, m in topic.partitions.items()} if topic.error is None else {}
+
+        def allowed_everywhere() -> bool:  # each broker applied the ACLs (read with its heartbeat)
+            answers = [described_by(b, [TOPIC]).topics for b in brokers.values()]
+            return all(len(t) == 1 and t[0].error_code == 0 and len(t[0].partitions) == PARTITIONS for t in answers)
+
+        assert wait_for(allowed_everywhere, TIMEOUT_S), "the ACLs never reached every broker"
+        cluster = SecureCluster(brokers, tmp_path, None)
+        cluster.client = lambda node=None: {"bootstrap.servers": servers}  # type: ignore[method-assign]
+        sent = _commit_everywhere(cluster)
+        assert sorted(_read_committed(cluster, list(range(PARTITIONS)), len(sent))) == sorted(sent)
+        assert len(set(leaders().values())) >= 2, f"one broker leads every partition: {leaders()}"
+    finally:
+        for broker in brokers.values():
+            broker.kill()

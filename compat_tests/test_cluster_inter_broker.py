@@ -72,14 +72,19 @@ def _config(path: Path, keystore: Path, ca_file: Path, broker_password: str) -> 
         "sasl.enabled.mechanisms=PLAIN\n"
         "sasl.mechanism.inter.broker.protocol=PLAIN\n"
         f"listener.name.sasl_ssl.plain.sasl.jaas.config={_jaas(broker_password)}\n"
-        "ssl.keystore.type=PEM\n"
-        f"ssl.keystore.location={keystore}\n"
-        "ssl.truststore.type=PEM\n"
-        f"ssl.truststore.location={ca_file}\n"
-        f"authorizer.class.name={STANDARD}\n"
-        "super.users=User:broker;User:admin\n"
-        "connection.failed.authentication.delay.ms=0\n")
+        + _tls_and_authorizer(keystore, ca_file))
     return path
+
+
+def _tls_and_authorizer(keystore: Path, ca_file: Path) -> str:
+    """The SASL_SSL clusters' common lines: PEM key and trust stores, the authorizer, super users."""
+    return ("ssl.keystore.type=PEM\n"
+            f"ssl.keystore.location={keystore}\n"
+            "ssl.truststore.type=PEM\n"
+            f"ssl.truststore.location={ca_file}\n"
+            f"authorizer.class.name={STANDARD}\n"
+            "super.users=User:broker;User:admin\n"
+            "connection.failed.authentication.delay.ms=0\n")
 
 
 class SecureCluster:
@@ -252,13 +257,7 @@ def _scram_config(path: Path, keystore: Path, ca_file: Path) -> Path:
         ' required user_admin="admin-pw";\n'
         "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule"
         ' required username="broker" password="broker-pw";\n'
-        "ssl.keystore.type=PEM\n"
-        f"ssl.keystore.location={keystore}\n"
-        "ssl.truststore.type=PEM\n"
-        f"ssl.truststore.location={ca_file}\n"
-        f"authorizer.class.name={STANDARD}\n"
-        "super.users=User:broker;User:admin\n"
-        "connection.failed.authentication.delay.ms=0\n")
+        + _tls_and_authorizer(keystore, ca_file))
     return path
 
 

@@ -38,6 +38,7 @@ from .peers import PEER_CLIENT_PREFIX, call
 log = logging.getLogger(__name__)
 
 PartitionKey = tuple[str, int]
+MAX_FORWARDED_WAIT_MS = 10_000  # a forwarded Fetch's long-poll (well inside peers.PEER_TIMEOUT_S)
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,7 @@ def split(ctx: RequestContext, api_key: int, request: Request) -> Split | None:
     if shape is None or (ctx.client_id or "").startswith(PEER_CLIENT_PREFIX):
         return None
     broker = ctx.broker
-    if len(broker.cluster.nodes) < 2 or not _may_forward_request(ctx, request):
+    if len(broker.cluster.nodes) < 2:
         return None
     local_topics: list[Any] = []
     remote: dict[int, dict[str, list[Any]]] = defaultdict(lambda: defaultdict(list))
@@ -112,7 +113,7 @@ def split(ctx: RequestContext, api_key: int, request: Request) -> Split | None:
                 remote[leader][name].append(partition)
         if kept:
             local_topics.append(dataclasses.replace(entry, **{shape.partitions: kept}))
-    if not remote:
+    if not remote or not _may_forward_request(ctx, request):
         return None
 
     def with_topics(topics: dict[str, list[Any]]) -> Request:
@@ -124,9 +125,12 @@ def split(ctx: RequestContext, api_key: int, request: Request) -> Split | None:
         # Its leaders answer (acks=1) so that this broker knows when they are done; the client
         # still gets no answer.
         remote_requests = {leader: dataclasses.replace(r, acks=1) for leader, r in remote_requests.items()}  # type: ignore[call-arg]
-    if isinstance(request, FetchRequest) and local_topics:
-        # The local partitions long-poll here; the leaders answer at once (no wait on both).
-        remote_requests = {leader: without_wait(r) for leader, r in remote_requests.items()}  # type: ignore[arg-type]
+    if isinstance(request, FetchRequest):
+        # The local partitions long-poll here and the leaders answer at once (no wait on both);
+        # else the leaders long-poll, within the time a peer is given to answer.
+        wait = 0 if local_topics else min(request.max_wait_ms, MAX_FORWARDED_WAIT_MS)
+        remote_requests = {leader: dataclasses.replace(r, max_wait_ms=wait)  # type: ignore[call-arg]
+                           for leader, r in remote_requests.items()}
     return Split(dataclasses.replace(request, **{shape.topics: local_topics}),  # type: ignore[arg-type]
                  remote_requests)
 

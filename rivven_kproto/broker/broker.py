@@ -180,10 +180,19 @@ class Broker:
         txn.complete_groups = self.complete_groups
         return CoordinatorShard(shard, groups, txn)
 
-    def load_shard(self, shard: int, now_ms: int) -> CoordinatorShard:
+    def read_shard(self, shard: int) -> CoordinatorShard:
+        """Worker thread: a shard this broker took over, its logs read from the store (then
+        ``load_shard`` replays them on the loop without waiting for the database)."""
+        made = self._make_shard(shard)
+        made.groups.log.preload()
+        made.txn.log.preload()
+        return made
+
+    def load_shard(self, shard: int, now_ms: int, read: CoordinatorShard | None = None) -> CoordinatorShard:
         """This broker holds the shard's lock (at start, or it took the shard over): load its
-        groups and transactions from the store and finish the transactions whose decision was logged."""
-        loaded = self._make_shard(shard)
+        groups and transactions from the store (or from ``read``, see ``read_shard``) and finish
+        the transactions whose decision was logged."""
+        loaded = read or self._make_shard(shard)
         loaded.groups.load(now_ms)
         self.shards[shard] = loaded  # before recovery: it may complete offsets of its own groups
         try:

@@ -157,7 +157,8 @@ class ClusterFollower:
         try:
             for shard in cluster.shards_of(cluster.self_id):
                 if shard not in broker.shards and shard not in handed_over:
-                    broker.load_shard(shard, wall_clock_ms())
+                    read = await trio.to_thread.run_sync(broker.read_shard, shard)
+                    broker.load_shard(shard, wall_clock_ms(), read)
                     loaded = True
         finally:
             if loaded:  # also when a later shard failed to load (retried at the next heartbeat)

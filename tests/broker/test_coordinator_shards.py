@@ -151,3 +151,28 @@ def test_a_marker_on_a_group_shard_completes_its_offsets_here_or_asks_its_holder
     assert (marker.topic, marker.partition, marker.producer_epoch) == (GROUP_SHARD_TOPIC, 3, 0)
     broker.remote_markers.finish(marker, True)
     assert broker.write_markers(5, 0, True, [(GROUP_SHARD_TOPIC, 3)], NOW) == set()
+
+
+def test_a_shard_log_read_ahead_opens_as_it_was_read(postgres_url: str) -> None:
+    """``preload`` (a worker thread) reads the log; ``open`` (the loop) then replays that read,
+    with the same sequence numbers and sizes, and does not read the database again."""
+    storage = PostgresStorage(postgres_url, node=(1, "127.0.0.1", 1))
+    try:
+        storage.heartbeat("127.0.0.1", 1)
+        held = min(storage.shards_held)
+        writer = storage.coordinator_log(f"txn/{held}", None, held)  # type: ignore[arg-type]
+        writer.open()
+        for payload in (b"one", b"two"):
+            writer.append(payload)
+        storage.commit([writer.begin_sync()])  # type: ignore[list-item]
+        fresh = storage.coordinator_log(f"txn/{held}", None, held)  # type: ignore[arg-type]
+        direct = fresh.open()
+        ahead = storage.coordinator_log(f"txn/{held}", None, held)  # type: ignore[arg-type]
+        ahead.preload()
+        writer.append(b"three")  # committed after the read ahead: not in what open replays
+        storage.commit([writer.begin_sync()])  # type: ignore[list-item]
+        assert ahead.open() == direct == [b"one", b"two"]
+        assert (ahead.size, ahead._seq) == (fresh.size, fresh._seq) == (6, 2)  # noqa: SLF001
+        assert storage.coordinator_log(f"txn/{held}", None, held).open() == [b"one", b"two", b"three"]  # type: ignore[arg-type]
+    finally:
+        storage.close()

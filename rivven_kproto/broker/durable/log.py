@@ -111,6 +111,10 @@ class DurableLog:
 
     # -- opening --------------------------------------------------------------------------------
 
+    def preload(self) -> None:
+        """Nothing to read ahead: this log is opened once, at start (the PostgreSQL one reads a
+        shard taken over on a worker thread)."""
+
     def open(self) -> list[bytes]:
         """Open (creating if needed) and return every intact payload, the snapshot's first."""
         self.directory.mkdir(parents=True, exist_ok=True)

@@ -37,8 +37,21 @@ class PgDurableLog:
         self.snapshot_size = 0
         self._seq = 0  # the next entry's sequence number
         self._pending: list[tuple[str, int, bytes]] = []
+        self._preloaded: tuple[list[bytes], int, int, int] | None = None
+
+    def preload(self) -> None:
+        """Read the log ahead (a worker thread, while this broker holds the shard's lock, so
+        nobody else appends): ``open`` then replays without touching the database on the loop."""
+        self._preloaded = self._read()
 
     def open(self) -> list[bytes]:
+        read, self._preloaded = self._preloaded or self._read(), None
+        payloads, self.snapshot_size, self.size, self._seq = read
+        return payloads
+
+    def _read(self) -> tuple[list[bytes], int, int, int]:
+        """The snapshot's payloads then the entries after it; snapshot bytes, entry bytes, next seq."""
+        snapshot_size = size = 0
         with self.storage.connection() as conn:
             snapshot = conn.execute(
                 "SELECT seq, payloads FROM kproto_coordinator_snapshots WHERE name = %s", (self.name,)
@@ -49,17 +62,16 @@ class PgDurableLog:
                 base = snapshot[0]
                 data = bytes(snapshot[1])
                 payloads, _ = scan(data)
-                self.snapshot_size = len(data)
+                snapshot_size = len(data)
             rows = conn.execute(
                 "SELECT seq, payload FROM kproto_coordinator_log WHERE name = %s AND seq >= %s ORDER BY seq",
                 (self.name, base),
             ).fetchall()
         for seq, payload in rows:
             payloads.append(bytes(payload))
-            self.size += len(payload)
+            size += len(payload)
             base = seq + 1
-        self._seq = base
-        return payloads
+        return payloads, snapshot_size, size, base
 
     def append(self, payload: bytes) -> None:
         if len(payload) > MAX_ENTRY:

@@ -82,10 +82,6 @@ class Split:
     local: Request  # the request with only the partitions handled here
     remote: dict[int, Request]  # leader -> the request with only its partitions
 
-    @property
-    def forwards(self) -> bool:
-        return bool(self.remote)
-
 
 def split(ctx: RequestContext, api_key: int, request: Request) -> Split | None:
     """The request split by leader; None when nothing in it is forwarded (the usual case)."""
@@ -95,26 +91,27 @@ def split(ctx: RequestContext, api_key: int, request: Request) -> Split | None:
     broker = ctx.broker
     if len(broker.cluster.nodes) < 2:
         return None
+    topic_entries = getattr(request, shape.topics)
+    leaders = [[_remote_leader(ctx, broker, shape, getattr(entry, shape.topic_name), getattr(p, shape.index))
+                for p in getattr(entry, shape.partitions)] for entry in topic_entries]
+    if all(leader is None for per_topic in leaders for leader in per_topic):
+        return None  # the usual case: nothing copied
+    keys = [(getattr(e, shape.topic_name), getattr(p, shape.index)) for e in topic_entries
+            for p in getattr(e, shape.partitions)]
+    if len(set(keys)) != len(keys) or not _may_forward_request(ctx, request):
+        return None  # a partition named twice is answered here as it always was
     local_topics: list[Any] = []
     remote: dict[int, dict[str, list[Any]]] = defaultdict(lambda: defaultdict(list))
-    seen: set[PartitionKey] = set()
-    for entry in getattr(request, shape.topics):
+    for entry, per_topic in zip(topic_entries, leaders, strict=True):
         name = getattr(entry, shape.topic_name)
         kept = []
-        for partition in getattr(entry, shape.partitions):
-            index = getattr(partition, shape.index)
-            if (name, index) in seen:
-                return None  # a partition named twice: answered here as it always was
-            seen.add((name, index))
-            leader = _remote_leader(ctx, broker, shape, name, index)
+        for partition, leader in zip(getattr(entry, shape.partitions), per_topic, strict=True):
             if leader is None:
                 kept.append(partition)
             else:
                 remote[leader][name].append(partition)
         if kept:
             local_topics.append(dataclasses.replace(entry, **{shape.partitions: kept}))
-    if not remote or not _may_forward_request(ctx, request):
-        return None
 
     def with_topics(topics: dict[str, list[Any]]) -> Request:
         entries = [_topic_entry(request, shape, name, parts) for name, parts in topics.items()]

@@ -153,8 +153,15 @@ class TransformStage:
 
         if not until:
             return True
-        positions = self.consumer.position([TopicPartition(self.source, p) for p in until])
-        return all(tp.offset >= until[tp.partition] for tp in positions)
+        partitions = [TopicPartition(self.source, p) for p in until]
+        offsets = {tp.partition: tp.offset for tp in self.consumer.position(partitions)}
+        unset = [TopicPartition(self.source, p) for p, offset in offsets.items() if offset < 0]
+        if unset:
+            # A consumer that has read nothing since its assignment (a restarted stage whose group
+            # had already committed the whole input) has no position: it stands at the group's
+            # committed offset. Without this the drain waited out its whole timeout (300 s).
+            offsets.update({tp.partition: tp.offset for tp in self.consumer.committed(unset, CALL_TIMEOUT_S)})
+        return all(offsets[p] >= after for p, after in until.items())
 
     def close(self) -> None:
         if self.consumer is not None:

@@ -220,7 +220,8 @@ class Server:
                         sent, spliced = await send_reply(stream, reply, self.cpu_limiter)
                         if self.metrics is not None:
                             self.metrics.bytes_sent.inc(sent)
-                            self.metrics.bytes_sent_zero_copy.inc(spliced)
+                            if spliced:
+                                self.metrics.bytes_sent_zero_copy.inc(spliced)
                             if api_key is not None:
                                 self.metrics.observe_send(api_key, time.perf_counter() - sending)
                     if session.failed_authentication:
@@ -372,7 +373,8 @@ class Server:
     def wake_groups(self) -> None:
         """Parked JoinGroup/SyncGroup requests of groups that changed may be answerable now."""
         for groups in self.broker.group_coordinators():
-            self.delayed.notify(wake_keys(groups.take_changed()))
+            if changed := groups.take_changed():
+                self.delayed.notify(wake_keys(changed))
 
     # -- lifecycle ----------------------------------------------------------------------------
 

@@ -37,7 +37,7 @@ from rivven_kproto.broker.groups.group import GroupState
 from rivven_kproto.broker.txn.coordinator import TxnCounters
 from rivven_kproto.broker.txn.state import TxnState
 from rivven_kproto.codec.errors import Errors
-from rivven_kproto.codec.schema import REQUESTS
+from rivven_kproto.codec.schema import REQUESTS, Message
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
@@ -52,6 +52,8 @@ MAX_AGE_CAP_S = 5.0
 SAMPLES_PER_SLICE = 500
 # Bytes gzipped between two checkpoints (about 1 ms at level 1).
 GZIP_SLICE = 128 * 1024
+# Pinned answers whose error codes are remembered (beyond that they are walked each time).
+MAX_PINNED = 1024
 
 # No ``_created`` series (one per counter and histogram child): they double the scrape for a
 # timestamp Prometheus does not need.
@@ -149,6 +151,7 @@ class BrokerMetrics:
         # versions clients use get series, so the version label stays a handful per API.
         self._per_api: dict[int, _ApiSeries] = {}
         self._per_version: dict[tuple[int, int], tuple[Any, Any]] = {}  # (requests, duration)
+        self._pinned_errors: dict[int, tuple[Message, tuple[int, ...]]] = {}
 
     def _api(self, api_key: int) -> _ApiSeries:
         series = self._per_api.get(api_key)
@@ -220,8 +223,20 @@ class BrokerMetrics:
             )
         by_version[0].inc()
         by_version[1].observe(seconds)
-        for code in error_codes(response):
+        for code in self._error_codes(response):
             self.request_errors.labels(series.api, Errors.for_code(code).name).inc()
+
+    def _error_codes(self, response: object) -> Iterable[int]:
+        """A pinned (shared, never changed) answer's error codes are walked once, not per request."""
+        if not (isinstance(response, Message) and response.pinned):
+            return error_codes(response)
+        known = self._pinned_errors.get(id(response))
+        if known is None or known[0] is not response:
+            codes = tuple(error_codes(response))
+            if len(self._pinned_errors) < MAX_PINNED:  # a handful in practice (ApiVersions per version)
+                self._pinned_errors[id(response)] = (response, codes)  # holding it keeps its id unique
+            return codes
+        return known[1]
 
 
 async def _gzip(body: bytes) -> bytes:

@@ -258,6 +258,8 @@ class Message(Struct):
     API_KEY: ClassVar[int]
     VALID_VERSIONS: ClassVar[Versions]
     FLEXIBLE_VERSIONS: ClassVar[Versions]
+    # A shared answer's body, encoded once (see :meth:`pin`): (version, bytes); None otherwise.
+    _pinned: ClassVar[tuple[int, bytes] | None] = None
 
     @classmethod
     def is_flexible(cls, version: int) -> bool:
@@ -275,7 +277,25 @@ class Message(Struct):
         self.encode_into(stream, version)
         return stream.getvalue()
 
+    def pin(self: M, version: int) -> M:
+        """Encode now, at ``version``: encoding at that version then writes these bytes.
+
+        For answers that are the same for every request (ApiVersions): a handler keeps the object
+        and returns it each time instead of building and encoding it again, so it must never be
+        changed afterwards (``dataclasses.replace`` makes an unpinned copy).
+        """
+        vars(self)["_pinned"] = (version, self.encode(version))
+        return self
+
+    @property
+    def pinned(self) -> bool:
+        return self._pinned is not None
+
     def encode_into(self, stream: io.BytesIO, version: int) -> None:
+        pinned = self._pinned
+        if pinned is not None and pinned[0] == version:
+            stream.write(pinned[1])
+            return
         con = self.structure(version)
         try:
             con._build(self, stream, None, "")

@@ -46,10 +46,11 @@ def supported_versions() -> list[ApiVersion]:
 _SUPPORTED = CachedArray(supported_versions)
 
 
-def handle(ctx: RequestContext, request: ApiVersionsRequest, version: int) -> ApiVersionsResponse:
+def build(version: int, transaction_version: int) -> ApiVersionsResponse:
+    """The answer at ``version`` for a broker finalizing ``transaction_version``, built afresh."""
     response = ApiVersionsResponse(error_code=0, api_keys=cast("list[ApiVersion]", _SUPPORTED), throttle_time_ms=0)
     if version >= 3:
-        level = ctx.config.transaction_version
+        level = transaction_version
         response.supported_features = [
             SupportedFeatureKey(name=TRANSACTION_VERSION_FEATURE, min_version=0, max_version=MAX_TRANSACTION_VERSION)
         ]
@@ -60,3 +61,18 @@ def handle(ctx: RequestContext, request: ApiVersionsRequest, version: int) -> Ap
             else []
         )
     return response
+
+
+# The whole answer, pinned (encoded once), by (request version, transaction.version): the only
+# inputs it has. The table is the dispatch table, fixed at import, and every listener answers the
+# same (a SASL listener too, as Kafka's). Many short-lived or polling clients made building and
+# encoding it again per request a large share of a busy broker's time.
+_ANSWERS: dict[tuple[int, int], ApiVersionsResponse] = {}
+
+
+def handle(ctx: RequestContext, request: ApiVersionsRequest, version: int) -> ApiVersionsResponse:
+    key = (version, ctx.config.transaction_version)
+    answer = _ANSWERS.get(key)
+    if answer is None:
+        answer = _ANSWERS[key] = build(version, ctx.config.transaction_version).pin(version)
+    return answer

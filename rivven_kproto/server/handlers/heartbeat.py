@@ -16,12 +16,24 @@ from ..context import RequestContext
 API_KEY = HeartbeatRequest.API_KEY
 
 
+# Every answer is one of a few (version, error) pairs: each is pinned (encoded once) and shared,
+# as a group of many members heartbeats hundreds of times a second.
+_ANSWERS: dict[tuple[int, int], HeartbeatResponse] = {}
+
+
+def _answer(error: int, version: int) -> HeartbeatResponse:
+    answer = _ANSWERS.get((version, error))
+    if answer is None:
+        answer = _ANSWERS[version, error] = HeartbeatResponse(throttle_time_ms=0, error_code=error).pin(version)
+    return answer
+
+
 def handle(ctx: RequestContext, request: HeartbeatRequest, version: int) -> HeartbeatResponse:
     if not ctx.allowed(Operation.READ, ResourceType.GROUP, request.group_id):
-        return HeartbeatResponse(throttle_time_ms=0, error_code=Errors.GROUP_AUTHORIZATION_FAILED)
+        return _answer(Errors.GROUP_AUTHORIZATION_FAILED, version)
     if not ctx.broker.coordinates(request.group_id):  # its shard is another broker's (or nobody's now): the client looks it up again
-        return HeartbeatResponse(throttle_time_ms=0, error_code=Errors.NOT_COORDINATOR)
+        return _answer(Errors.NOT_COORDINATOR, version)
     error = ctx.groups_for(request.group_id).heartbeat(
         request.group_id, request.generation_id, request.member_id, request.group_instance_id, ctx.now_ms
     )
-    return HeartbeatResponse(throttle_time_ms=0, error_code=error)
+    return _answer(error, version)

@@ -93,8 +93,12 @@ class SecureCluster:
         self.ca_file = ca_file
         self.mtls = mtls  # the client's certificate and key (an SSL cluster), else SASL as admin
 
+    def servers(self, node: int | None = None) -> str:
+        """Broker ``node``'s bootstrap address, or every broker's."""
+        return self.brokers[node].bootstrap if node else ",".join(b.bootstrap for b in self.brokers.values())
+
     def client(self, node: int | None = None) -> dict[str, Any]:
-        servers = self.brokers[node].bootstrap if node else ",".join(b.bootstrap for b in self.brokers.values())
+        servers = self.servers(node)
         if self.mtls is not None:
             return {"bootstrap.servers": servers, "security.protocol": "SSL", "ssl.ca.location": str(self.ca_file),
                     "ssl.certificate.location": str(self.mtls[0]), "ssl.key.location": str(self.mtls[1])}
@@ -113,6 +117,13 @@ class SecureCluster:
         except KafkaException:
             return {}
         return {p: meta.leader for p, meta in topic.partitions.items()} if topic.error is None else {}
+
+
+class PlainClients(SecureCluster):
+    """Clients on the PLAINTEXT listener (each broker's first), as ANONYMOUS."""
+
+    def client(self, node: int | None = None) -> dict[str, Any]:
+        return {"bootstrap.servers": self.servers(node)}
 
 
 @pytest.fixture
@@ -352,8 +363,7 @@ def test_clients_and_brokers_on_separate_listeners(tmp_path: Path, postgres_url:
             return all(len(t) == 1 and t[0].error_code == 0 and len(t[0].partitions) == PARTITIONS for t in answers)
 
         assert wait_for(allowed_everywhere, TIMEOUT_S), "the ACLs never reached every broker"
-        cluster = SecureCluster(brokers, tmp_path, None)
-        cluster.client = lambda node=None: {"bootstrap.servers": servers}  # type: ignore[method-assign]
+        cluster = PlainClients(brokers, tmp_path, None)
         sent = _commit_everywhere(cluster)
         assert sorted(_read_committed(cluster, list(range(PARTITIONS)), len(sent))) == sorted(sent)
         assert len(set(leaders().values())) >= 2, f"one broker leads every partition: {leaders()}"

@@ -18,7 +18,7 @@ from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.envelope import EnvelopeRequest, EnvelopeResponse
 from rivven_kproto.codec.principal_data import decode_principal, encode_principal
 
-ENVELOPE_API_KEY = 58
+ENVELOPE_API_KEY = EnvelopeRequest.API_KEY
 ENVELOPE_VERSION = 0
 _SIZE = struct.Struct(">i")
 

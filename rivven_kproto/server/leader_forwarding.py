@@ -64,7 +64,7 @@ SHAPES: dict[int, Shape] = {
         "topic_data", "name", "partition_data", "index", ProduceResponse, "responses", "name", "partition_responses",
         "index",
         lambda name, parts: TopicProduceResponse(name=name, partition_responses=parts),
-        lambda index, error: produce.error_partition(index, error), Operation.WRITE),
+        produce.error_partition, Operation.WRITE),
     fetch.API_KEY: Shape(
         "topics", "topic", "partitions", "partition", FetchResponse, "responses", "topic", "partitions",
         "partition_index",
@@ -102,8 +102,10 @@ def split(ctx: RequestContext, api_key: int, request: Request) -> Split | None:
         return None  # a partition named twice is answered here as it always was
     local_topics: list[Any] = []
     remote: dict[int, dict[str, list[Any]]] = defaultdict(lambda: defaultdict(list))
+    templates: dict[str, Any] = {}  # a topic's first entry: its remote parts keep its other fields
     for entry, per_topic in zip(topic_entries, leaders, strict=True):
         name = getattr(entry, shape.topic_name)
+        templates.setdefault(name, entry)
         kept = []
         for partition, leader in zip(getattr(entry, shape.partitions), per_topic, strict=True):
             if leader is None:
@@ -114,7 +116,7 @@ def split(ctx: RequestContext, api_key: int, request: Request) -> Split | None:
             local_topics.append(dataclasses.replace(entry, **{shape.partitions: kept}))
 
     def with_topics(topics: dict[str, list[Any]]) -> Request:
-        entries = [_topic_entry(request, shape, name, parts) for name, parts in topics.items()]
+        entries = [dataclasses.replace(templates[name], **{shape.partitions: parts}) for name, parts in topics.items()]
         return dataclasses.replace(request, **{shape.topics: entries})  # type: ignore[arg-type]
 
     remote_requests = {leader: with_topics(topics) for leader, topics in remote.items()}
@@ -152,11 +154,6 @@ def _remote_leader(ctx: RequestContext, broker: Broker, shape: Shape, name: str,
     if not ctx.allowed(shape.operation, ResourceType.TOPIC, name):
         return None
     return leader
-
-
-def _topic_entry(request: Request, shape: Shape, name: str, partitions: list[Any]) -> Any:
-    template = next(e for e in getattr(request, shape.topics) if getattr(e, shape.topic_name) == name)
-    return dataclasses.replace(template, **{shape.partitions: partitions})
 
 
 async def forward(ctx: RequestContext, api_key: int, version: int, split_: Split) -> dict[PartitionKey, Any]:

@@ -41,18 +41,20 @@ NODES = (1, 2, 3)
 @contextmanager
 def three_brokers(
     base: Path, storage: str, extra_args: Sequence[str] = (),
-    met: Callable[[dict[int, BrokerProcess]], bool] | None = None,
+    met: Callable[[dict[int, BrokerProcess]], bool] | None = None, env: dict[int, dict[str, str]] | None = None,
 ) -> Iterator[dict[int, BrokerProcess]]:
     """Three brokers on the database ``storage``; node 1 starts first and holds the coordinator lease.
     (Group settings as the exactly-once pipeline's broker has them: short sessions allowed.) Logs
     and data directories go to ``base``; every broker is killed on the way out. ``extra_args`` go
     to every broker (a ``--config`` with listeners of its own: then ``met`` tells when every
-    broker sees the others, since :func:`all_see` speaks PLAINTEXT to the first listener)."""
+    broker sees the others, since :func:`all_see` speaks PLAINTEXT to the first listener); ``env``:
+    more environment for some nodes (a test fault)."""
     brokers: dict[int, BrokerProcess] = {}
     try:
         for node in NODES:
             broker = BrokerProcess(base / f"n{node}-data", base / f"n{node}.log",
-                                   ["--storage", storage, "--node-id", str(node), *extra_args], env=BROKER_ENV)
+                                   ["--storage", storage, "--node-id", str(node), *extra_args],
+                                   env={**BROKER_ENV, **(env or {}).get(node, {})})
             brokers[node] = broker.start()
         check = met or (lambda started: all_see(started, set(NODES)))
         assert wait_for(lambda: check(brokers), TIMEOUT_S), "the brokers never met"

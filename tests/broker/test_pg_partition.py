@@ -287,3 +287,75 @@ def test_brokers_starting_together_migrate_the_schema_once(postgres_url: str) ->
     with psycopg.connect(url) as conn:
         assert conn.execute("SELECT version FROM kproto_schema_version ORDER BY version").fetchall() == [
             (v,) for v in range(1, len(MIGRATIONS) + 1)]
+
+
+def _txn_batch(pid: int, epoch: int, sequence: int, count: int = 2) -> bytes:
+    records = [Record(offset_delta=i, timestamp_delta=0, key=None, value=b"t") for i in range(count)]
+    return build_batch(records, base_timestamp=NOW, producer_id=pid, producer_epoch=epoch, base_sequence=sequence,
+                       is_transactional=True)
+
+
+def _plain() -> bytes:
+    return build_batch([Record(offset_delta=0, timestamp_delta=0, key=None, value=b"p")], base_timestamp=NOW)
+
+
+def test_a_transaction_ends_in_the_last_stable_offset_once_its_marker_is_committed(storage: PostgresStorage) -> None:
+    """A marker appended but not committed could still be lost with the broker (and the
+    transaction then be aborted): until its commit, read_committed readers do not pass it."""
+    pg = PgPartitionLog.open(storage, uuid.uuid4(), "t", 0, config(), NOW, None, new=True)
+    pg.append(_plain(), NOW)
+    pg.append(_txn_batch(7, 0, 0), NOW)  # offsets 1-2
+    pg.flush()
+    assert (pg.last_stable_offset, pg.high_watermark) == (1, 3)
+    pg.append_marker(7, 0, True, 0, NOW)  # offset 3, in memory only
+    assert pg.last_stable_offset == 1
+    pg.flush()
+    assert pg.last_stable_offset == pg.high_watermark == 4
+
+
+def test_a_commit_decided_elsewhere_moves_the_last_stable_offset_before_the_marker(storage: PostgresStorage) -> None:
+    pg = PgPartitionLog.open(storage, uuid.uuid4(), "t", 0, config(), NOW, None, new=True)
+    pg.append(_txn_batch(7, 3, 0), NOW)  # offsets 0-1
+    pg.append(_plain(), NOW)  # offset 2
+    pg.flush()
+    assert pg.last_stable_offset == 0
+    assert pg.undecided_transactions(0) == [(7, 3, 0)]
+    assert pg.undecided_transactions(3) == []  # a reader at the high watermark waits for nothing
+    pg.learn_committed(7, 2, 0)  # another epoch's decision
+    pg.learn_committed(7, 3, 5)  # another transaction's
+    assert pg.last_stable_offset == 0
+    pg.learn_committed(7, 3, 0)
+    assert pg.last_stable_offset == pg.high_watermark == 3 and pg.undecided_transactions(0) == []
+    fetched = pg.fetch(0, 1 << 20, IsolationLevel.READ_COMMITTED, min_one_batch=True)
+    assert [h.base_offset for _, h in iter_headers(bytes(fetched.data))] == [0, 2] and fetched.aborted == []
+    pg.append_marker(7, 3, True, 0, NOW)  # offset 3: the marker arrives
+    pg.flush()
+    assert pg.last_stable_offset == 4
+    pg.append(_txn_batch(7, 3, 2), NOW)  # the producer's next transaction is not the one learnt
+    pg.flush()
+    assert pg.last_stable_offset == 4 and pg.undecided_transactions(0) == [(7, 3, 4)]
+
+
+def test_commit_decisions_go_with_the_coordinator_log(postgres_url: str) -> None:
+    """Recorded in the round that commits the PrepareCommit entry, gone with CompleteCommit's."""
+    storage = PostgresStorage(postgres_url, node=(1, "127.0.0.1", 1))
+    try:
+        storage.heartbeat("127.0.0.1", 1)
+        held = min(storage.shards_held)
+        txn_log = storage.coordinator_log(f"txn/{held}", None, held)  # type: ignore[arg-type]
+        txn_log.open()
+        txn_log.append(b"prepare-commit")
+        txn_log.record_decision(7, 3)
+        txn_log.record_decision(8, 0)
+        assert storage.committed_decisions([7, 8, 9]) == {}  # nothing before the round commits
+        storage.commit([txn_log.begin_sync()])  # type: ignore[list-item]
+        assert storage.committed_decisions([7, 8, 9]) == {7: 3, 8: 0}
+        txn_log.append(b"complete-commit")
+        txn_log.record_decision(7, None)
+        txn_log.append(b"prepare-and-complete-commit")
+        txn_log.record_decision(9, 1)
+        txn_log.record_decision(9, None)
+        storage.commit([txn_log.begin_sync()])  # type: ignore[list-item]
+        assert storage.committed_decisions([7, 8, 9]) == {8: 0}
+    finally:
+        storage.close()

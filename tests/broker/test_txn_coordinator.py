@@ -784,3 +784,44 @@ def test_evolve_copies_and_refuses_unknown_fields() -> None:
         txn.evolve(no_such_field=1)
     with pytest.raises(AttributeError):
         ongoing.state = TxnState.EMPTY  # type: ignore[misc]
+
+
+class DecisionLog(DurableLog):
+    """The native log, noting the commit decisions the coordinator records (PostgreSQL keeps them)."""
+
+    decisions: list[tuple[int, int | None]]
+
+    def record_decision(self, producer_id: int, epoch: int | None) -> None:
+        self.decisions.append((producer_id, epoch))
+
+
+@pytest.mark.parametrize("v2", [False, True])
+def test_a_commit_decision_is_recorded_with_prepare_and_dropped_with_complete(tmp_path: Path, v2: bool) -> None:
+    """With the PrepareCommit entry: the producer and the epoch of the transaction's batches (the
+    V2 bump gives the markers the next one); with CompleteCommit: gone. Aborts record nothing."""
+    s = Setup(tmp_path)
+    log_ = DecisionLog(tmp_path / "decisions", "txn")
+    log_.decisions = []
+    s.coord = TransactionCoordinator(log_, ProducerIdAllocator(tmp_path, block_size=10).allocate, s.markers)
+    s.coord.recover(NOW)
+    pid, epoch = s.ready()
+    s.markers.failing = {T2}  # a leader that has not written its marker yet
+    assert s.coord.add_partitions(TID, pid, epoch, [T1, T2], NOW) == Errors.NONE
+    if v2:
+        assert s.coord.end_txn_v2(TID, pid, epoch, True, NOW) == (Errors.NONE, pid, epoch + 1)
+    else:
+        assert s.coord.end_txn(TID, pid, epoch, True, NOW) == Errors.NONE
+    assert s.state().state is TxnState.PREPARE_COMMIT
+    assert log_.decisions == [(pid, epoch)]  # the batches' epoch, not the V2 markers' epoch + 1
+    s.markers.failing = set()
+    s.coord.tick(NOW + 1)
+    assert s.state().state is TxnState.COMPLETE_COMMIT
+    assert log_.decisions == [(pid, epoch), (pid, None)]
+    next_epoch = epoch + 1 if v2 else epoch
+    assert s.coord.add_partitions(TID, pid, next_epoch, [T1], NOW + 2) == Errors.NONE
+    if v2:
+        assert s.coord.end_txn_v2(TID, pid, next_epoch, False, NOW + 2)[0] is Errors.NONE
+    else:
+        assert s.coord.end_txn(TID, pid, next_epoch, False, NOW + 2) == Errors.NONE
+    assert s.state().state is TxnState.COMPLETE_ABORT
+    assert log_.decisions == [(pid, epoch), (pid, None)]

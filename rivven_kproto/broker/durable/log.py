@@ -199,6 +199,10 @@ class DurableLog:
 
     # -- appending -----------------------------------------------------------------------------
 
+    def record_decision(self, producer_id: int, epoch: int | None) -> None:
+        """A commit decision for other leaders to read (PostgreSQL's log keeps one): one process
+        writes every marker of the native log, so nothing needs it here."""
+
     def append(self, payload: bytes) -> None:
         """Write one entry; raises OSError (or ValueError when too large) with the file unchanged."""
         if len(payload) > MAX_ENTRY:

@@ -341,6 +341,15 @@ class PartitionLogBase:
         self.producers.complete_txn(producer_id, producer_epoch, info.base_offset, commit)
         return info.base_offset
 
+    def undecided_transactions(self, offset: int) -> list[tuple[int, int, int]]:
+        """Open transactions holding back what a read_committed read at ``offset`` sees that a
+        coordinator elsewhere may have decided to commit: (producer id, epoch, first offset).
+        None here: this process writes every marker of its logs (PostgreSQL's log has some)."""
+        return []
+
+    def learn_committed(self, producer_id: int, epoch: int, first_offset: int) -> None:
+        """The open transaction (as ``undecided_transactions`` named it) is decided committed."""
+
     @property
     def high_watermark(self) -> int:
         """One node, nothing to replicate: everything appended is committed."""

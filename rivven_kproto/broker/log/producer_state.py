@@ -50,7 +50,7 @@ import json
 import logging
 import struct
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -263,6 +263,10 @@ class ProducerStateManager:
         aborted = AbortedTxn(producer_id, first, marker_offset)
         self.aborted.append(aborted)
         return aborted
+
+    def ongoing(self) -> Iterator[ProducerEntry]:
+        """The producers with a transaction open here."""
+        return (e for e in self.producers.values() if e.txn_first_offset is not None)
 
     def ongoing_first_offsets(self) -> list[int]:
         return [e.txn_first_offset for e in self.producers.values() if e.txn_first_offset is not None]

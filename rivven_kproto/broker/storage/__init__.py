@@ -108,6 +108,11 @@ class Storage(Protocol):
         """Worker thread: this broker handed the coordinator shard over (its writes are durable)."""
         ...
 
+    def committed_decisions(self, producer_ids: list[int]) -> dict[int, int]:
+        """Worker thread: of these producers, those whose transaction a coordinator has decided to
+        commit (producer id -> the epoch of its batches), for leaders still waiting for a marker."""
+        ...
+
     def close(self) -> None: ...
 
 

@@ -8,7 +8,9 @@ flusher fsyncs the log off the event loop.
 
 Ending a transaction is a two-phase commit: log PrepareCommit/PrepareAbort, write a COMMIT/ABORT
 marker to every partition of the transaction (through ``write_markers``), then log
-CompleteCommit/CompleteAbort. With ``complete_after_sync`` (the server sets it for
+CompleteCommit/CompleteAbort. A commit's decision is also recorded with its PrepareCommit entry
+(``record_decision``, kept by a shared database's log): a leader whose marker has not arrived yet
+reads it there, so the commit becomes visible on all of its partitions at once. With ``complete_after_sync`` (the server sets it for
 ``fsync=always``) the completion waits in :attr:`awaiting_sync` until the flusher has made the
 markers durable (``take_awaiting``, then ``complete_synced``). Partitions whose marker could not
 be written are retried by :meth:`tick`; a logged commit decision is never turned into an abort.
@@ -427,6 +429,8 @@ class TransactionCoordinator:
         else:
             prepared = txn.evolve(state=state, client_txn_version=0, last_update_ms=now_ms)
         self._transition(prepared)
+        if commit:  # durable with the entry: leaders may show the commit before their marker lands
+            self.log.record_decision(txn.producer_id, txn.producer_epoch)
         fault_point("txn-after-prepare")
         self._write_markers_and_complete(prepared, now_ms)
         return prepared
@@ -515,6 +519,7 @@ class TransactionCoordinator:
             log.exception("transaction log write failed; completion will be retried")
             return
         if commit:
+            self.log.record_decision(txn.producer_id, None)  # every marker is written
             self.counters.committed += 1
         else:
             self.counters.aborted += 1

@@ -14,7 +14,9 @@ follower fetches and diverging-epoch detection (one node, one leader epoch), top
 rack-aware preferred read replicas (always -1).
 
 read_committed: data only below the last stable offset, with the aborted transactions that
-overlap the returned range (producer id, first offset), so clients drop aborted records.
+overlap the returned range (producer id, first offset), so clients drop aborted records. On a
+shared database, ``prepare`` first reads the commit decisions of the open transactions that hold a
+partition back (``learn_decisions``), so a commit shows on every partition at once.
 
 Zero-copy: on a plaintext connection (``ctx.zero_copy``) a partition's batches may come back as a
 :class:`FileRegion` instead of bytes (``PartitionLog.read_region``): the encoder leaves a hole of
@@ -52,6 +54,7 @@ from rivven_kproto.codec.messages.fetch import (
 )
 from rivven_kproto.server.context import RequestContext
 from rivven_kproto.server.delayed import Pending
+from rivven_kproto.server.txn_decisions import learn_decisions
 
 log = logging.getLogger(__name__)
 
@@ -64,24 +67,33 @@ FINAL_EPOCH = -1
 
 
 async def prepare(ctx: RequestContext, request: FetchRequest, limiter: trio.CapacityLimiter) -> None:
-    """Read the partitions that start in a sealed segment on a worker thread (into ``ctx.prefetched``)."""
+    """Read the partitions that start in a sealed segment on a worker thread (into ``ctx.prefetched``);
+    at read_committed, first learn the commit decisions the partitions wait for (``learn_decisions``)."""
     isolation = _isolation(request)
     budget = min(max(request.max_bytes, 0), ctx.config.fetch_max_bytes)
+    reads: list[tuple[str, FetchPartition, PartitionLog]] = []
+    for topic in request.topics:
+        if not ctx.allowed(Operation.READ, ResourceType.TOPIC, topic.topic):
+            continue
+        for wanted in topic.partitions:
+            try:
+                reads.append((topic.topic, wanted, ctx.broker.partition(topic.topic, wanted.partition)))
+            except KafkaError:
+                continue  # answered by ``fetch`` with the partition's error
+    if isolation == IsolationLevel.READ_COMMITTED:
+        await learn_decisions(ctx.broker, ((partition, wanted.fetch_offset) for _, wanted, partition in reads),
+                              limiter)
     planned: list[tuple[tuple[str, int], ColdReadPlan]] = []
     try:
-        for topic in request.topics:
-            if not ctx.allowed(Operation.READ, ResourceType.TOPIC, topic.topic):
-                continue
-            for wanted in topic.partitions:
-                try:
-                    partition = ctx.broker.partition(topic.topic, wanted.partition)
-                    plan = partition.plan_cold_read(
-                        wanted.fetch_offset, min(max(wanted.partition_max_bytes, 0), budget), isolation,
-                        zero_copy=ctx.zero_copy)
-                except (KafkaError, OSError):
-                    continue  # answered by ``fetch`` with the partition's error
-                if plan is not None:
-                    planned.append(((topic.topic, wanted.partition), plan))
+        for name, wanted, partition in reads:
+            try:
+                plan = partition.plan_cold_read(
+                    wanted.fetch_offset, min(max(wanted.partition_max_bytes, 0), budget), isolation,
+                    zero_copy=ctx.zero_copy)
+            except (KafkaError, OSError, ValueError):
+                continue  # answered by ``fetch`` with the partition's error
+            if plan is not None:
+                planned.append(((name, wanted.partition), plan))
     except BaseException:
         for _, plan in planned:
             plan.release()

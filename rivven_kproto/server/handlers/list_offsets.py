@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import trio
 
+from rivven_kproto.broker.log.base import PartitionLogBase
 from rivven_kproto.broker.log.partition_log import LEADER_EPOCH, check_leader_epoch
 from rivven_kproto.broker.security.acls import Operation, ResourceType
 from rivven_kproto.codec.enums import (
@@ -35,9 +36,11 @@ from rivven_kproto.codec.messages.list_offsets import (
     ListOffsetsPartitionResponse,
     ListOffsetsRequest,
     ListOffsetsResponse,
+    ListOffsetsTopic,
     ListOffsetsTopicResponse,
 )
 from rivven_kproto.server.context import RequestContext
+from rivven_kproto.server.txn_decisions import learn_decisions
 
 log = logging.getLogger(__name__)
 
@@ -47,11 +50,13 @@ UNKNOWN = -1
 
 
 async def prepare(ctx: RequestContext, request: ListOffsetsRequest, limiter: trio.CapacityLimiter) -> None:
-    """Timestamp lookups an engine cannot answer from memory (PostgreSQL) run on a worker thread."""
+    """Timestamp lookups an engine cannot answer from memory (PostgreSQL) run on a worker thread;
+    at read_committed, the commit decisions the partitions wait for are learnt first."""
     planned: list[tuple[tuple[str, int], Callable[[], tuple[int, int] | None]]] = []
-    for topic in request.topics:
-        if not ctx.allowed(Operation.DESCRIBE, ResourceType.TOPIC, topic.name):
-            continue
+    readable = [topic for topic in request.topics if ctx.allowed(Operation.DESCRIBE, ResourceType.TOPIC, topic.name)]
+    if request.isolation_level == READ_COMMITTED:  # (v0-1 decode it as 0: read_uncommitted)
+        await learn_decisions(ctx.broker, _partitions(ctx, readable), limiter)
+    for topic in readable:
         for wanted in topic.partitions:
             if wanted.timestamp < 0 and wanted.timestamp != MAX_TIMESTAMP:
                 continue
@@ -75,6 +80,15 @@ async def prepare(ctx: RequestContext, request: ListOffsetsRequest, limiter: tri
 
     results = await trio.to_thread.run_sync(look_up_all, limiter=limiter)
     ctx.looked_up.update((key, result) for (key, _), result in zip(planned, results, strict=True))
+
+
+def _partitions(ctx: RequestContext, topics: list[ListOffsetsTopic]) -> Iterator[tuple[PartitionLogBase, int]]:
+    for topic in topics:
+        for wanted in topic.partitions:
+            try:
+                yield ctx.broker.partition(topic.name, wanted.partition_index), 0
+            except KafkaError:
+                continue  # answered by ``handle``
 
 
 def handle(ctx: RequestContext, request: ListOffsetsRequest, version: int) -> ListOffsetsResponse:

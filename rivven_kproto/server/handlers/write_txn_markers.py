@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 
 from rivven_kproto.broker.coordinator_shards import GROUP_SHARD_TOPIC, complete_producer
+from rivven_kproto.broker.faults import fault_active
 from rivven_kproto.broker.security.acls import Operation, ResourceType
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.write_txn_markers import (
@@ -65,6 +66,8 @@ def handle(ctx: RequestContext, request: WriteTxnMarkersRequest, version: int) -
                     partitions.append(WritableTxnMarkerPartitionResult(partition_index=index, error_code=error))
                     continue
                 try:
+                    if fault_active("refuse-txn-markers"):
+                        raise KafkaError(Errors.KAFKA_STORAGE_ERROR, "refused (test fault)")
                     log_ = ctx.broker.partition(topic.name, index)
                     log_.append_marker(
                         marker.producer_id, marker.producer_epoch, marker.transaction_result,

@@ -8,12 +8,17 @@ entries below it in one transaction, as a job: replay reads the snapshot, then t
 its ``seq`` on, so a crash at any point replays to the same state. Entries are written only in a
 transaction that finds this broker's session holding the lock of the log's coordinator shard: a
 broker that lost it (to another broker, after losing the database) can change nothing.
+
+A transaction coordinator also records its commit decisions here (``record_decision``): the row
+naming the producer goes in the same database transaction as the PrepareCommit entry and leaves
+with the CompleteCommit entry, so leaders waiting for a marker can tell a decided commit.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
@@ -26,6 +31,21 @@ if TYPE_CHECKING:
     from .store import PostgresStorage
 
 
+@dataclass(frozen=True)
+class _Decision:
+    producer_id: int
+    epoch: int | None  # None: the transaction is complete, its decision no longer needed
+
+    def write(self, cursor: psycopg.Cursor[Any]) -> None:
+        if self.epoch is None:
+            cursor.execute("DELETE FROM kproto_txn_decisions WHERE producer_id = %s", (self.producer_id,))
+        else:
+            cursor.execute(
+                "INSERT INTO kproto_txn_decisions (producer_id, producer_epoch) VALUES (%s, %s)"
+                " ON CONFLICT (producer_id) DO UPDATE SET producer_epoch = EXCLUDED.producer_epoch",
+                (self.producer_id, self.epoch))
+
+
 class PgDurableLog:
     def __init__(self, storage: PostgresStorage, name: str, work: BlockingWork | None = None, shard: int = 0) -> None:
         self.storage = storage
@@ -36,7 +56,7 @@ class PgDurableLog:
         self.appended = 0
         self.snapshot_size = 0
         self._seq = 0  # the next entry's sequence number
-        self._pending: list[tuple[str, int, bytes]] = []
+        self._pending: list[tuple[str, int, bytes] | _Decision] = []
         self._preloaded: tuple[list[bytes], int, int, int] | None = None
 
     def preload(self) -> None:
@@ -81,21 +101,30 @@ class PgDurableLog:
         self.size += len(payload)
         self.appended += 1
 
+    def record_decision(self, producer_id: int, epoch: int | None) -> None:
+        """With the entry appended just before: the producer's transaction (its batches' epoch)
+        is decided committed; ``None``: its markers are all written, the record goes."""
+        self._pending.append(_Decision(producer_id, epoch))
+
     def begin_sync(self) -> PgCommit | None:
         if not self._pending:
             return None
-        rows, self._pending = self._pending, []
-
+        items, self._pending = self._pending, []
         storage, shard = self.storage, self.shard
 
         def write(conn: psycopg.Connection) -> None:
             storage.check_shard_lease(conn, shard)
             with conn.cursor() as cursor:
-                cursor.executemany(
-                    "INSERT INTO kproto_coordinator_log (name, seq, payload) VALUES (%s, %s, %s)"
-                    " ON CONFLICT DO NOTHING", rows)
+                rows = [item for item in items if not isinstance(item, _Decision)]
+                if rows:
+                    cursor.executemany(
+                        "INSERT INTO kproto_coordinator_log (name, seq, payload) VALUES (%s, %s, %s)"
+                        " ON CONFLICT DO NOTHING", rows)
+                for item in items:  # in order: made and completed in one round, it ends deleted
+                    if isinstance(item, _Decision):
+                        item.write(cursor)
 
-        return PgCommit(write, kind=self.name, items=rows)
+        return PgCommit(write, kind=self.name, items=items)
 
     def abandon_sync(self, pending: PgCommit) -> None:
         """A round that failed: its entries go again, first."""

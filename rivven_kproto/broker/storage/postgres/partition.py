@@ -11,6 +11,12 @@ commit moves the row's ``next_offset`` from the value this log last committed to
 fails when another log claimed the row since: a second writer (a broker that led the partition
 before another took it over) is refused, never interleaved.
 
+Transactions: the last stable offset counts a marker once it is committed, and also passes a
+transaction whose coordinator (on another broker, perhaps) has committed its decision to the
+database while this leader's marker is still on its way (``undecided_transactions`` names what a
+read_committed read waits for, the server reads the decisions, ``learn_committed``): a commit
+becomes visible on all of its partitions at once, whichever broker leads them.
+
 Reads of recent batches are served from ``_cache`` (the newest ``cache_bytes`` of the log, and
 everything not committed yet); older ones are read from the database, on a worker thread for a
 Fetch (``plan_cold_read``). Opening a partition reads its row and replays its batches' headers
@@ -134,6 +140,11 @@ class PgPartitionLog(PartitionLogBase):
         self._pending: list[_Batch] = []  # appended, not in a commit yet
         self._retained: tuple[int, int] | None = None  # (new start, bytes freed) by a retention job
         self._closed = False
+        # Producer id -> first offset of its transaction here, read committed from the database
+        # while the marker is on its way (``learn_committed``).
+        self._decided: dict[int, int] = {}
+        # (marker offset, first offset of the transaction it ends) of markers not committed yet.
+        self._unsynced_markers: list[tuple[int, int]] = []
 
     @classmethod
     def open(
@@ -190,6 +201,46 @@ class PgPartitionLog(PartitionLogBase):
     def high_watermark(self) -> int:
         """Readers see what the database holds: records are visible once committed."""
         return self._committed_end
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The first offset of the earliest open transaction, or the high watermark, over what the
+        database holds: a transaction ends here once its marker is committed (not when appended:
+        lost with this broker, the marker would leave a transaction seen that is then aborted),
+        or once its coordinator's commit decision is read from the database (``learn_committed``)."""
+        end = self._committed_end
+        for _, first in self._unsynced_markers:
+            end = min(end, first)
+        for entry in self.producers.ongoing():
+            opened = entry.txn_first_offset
+            if opened is not None and opened < end and self._decided.get(entry.producer_id) != opened:
+                end = opened
+        return end
+
+    def undecided_transactions(self, offset: int) -> list[tuple[int, int, int]]:
+        if offset >= self._committed_end:
+            return []
+        return [
+            (entry.producer_id, entry.epoch, entry.txn_first_offset) for entry in self.producers.ongoing()
+            if entry.txn_first_offset is not None and entry.txn_first_offset < self._committed_end
+            and self._decided.get(entry.producer_id) != entry.txn_first_offset
+        ]
+
+    def learn_committed(self, producer_id: int, epoch: int, first_offset: int) -> None:
+        entry = self.producers.producers.get(producer_id)
+        if entry is not None and entry.epoch == epoch and entry.txn_first_offset == first_offset:
+            self._decided[producer_id] = first_offset
+
+    def append_marker(
+        self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int, now_ms: int
+    ) -> int:
+        entry = self.producers.producers.get(producer_id)
+        first = entry.txn_first_offset if entry is not None else None
+        offset = super().append_marker(producer_id, producer_epoch, commit, coordinator_epoch, now_ms)
+        self._decided.pop(producer_id, None)
+        if first is not None:
+            self._unsynced_markers.append((offset, first))
+        return offset
 
     @property
     def size_bytes(self) -> int:
@@ -351,6 +402,8 @@ class PgPartitionLog(PartitionLogBase):
         for batch in pending.items:
             batch.row = None
         self._committed_end = max(self._committed_end, pending.end_offset)
+        if self._unsynced_markers:
+            self._unsynced_markers = [m for m in self._unsynced_markers if m[0] >= self._committed_end]
         if now_ms is not None:
             self.last_flush_ms = now_ms
         self._trim_cache()

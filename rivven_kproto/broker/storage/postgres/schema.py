@@ -81,6 +81,15 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE kproto_brokers ADD COLUMN peer_host text, ADD COLUMN peer_port integer;
     """,
+    # 5: transactions whose commit is decided (PrepareCommit committed) while their markers may
+    # not all be written yet: the producer id and the epoch of the transaction's batches. A leader
+    # still waiting for its marker reads it here, so a commit is visible on every partition at once.
+    """
+    CREATE TABLE kproto_txn_decisions (
+        producer_id bigint PRIMARY KEY,
+        producer_epoch smallint NOT NULL
+    );
+    """,
 ]
 
 

@@ -503,6 +503,15 @@ class PostgresStorage:
         for item in remaining:
             item.synced, item.seconds = True, seconds
 
+    def committed_decisions(self, producer_ids: list[int]) -> dict[int, int]:
+        """Worker thread: of these producers, those whose transaction is decided committed (its
+        markers may still be on their way): producer id -> the epoch of the transaction's batches."""
+        with self.connection() as conn:
+            rows = conn.execute(
+                "SELECT producer_id, producer_epoch FROM kproto_txn_decisions WHERE producer_id = ANY(%s)",
+                (producer_ids,)).fetchall()
+        return {int(pid): int(epoch) for pid, epoch in rows}
+
     def read_batches(
         self, key: tuple[uuid.UUID, int], offset: int, max_bytes: int, upper_bound: int | None, min_one_batch: bool
     ) -> bytes:

@@ -1,0 +1,61 @@
+"""Commit decisions a read_committed read waits for, read from the shared database (#19).
+
+On PostgreSQL a transaction's markers reach the partitions other brokers lead one leader at a
+time, but its coordinator commits the decision to the database first (with the PrepareCommit
+entry, ``record_decision``). Before a read_committed Fetch or ListOffsets is answered, the open
+transactions that hold back a partition it reads are looked up there (one query, on a worker
+thread): a decided commit is shown at once, so a consumer that has seen a commit on one partition
+sees it on every other, whichever broker leads them. A transaction that this broker coordinates
+and holds Ongoing needs no query (its decision would be made here); the native log has no such
+transactions at all (``undecided_transactions`` is empty).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+
+import trio
+
+from rivven_kproto.broker.broker import Broker
+from rivven_kproto.broker.log.base import PartitionLogBase
+from rivven_kproto.broker.storage import StorageError
+from rivven_kproto.broker.txn.state import TxnState
+
+log = logging.getLogger(__name__)
+
+Waiting = tuple[PartitionLogBase, int, int]  # the partition, the epoch of the batches, first offset
+
+
+def _ongoing_here(broker: Broker, producer_id: int, epoch: int) -> bool:
+    """Does a coordinator of this broker hold the producer's transaction Ongoing (undecided)?"""
+    for coordinator in broker.txn_coordinators():
+        transactional_id = coordinator.by_producer.get(producer_id)
+        if transactional_id is not None:
+            txn = coordinator.txns.get(transactional_id)
+            return txn is not None and txn.state is TxnState.ONGOING and txn.producer_epoch == epoch
+    return False
+
+
+async def learn_decisions(
+    broker: Broker, reads: Iterable[tuple[PartitionLogBase, int]], limiter: trio.CapacityLimiter
+) -> None:
+    """Before answering reads (partition, offset) at read_committed: learn which of the open
+    transactions holding them back are decided committed. Without the database, nothing is
+    learnt (the reads wait for the markers, as before)."""
+    waiting: dict[int, list[Waiting]] = {}
+    for partition, offset in reads:
+        for producer_id, epoch, first in partition.undecided_transactions(offset):
+            if not _ongoing_here(broker, producer_id, epoch):
+                waiting.setdefault(producer_id, []).append((partition, epoch, first))
+    if not waiting:
+        return
+    try:
+        decided = await trio.to_thread.run_sync(broker.storage.committed_decisions, list(waiting), limiter=limiter)
+    except StorageError as exc:
+        log.debug("reading transactions' commit decisions failed: %s", exc)
+        return
+    for producer_id, epoch in decided.items():
+        for partition, wanted_epoch, first in waiting.get(producer_id, ()):
+            if epoch == wanted_epoch:
+                partition.learn_committed(producer_id, epoch, first)

@@ -329,6 +329,7 @@ def test_a_commit_decided_elsewhere_moves_the_last_stable_offset_before_the_mark
     fetched = pg.fetch(0, 1 << 20, IsolationLevel.READ_COMMITTED, min_one_batch=True)
     assert [h.base_offset for _, h in iter_headers(bytes(fetched.data))] == [0, 2] and fetched.aborted == []
     pg.append_marker(7, 3, True, 0, NOW)  # offset 3: the marker arrives
+    assert pg.last_stable_offset == 3  # not held back again while the marker is committed
     pg.flush()
     assert pg.last_stable_offset == 4
     pg.append(_txn_batch(7, 3, 2), NOW)  # the producer's next transaction is not the one learnt

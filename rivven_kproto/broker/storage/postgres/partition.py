@@ -237,8 +237,9 @@ class PgPartitionLog(PartitionLogBase):
         entry = self.producers.producers.get(producer_id)
         first = entry.txn_first_offset if entry is not None else None
         offset = super().append_marker(producer_id, producer_epoch, commit, coordinator_epoch, now_ms)
-        self._decided.pop(producer_id, None)
-        if first is not None:
+        # Held back until committed, unless the commit is known decided (then it stays passed).
+        decided = self._decided.pop(producer_id, None)
+        if first is not None and decided != first:
             self._unsynced_markers.append((offset, first))
         return offset
 

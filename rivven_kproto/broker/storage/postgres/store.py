@@ -505,7 +505,9 @@ class PostgresStorage:
 
     def committed_decisions(self, producer_ids: list[int]) -> dict[int, int]:
         """Worker thread: of these producers, those whose transaction is decided committed (its
-        markers may still be on their way): producer id -> the epoch of the transaction's batches."""
+        markers may still be on their way): producer id -> the epoch of the transaction's batches.
+        Fails at once while the database is known to be down (the reads then wait for markers)."""
+        self.check_available()
         with self.connection() as conn:
             rows = conn.execute(
                 "SELECT producer_id, producer_epoch FROM kproto_txn_decisions WHERE producer_id = ANY(%s)",

@@ -1,8 +1,9 @@
 """The limit: a "broker" that answers Produce and Fetch from memory with no log, no checks.
 
 Built on our codec (``rivven_kproto.codec``), it serves what confluent-kafka needs to create a
-topic, produce idempotently and consume with ``assign()``: ApiVersions, Metadata, CreateTopics,
-InitProducerId, Produce, ListOffsets, Fetch. Produced batches are kept as bytes in a list per
+topic, produce idempotently and transactionally and consume with ``assign()``: ApiVersions,
+Metadata, CreateTopics, FindCoordinator, InitProducerId, AddPartitionsToTxn, EndTxn, Produce,
+ListOffsets, Fetch (transactional requests are answered "done" at once: no coordinator, no markers). Produced batches are kept as bytes in a list per
 partition (base offset rewritten), nothing is validated, fsynced or indexed, so a client's
 throughput against it is the client's own ceiling on this machine.
 
@@ -27,9 +28,17 @@ from rivven_kproto.codec.connection import (
     encode_response,
     encode_unsupported_api_versions,
 )
+from rivven_kproto.codec.messages.add_partitions_to_txn import (
+    AddPartitionsToTxnPartitionResult,
+    AddPartitionsToTxnResponse,
+    AddPartitionsToTxnResult,
+    AddPartitionsToTxnTopicResult,
+)
 from rivven_kproto.codec.messages.api_versions import ApiVersion, ApiVersionsResponse
 from rivven_kproto.codec.messages.create_topics import CreatableTopicResult, CreateTopicsResponse
+from rivven_kproto.codec.messages.end_txn import EndTxnResponse
 from rivven_kproto.codec.messages.fetch import FetchableTopicResponse, FetchResponse, PartitionData
+from rivven_kproto.codec.messages.find_coordinator import Coordinator, FindCoordinatorResponse
 from rivven_kproto.codec.messages.init_producer_id import InitProducerIdResponse
 from rivven_kproto.codec.messages.list_offsets import (
     ListOffsetsPartitionResponse,
@@ -53,7 +62,9 @@ from rivven_kproto.server.handlers import HANDLERS
 log = logging.getLogger(__name__)
 
 # The APIs answered, at the versions our broker serves, so clients negotiate the same requests.
-SERVED = {key: (HANDLERS[key].versions.low, HANDLERS[key].versions.high) for key in (0, 1, 2, 3, 18, 19, 22)}
+SERVED = {
+    key: (HANDLERS[key].versions.low, HANDLERS[key].versions.high) for key in (0, 1, 2, 3, 10, 18, 19, 22, 24, 26)
+}
 RECORDS_COUNT = struct.Struct(">i")  # the last-offset-delta field of a batch header, at byte 23
 PARTITIONS = 8
 
@@ -117,6 +128,16 @@ class NullBroker:
             self.next_producer_id += 1
             return InitProducerIdResponse(throttle_time_ms=0, error_code=0, producer_id=self.next_producer_id,
                                           producer_epoch=0)
+        if key == 10:
+            return FindCoordinatorResponse(
+                throttle_time_ms=0, error_code=0, error_message=None, node_id=0, host=self.host, port=self.port,
+                coordinators=[Coordinator(key=k, node_id=0, host=self.host, port=self.port, error_code=0,
+                                          error_message=None) for k in request.coordinator_keys],
+            )
+        if key == 24:
+            return self._add_partitions(request, version)
+        if key == 26:
+            return EndTxnResponse(throttle_time_ms=0, error_code=0)
         if key == 0:
             return self._produce(request)
         if key == 2:
@@ -140,6 +161,21 @@ class NullBroker:
                                                   replica_nodes=[0], isr_nodes=[0], offline_replicas=[])
                         for i in range(count)],
         )
+
+    @staticmethod
+    def _add_partitions(request: Any, version: int) -> AddPartitionsToTxnResponse:
+        def results(topics: list[Any]) -> list[AddPartitionsToTxnTopicResult]:
+            return [AddPartitionsToTxnTopicResult(name=t.name, results_by_partition=[
+                AddPartitionsToTxnPartitionResult(partition_index=p, partition_error_code=0) for p in t.partitions
+            ]) for t in topics]
+
+        if version <= 3:
+            return AddPartitionsToTxnResponse(throttle_time_ms=0, results_by_topic_v3_and_below=results(
+                request.v3_and_below_topics))
+        return AddPartitionsToTxnResponse(throttle_time_ms=0, results_by_transaction=[
+            AddPartitionsToTxnResult(transactional_id=t.transactional_id, topic_results=results(t.topics))
+            for t in request.transactions
+        ])
 
     def _produce(self, request: Any) -> ProduceResponse:
         responses = []

@@ -22,7 +22,9 @@ WORKLOADS = (
 # Over our broker's SSL and SASL_SSL (PLAIN) listeners; brokers started without them skip these.
 SECURED_WORKLOADS = {"produce-8p-tls": "SSL", "consume-tls": "SSL", "produce-8p-sasl-ssl": "SASL_SSL",
                      "consume-sasl-ssl": "SASL_SSL"}
-LIMIT_WORKLOADS = {"produce-1p", "produce-8p", "consume-uncommitted", "consume-committed"}
+LIMIT_WORKLOADS = {
+    "produce-1p", "produce-8p", "consume-uncommitted", "consume-committed", "transactions", "transactions-16p",
+}
 CONSUMED_TOPIC, CONSUMED_PARTITIONS = "bench-8p", 8
 
 

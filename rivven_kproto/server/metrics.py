@@ -18,7 +18,6 @@ import functools
 import time
 import zlib
 from collections.abc import Iterable, Iterator
-from typing import Any
 
 import trio
 from prometheus_client import (
@@ -38,6 +37,7 @@ from rivven_kproto.broker.txn.coordinator import TxnCounters
 from rivven_kproto.broker.txn.state import TxnState
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.schema import REQUESTS, Message
+from rivven_kproto.server.request_metrics import ApiSeries, RequestSeries, VersionSeries
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
@@ -77,27 +77,12 @@ class BrokerMetrics:
         self.broker: Broker | None = None
         self.ready = False
         r = self.registry
-        self.requests = Counter("rivven_requests", "Requests handled, by API.", ["api"], registry=r)
-        self.requests_by_version = Counter(
-            "rivven_requests_by_version", "Requests handled, by API and version.", ["api", "version"], registry=r,
-        )
+        # Requests by API and version, their durations and phases: updated on the loop (request_metrics.py).
+        self.request_series = RequestSeries(LATENCY_BUCKETS, PHASE_BUCKETS)
+        r.register(self.request_series)
         self.request_errors = Counter(
             "rivven_request_errors", "Error codes in responses (top level and per partition), by API and error.",
             ["api", "error"], registry=r,
-        )
-        self.request_seconds = Histogram(
-            "rivven_request_duration_seconds", "Time from a decoded request to its encoded response, by API and "
-            "version (handling, including waits for data, group members or an fsync).",
-            ["api", "version"], buckets=LATENCY_BUCKETS, registry=r,
-        )
-        self.request_queue_seconds = Histogram(
-            "rivven_request_queue_seconds", "Time from a complete request frame to the decoded request, by API "
-            "(decoding, and waiting for a worker thread when it is decoded off the event loop).",
-            ["api"], buckets=PHASE_BUCKETS, registry=r,
-        )
-        self.response_send_seconds = Histogram(
-            "rivven_response_send_seconds", "Time to hand an encoded response to the connection, by API "
-            "(longer when the client reads slowly).", ["api"], buckets=PHASE_BUCKETS, registry=r,
         )
         self.forwarded_partitions = Counter(
             "rivven_forwarded_partitions", "Partitions of Produce, Fetch and ListOffsets requests this broker sent on "
@@ -146,21 +131,15 @@ class BrokerMetrics:
             buckets=LAG_BUCKETS, registry=r,
         )
         r.register(_StateCollector(self, per_partition))
-        # Each request touches five labelled series: their children are looked up once per API
-        # (and version), since ``labels()`` takes a lock and builds a key every time. Only the
-        # versions clients use get series, so the version label stays a handful per API.
-        self._per_api: dict[int, _ApiSeries] = {}
-        self._per_version: dict[tuple[int, int], tuple[Any, Any]] = {}  # (requests, duration)
+        # Each request's series are looked up once per API (and version), not per request.
+        self._per_api: dict[int, ApiSeries] = {}
+        self._per_version: dict[tuple[int, int], VersionSeries] = {}
         self._pinned_errors: dict[int, tuple[Message, tuple[int, ...]]] = {}
 
-    def _api(self, api_key: int) -> _ApiSeries:
+    def _api(self, api_key: int) -> ApiSeries:
         series = self._per_api.get(api_key)
         if series is None:
-            api = api_name(api_key)
-            series = self._per_api[api_key] = _ApiSeries(
-                api, self.requests.labels(api), self.request_queue_seconds.labels(api),
-                self.response_send_seconds.labels(api),
-            )
+            series = self._per_api[api_key] = self.request_series.api(api_name(api_key))
         return series
 
     def exposition(self) -> bytes:
@@ -214,15 +193,12 @@ class BrokerMetrics:
 
     def observe_request(self, api_key: int, seconds: float, response: object, version: int = -1) -> None:
         series = self._api(api_key)
-        series.requests.inc()
+        series.requests += 1
         by_version = self._per_version.get((api_key, version))
         if by_version is None:
-            by_version = self._per_version[api_key, version] = (
-                self.requests_by_version.labels(series.api, str(version)),
-                self.request_seconds.labels(series.api, str(version)),
-            )
-        by_version[0].inc()
-        by_version[1].observe(seconds)
+            by_version = self._per_version[api_key, version] = self.request_series.version(series.api, version)
+        by_version.requests += 1
+        by_version.duration_seconds.observe(seconds)
         for code in self._error_codes(response):
             self.request_errors.labels(series.api, Errors.for_code(code).name).inc()
 
@@ -274,14 +250,6 @@ def _slices(families: list[Metric]) -> Iterator[list[Metric]]:
             chunk, size = [], 0
     if chunk:
         yield chunk
-
-
-@dataclasses.dataclass(frozen=True)
-class _ApiSeries:
-    api: str
-    requests: Any
-    queue_seconds: Any
-    send_seconds: Any
 
 
 def error_codes(response: object) -> Iterator[int]:

@@ -4,6 +4,7 @@ and shard locks (legacy databases keep one shard under the old log names)."""
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -153,13 +154,21 @@ def test_a_marker_on_a_group_shard_completes_its_offsets_here_or_asks_its_holder
     assert broker.write_markers(5, 0, True, [(GROUP_SHARD_TOPIC, 3)], NOW) == set()
 
 
-def test_a_shard_log_read_ahead_opens_as_it_was_read(postgres_url: str) -> None:
-    """``preload`` (a worker thread) reads the log; ``open`` (the loop) then replays that read,
-    with the same sequence numbers and sizes, and does not read the database again."""
+@contextlib.contextmanager
+def holding_a_shard(postgres_url: str) -> Iterator[tuple[PostgresStorage, int]]:
+    """Node 1 alone on the database, and a coordinator shard it took with its first heartbeat."""
     storage = PostgresStorage(postgres_url, node=(1, "127.0.0.1", 1))
     try:
         storage.heartbeat("127.0.0.1", 1)
-        held = min(storage.shards_held)
+        yield storage, min(storage.shards_held)
+    finally:
+        storage.close()
+
+
+def test_a_shard_log_read_ahead_opens_as_it_was_read(postgres_url: str) -> None:
+    """``preload`` (a worker thread) reads the log; ``open`` (the loop) then replays that read,
+    with the same sequence numbers and sizes, and does not read the database again."""
+    with holding_a_shard(postgres_url) as (storage, held):
         writer = storage.coordinator_log(f"txn/{held}", None, held)  # type: ignore[arg-type]
         writer.open()
         for payload in (b"one", b"two"):
@@ -174,5 +183,23 @@ def test_a_shard_log_read_ahead_opens_as_it_was_read(postgres_url: str) -> None:
         assert ahead.open() == direct == [b"one", b"two"]
         assert (ahead.size, ahead._seq) == (fresh.size, fresh._seq) == (6, 2)  # noqa: SLF001
         assert storage.coordinator_log(f"txn/{held}", None, held).open() == [b"one", b"two", b"three"]  # type: ignore[arg-type]
-    finally:
-        storage.close()
+
+
+def test_commit_decisions_go_with_the_coordinator_log(postgres_url: str) -> None:
+    """Recorded in the round that commits the PrepareCommit entry, gone with CompleteCommit's."""
+    with holding_a_shard(postgres_url) as (storage, held):
+        txn_log = storage.coordinator_log(f"txn/{held}", None, held)  # type: ignore[arg-type]
+        txn_log.open()
+        txn_log.append(b"prepare-commit")
+        txn_log.record_decision(7, 3)
+        txn_log.record_decision(8, 0)
+        assert storage.committed_decisions([7, 8, 9]) == {}  # nothing before the round commits
+        storage.commit([txn_log.begin_sync()])  # type: ignore[list-item]
+        assert storage.committed_decisions([7, 8, 9]) == {7: 3, 8: 0}
+        txn_log.append(b"complete-commit")
+        txn_log.record_decision(7, None)
+        txn_log.append(b"prepare-and-complete-commit")
+        txn_log.record_decision(9, 1)
+        txn_log.record_decision(9, None)
+        storage.commit([txn_log.begin_sync()])  # type: ignore[list-item]
+        assert storage.committed_decisions([7, 8, 9]) == {8: 0}

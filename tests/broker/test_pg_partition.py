@@ -336,27 +336,3 @@ def test_a_commit_decided_elsewhere_moves_the_last_stable_offset_before_the_mark
     pg.flush()
     assert pg.last_stable_offset == 4 and pg.undecided_transactions(0) == [(7, 3, 4)]
 
-
-def test_commit_decisions_go_with_the_coordinator_log(postgres_url: str) -> None:
-    """Recorded in the round that commits the PrepareCommit entry, gone with CompleteCommit's."""
-    storage = PostgresStorage(postgres_url, node=(1, "127.0.0.1", 1))
-    try:
-        storage.heartbeat("127.0.0.1", 1)
-        held = min(storage.shards_held)
-        txn_log = storage.coordinator_log(f"txn/{held}", None, held)  # type: ignore[arg-type]
-        txn_log.open()
-        txn_log.append(b"prepare-commit")
-        txn_log.record_decision(7, 3)
-        txn_log.record_decision(8, 0)
-        assert storage.committed_decisions([7, 8, 9]) == {}  # nothing before the round commits
-        storage.commit([txn_log.begin_sync()])  # type: ignore[list-item]
-        assert storage.committed_decisions([7, 8, 9]) == {7: 3, 8: 0}
-        txn_log.append(b"complete-commit")
-        txn_log.record_decision(7, None)
-        txn_log.append(b"prepare-and-complete-commit")
-        txn_log.record_decision(9, 1)
-        txn_log.record_decision(9, None)
-        storage.commit([txn_log.begin_sync()])  # type: ignore[list-item]
-        assert storage.committed_decisions([7, 8, 9]) == {8: 0}
-    finally:
-        storage.close()

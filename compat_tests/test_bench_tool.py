@@ -59,7 +59,8 @@ def test_a_tiny_bench_run_reports_every_workload(tmp_path: Path) -> None:
     ours = document["rounds"]["rivven_kproto"][0]
     null = document["rounds"]["null"][0]
     assert set(ours) == {"idle", *selected}
-    assert set(null) == {"idle", "produce-8p", "consume-uncommitted", "consume-committed"}
+    assert set(null) == {"idle", "produce-8p", "consume-uncommitted", "consume-committed", "transactions"}
+    assert null["transactions"]["messages"] == 200  # the null broker answers the transactional APIs too
     assert ours["produce-8p"]["messages"] == 5000 and ours["connections"]["idle_connections"] == 200
     assert ours["consume-committed"]["consumed"] == 5000 + 8  # the warm-up message of each partition
     assert ours["transactions"]["messages"] == 200 and ours["transactions"]["p99_ms"] > 0

@@ -37,7 +37,7 @@ from rivven_kproto.broker.txn.coordinator import TxnCounters
 from rivven_kproto.broker.txn.state import TxnState
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.schema import REQUESTS, Message
-from rivven_kproto.server.request_metrics import ApiSeries, RequestSeries, VersionSeries
+from rivven_kproto.server.request_metrics import RequestSeries
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
@@ -78,7 +78,7 @@ class BrokerMetrics:
         self.ready = False
         r = self.registry
         # Requests by API and version, their durations and phases: updated on the loop (request_metrics.py).
-        self.request_series = RequestSeries(LATENCY_BUCKETS, PHASE_BUCKETS)
+        self.request_series = RequestSeries(LATENCY_BUCKETS, PHASE_BUCKETS, api_name)
         r.register(self.request_series)
         self.request_errors = Counter(
             "rivven_request_errors", "Error codes in responses (top level and per partition), by API and error.",
@@ -131,16 +131,7 @@ class BrokerMetrics:
             buckets=LAG_BUCKETS, registry=r,
         )
         r.register(_StateCollector(self, per_partition))
-        # Each request's series are looked up once per API (and version), not per request.
-        self._per_api: dict[int, ApiSeries] = {}
-        self._per_version: dict[tuple[int, int], VersionSeries] = {}
         self._pinned_errors: dict[int, tuple[Message, tuple[int, ...]]] = {}
-
-    def _api(self, api_key: int) -> ApiSeries:
-        series = self._per_api.get(api_key)
-        if series is None:
-            series = self._per_api[api_key] = self.request_series.api(api_name(api_key))
-        return series
 
     def exposition(self) -> bytes:
         """A fresh rendering, in one go (tests, tools)."""
@@ -180,10 +171,10 @@ class BrokerMetrics:
         return took, b"".join(parts)
 
     def observe_queue(self, api_key: int, seconds: float) -> None:
-        self._api(api_key).queue_seconds.observe(seconds)
+        self.request_series.api(api_key).queue_seconds.observe(seconds)
 
     def observe_send(self, api_key: int, seconds: float) -> None:
-        self._api(api_key).send_seconds.observe(seconds)
+        self.request_series.api(api_key).send_seconds.observe(seconds)
 
     def observe_forwarded(self, api_key: int, partitions: int) -> None:
         self.forwarded_partitions.labels(api_name(api_key)).inc(partitions)
@@ -192,11 +183,9 @@ class BrokerMetrics:
         self.transaction_completion_seconds.labels("commit" if committed else "abort").observe(seconds)
 
     def observe_request(self, api_key: int, seconds: float, response: object, version: int = -1) -> None:
-        series = self._api(api_key)
+        series = self.request_series.api(api_key)
         series.requests += 1
-        by_version = self._per_version.get((api_key, version))
-        if by_version is None:
-            by_version = self._per_version[api_key, version] = self.request_series.version(series.api, version)
+        by_version = self.request_series.version(api_key, version)
         by_version.requests += 1
         by_version.duration_seconds.observe(seconds)
         for code in self._error_codes(response):

@@ -11,7 +11,7 @@ as the Counter and Histogram objects did.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -64,23 +64,27 @@ class VersionSeries:
 
 
 class RequestSeries(Collector):
-    def __init__(self, latency_buckets: tuple[float, ...], phase_buckets: tuple[float, ...]) -> None:
+    """The series by API key and version (what a request carries), named only when collected."""
+
+    def __init__(
+        self, latency_buckets: tuple[float, ...], phase_buckets: tuple[float, ...], name: Callable[[int], str]
+    ) -> None:
         self.latency_buckets = latency_buckets
         self.phase_buckets = phase_buckets
-        self.by_api: dict[str, ApiSeries] = {}
-        self.by_version: dict[tuple[str, str], VersionSeries] = {}
+        self.name = name  # an API key's label
+        self.by_api: dict[int, ApiSeries] = {}
+        self.by_version: dict[tuple[int, int], VersionSeries] = {}
 
-    def api(self, api: str) -> ApiSeries:
-        series = self.by_api.get(api)
+    def api(self, api_key: int) -> ApiSeries:
+        series = self.by_api.get(api_key)
         if series is None:
-            series = self.by_api[api] = ApiSeries(api, self.phase_buckets)
+            series = self.by_api[api_key] = ApiSeries(self.name(api_key), self.phase_buckets)
         return series
 
-    def version(self, api: str, version: int) -> VersionSeries:
-        key = (api, str(version))
-        series = self.by_version.get(key)
+    def version(self, api_key: int, version: int) -> VersionSeries:
+        series = self.by_version.get((api_key, version))
         if series is None:
-            series = self.by_version[key] = VersionSeries(self.latency_buckets)
+            series = self.by_version[api_key, version] = VersionSeries(self.latency_buckets)
         return series
 
     def collect(self) -> Iterator[Metric]:
@@ -96,11 +100,12 @@ class RequestSeries(Collector):
         sent = HistogramMetricFamily(
             "rivven_response_send_seconds", "Time to hand an encoded response to the connection, by API "
             "(longer when the client reads slowly).", labels=["api"])
-        for api, series in self.by_api.items():
-            requests.add_metric([api], series.requests)
-            queued.add_metric([api], series.queue_seconds.cumulative(), series.queue_seconds.total)
-            sent.add_metric([api], series.send_seconds.cumulative(), series.send_seconds.total)
-        for (api, version), counts in self.by_version.items():
-            by_version.add_metric([api, version], counts.requests)
-            durations.add_metric([api, version], counts.duration_seconds.cumulative(), counts.duration_seconds.total)
+        for series in self.by_api.values():
+            requests.add_metric([series.api], series.requests)
+            queued.add_metric([series.api], series.queue_seconds.cumulative(), series.queue_seconds.total)
+            sent.add_metric([series.api], series.send_seconds.cumulative(), series.send_seconds.total)
+        for (api_key, version), counts in self.by_version.items():
+            labels = [self.name(api_key), str(version)]
+            by_version.add_metric(labels, counts.requests)
+            durations.add_metric(labels, counts.duration_seconds.cumulative(), counts.duration_seconds.total)
         yield from (requests, by_version, durations, queued, sent)

@@ -250,6 +250,10 @@ class Broker:
     def txn_coordinators(self) -> list[TransactionCoordinator]:
         return [shard.txn for shard in self.shards.values()]
 
+    def producer_coordinator(self, producer_id: int) -> TransactionCoordinator | None:
+        """The transaction coordinator here that knows this producer id (None: no shard held here does)."""
+        return next((txn for txn in self.txn_coordinators() if producer_id in txn.by_producer), None)
+
     def complete_groups(self, producer_id: int, group_ids: Iterable[str], commit: bool) -> None:
         """A transaction's completion in the groups it carried offsets of: by their shard's
         coordinator here, or a marker to the broker holding their shard (GroupsPending until it

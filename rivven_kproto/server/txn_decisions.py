@@ -29,12 +29,11 @@ Waiting = tuple[PartitionLogBase, int, int]  # the partition, the epoch of the b
 
 def _ongoing_here(broker: Broker, producer_id: int, epoch: int) -> bool:
     """Does a coordinator of this broker hold the producer's transaction Ongoing (undecided)?"""
-    for coordinator in broker.txn_coordinators():
-        transactional_id = coordinator.by_producer.get(producer_id)
-        if transactional_id is not None:
-            txn = coordinator.txns.get(transactional_id)
-            return txn is not None and txn.state is TxnState.ONGOING and txn.producer_epoch == epoch
-    return False
+    coordinator = broker.producer_coordinator(producer_id)
+    if coordinator is None:
+        return False
+    txn = coordinator.txns.get(coordinator.by_producer[producer_id])
+    return txn is not None and txn.state is TxnState.ONGOING and txn.producer_epoch == epoch
 
 
 async def learn_decisions(

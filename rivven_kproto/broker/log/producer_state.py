@@ -269,7 +269,7 @@ class ProducerStateManager:
         return (e for e in self.producers.values() if e.txn_first_offset is not None)
 
     def ongoing_first_offsets(self) -> list[int]:
-        return [e.txn_first_offset for e in self.producers.values() if e.txn_first_offset is not None]
+        return [e.txn_first_offset for e in self.ongoing() if e.txn_first_offset is not None]
 
     def last_stable_offset(self, high_watermark: int) -> int:
         """The first offset of the earliest open transaction, or the high watermark when none is."""

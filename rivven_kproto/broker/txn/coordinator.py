@@ -10,9 +10,10 @@ Ending a transaction is a two-phase commit: log PrepareCommit/PrepareAbort, writ
 marker to every partition of the transaction (through ``write_markers``), then log
 CompleteCommit/CompleteAbort. A commit's decision is also recorded with its PrepareCommit entry
 (``record_decision``, kept by a shared database's log): a leader whose marker has not arrived yet
-reads it there, so the commit becomes visible on all of its partitions at once. With ``complete_after_sync`` (the server sets it for
-``fsync=always``) the completion waits in :attr:`awaiting_sync` until the flusher has made the
-markers durable (``take_awaiting``, then ``complete_synced``). Partitions whose marker could not
+reads it there, so the commit becomes visible on all of its partitions at once. With
+``complete_after_sync`` (the server sets it for ``fsync=always``) the completion waits in
+:attr:`awaiting_sync` until the flusher has made the markers durable (``take_awaiting``, then
+``complete_synced``). Partitions whose marker could not
 be written are retried by :meth:`tick`; a logged commit decision is never turned into an abort.
 On start, :meth:`recover` re-writes the markers of every transaction left in a Prepare state,
 has the broker flush them, then logs the completions.

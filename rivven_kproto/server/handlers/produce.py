@@ -212,9 +212,11 @@ def _coordinator_of(ctx: RequestContext, request: ProduceRequest, header: BatchH
     txn_verification). Without a transactional id: the local shard that knows the producer."""
     if request.transactional_id is not None:
         return ctx.broker.txn_coordinator(request.transactional_id)
+    known = ctx.broker.producer_coordinator(header.producer_id)
+    if known is not None:
+        return known
     coordinators = ctx.broker.txn_coordinators()
-    return next((txn for txn in coordinators if header.producer_id in txn.by_producer),
-                coordinators[0] if coordinators else None)
+    return coordinators[0] if coordinators else None
 
 
 def _join_transaction(

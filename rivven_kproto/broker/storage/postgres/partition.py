@@ -28,7 +28,7 @@ from __future__ import annotations
 import bisect
 import logging
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -208,23 +208,19 @@ class PgPartitionLog(PartitionLogBase):
         database holds: a transaction ends here once its marker is committed (not when appended:
         lost with this broker, the marker would leave a transaction seen that is then aborted),
         or once its coordinator's commit decision is read from the database (``learn_committed``)."""
-        end = self._committed_end
-        for _, first in self._unsynced_markers:
-            end = min(end, first)
-        for entry in self.producers.ongoing():
-            opened = entry.txn_first_offset
-            if opened is not None and opened < end and self._decided.get(entry.producer_id) != opened:
-                end = opened
-        return end
+        return min([self._committed_end, *(first for _, first in self._unsynced_markers),
+                    *(first for _, _, first in self._undecided())])
 
     def undecided_transactions(self, offset: int) -> list[tuple[int, int, int]]:
-        if offset >= self._committed_end:
-            return []
-        return [
-            (entry.producer_id, entry.epoch, entry.txn_first_offset) for entry in self.producers.ongoing()
-            if entry.txn_first_offset is not None and entry.txn_first_offset < self._committed_end
-            and self._decided.get(entry.producer_id) != entry.txn_first_offset
-        ]
+        return [] if offset >= self._committed_end else list(self._undecided())
+
+    def _undecided(self) -> Iterator[tuple[int, int, int]]:
+        """(producer id, epoch, first offset) of the open transactions starting below the committed
+        end whose commit is not known decided."""
+        for entry in self.producers.ongoing():
+            first = entry.txn_first_offset
+            if first is not None and first < self._committed_end and self._decided.get(entry.producer_id) != first:
+                yield entry.producer_id, entry.epoch, first
 
     def learn_committed(self, producer_id: int, epoch: int, first_offset: int) -> None:
         entry = self.producers.producers.get(producer_id)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
@@ -162,58 +163,50 @@ class Adapter:
         from ..fixtures import produce_plain  # noqa: PLC0415
 
         members = {
-            w: self._consumer(
+            w: _PolledMember(self._consumer(
                 ctx, group, session_timeout_ms=10_000, heartbeat_interval_ms=300, max_poll_interval_ms=30_000
-            )
+            ))
             for w in "ab"
         }
-        records: dict[str, list[Rec]] = {"a": [], "b": []}
 
-        def poll(*who: str) -> None:
-            for w in who:
-                records[w] += self._poll(members[w], 100)
-
-        def assigned(w: str) -> set[int]:
-            return {tp.partition for tp in members[w].assignment()}
+        def seen(*who: str) -> set[bytes | None]:
+            return {r.value for w in who for r in members[w].records()}
 
         deadline = time.monotonic() + ctx.remaining()
         try:
             produce_plain(ctx.bootstrap, topic, phase1)
-            members["a"].subscribe([topic])
+            members["a"].start(topic)
             values1 = {r.value for r in phase1}
-            until(
-                deadline,
-                "member A to read the first records",
-                lambda: poll("a") or {r.value for r in records["a"]},
-                lambda seen: values1 <= seen,
-            )
-            a_first = sorted(assigned("a"))
-            members["b"].subscribe([topic])
+            until(deadline, "member A to read the first records", lambda: seen("a"), lambda got: values1 <= got)
+            a_first = sorted(members["a"].assigned())
+            members["b"].start(topic)
             until(
                 deadline,
                 "the rebalance to give B partitions",
-                lambda: poll("a", "b") or (assigned("a"), assigned("b")),
+                lambda: (members["a"].assigned(), members["b"].assigned()),
                 lambda ab: bool(ab[0]) and bool(ab[1]) and ab[0] | ab[1] == {0, 1, 2} and not ab[0] & ab[1],
             )
-            after = {w: sorted(assigned(w)) for w in "ab"}
+            after = {w: sorted(members[w].assigned()) for w in "ab"}
             produce_plain(ctx.bootstrap, topic, phase2)
             values2 = {r.value for r in phase2}
-            until(
-                deadline,
-                "the later records",
-                lambda: poll("a", "b") or {r.value for w in "ab" for r in records[w]},
-                lambda seen: values2 <= seen,
-            )
-            poll("a", "b")
+            until(deadline, "the later records", lambda: seen("a", "b"), lambda got: values2 <= got)
+            # One more poll each, to catch a record read twice.
+            polls = {w: members[w].polls() for w in "ab"}
+            until(deadline, "one more poll of each member", lambda: {w: members[w].polls() for w in "ab"},
+                  lambda now: all(now[w] > polls[w] for w in "ab"))
         finally:
-            for consumer in members.values():
-                consumer.close()
+            # Both stop polling before either leaves: a member still polling would take over the
+            # partitions of the one leaving and read them again.
+            for member in members.values():
+                member.stop_polling()
+            for member in members.values():
+                member.close()
         return {
             "a_first": a_first,
             "a_after": after["a"],
             "b_after": after["b"],
-            "a_records": records["a"],
-            "b_records": records["b"],
+            "a_records": members["a"].records(),
+            "b_records": members["b"].records(),
         }
 
     def commit_fetch(self, ctx: Ctx, topic: str, group: str) -> dict:
@@ -359,3 +352,66 @@ _NO_KIP848 = "kafka-python implements only the classic group protocol (JoinGroup
 CLIENT = Client(
     name="kafka-python", adapter=Adapter(), version=lambda: {"version": kafka.__version__}, not_offered=dict.fromkeys(("group-rebalance-kip848", "send-offsets-txn-kip848"), _NO_KIP848)
 )
+
+
+class _PolledMember:
+    """A group member polled without pause on a thread of its own, as an application's poll loop is.
+
+    kafka-python 3.0 drops a JoinGroup/SyncGroup round that completes while no ``poll()`` waits on
+    it and sends a new JoinGroup; the leader's JoinGroup makes the coordinator rebalance (as Kafka's
+    does), so two members polled in turn from one thread can keep a group rebalancing forever
+    (compat_tests/FINDINGS.rst)."""
+
+    def __init__(self, consumer: KafkaConsumer) -> None:
+        self._consumer = consumer
+        self._lock = threading.Lock()
+        self._records: list[Rec] = []
+        self._assigned: set[int] = set()
+        self._polls = 0
+        self._error: BaseException | None = None
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self, topic: str) -> None:
+        self._thread = threading.Thread(target=self._run, args=(topic,), name=f"member-{topic}", daemon=True)
+        self._thread.start()
+
+    def _run(self, topic: str) -> None:
+        try:
+            self._consumer.subscribe([topic])
+            while not self._stopping.is_set():
+                got = Adapter._poll(self._consumer, 100)
+                assigned = {tp.partition for tp in self._consumer.assignment()}
+                with self._lock:
+                    self._records += got
+                    self._assigned = assigned
+                    self._polls += 1
+        except BaseException as exc:  # noqa: BLE001 - raised again on the test's thread
+            self._error = exc
+
+    def _checked(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+    def records(self) -> list[Rec]:
+        self._checked()
+        with self._lock:
+            return list(self._records)
+
+    def assigned(self) -> set[int]:
+        self._checked()
+        with self._lock:
+            return set(self._assigned)
+
+    def polls(self) -> int:
+        self._checked()
+        with self._lock:
+            return self._polls
+
+    def stop_polling(self) -> None:
+        self._stopping.set()
+        if self._thread is not None:
+            self._thread.join(30)
+
+    def close(self) -> None:
+        self._consumer.close()

@@ -240,6 +240,7 @@ class Adapter:
         producer = self._txn_producer(ctx, txn_id)
         try:
             consumer.subscribe([in_topic])  # a live member: its generation goes with the offsets (KIP-447)
+            consumer.topics()  # partitions known before the first join (see _PolledMember)
             records = collect(ctx.wait(), 5, lambda: self._poll(consumer))
             producer.begin_transaction()
             for r in records[:5]:
@@ -358,9 +359,9 @@ class _PolledMember:
     """A group member polled without pause on a thread of its own, as an application's poll loop is.
 
     kafka-python 3.0 drops a JoinGroup/SyncGroup round that completes while no ``poll()`` waits on
-    it and sends a new JoinGroup; the leader's JoinGroup makes the coordinator rebalance (as Kafka's
-    does), so two members polled in turn from one thread can keep a group rebalancing forever
-    (compat_tests/FINDINGS.rst)."""
+    it: it sends a new JoinGroup, or none at all if the round itself made the join look done. The
+    leader's JoinGroup makes the coordinator rebalance (as Kafka's does), so two members polled in
+    turn from one thread can keep a group rebalancing forever (compat_tests/FINDINGS.rst)."""
 
     def __init__(self, consumer: KafkaConsumer) -> None:
         self._consumer = consumer
@@ -379,8 +380,12 @@ class _PolledMember:
     def _run(self, topic: str) -> None:
         try:
             self._consumer.subscribe([topic])
+            # The topic's partitions known before the first join: a leader that assigns without them
+            # joins again once they arrive, and kafka-python loses that second round if a poll()
+            # times out during it (the leader's join makes it "not needed" any more).
+            self._consumer.topics()
             while not self._stopping.is_set():
-                got = Adapter._poll(self._consumer, 100)
+                got = Adapter._poll(self._consumer, 500)
                 assigned = {tp.partition for tp in self._consumer.assignment()}
                 with self._lock:
                     self._records += got

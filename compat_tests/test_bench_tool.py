@@ -15,7 +15,7 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from tools.bench import brokers, workloads
+from tools.bench import brokers, fetch_shape, workloads
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -43,6 +43,20 @@ def test_the_null_broker_serves_confluent_kafka_produce_and_consume() -> None:
         assert got == {p: sent[p::3] for p in range(3)}
     finally:
         running.stop()
+
+
+def test_fetch_shape_reads_what_one_fetch_of_our_broker_returns() -> None:
+    """Our broker answers the default librdkafka Fetch from every partition within its 1 MiB limit;
+    the tool counts the records (the produce workload's warm-up message at offset 0 skipped)."""
+    running = brokers.Running(brokers.ours(), 0)
+    try:
+        workloads.produce(running.bootstrap, "shape", 4000, 8)
+        rows = fetch_shape.shape(fetch_shape.fetch_once(running.bootstrap, "shape", 8))
+    finally:
+        running.stop()
+    assert [row["partition"] for row in rows] == list(range(8))
+    assert sum(row["records"] for row in rows) == 4000
+    assert all(0 < row["bytes"] <= fetch_shape.PARTITION_MAX_BYTES and row["batches"] for row in rows)
 
 
 def test_a_tiny_bench_run_reports_every_workload(tmp_path: Path) -> None:

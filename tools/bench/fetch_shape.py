@@ -13,15 +13,13 @@ Kafka applies (``partition_max_bytes`` per partition, ``max_bytes`` per response
 from __future__ import annotations
 
 import argparse
-import io
 import socket
-import struct
 import sys
 from typing import Any
 
-from rivven_kproto.codec.connection import encode_request
-from rivven_kproto.codec.headers import RequestHeader, ResponseHeader, response_header_version
+from rivven_kproto.client.protocol import ClientProtocol
 from rivven_kproto.codec.messages.fetch import FetchPartition, FetchRequest, FetchResponse, FetchTopic
+from rivven_kproto.codec.records.batch import iter_headers
 
 from . import brokers
 from . import workloads as w
@@ -30,45 +28,38 @@ from .runner import CONSUMED_PARTITIONS, CONSUMED_TOPIC
 FETCH_VERSION = 11
 PARTITION_MAX_BYTES = 1 << 20  # librdkafka's max.partition.fetch.bytes
 MAX_BYTES = 50 << 20  # librdkafka's fetch.max.bytes
-BATCH_HEADER = struct.Struct(">qi")  # base offset, batch length (after these 12 bytes)
-RECORDS_COUNT_AT = 57
 
 
-def fetch_frame(topic: str, partitions: int, offset: int) -> bytes:
-    request = FetchRequest(
+def fetch_request(topic: str, partitions: int, offset: int) -> FetchRequest:
+    return FetchRequest(
         max_wait_ms=500, min_bytes=1, max_bytes=MAX_BYTES, isolation_level=0,
         topics=[FetchTopic(topic=topic, partitions=[
             FetchPartition(partition=p, fetch_offset=offset, partition_max_bytes=PARTITION_MAX_BYTES)
             for p in range(partitions)])],
         forgotten_topics_data=[],
     )
-    header = RequestHeader(request_api_key=FetchRequest.API_KEY, request_api_version=FETCH_VERSION,
-                           correlation_id=1, client_id="fetch-shape")
-    return encode_request(header, request)
 
 
 def fetch_once(address: str, topic: str, partitions: int, offset: int = 1) -> FetchResponse:
+    protocol = ClientProtocol(client_id="fetch-shape")
+    _, data = protocol.send_request(fetch_request(topic, partitions, offset), FETCH_VERSION)
     host, port = address.rsplit(":", 1)
     with socket.create_connection((host, int(port)), timeout=30) as sock:
-        sock.sendall(fetch_frame(topic, partitions, offset))
-        (length,) = struct.unpack(">i", w._read_exactly(sock, 4))
-        answer = w._read_exactly(sock, length)
-    body = io.BytesIO(answer)
-    ResponseHeader.decode_from(body, response_header_version(FetchRequest, FETCH_VERSION))
-    return FetchResponse.decode(answer[body.tell():], FETCH_VERSION)
+        sock.sendall(data)
+        while (answered := protocol.next_response()) is None:
+            chunk = sock.recv(1 << 20)
+            if not chunk:
+                raise ConnectionError(f"{address} closed the connection before answering the Fetch")
+            protocol.receive_data(chunk)
+    response = answered[1]
+    assert isinstance(response, FetchResponse)
+    return response
 
 
 def batches(records: bytes) -> list[tuple[int, int]]:
-    """(bytes, records) of each whole record batch in ``records``."""
-    out, pos = [], 0
-    while pos + RECORDS_COUNT_AT + 4 <= len(records):
-        _, length = BATCH_HEADER.unpack_from(records, pos)
-        if pos + 12 + length > len(records):
-            break  # a partial batch at the end, as Kafka may send
-        (count,) = struct.unpack_from(">i", records, pos + RECORDS_COUNT_AT)
-        out.append((12 + length, count))
-        pos += 12 + length
-    return out
+    """(bytes, records) of each whole record batch in ``records`` (a partial one at the end, as
+    Kafka may send, left out)."""
+    return [(header.size, header.records_count) for _, header in iter_headers(records)]
 
 
 def shape(response: FetchResponse) -> list[dict[str, Any]]:

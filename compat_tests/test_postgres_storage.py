@@ -425,3 +425,57 @@ def test_a_waiting_standby_stops_on_sigterm(tmp_path: Path, database: str) -> No
         if standby.poll() is None:
             standby.kill()
         active.stop()
+
+
+def test_an_idempotent_retry_is_answered_only_once_its_first_copy_is_committed(tmp_path: Path, database: str) -> None:
+    """#36 B: the same idempotent batch sent again on a second connection while the first copy's
+    database commit is held up (a test transaction locks the partition's row) must not be
+    acknowledged before that commit: kill -9 then would lose an acknowledged record. Whatever the
+    retry was answered, a fresh broker on the database serves every acknowledged record."""
+    from rivven_kproto.codec.messages.init_producer_id import InitProducerIdRequest
+
+    from .txn_helpers import Raw, wait_for
+
+    broker = pg_broker(tmp_path, database, "first")
+    topic = "pg-dup-ack"
+    create_topics(broker.bootstrap, {topic: 1})
+    setup = Raw(broker.bootstrap)
+    init = setup.call(InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60000), 4)
+    assert init.error_code == 0
+    answers: dict[str, tuple[int, int] | BaseException] = {}
+    # The partition's row exists once a first batch is committed.
+    assert setup.produce(topic, 0, [b"first"], pid=init.producer_id, epoch=init.producer_epoch, seq=0) == (0, 0)
+
+    def send(name: str) -> None:
+        raw = Raw(broker.bootstrap)
+        try:
+            answers[name] = raw.produce(topic, 0, [b"only-once"], pid=init.producer_id, epoch=init.producer_epoch, seq=1)
+        except (OSError, EOFError, ConnectionError) as exc:
+            answers[name] = exc
+
+    with psycopg.connect(database) as holder, psycopg.connect(database, autocommit=True) as watcher:
+        holder.execute("SELECT * FROM kproto_partitions FOR UPDATE")  # the broker's commit waits behind this
+
+        def commit_waiting() -> bool:
+            row = watcher.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                                 " AND query LIKE '%%kproto_partitions%%'").fetchone()
+            return bool(row and row[0])
+
+        first = threading.Thread(target=send, args=("first",), daemon=True)
+        first.start()
+        assert wait_for(commit_waiting, TIMEOUT_S), f"the first copy's commit never started: {answers}"
+        retry = threading.Thread(target=send, args=("retry",), daemon=True)
+        retry.start()
+        retry.join(5.0)  # before the fix the retry was answered at once, while the commit waited
+        answered_while_held = dict(answers)
+        broker.kill()
+        holder.rollback()
+    first.join(TIMEOUT_S)
+    retry.join(TIMEOUT_S)
+    assert answered_while_held == {}, f"answered before the first copy was committed: {answered_while_held}"
+    acknowledged = [name for name, answer in answers.items() if answer == (0, 1)]
+
+    second = pg_broker(tmp_path, database, "second")
+    check = Raw(second.bootstrap)
+    assert check.end_offsets(topic, [0], committed=False) == {0: 2 if acknowledged else 1}, (
+        f"acknowledged: {acknowledged}")

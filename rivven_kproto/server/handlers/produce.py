@@ -3,7 +3,8 @@
 Each partition's data must be exactly one RecordBatch v2 (Kafka's rule for v3+); the log validates
 and appends it as bytes. A topic whose ``compression.type`` is not ``producer`` gets the batch
 recompressed, as Kafka does. Idempotent batches are checked against the partition's producer
-state by the log (a retried duplicate is answered with its original offsets and not written).
+state by the log (a retried duplicate is answered with its original offsets and not written,
+once the original is durable).
 A transactional batch is accepted only for a partition the coordinator has in that producer's
 ongoing transaction (KIP-890 part 1), else TRANSACTION_ABORTABLE (v11+) or INVALID_TXN_STATE.
 With transactions V2 (v12 on a broker whose ``transaction.version`` is 2, KIP-890 part 2) the
@@ -189,6 +190,10 @@ def _produce_partition(
         return error_partition(data.index, Errors.CORRUPT_MESSAGE, str(exc))
     if not info.duplicate:
         ctx.appended = True
+        ctx.touched.append(log_)
+    elif info.last_offset >= log_.recovery_point:
+        # A retry of a batch whose first copy is not durable yet (its commit or fsync may be under
+        # way for another request): answered, like the first copy, only once that is durable.
         ctx.touched.append(log_)
     return PartitionProduceResponse(
         index=data.index,

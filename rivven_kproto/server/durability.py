@@ -177,7 +177,9 @@ class Durability:
         self.broker.work.critical_done = critical
         if partitions and self.after_commit is not None:
             self.after_commit()
-        lost = frozenset(partition.name for partition, flush in partitions if getattr(flush, "fenced", False))
+        # Markers refused with a log another broker claimed (appended before or during this round).
+        lost = frozenset((partition.name, producer_id) for partition, flush in partitions
+                         if getattr(flush, "fenced", False) for producer_id in partition.lost_markers)
         for shard, txns in completing:
             if self.broker.shards.get(shard.index) is shard:  # not handed over meanwhile
                 shard.txn.complete_synced(txns, now, lost)

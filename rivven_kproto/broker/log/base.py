@@ -120,6 +120,9 @@ class PartitionLogBase:
         self.markers_written = 0
         # Another broker claimed the partition in a shared store: this log writes and serves no more.
         self.fenced = False
+        # Producer ids whose transaction markers were appended here but never made durable because
+        # the log was fenced first: their coordinators must write them again, at the new leader.
+        self.lost_markers: frozenset[int] = frozenset()
 
     # -- what an engine provides -----------------------------------------------------------------
 

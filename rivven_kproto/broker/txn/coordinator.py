@@ -476,19 +476,24 @@ class TransactionCoordinator:
         """Transactions whose markers are written; complete them once a flush that starts now ends."""
         return list(self.awaiting_sync.values())
 
-    def complete_synced(self, synced: Iterable[TxnMetadata], now_ms: int, lost: frozenset[str] = frozenset()) -> None:
-        """The markers of these transactions are durable: log their completion. ``lost``: logs
-        ("<topic>-<partition>") whose writes of this round were refused because another broker
-        claimed them: a marker there is not durable, and is written again (by the new leader)."""
+    def complete_synced(
+        self, synced: Iterable[TxnMetadata], now_ms: int, lost: frozenset[tuple[str, int]] = frozenset()
+    ) -> None:
+        """The markers of these transactions are durable: log their completion. ``lost``: markers
+        ("<topic>-<partition>", producer id) refused because another broker claimed their log
+        first, whether appended before this round or while it ran (then the transaction waits
+        for the next round, and is not among ``synced``): written again, by the new leader."""
+        if lost:
+            for transactional_id, txn in list(self.awaiting_sync.items()):
+                missing = {tp for tp in txn.partitions if (f"{tp[0]}-{tp[1]}", txn.producer_id) in lost}
+                if missing:
+                    log.warning("%d markers of %s were lost with partitions another broker took; writing them again",
+                                len(missing), transactional_id)
+                    del self.awaiting_sync[transactional_id]
+                    self.unwritten[transactional_id] = missing
         for txn in synced:
             if self.awaiting_sync.get(txn.transactional_id) is txn:
                 del self.awaiting_sync[txn.transactional_id]
-                missing = {tp for tp in txn.partitions if f"{tp[0]}-{tp[1]}" in lost}
-                if missing:
-                    log.warning("%d markers of %s were lost with partitions another broker took; writing them again",
-                                len(missing), txn.transactional_id)
-                    self.unwritten[txn.transactional_id] = missing
-                    continue
                 if self.txns.get(txn.transactional_id) is txn:
                     self._complete_written(txn, now_ms)
 

@@ -391,6 +391,10 @@ class PgPartitionLog(PartitionLogBase):
         if pending.fenced:
             self.fenced = True  # another broker leads it now: nothing more is written or served here
             self._closed = True
+            # Refused: this commit's rows, and those appended while it was on its way (a marker of a
+            # transaction that ended meanwhile among them). Their coordinators are told.
+            dropped = [batch.row for batch in [*pending.items, *self._pending] if batch.row is not None]
+            self.lost_markers = frozenset(int(row[5]) for row in dropped if int(row[8]) & _CONTROL)  # type: ignore[call-overload]
             self._pending = []
             return
         if not pending.synced:

@@ -479,3 +479,16 @@ def test_an_idempotent_retry_is_answered_only_once_its_first_copy_is_committed(t
     check = Raw(second.bootstrap)
     assert check.end_offsets(topic, [0], committed=False) == {0: 2 if acknowledged else 1}, (
         f"acknowledged: {acknowledged}")
+
+
+def test_the_broker_warns_at_start_when_acknowledgements_do_not_survive_a_failover(
+        tmp_path: Path, database: str) -> None:
+    """#36: no synchronous standby (the throwaway server has none) is a warning; so is
+    synchronous_commit off (set for this database only), which a crash alone can lose writes to."""
+    broker = pg_broker(tmp_path, database, "plain")
+    assert "no synchronous standby" in broker.log_text()
+    broker.kill()
+    with psycopg.connect(database, autocommit=True) as conn:
+        name = conn.execute("SELECT current_database()").fetchone()[0]  # type: ignore[index]
+        conn.execute(f'ALTER DATABASE "{name}" SET synchronous_commit = off')
+    assert "synchronous_commit is off" in pg_broker(tmp_path, database, "async").log_text()

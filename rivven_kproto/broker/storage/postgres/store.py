@@ -42,6 +42,7 @@ from .registry import (
     catalog_lagging,
     live_nodes,
 )
+from .replication import warn_about_durability
 from .schema import migrate
 
 log = logging.getLogger(__name__)
@@ -154,6 +155,7 @@ class PostgresStorage:
                 self.pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
                 with self.connection() as conn:
                     migrate(conn)
+                    warn_about_durability(conn)
                     self.coordinator_shards = self._shard_count(conn)
                     if self.registration is not None:
                         self.registration.role = COORDINATOR if self.coordinating else SERVING

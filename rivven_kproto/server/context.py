@@ -34,6 +34,7 @@ class TxnVerdict:
 
     error: Errors
     guard: object
+    transactional_id: str  # whose producer the coordinator confirmed (or refused)
 
 
 @dataclass

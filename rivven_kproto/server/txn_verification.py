@@ -53,7 +53,8 @@ async def verify_with_coordinator(broker: Broker, ctx: RequestContext, request: 
                 header = parse_header(data.records or b"")
             except (KafkaError, ValueError):
                 continue  # the handler answers it
-            if not header.is_transactional or not producers.needs_verification(header.producer_id, header.producer_epoch):
+            if not header.is_transactional or not producers.needs_verification(
+                    header.producer_id, header.producer_epoch, transactional_id):
                 continue
             guard = producers.start_verification(header.producer_id)
             wanted[(header.producer_id, header.producer_epoch)].append(((topic_data.name, data.index), guard))
@@ -79,7 +80,7 @@ async def verify_with_coordinator(broker: Broker, ctx: RequestContext, request: 
                 error = Errors.NOT_ENOUGH_REPLICAS
             elif error == Errors.PRODUCER_FENCED:
                 error = Errors.INVALID_PRODUCER_EPOCH  # Produce has no PRODUCER_FENCED: Kafka's leader translates it
-            ctx.txn_verdicts[key] = TxnVerdict(error, guard)
+            ctx.txn_verdicts[key] = TxnVerdict(error, guard, transactional_id)
 
 
 async def add_offsets_at_coordinator(broker: Broker, ctx: RequestContext, request: TxnOffsetCommitRequest,

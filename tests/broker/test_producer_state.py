@@ -208,7 +208,7 @@ def test_a_marker_voids_a_verification_begun_before_it(tmp_path: Path) -> None:
     """KIP-890 on a leader that asks the coordinator: the answer counts only if no marker of the
     producer landed while it was asked; an open transaction here needs no question."""
     state = ProducerStateManager(tmp_path)
-    assert state.needs_verification(7, 0)
+    assert state.needs_verification(7, 0, "t")
     guard = state.start_verification(7)
     assert state.still_verified(7, guard)
     assert state.start_verification(7) is guard  # a second request in flight shares it
@@ -219,7 +219,10 @@ def test_a_marker_voids_a_verification_begun_before_it(tmp_path: Path) -> None:
     batch = build_batch([Record(0, 0, None, b"v", [])], producer_id=7, producer_epoch=0, base_sequence=0,
                         is_transactional=True)
     state.update(header for _, header in iter_headers(batch))
-    assert not state.needs_verification(7, 0)  # its transaction is open here now
-    assert state.needs_verification(7, 1)  # a new epoch (transactions V2: a new transaction)
+    assert state.needs_verification(7, 0, "t")  # open here, but no transactional id confirmed for it yet
+    state.verified_ids[7] = "t"  # the coordinator's answer, applied by the Produce handler
+    assert not state.needs_verification(7, 0, "t")  # its transaction is open here now
+    assert state.needs_verification(7, 0, "attacker")  # #37: the same producer under another id is asked about
+    assert state.needs_verification(7, 1, "t")  # a new epoch (transactions V2: a new transaction)
     state.complete_txn(7, 0, marker_offset=2, commit=True)
-    assert state.needs_verification(7, 0)
+    assert state.needs_verification(7, 0, "t")

@@ -180,16 +180,19 @@ def test_add_offsets_joins_groups_and_completes_them(s: Setup) -> None:
 
 def test_verify_partition_is_kip_890_part_1(s: Setup) -> None:
     pid, epoch = s.ready()
-    assert s.coord.verify_partition(pid, epoch, *T1) == Errors.TRANSACTION_ABORTABLE  # no transaction
-    assert s.coord.verify_partition(pid + 99, 0, *T1) == Errors.INVALID_TXN_STATE  # unknown producer
+    assert s.coord.verify_partition(TID, pid, epoch, *T1) == Errors.TRANSACTION_ABORTABLE  # no transaction
+    assert s.coord.verify_partition(TID, pid + 99, 0, *T1) == Errors.INVALID_PRODUCER_ID_MAPPING  # another producer
+    assert s.coord.verify_partition("someone-else", pid, epoch, *T1) == Errors.INVALID_PRODUCER_ID_MAPPING
     s.coord.add_partitions(TID, pid, epoch, [T1], NOW)
-    assert s.coord.verify_partition(pid, epoch, *T1) == Errors.NONE
-    assert s.coord.verify_partition(pid, epoch, *T2) == Errors.TRANSACTION_ABORTABLE  # not added
+    assert s.coord.verify_partition(TID, pid, epoch, *T1) == Errors.NONE
+    # #37: the producer's id and epoch under another transactional id do not join its transaction.
+    assert s.coord.verify_partition("attacker", pid, epoch, *T1) == Errors.INVALID_PRODUCER_ID_MAPPING
+    assert s.coord.verify_partition(TID, pid, epoch, *T2) == Errors.TRANSACTION_ABORTABLE  # not added
     s.coord.end_txn(TID, pid, epoch, True, NOW)
-    assert s.coord.verify_partition(pid, epoch, *T1) == Errors.TRANSACTION_ABORTABLE  # completed
+    assert s.coord.verify_partition(TID, pid, epoch, *T1) == Errors.TRANSACTION_ABORTABLE  # completed
     _, new_epoch = s.ready()
     s.coord.add_partitions(TID, pid, new_epoch, [T1], NOW)
-    assert s.coord.verify_partition(pid, epoch, *T1) == Errors.INVALID_PRODUCER_EPOCH  # fenced epoch
+    assert s.coord.verify_partition(TID, pid, epoch, *T1) == Errors.INVALID_PRODUCER_EPOCH  # fenced epoch
 
 
 def test_reinit_during_ongoing_aborts_fences_and_answers_concurrent(s: Setup) -> None:
@@ -200,7 +203,7 @@ def test_reinit_during_ongoing_aborts_fences_and_answers_concurrent(s: Setup) ->
     assert s.markers.calls == [(pid, epoch + 1, False, (T1, T2))]
     assert s.state().state is TxnState.COMPLETE_ABORT and s.state().producer_epoch == epoch + 1
     assert s.coord.end_txn(TID, pid, epoch, True, NOW) == Errors.PRODUCER_FENCED
-    assert s.coord.verify_partition(pid, epoch, *T1) == Errors.INVALID_PRODUCER_EPOCH
+    assert s.coord.verify_partition(TID, pid, epoch, *T1) == Errors.INVALID_PRODUCER_EPOCH
     # The client retries and gets a further bumped epoch.
     assert s.init() == (Errors.NONE, pid, epoch + 2)
     assert s.coord.counters.aborted == 1
@@ -239,11 +242,8 @@ def test_rotated_producer_id_cannot_write_into_the_new_transaction(s: Setup) -> 
     _, new_pid, new_epoch = s.init()
     assert new_pid != pid
     assert s.coord.add_partitions(TID, new_pid, new_epoch, [T1], NOW) == Errors.NONE
-    assert s.coord.verify_partition(new_pid, new_epoch, *T1) == Errors.NONE
-    assert s.coord.verify_partition(pid, MAX_EPOCH, *T1) in (
-        Errors.INVALID_TXN_STATE,
-        Errors.INVALID_PRODUCER_EPOCH,
-    )
+    assert s.coord.verify_partition(TID, new_pid, new_epoch, *T1) == Errors.NONE
+    assert s.coord.verify_partition(TID, pid, MAX_EPOCH, *T1) == Errors.INVALID_PRODUCER_ID_MAPPING
     assert pid not in s.coord.by_producer
 
 
@@ -287,8 +287,8 @@ def test_kip_360_after_aborted_transaction(s: Setup) -> None:
 def test_verify_partition_refuses_an_epoch_never_handed_out(s: Setup) -> None:
     pid, epoch = s.ready()
     assert s.coord.add_partitions(TID, pid, epoch, [T1], NOW) == Errors.NONE
-    assert s.coord.verify_partition(pid, epoch, *T1) == Errors.NONE
-    assert s.coord.verify_partition(pid, epoch + 1, *T1) == Errors.INVALID_PRODUCER_EPOCH
+    assert s.coord.verify_partition(TID, pid, epoch, *T1) == Errors.NONE
+    assert s.coord.verify_partition(TID, pid, epoch + 1, *T1) == Errors.INVALID_PRODUCER_EPOCH
 
 
 def marker_epochs(s: Setup) -> set[int]:

@@ -59,7 +59,7 @@ def test_the_delayed_produce_of_the_previous_transaction_is_fenced(s: Setup) -> 
     _, _, new_epoch = s.coord.end_txn_v2(TID, pid, epoch, True, NOW)
     begin(s, pid, new_epoch, T2)  # transaction N+1 began
     assert s.coord.add_partitions(TID, pid, epoch, [T1], NOW, client_txn_version=2) is Errors.PRODUCER_FENCED
-    assert s.coord.verify_partition(pid, epoch, *T2) is Errors.INVALID_PRODUCER_EPOCH
+    assert s.coord.verify_partition(TID, pid, epoch, *T2) is Errors.INVALID_PRODUCER_EPOCH
     assert s.state().partitions == frozenset({T2})
     # V1: the ended transaction's epoch is still current, so its late write joins the next one.
     assert s.coord.end_txn_v2(TID, pid, new_epoch, False, NOW)[0] is Errors.NONE
@@ -67,7 +67,7 @@ def test_the_delayed_produce_of_the_previous_transaction_is_fenced(s: Setup) -> 
     assert s.coord.add_partitions(TID, pid, v1_epoch, [T1], NOW) is Errors.NONE
     assert s.coord.end_txn(TID, pid, v1_epoch, True, NOW) is Errors.NONE
     assert s.coord.add_partitions(TID, pid, v1_epoch, [T2], NOW) is Errors.NONE  # transaction N+1
-    assert s.coord.verify_partition(pid, v1_epoch, *T2) is Errors.NONE  # the late batch is admitted
+    assert s.coord.verify_partition(TID, pid, v1_epoch, *T2) is Errors.NONE  # the late batch is admitted
 
 
 def test_retries_are_recognised_by_the_epoch_one_behind(s: Setup) -> None:

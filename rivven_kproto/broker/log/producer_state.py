@@ -155,13 +155,18 @@ class ProducerStateManager:
         # KIP-890 part 1 on a leader that does not coordinate: a producer's first transactional
         # batch here waits for the coordinator's word; a marker in between voids it (its guard).
         self.verification_guards: dict[int, object] = {}
+        # Producer id -> the transactional id its coordinator confirmed for the transaction open
+        # here: a batch naming the producer under another transactional id is asked about again.
+        self.verified_ids: dict[int, str] = {}
 
     # -- the append path ----------------------------------------------------------------------
 
-    def needs_verification(self, producer_id: int, epoch: int) -> bool:
-        """Is this transactional batch the producer's first here in its current transaction?"""
+    def needs_verification(self, producer_id: int, epoch: int, transactional_id: str) -> bool:
+        """Is this transactional batch the producer's first here in its current transaction, or
+        sent under a transactional id the coordinator has not confirmed for it?"""
         entry = self.producers.get(producer_id)
-        return entry is None or entry.txn_first_offset is None or entry.epoch != epoch
+        return (entry is None or entry.txn_first_offset is None or entry.epoch != epoch
+                or self.verified_ids.get(producer_id) != transactional_id)
 
     def start_verification(self, producer_id: int) -> object:
         """A guard that holds until a marker of this producer lands here (Kafka's VerificationGuard).
@@ -248,6 +253,7 @@ class ProducerStateManager:
         epoch can then be mistaken for a duplicate of an older one.
         """
         self.verification_guards.pop(producer_id, None)
+        self.verified_ids.pop(producer_id, None)
         entry = self.producers.get(producer_id)
         if entry is None:
             entry = ProducerEntry(producer_id, producer_epoch)

@@ -366,18 +366,20 @@ class TransactionCoordinator:
             return Errors.NONE, prepared.next_producer_id, 0
         return Errors.NONE, prepared.producer_id, prepared.producer_epoch
 
-    def verify_partition(self, producer_id: int, epoch: int, topic: str, partition: int) -> Errors:
-        """KIP-890 part 1: a transactional write must belong to the producer's ongoing transaction.
+    def verify_partition(self, transactional_id: str, producer_id: int, epoch: int, topic: str, partition: int) -> Errors:
+        """KIP-890 part 1: a transactional write must belong to the ongoing transaction of the
+        producer id and epoch this transactional id was given (a batch naming another id's producer
+        would join that producer's transaction: INVALID_PRODUCER_ID_MAPPING, as Kafka's
+        verification answers).
 
         A partition outside it is TRANSACTION_ABORTABLE, as Kafka's verification answers (the
         Produce handler gives clients older than Produce v11 INVALID_TXN_STATE instead)."""
-        transactional_id = self.by_producer.get(producer_id)
-        txn = self.txns.get(transactional_id) if transactional_id is not None else None
-        if txn is None:
-            return Errors.INVALID_TXN_STATE
-        if txn.producer_id != producer_id or epoch != txn.producer_epoch:
-            # Fenced, a zombie of a rotated producer id, or an epoch never handed out (a batch of
-            # it would fence the real producer's epoch in the partition).
+        txn = self.txns.get(transactional_id)
+        if txn is None or txn.producer_id != producer_id:
+            return Errors.INVALID_PRODUCER_ID_MAPPING
+        if epoch != txn.producer_epoch:
+            # Fenced, or an epoch never handed out (a batch of it would fence the real producer's
+            # epoch in the partition).
             return Errors.INVALID_PRODUCER_EPOCH
         if txn.state is not TxnState.ONGOING or (topic, partition) not in txn.partitions:
             return Errors.TRANSACTION_ABORTABLE

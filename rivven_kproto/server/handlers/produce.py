@@ -127,6 +127,10 @@ def handle(ctx: RequestContext, request: ProduceRequest, version: int) -> Produc
 
 def answer(ctx: RequestContext, request: ProduceRequest, version: int) -> ProduceResponse:
     """The response Kafka would send (also built for acks=0, whose errors are only logged)."""
+    if request.transactional_id is None and _has_transactional_records(request):
+        # Kafka: transactional records need a transactional id the client may write, authorizer
+        # or not; without one they could join whichever producer's transaction they name.
+        return _refuse_all(request, Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     responses = []
     for topic_data in request.topic_data:
         partitions = [
@@ -134,6 +138,28 @@ def answer(ctx: RequestContext, request: ProduceRequest, version: int) -> Produc
         ]
         responses.append(TopicProduceResponse(name=topic_data.name, partition_responses=partitions))
     return ProduceResponse(responses=responses, throttle_time_ms=0)
+
+
+def _has_transactional_records(request: ProduceRequest) -> bool:
+    for topic_data in request.topic_data:
+        for data in topic_data.partition_data:
+            try:
+                if parse_header(data.records or b"").is_transactional:
+                    return True
+            except (KafkaError, ValueError, BatchFormatError):
+                continue  # answered as corrupt by the partition's own checks
+    return False
+
+
+def _refuse_all(request: ProduceRequest, error: Errors) -> ProduceResponse:
+    return ProduceResponse(
+        responses=[
+            TopicProduceResponse(name=topic_data.name,
+                                 partition_responses=[error_partition(data.index, error) for data in topic_data.partition_data])
+            for topic_data in request.topic_data
+        ],
+        throttle_time_ms=0,
+    )
 
 
 def error_partition(
@@ -214,14 +240,9 @@ _V2_ADD_ERRORS = {
 
 def _coordinator_of(ctx: RequestContext, request: ProduceRequest, header: BatchHeader) -> TransactionCoordinator | None:
     """The producer's transaction coordinator when this broker is it (None: ask it, see
-    txn_verification). Without a transactional id: the local shard that knows the producer."""
-    if request.transactional_id is not None:
-        return ctx.broker.txn_coordinator(request.transactional_id)
-    known = ctx.broker.producer_coordinator(header.producer_id)
-    if known is not None:
-        return known
-    coordinators = ctx.broker.txn_coordinators()
-    return coordinators[0] if coordinators else None
+    txn_verification). Transactional records always come with a transactional id (``answer``)."""
+    assert request.transactional_id is not None
+    return ctx.broker.txn_coordinator(request.transactional_id)
 
 
 def _join_transaction(
@@ -238,7 +259,9 @@ def _join_transaction(
         if error != Errors.NONE:
             raise KafkaError(_V2_ADD_ERRORS.get(error, error), f"could not add {topic}-{partition} to the transaction")
         return
-    verified = txn.verify_partition(header.producer_id, header.producer_epoch, topic, partition)
+    assert request.transactional_id is not None
+    verified = txn.verify_partition(request.transactional_id, header.producer_id, header.producer_epoch, topic,
+                                    partition)
     if verified != Errors.NONE:
         raise KafkaError(
             abortable_for_version(verified, version, PRODUCE_ABORTABLE),
@@ -258,6 +281,7 @@ def _check_verdict(
     if verdict.error != Errors.NONE:
         error = verdict.error
     elif log_.producers.still_verified(header.producer_id, verdict.guard):
+        log_.producers.verified_ids[header.producer_id] = verdict.transactional_id
         return
     else:
         error = Errors.INVALID_TXN_STATE  # the transaction ended while the coordinator was asked

@@ -480,12 +480,11 @@ def test_transactions_api_errors_by_hand(broker: BrokerProcess, topic_name: str)
         }
         assert raw.end_txn(tid, pid, epoch, True) == Errors.INVALID_TXN_STATE  # nothing begun
         # A transactional batch before AddPartitionsToTxn is refused.
-        assert raw.produce(topic_name, 0, [b"x"], pid=pid, epoch=epoch, seq=0, transactional=True)[0] == (
-            Errors.INVALID_TXN_STATE
-        )
+        assert raw.produce(topic_name, 0, [b"x"], pid=pid, epoch=epoch, seq=0, transactional=True,
+                           transactional_id=tid)[0] == Errors.INVALID_TXN_STATE
         assert raw.add_partitions(tid, pid, epoch, {topic_name: [0]}) == {Errors.NONE}
         assert (
-            raw.produce(topic_name, 0, [b"x"], pid=pid, epoch=epoch, seq=0, transactional=True)[0]
+            raw.produce(topic_name, 0, [b"x"], pid=pid, epoch=epoch, seq=0, transactional=True, transactional_id=tid)[0]
             == Errors.NONE
         )
         assert raw.end_txn(tid, pid, epoch, False) == Errors.NONE
@@ -505,7 +504,7 @@ def test_kip_360_epoch_bump_by_hand(broker: BrokerProcess, topic_name: str) -> N
         pid, epoch = raw.init_producer_id(tid, 60_000)
         assert raw.add_partitions(tid, pid, epoch, {topic_name: [0]}) == {Errors.NONE}
         assert (
-            raw.produce(topic_name, 0, [b"a"], pid=pid, epoch=epoch, seq=0, transactional=True)[0]
+            raw.produce(topic_name, 0, [b"a"], pid=pid, epoch=epoch, seq=0, transactional=True, transactional_id=tid)[0]
             == Errors.NONE
         )
         assert raw.end_txn(tid, pid, epoch, False) == Errors.NONE
@@ -528,10 +527,12 @@ def test_kip_360_epoch_bump_by_hand(broker: BrokerProcess, topic_name: str) -> N
 
         assert raw.add_partitions(tid, pid, epoch + 1, {topic_name: [0]}) == {Errors.NONE}
         # The new epoch starts its sequence at 0; the old epoch can no longer write.
-        assert raw.produce(topic_name, 0, [b"b"], pid=pid, epoch=epoch + 1, seq=0, transactional=True)[0] == (
+        assert raw.produce(topic_name, 0, [b"b"], pid=pid, epoch=epoch + 1, seq=0, transactional=True,
+                           transactional_id=tid)[0] == (
             Errors.NONE
         )
-        assert raw.produce(topic_name, 0, [b"c"], pid=pid, epoch=epoch, seq=1, transactional=True)[0] == (
+        assert raw.produce(topic_name, 0, [b"c"], pid=pid, epoch=epoch, seq=1, transactional=True,
+                           transactional_id=tid)[0] == (
             Errors.INVALID_PRODUCER_EPOCH
         )
         assert raw.end_txn(tid, pid, epoch, True) == Errors.PRODUCER_FENCED

@@ -180,6 +180,45 @@ def test_a_transactional_id_needs_its_own_acl(cluster: Cluster) -> None:
     assert raised.value.args[0].code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 
 
+def test_txn_offset_commit_needs_write_on_the_transactional_id_first(cluster: Cluster) -> None:
+    """#37 item 2: Read on a group and a topic is not enough to commit offsets into (and so open,
+    then fence by its timeout) another client's transaction: Write on its transactional id is
+    checked first, as Kafka does."""
+    from rivven_kproto.codec.messages.txn_offset_commit import (
+        TxnOffsetCommitRequest,
+        TxnOffsetCommitRequestPartition,
+        TxnOffsetCommitRequestTopic,
+    )
+
+    admin = cluster.admin()
+    reads = [binding("User:ANONYMOUS", ResourceType.GROUP, "anon-offsets", AclOperation.READ),
+             binding("User:ANONYMOUS", ResourceType.TOPIC, "orders", AclOperation.READ)]
+    write = binding("User:ANONYMOUS", ResourceType.TRANSACTIONAL_ID, "victim-tx", AclOperation.WRITE)
+    for future in admin.create_acls(reads).values():
+        future.result(TIMEOUT_S)
+    raw = Raw(cluster.broker.bootstrap)  # the PLAINTEXT listener: User:ANONYMOUS
+
+    def commit() -> int:
+        request = TxnOffsetCommitRequest(
+            transactional_id="victim-tx", group_id="anon-offsets", producer_id=4242, producer_epoch=0,
+            topics=[TxnOffsetCommitRequestTopic(name="orders", partitions=[
+                TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=1, committed_metadata=None)])])
+        (topic,) = raw.call(request, 3).topics
+        return int(topic.partitions[0].error_code)
+
+    try:
+        assert commit() == Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        for future in admin.create_acls([write]).values():
+            future.result(TIMEOUT_S)
+        assert commit() == Errors.INVALID_PRODUCER_ID_MAPPING  # authorized: on to the coordinator's checks
+    finally:
+        raw.close()
+        filters = [AclBindingFilter(b.restype, b.name, b.resource_pattern_type, b.principal, None, b.operation,
+                                    b.permission_type) for b in [*reads, write]]
+        for future in admin.delete_acls(filters).values():
+            future.result(TIMEOUT_S)
+
+
 def test_anonymous_clients_cannot_abort_transactions_or_manage_acls(cluster: Cluster) -> None:
     raw = Raw(cluster.broker.bootstrap)  # the PLAINTEXT listener: User:ANONYMOUS
     try:

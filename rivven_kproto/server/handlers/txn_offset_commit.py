@@ -15,12 +15,14 @@ checked against the group like a plain commit's (ILLEGAL_GENERATION, UNKNOWN_MEM
 FENCED_INSTANCE_ID); generation -1 with no member id skips that check, as v0-2 requests always do.
 Too-long metadata answers OFFSET_METADATA_TOO_LARGE for that partition.
 
+Authorization, in Kafka's order, for every partition: Write on the transactional id
+(TRANSACTIONAL_ID_AUTHORIZATION_FAILED), Read on the group (GROUP_AUTHORIZATION_FAILED), Read on
+the topic (TOPIC_AUTHORIZATION_FAILED).
+
 The offsets are written to the group coordinator's log as *pending* for the producer id before the
 answer. They are not visible to OffsetFetch (which reports UNSTABLE_OFFSET_COMMIT for them when
 asked ``require_stable``) until the transaction ends: its commit installs them, its abort (also by
 timeout or by a fencing InitProducerId) drops them.
-
-Not implemented: authorization.
 """
 
 from __future__ import annotations
@@ -49,13 +51,18 @@ API_KEY = TxnOffsetCommitRequest.API_KEY
 def handle(ctx: RequestContext, request: TxnOffsetCommitRequest, version: int) -> TxnOffsetCommitResponse:
     errors: dict[tuple[str, int], Errors] = {}
     to_commit: list[CommitPartition] = []
+    # Kafka's order: Write on the transactional id (the producer id is the id's: a client that may
+    # not write it must not open or fence its transaction), Read on the group, Read on each topic.
+    txn_allowed = ctx.allowed(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id)
     group_allowed = ctx.allowed(Operation.READ, ResourceType.GROUP, request.group_id)
     here = ctx.broker.coordinates(request.group_id)  # not: another broker's shard, NOT_COORDINATOR
     for topic in request.topics:
         known = ctx.broker.topics.get(topic.name)
         topic_allowed = ctx.allowed(Operation.READ, ResourceType.TOPIC, topic.name)
         for p in topic.partitions:
-            if not group_allowed:
+            if not txn_allowed:
+                errors[(topic.name, p.partition_index)] = Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+            elif not group_allowed:
                 errors[(topic.name, p.partition_index)] = Errors.GROUP_AUTHORIZATION_FAILED
             elif not here:
                 errors[(topic.name, p.partition_index)] = Errors.NOT_COORDINATOR

@@ -165,10 +165,9 @@ class BrokerConfig:
                 return dataclasses.replace(self.security, **dict(overrides))  # type: ignore[arg-type]
         return self.security
 
-    def inter_broker(self) -> InterBrokerClient:
-        """This broker's side of its connections to the other brokers; ConfigError for a setting
-        Kafka would refuse at start (the listener is not among the listeners, SASL without usable
-        credentials or with a mechanism the listener does not enable)."""
+    def inter_broker_listener(self) -> Listener:
+        """The listener the brokers of a cluster connect to each other on (and the only one that
+        takes their Envelopes); ConfigError when the setting names none of the listeners."""
         listeners = (self.primary_listener, *self.extra_listeners)
         if self.inter_broker_listener_name is not None and self.security_inter_broker_protocol is not None:
             raise ConfigError("only one of inter.broker.listener.name and security.inter.broker.protocol may be set")
@@ -177,6 +176,13 @@ class BrokerConfig:
         if listener is None:
             key = "inter.broker.listener.name" if self.inter_broker_listener_name else "security.inter.broker.protocol"
             raise ConfigError(f"{key}={name} is not among the listeners ({', '.join(lis.name for lis in listeners)})")
+        return listener
+
+    def inter_broker(self) -> InterBrokerClient:
+        """This broker's side of its connections to the other brokers; ConfigError for a setting
+        Kafka would refuse at start (the listener is not among the listeners, SASL without usable
+        credentials or with a mechanism the listener does not enable)."""
+        listener = self.inter_broker_listener()
         security = self.security_for(listener.name)
         if not listener.uses_sasl:
             return InterBrokerClient(listener, security)

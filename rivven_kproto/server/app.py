@@ -18,7 +18,7 @@ from typing import Any, cast
 import trio
 
 from rivven_kproto.broker.broker import Broker
-from rivven_kproto.broker.config import BrokerConfig
+from rivven_kproto.broker.config import BrokerConfig, ConfigError
 from rivven_kproto.broker.security.principal_mapping import NoMatchingRule
 from rivven_kproto.codec.acls import Operation, ResourceType
 from rivven_kproto.codec.connection import (
@@ -86,6 +86,10 @@ class Server:
         self.metrics = metrics
         self.durability = Durability(broker, config, metrics)
         self.delayed = DelayedResponses(wall_clock_ms)
+        try:  # the only listener Envelopes (another broker forwarding its client's request) come on
+            self.envelope_listener: str | None = config.inter_broker_listener().name
+        except ConfigError:
+            self.envelope_listener = None
         if broker.storage.acknowledge_after_commit:
             # Readers see records once committed (the high watermark): wake parked fetches then.
             self.durability.after_commit = self.notify_append
@@ -286,6 +290,10 @@ class Server:
             log.info("ApiVersions v%d is newer than ours; answering UNSUPPORTED_VERSION", event.api_version)
             return encode_unsupported_api_versions(event.header.correlation_id, supported_versions())
         if event.api_key == ENVELOPE_API_KEY and not forwarded:
+            if session.listener_name != self.envelope_listener:
+                # Kafka takes Envelopes from brokers on their listener only; elsewhere the connection goes.
+                raise ProtocolError(f"{session.listener_name}: an Envelope on a listener other than the brokers' "
+                                    f"({self.envelope_listener})")
             return await self._envelope(event, client_host, session)
         handler = HANDLERS.get(event.api_key)
         if handler is None or event.api_version not in handler.versions:

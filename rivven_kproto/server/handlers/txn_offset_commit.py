@@ -25,6 +25,7 @@ Not implemented: authorization.
 
 from __future__ import annotations
 
+from rivven_kproto.broker.faults import fault_point
 from rivven_kproto.broker.groups.api import CommitPartition
 from rivven_kproto.broker.security.acls import Operation, ResourceType
 from rivven_kproto.codec.errors import Errors, KafkaError
@@ -93,12 +94,14 @@ def _commit(ctx: RequestContext, request: TxnOffsetCommitRequest, partitions: li
     if error is not Errors.NONE:
         return [error] * len(partitions)
     try:
-        return ctx.groups_for(request.group_id).commit_txn_offsets(
+        errors = ctx.groups_for(request.group_id).commit_txn_offsets(
             request.group_id, request.producer_id, request.producer_epoch, request.generation_id,
             request.member_id, request.group_instance_id, partitions, ctx.now_ms,
         )
     except KafkaError as exc:
         return [exc.error] * len(partitions)
+    fault_point("txn-offsets-logged")  # logged, not yet durable nor answered (a crash test's kill)
+    return errors
 
 
 def _join_transaction(ctx: RequestContext, request: TxnOffsetCommitRequest, version: int) -> Errors:

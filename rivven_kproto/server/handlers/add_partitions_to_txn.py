@@ -9,6 +9,7 @@ calls the coordinator in process; in a cluster the others send v5 (server/txn_ve
 
 from __future__ import annotations
 
+from rivven_kproto.broker.coordinator_shards import GROUP_SHARD_TOPIC
 from rivven_kproto.broker.security.acls import Operation, ResourceType
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.add_partitions_to_txn import (
@@ -101,7 +102,9 @@ def _one(ctx: RequestContext, txn: AddPartitionsToTxnTransaction, version: int) 
     if coordinator is None:  # its shard is another broker's (or nobody's now)
         return dict.fromkeys(wanted, Errors.NOT_COORDINATOR)
     if txn.verify_only:
-        errors = coordinator.verify_partitions(txn.transactional_id, txn.producer_id, txn.producer_epoch, wanted)
+        errors = coordinator.verify_partitions(txn.transactional_id, txn.producer_id, txn.producer_epoch, wanted,
+                                               offsets_partition=lambda group: (GROUP_SHARD_TOPIC,
+                                                                                ctx.broker.shard_of(group)))
     else:
         v2 = version >= ADD_PARTITIONS_ABORTABLE and ctx.config.transaction_version >= 2
         error = coordinator.add_partitions(

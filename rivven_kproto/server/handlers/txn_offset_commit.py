@@ -42,6 +42,7 @@ from .txn_errors import (
     TXN_OFFSET_COMMIT_V2,
     client_txn_version,
     fenced_for_version,
+    verified_offsets_error,
 )
 
 API_KEY = TxnOffsetCommitRequest.API_KEY
@@ -96,7 +97,7 @@ def _commit(ctx: RequestContext, request: TxnOffsetCommitRequest, partitions: li
     try:
         errors = ctx.groups_for(request.group_id).commit_txn_offsets(
             request.group_id, request.producer_id, request.producer_epoch, request.generation_id,
-            request.member_id, request.group_instance_id, partitions, ctx.now_ms,
+            request.member_id, request.group_instance_id, partitions, ctx.now_ms, guard=ctx.txn_offsets_guard,
         )
     except KafkaError as exc:
         return [exc.error] * len(partitions)
@@ -109,12 +110,12 @@ def _join_transaction(ctx: RequestContext, request: TxnOffsetCommitRequest, vers
     txn = ctx.broker.txn_coordinator(request.transactional_id)
     v2 = client_txn_version(ctx.config.transaction_version, version, TXN_OFFSET_COMMIT_V2) >= 2
     if txn is None:
-        # The transaction's shard is another broker's. V1: the group coordinator takes the offsets
-        # as pending (Kafka's before KIP-890; the transaction's completion marker installs or drops
-        # them). V2: that broker added the group's shard to the transaction (or said why not).
-        if not v2:
-            return Errors.NONE
+        # The transaction's shard is another broker's, which said (KIP-890) whether the producer's
+        # ongoing transaction holds the group's shard (V1) or added it (V2): offsets of a
+        # transaction already over would stay pending, with no marker left to resolve them.
         error = ctx.txn_offsets_added if ctx.txn_offsets_added is not None else Errors.COORDINATOR_NOT_AVAILABLE
+        if not v2:
+            return verified_offsets_error(error, version)
         return Errors.INVALID_PRODUCER_EPOCH if error == Errors.PRODUCER_FENCED else error
     if v2:
         error = txn.add_offsets(request.transactional_id, request.producer_id, request.producer_epoch,

@@ -7,6 +7,10 @@ coordinator then verifies that the producer id and epoch are the transactional i
 and that its ongoing transaction holds the group (AddOffsetsToTxn): else
 INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before v3, KIP-588) or
 INVALID_TXN_STATE (TRANSACTION_ABORTABLE from v4 on, KIP-890, as Kafka's verification answers).
+When another broker coordinates the transaction (a cluster), that broker verifies it before the
+handler runs (``txn_verification.offsets_at_coordinator``), under a guard the producer's next
+marker here voids: offsets of a transaction that ended (aborted by a fencing InitProducerId or a
+timeout while the group's coordinator failed over) are refused, not left pending for good.
 With transactions V2 (v5 on a broker whose ``transaction.version`` is 2, KIP-890 part 2) the
 request itself adds the group to the transaction (no AddOffsetsToTxn): a stale epoch is then
 INVALID_PRODUCER_EPOCH, the coordinator's PRODUCER_FENCED as Kafka's verification translates it.

@@ -8,9 +8,10 @@ librdkafka does after looking the coordinator up again:
 
 * the transaction commits: the retry is taken (pending), the commit installs it;
 * the producer was fenced meanwhile (a new instance's InitProducerId aborted the transaction and
-  its marker reached the group's new broker): the retry must be refused. Accepted, it would be a
-  pending offset no marker ever resolves (the transaction is over), and OffsetFetch with
-  ``require_stable`` would answer UNSTABLE_OFFSET_COMMIT for that partition forever.
+  its marker reached the group's new broker), or its transaction timed out (aborted, fencing its
+  epoch): the retry must be refused. Accepted, it would be a pending offset no marker ever
+  resolves (the transaction is over), and OffsetFetch with ``require_stable`` would answer
+  UNSTABLE_OFFSET_COMMIT for that partition forever.
 
 Either way a ``require_stable`` OffsetFetch, and a read_committed confluent-kafka consumer's
 ``committed()``, must report the transaction's outcome within a bounded time.
@@ -28,6 +29,7 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from rivven_kproto.broker.faults import EXIT_CODE, FAULT_ENV
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.add_offsets_to_txn import AddOffsetsToTxnRequest
+from rivven_kproto.codec.messages.describe_transactions import DescribeTransactionsRequest
 from rivven_kproto.codec.messages.end_txn import EndTxnRequest
 from rivven_kproto.codec.messages.init_producer_id import InitProducerIdRequest
 from rivven_kproto.codec.messages.offset_fetch import OffsetFetchRequest, OffsetFetchRequestTopic
@@ -51,6 +53,7 @@ BEFORE, IN_TXN = 5, 42  # the group's committed offset before the transaction, a
 RETRIABLE = frozenset({Errors.NOT_COORDINATOR, Errors.COORDINATOR_NOT_AVAILABLE, Errors.COORDINATOR_LOAD_IN_PROGRESS,
                        Errors.CONCURRENT_TRANSACTIONS})
 CANDIDATES = 64  # ids tried to find a group on DOOMED and a transactional id elsewhere
+TXN_TIMEOUT_MS = {"commit": 120_000, "fenced": 120_000, "timed-out": 10_000}
 
 
 @pytest.fixture
@@ -134,6 +137,13 @@ def _settles_at(brokers: dict[int, BrokerProcess], group: str, offset: int) -> t
     return wait_for(settled, TIMEOUT_S, interval=0.2), seen[-3:]
 
 
+def _txn_state(broker: BrokerProcess, transactional_id: str) -> str:
+    """DescribeTransactions at the transaction's coordinator: its state."""
+    with raw_client.connect(broker.bootstrap) as sock:
+        response = raw_client.call(sock, DescribeTransactionsRequest(transactional_ids=[transactional_id]), 0)
+    return str(response.transaction_states[0].transaction_state)
+
+
 def _committed_read_committed(servers: str, group: str) -> int:
     """What a read_committed confluent-kafka consumer's committed() reports for partition 0."""
     consumer = Consumer({"bootstrap.servers": servers, "group.id": group, "enable.auto.commit": False,
@@ -144,7 +154,7 @@ def _committed_read_committed(servers: str, group: str) -> int:
         consumer.close()
 
 
-@pytest.mark.parametrize("outcome", ["commit", "fenced"])
+@pytest.mark.parametrize("outcome", ["commit", "fenced", "timed-out"])
 def test_txn_offsets_survive_their_group_coordinators_death(cluster: dict[int, BrokerProcess], outcome: str) -> None:
     create(bootstrap(cluster), TOPIC, 3, 1)
     group, _ = _pick(cluster[1], GROUP, f"txo-{outcome}-group", {DOOMED})
@@ -153,7 +163,7 @@ def test_txn_offsets_survive_their_group_coordinators_death(cluster: dict[int, B
 
     with raw_client.connect(cluster[txn_node].bootstrap) as sock:
         init = raw_client.call(sock, InitProducerIdRequest(transactional_id=transactional_id,
-                                                           transaction_timeout_ms=120_000), 1)
+                                                           transaction_timeout_ms=TXN_TIMEOUT_MS[outcome]), 1)
         assert init.error_code == Errors.NONE
         pid, epoch = init.producer_id, init.producer_epoch
         added = raw_client.call(sock, AddOffsetsToTxnRequest(transactional_id=transactional_id, producer_id=pid,
@@ -175,7 +185,7 @@ def test_txn_offsets_survive_their_group_coordinators_death(cluster: dict[int, B
         assert ended.error_code == Errors.NONE
         assert pending is not None and pending[1] == Errors.UNSTABLE_OFFSET_COMMIT
         expected = IN_TXN
-    else:
+    elif outcome == "fenced":
         # A new instance fences the producer: its open transaction is aborted, the group included.
         fencer = Producer({"bootstrap.servers": servers, "transactional.id": transactional_id})
         try:
@@ -184,9 +194,15 @@ def test_txn_offsets_survive_their_group_coordinators_death(cluster: dict[int, B
             pytest.fail(f"the new instance could not fence the old one: {exc}")
         retried = _retry_at_new_coordinator(cluster, transactional_id, group, pid, epoch)
         expected = BEFORE
+    else:
+        # The coordinator aborts the transaction when it times out (fencing the producer's epoch).
+        assert wait_for(lambda: _txn_state(cluster[txn_node], transactional_id) == "CompleteAbort",
+                        TXN_TIMEOUT_MS[outcome] / 1000 + 2 * TIMEOUT_S, interval=0.2)
+        retried = _retry_at_new_coordinator(cluster, transactional_id, group, pid, epoch)
+        expected = BEFORE
 
     settled, reads = _settles_at(cluster, group, expected)
     assert settled, f"require_stable never read {expected}: last reads {reads}"
     assert _committed_read_committed(servers, group) == expected
-    if outcome == "fenced":  # the fenced producer's late offsets were refused, not left pending
+    if outcome != "commit":  # the fenced producer's late offsets were refused, not left pending
         assert retried == Errors.PRODUCER_FENCED, Errors(retried).name

@@ -126,36 +126,6 @@ def test_transaction_verification(ctx: RequestContext, version: int, fenced: Err
     assert not ctx.broker.groups.offsets.has_pending("g")
 
 
-@pytest.mark.parametrize(("answer_", "version", "heard"), [
-    (Errors.NONE, 3, Errors.NONE),
-    (Errors.TRANSACTION_ABORTABLE, 3, Errors.INVALID_TXN_STATE),
-    (Errors.TRANSACTION_ABORTABLE, 4, Errors.TRANSACTION_ABORTABLE),
-    (Errors.PRODUCER_FENCED, 2, Errors.INVALID_PRODUCER_EPOCH),
-    (Errors.PRODUCER_FENCED, 3, Errors.PRODUCER_FENCED),
-    (Errors.INVALID_PRODUCER_ID_MAPPING, 3, Errors.INVALID_PRODUCER_ID_MAPPING),
-    (Errors.NOT_COORDINATOR, 3, Errors.COORDINATOR_NOT_AVAILABLE),
-    (Errors.CONCURRENT_TRANSACTIONS, 3, Errors.COORDINATOR_NOT_AVAILABLE),
-    (None, 3, Errors.COORDINATOR_NOT_AVAILABLE),  # the coordinator was never asked
-])
-def test_v1_verified_by_a_coordinator_on_another_broker(ctx: RequestContext, monkeypatch: pytest.MonkeyPatch,
-                                                        answer_: Errors | None, version: int, heard: Errors) -> None:
-    """The transaction's shard is another broker's (as in a cluster): its verification's answer
-    decides, and only NONE logs the offsets as pending."""
-    monkeypatch.setattr(ctx.broker, "txn_coordinator", lambda transactional_id: None)
-    ctx.txn_offsets_added = answer_
-    assert txn_commit(ctx, 1000, 0, version, {("t", 0): 1}) == {("t", 0): heard}
-    assert ctx.broker.groups.offsets.has_pending("g") == (heard == Errors.NONE)
-
-
-def test_v1_verified_remotely_but_a_marker_landed_meanwhile(ctx: RequestContext, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ctx.broker, "txn_coordinator", lambda transactional_id: None)
-    ctx.txn_offsets_added = Errors.NONE
-    ctx.txn_offsets_guard = ctx.broker.groups.txn_guards.start(1000)
-    ctx.broker.groups.complete_transaction(1000, ["g"], False)  # the abort's marker
-    assert txn_commit(ctx, 1000, 0, 3, {("t", 0): 1}) == {("t", 0): Errors.COORDINATOR_NOT_AVAILABLE}
-    assert not ctx.broker.groups.offsets.has_pending("g")
-
-
 def test_kip_447_member_fencing_v3(ctx: RequestContext) -> None:
     member, generation = stable_member(ctx)
     pid, epoch = begin(ctx)

@@ -211,6 +211,9 @@ class Broker:
         dropped = self.shards.pop(shard, None)
         if dropped is not None:
             self._dropped_appends += dropped.appended
+            # Its transactions' markers are the next holder's now; an acknowledgement left here
+            # would count for a later transaction of the producer should the shard come back.
+            self.remote_markers.forget(dropped.txn.by_producer.keys())
             log.info("node %d no longer coordinates shard %d", self.config.node_id, shard)
         return dropped
 

@@ -5,10 +5,18 @@ The coordinator writes a marker itself on the partitions its broker leads; for t
 (as Kafka's coordinator does) and reports the answer. The coordinator's usual retry (each of its
 ticks, and at once when an answer arrives) then finds the marker written and completes the
 transaction once every marker is.
+
+A marker is keyed by what the request carries (producer, epoch, outcome, partition), so the
+consecutive transactions of a V1 producer (one epoch) share keys, and a group shard's marker
+(epoch 0) is the same for all of them: an acknowledgement must be taken by the transaction that
+asked for it. When a transaction coordinator's shard leaves this broker, ``forget`` drops what its
+producers asked for, including acknowledgements not taken yet and answers still to come: should
+the shard come back, a later transaction of theirs asks (and its marker is sent) again.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 
@@ -48,6 +56,18 @@ class RemoteMarkers:
         return taken
 
     def finish(self, marker: RemoteMarker, written: bool) -> None:
+        if marker not in self._in_flight:
+            return  # forgotten meanwhile: nobody here waits for it
         self._in_flight.discard(marker)
         if written:
             self._done.add(marker)
+
+    def forget(self, producer_ids: Collection[int]) -> None:
+        """The markers of these producers: wanted, in flight (their answers are ignored) or
+        acknowledged, as their transactions' coordinator shard leaves this broker."""
+        if not producer_ids:
+            return
+        for marker in [m for m in self._wanted if m.producer_id in producer_ids]:
+            del self._wanted[marker]
+        self._in_flight = {m for m in self._in_flight if m.producer_id not in producer_ids}
+        self._done = {m for m in self._done if m.producer_id not in producer_ids}

@@ -61,7 +61,7 @@ from .metrics import BrokerMetrics
 from .peers import configure as configure_peers
 from .sending import send_reply
 from .session import SASL_MAX_RECEIVE_BYTES, ListenerRuntime, Session, open_listeners, raw_sasl_token
-from .txn_verification import add_offsets_at_coordinator, verify_with_coordinator
+from .txn_verification import offsets_at_coordinator, verify_with_coordinator
 
 log = logging.getLogger(__name__)
 
@@ -324,8 +324,7 @@ class Server:
         if event.api_key == PRODUCE_API_KEY and not self._coordinates_producer(request):
             await verify_with_coordinator(self.broker, ctx, cast(ProduceRequest, request), event.api_version)
         if event.api_key == TXN_OFFSET_COMMIT_API_KEY:
-            await add_offsets_at_coordinator(self.broker, ctx, cast(TxnOffsetCommitRequest, request),
-                                             event.api_version)
+            await offsets_at_coordinator(self.broker, ctx, cast(TxnOffsetCommitRequest, request), event.api_version)
         if handler.prepare is not None:
             await handler.prepare(ctx, request, self.cpu_limiter)
             ctx.now_ms = wall_clock_ms()

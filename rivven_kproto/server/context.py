@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from rivven_kproto.broker.broker import Broker
 from rivven_kproto.broker.config import BrokerConfig
 from rivven_kproto.broker.groups import GroupCoordinator
+from rivven_kproto.broker.groups.txn_guards import Guard
 from rivven_kproto.broker.log.base import PartitionLogBase as PartitionLog
 from rivven_kproto.broker.log.region import FileRegion
 from rivven_kproto.broker.log.validation import RecordCheck
@@ -62,9 +63,11 @@ class RequestContext:
     # Produce on a leader that does not coordinate: the coordinator's verdicts on first
     # transactional batches, by partition.
     txn_verdicts: dict[PartitionKey, TxnVerdict] = field(default_factory=dict)
-    # TxnOffsetCommit V2 whose transaction another broker coordinates: its answer to adding the
-    # group's shard to the transaction (see txn_verification.add_offsets_at_coordinator).
+    # TxnOffsetCommit whose transaction another broker coordinates: its answer to verifying (V1)
+    # or adding (V2) the group's shard in the transaction, and the guard it was asked under (see
+    # txn_verification.offsets_at_coordinator).
     txn_offsets_added: Errors | None = None
+    txn_offsets_guard: Guard | None = None
     # The connection's listener and client identity (None: a request outside any connection).
     session: Session | None = None
 

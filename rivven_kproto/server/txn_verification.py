@@ -27,17 +27,11 @@ from rivven_kproto.codec.messages.txn_offset_commit import TxnOffsetCommitReques
 from rivven_kproto.codec.records.batch import parse_header
 
 from .context import PartitionKey, RequestContext, TxnVerdict
-from .handlers.txn_errors import PRODUCE_V2, TXN_OFFSET_COMMIT_V2, client_txn_version
+from .handlers.txn_errors import PRODUCE_V2, RETRIABLE_VERIFICATION, TXN_OFFSET_COMMIT_V2, client_txn_version
 from .peers import add_partitions_to_txn
 
 log = logging.getLogger(__name__)
 
-# Kafka's leader turns the coordinator's transient answers (and not reaching it) into an error
-# the producer retries without refreshing metadata.
-_RETRIABLE = frozenset({
-    Errors.NOT_COORDINATOR, Errors.COORDINATOR_NOT_AVAILABLE, Errors.COORDINATOR_LOAD_IN_PROGRESS,
-    Errors.CONCURRENT_TRANSACTIONS, Errors.UNKNOWN_SERVER_ERROR,
-})
 
 
 async def verify_with_coordinator(broker: Broker, ctx: RequestContext, request: ProduceRequest, version: int) -> None:
@@ -76,23 +70,30 @@ async def verify_with_coordinator(broker: Broker, ctx: RequestContext, request: 
                 errors = dict.fromkeys(keys, Errors.COORDINATOR_NOT_AVAILABLE)
         for key, guard in entries:
             error = errors[key]
-            if error in _RETRIABLE:
+            if error in RETRIABLE_VERIFICATION:  # Kafka's leader: an error retried without a metadata refresh
                 error = Errors.NOT_ENOUGH_REPLICAS
             elif error == Errors.PRODUCER_FENCED:
                 error = Errors.INVALID_PRODUCER_EPOCH  # Produce has no PRODUCER_FENCED: Kafka's leader translates it
             ctx.txn_verdicts[key] = TxnVerdict(error, guard, transactional_id)
 
 
-async def add_offsets_at_coordinator(broker: Broker, ctx: RequestContext, request: TxnOffsetCommitRequest,
-                                     version: int) -> None:
-    """TxnOffsetCommit V2 at a group's coordinator whose transactional id's shard another broker
-    holds: ask that broker to add the group's shard (partition ``<shard>`` of ``__consumer_offsets``,
-    as Kafka's group coordinator does) to the producer's transaction; its marker there completes
-    the offsets. The answer goes to the handler through ``ctx.txn_offsets_added``."""
-    if client_txn_version(ctx.config.transaction_version, version, TXN_OFFSET_COMMIT_V2) < 2:
-        return
+async def offsets_at_coordinator(broker: Broker, ctx: RequestContext, request: TxnOffsetCommitRequest,
+                                 version: int) -> None:
+    """TxnOffsetCommit at a group's coordinator whose transactional id's shard another broker
+    holds: ask that broker about the group's shard (partition ``<shard>`` of ``__consumer_offsets``,
+    as Kafka's group coordinator does). Transactions V1: is it in the producer's ongoing
+    transaction (AddOffsetsToTxn put it there)? V2: add it. Without the question, a TxnOffsetCommit
+    retried after its transaction ended (aborted by a fencing InitProducerId or a timeout while the
+    group's shard moved) would leave offsets pending that no marker resolves. The question is asked
+    under a guard that the producer's next marker here voids (``TxnOffsetGuards``). The answer
+    and the guard go to the handler (``ctx.txn_offsets_added``, ``ctx.txn_offsets_guard``)."""
     if not request.group_id or broker.coordinates(request.transactional_id):
         return
+    groups = broker.group_coordinator(request.group_id)
+    if groups is None:
+        return  # not this broker's group: the handler answers NOT_COORDINATOR
+    v2 = client_txn_version(ctx.config.transaction_version, version, TXN_OFFSET_COMMIT_V2) >= 2
+    ctx.txn_offsets_guard = groups.txn_guards.start(request.producer_id)
     coordinator = broker.cluster.key_coordinator(request.transactional_id)
     key = (GROUP_SHARD_TOPIC, broker.shard_of(request.group_id))
     if coordinator is None:
@@ -100,8 +101,9 @@ async def add_offsets_at_coordinator(broker: Broker, ctx: RequestContext, reques
         return
     try:
         errors = await add_partitions_to_txn(coordinator, broker.cluster.self_id, request.transactional_id,
-                                             request.producer_id, request.producer_epoch, [key], verify_only=False)
+                                             request.producer_id, request.producer_epoch, [key], verify_only=not v2)
     except (OSError, trio.TooSlowError, ValueError) as exc:
         log.info("AddPartitionsToTxn to the coordinator (node %d) failed: %s", coordinator.node_id, exc)
         errors = {key: Errors.COORDINATOR_NOT_AVAILABLE}
     ctx.txn_offsets_added = errors.get(key, Errors.COORDINATOR_NOT_AVAILABLE)
+

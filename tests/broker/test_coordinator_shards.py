@@ -203,3 +203,32 @@ def test_commit_decisions_go_with_the_coordinator_log(postgres_url: str) -> None
         txn_log.record_decision(9, None)
         storage.commit([txn_log.begin_sync()])  # type: ignore[list-item]
         assert storage.committed_decisions([7, 8, 9]) == {8: 0}
+
+
+@pytest.mark.parametrize("answered", ["before", "after"])
+def test_an_acknowledgement_does_not_outlive_the_coordinators_tenure(broker: Broker, answered: str) -> None:
+    """A group shard's marker is keyed by producer, outcome and shard only (every V1 transaction of
+    a producer has the same key): an acknowledgement left over when the transaction's shard was
+    handed over (answered before the hand-over but not yet taken, or answered after it) must not
+    count for a later transaction of the producer once the shard is back here, else that one logs
+    its completion with its offsets never completed (pending for good)."""
+    broker.shard_count = 4
+    remote = next(f"g{i}" for i in range(100) if shard_of(f"g{i}", 4) == 3)
+    error, pid, _ = broker.shards[0].txn.init_producer_id("app", 60_000, -1, -1, NOW)
+    assert error.name == "NONE"
+    with pytest.raises(GroupsPending):
+        broker.complete_groups(pid, [remote], True)
+    (marker,) = broker.remote_markers.take()
+    if answered == "before":
+        broker.remote_markers.finish(marker, True)
+    dropped = broker.drop_shard(0)  # handed over before the transaction took the acknowledgement
+    assert dropped is not None
+    dropped.close()
+    if answered == "after":
+        broker.remote_markers.finish(marker, True)
+    broker.shard_count = 1  # (the native log's names, to load it again)
+    broker.load_shard(0, NOW)  # the shard comes back; the producer's next transaction commits
+    broker.shard_count = 4
+    with pytest.raises(GroupsPending):
+        broker.complete_groups(pid, [remote], True)
+    assert broker.remote_markers.take() == [marker]  # asked for again, not taken as written

@@ -92,6 +92,27 @@ def test_abort_drops_pending_offsets(h: Harness) -> None:
     assert not h.c.offsets.has_pending("g")
 
 
+def test_offsets_verified_before_a_marker_are_not_logged_after_it(h: Harness) -> None:
+    """The verification guard: the transaction's coordinator on another broker said "ongoing", but
+    its marker (here: an abort) landed before the offsets were logged. Logged, they would stay
+    pending for good; the request is answered retriable instead, and verified again."""
+    commit(h, ("t", 0, 5))
+    parts = [CommitPartition("t", 0, 10, 3, "")]
+    guard = h.c.txn_guards.start(PID)
+    assert h.c.txn_guards.start(PID) is guard  # concurrent requests of one producer share it
+    other = h.c.txn_guards.start(OTHER)
+    h.c.complete_transaction(PID, frozenset({"g"}), False)  # nothing pending: still the producer's marker
+    assert group_error(lambda: h.c.commit_txn_offsets("g", PID, 0, -1, "", None, parts, h.now, guard=guard)) \
+        == Errors.COORDINATOR_NOT_AVAILABLE
+    assert not h.c.offsets.has_pending("g")
+    # Another producer's guard holds; a guard taken after the marker holds too.
+    assert h.c.commit_txn_offsets("g", OTHER, 0, -1, "", None, parts, h.now, guard=other) == [Errors.NONE]
+    again = h.c.txn_guards.start(PID)
+    assert h.c.commit_txn_offsets("g", PID, 0, -1, "", None, parts, h.now, guard=again) == [Errors.NONE]
+    assert h.c.offsets.pending_producers("g") == {PID, OTHER}
+    assert fetched(h, stable=True)[("t", 0)] == "unstable"
+
+
 def test_require_stable_all_partitions_lists_committed_ones(h: Harness) -> None:
     commit(h, ("t", 0, 5))
     txn_commit(h, ("t", 0, 6), ("t", 1, 7))

@@ -195,6 +195,33 @@ def test_verify_partition_is_kip_890_part_1(s: Setup) -> None:
     assert s.coord.verify_partition(TID, pid, epoch, *T1) == Errors.INVALID_PRODUCER_EPOCH  # fenced epoch
 
 
+def test_verify_partitions_counts_the_offsets_partition_of_an_added_group(s: Setup) -> None:
+    """A group coordinator on another broker verifies a V1 TxnOffsetCommit: the group's offsets
+    partition is in the transaction once AddOffsetsToTxn added the group, and only while it is
+    ongoing (a TxnOffsetCommit retried after the end would leave offsets no marker resolves)."""
+    shards = {"g": 7, "h": 3}
+
+    def offsets_partition(group: str) -> Partition:
+        return ("__consumer_offsets", shards[group])
+
+    def verify(pid: int, epoch: int, shard: int) -> Errors:
+        partition = ("__consumer_offsets", shard)
+        return s.coord.verify_partitions(TID, pid, epoch, [partition], offsets_partition)[partition]
+
+    pid, epoch = s.ready()
+    assert verify(pid, epoch, 7) == Errors.TRANSACTION_ABORTABLE  # no transaction yet
+    assert s.coord.add_offsets(TID, pid, epoch, "g", NOW) == Errors.NONE
+    assert verify(pid, epoch, 7) == Errors.NONE
+    assert verify(pid, epoch, 3) == Errors.TRANSACTION_ABORTABLE  # another shard's groups were not added
+    partition = ("__consumer_offsets", 7)
+    assert s.coord.verify_partitions(TID, pid, epoch, [partition]) == {partition: Errors.TRANSACTION_ABORTABLE}
+    assert s.coord.end_txn(TID, pid, epoch, False, NOW) == Errors.NONE
+    assert verify(pid, epoch, 7) == Errors.TRANSACTION_ABORTABLE  # over: a late retry is refused
+    assert s.coord.add_offsets(TID, pid, epoch, "g", NOW) == Errors.NONE
+    assert s.init() == (Errors.CONCURRENT_TRANSACTIONS, -1, -1)  # a new instance aborts it, fencing
+    assert verify(pid, epoch, 7) == Errors.PRODUCER_FENCED
+
+
 def test_reinit_during_ongoing_aborts_fences_and_answers_concurrent(s: Setup) -> None:
     pid, epoch = s.ready()
     s.coord.add_partitions(TID, pid, epoch, [T1, T2], NOW)

@@ -91,8 +91,10 @@ def test_requests_for_another_brokers_shard_get_not_coordinator(ctx: RequestCont
 
 @pytest.mark.parametrize("version", [3, 5])
 def test_txn_offsets_of_a_transaction_coordinated_elsewhere(ctx: RequestContext, version: int) -> None:
-    """V1 (v3): taken as pending, the transaction's marker completes them. V2 (v5): only once the
-    transaction's coordinator added the group's shard (``txn_offsets_added``, asked before the handler)."""
+    """Taken as pending only once the transaction's coordinator (``txn_offsets_added``, asked
+    before the handler) verified that its ongoing transaction holds the group's shard (V1, v3) or
+    added it (V2, v5); the transaction's marker then completes them. V1 used to take them
+    unverified: retried after the transaction ended, they stayed pending for good (#36)."""
     request = TxnOffsetCommitRequest(transactional_id=REMOTE, group_id=LOCAL, producer_id=9, producer_epoch=0,
                                      topics=[TxnOffsetCommitRequestTopic(name="t", partitions=[
                                          TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=7,
@@ -101,10 +103,46 @@ def test_txn_offsets_of_a_transaction_coordinated_elsewhere(ctx: RequestContext,
     def error() -> int:
         return int(answer(txn_offset_commit, ctx, request, version).topics[0].partitions[0].error_code)
 
-    if version >= 5:
-        assert error() == Errors.COORDINATOR_NOT_AVAILABLE  # not asked (or not reached)
-        ctx.txn_offsets_added = Errors.PRODUCER_FENCED
-        assert error() == Errors.INVALID_PRODUCER_EPOCH
-        ctx.txn_offsets_added = Errors.NONE
+    assert error() == Errors.COORDINATOR_NOT_AVAILABLE  # not asked (or not reached)
+    ctx.txn_offsets_added = Errors.PRODUCER_FENCED
+    assert error() == (Errors.INVALID_PRODUCER_EPOCH if version >= 5 else Errors.PRODUCER_FENCED)
+    assert not ctx.broker.groups.offsets.has_pending(LOCAL)
+    ctx.txn_offsets_added = Errors.NONE
     assert error() == Errors.NONE
     assert ctx.broker.groups.offsets.pending_producers(LOCAL) == {9}
+
+
+def _txn_offset_commit(ctx: RequestContext, version: int) -> int:
+    request = TxnOffsetCommitRequest(transactional_id=REMOTE, group_id=LOCAL, producer_id=9, producer_epoch=0,
+                                     topics=[TxnOffsetCommitRequestTopic(name="t", partitions=[
+                                         TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=7,
+                                                                         committed_metadata="")])])
+    return int(answer(txn_offset_commit, ctx, request, version).topics[0].partitions[0].error_code)
+
+
+@pytest.mark.parametrize(("verified", "version", "heard"), [
+    (Errors.TRANSACTION_ABORTABLE, 3, Errors.INVALID_TXN_STATE),
+    (Errors.TRANSACTION_ABORTABLE, 4, Errors.TRANSACTION_ABORTABLE),
+    (Errors.PRODUCER_FENCED, 2, Errors.INVALID_PRODUCER_EPOCH),
+    (Errors.INVALID_PRODUCER_ID_MAPPING, 3, Errors.INVALID_PRODUCER_ID_MAPPING),
+    (Errors.NOT_COORDINATOR, 3, Errors.COORDINATOR_NOT_AVAILABLE),
+    (Errors.CONCURRENT_TRANSACTIONS, 3, Errors.COORDINATOR_NOT_AVAILABLE),  # ending: verified again
+])
+def test_v1_txn_offsets_refused_as_the_remote_verification_says(ctx: RequestContext, verified: Errors, version: int,
+                                                              heard: Errors) -> None:
+    ctx.txn_offsets_added = verified
+    assert _txn_offset_commit(ctx, version) == heard
+    assert not ctx.broker.groups.offsets.has_pending(LOCAL)
+
+
+def test_v1_txn_offsets_verified_before_the_transactions_marker_are_refused_after_it(ctx: RequestContext) -> None:
+    """The verification's answer ("ongoing") is older than the abort's marker that landed meanwhile:
+    logged, the offsets would stay pending for good; answered retriable, they are verified again."""
+    groups = ctx.broker.groups
+    ctx.txn_offsets_added, ctx.txn_offsets_guard = Errors.NONE, groups.txn_guards.start(9)
+    groups.complete_transaction(9, [LOCAL], False)  # the transaction's abort marker
+    assert _txn_offset_commit(ctx, 3) == Errors.COORDINATOR_NOT_AVAILABLE
+    assert not groups.offsets.has_pending(LOCAL)
+    ctx.txn_offsets_guard = groups.txn_guards.start(9)  # asked again, after the marker
+    assert _txn_offset_commit(ctx, 3) == Errors.NONE
+    assert groups.offsets.pending_producers(LOCAL) == {9}

@@ -13,7 +13,9 @@ Transactional offsets (see ``offsets.py``): ``commit_txn_offsets`` logs them as 
 transaction is written and before it logs CompleteCommit/CompleteAbort, calls
 ``complete_transaction`` (its ``complete_groups``), which logs one entry of ``txn-end`` records
 that installs or drops them. Recovery may call it again for the same transaction: by then nothing
-is pending for that producer, so it writes nothing.
+is pending for that producer, so it writes nothing. When the transaction's coordinator is another
+broker, the caller verifies the transaction with it first, under a guard (``txn_guards``) that a
+marker for the producer voids: offsets verified before a marker are not logged after it.
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ from .records import (
     decode_records,
     encode_records,
 )
+from .txn_guards import Guard, TxnOffsetGuards
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +112,7 @@ class GroupCoordinator(ConsumerGroups):
         )
         self._last_expiry_ms = 0
         self._failed_size = 0
+        self.txn_guards = TxnOffsetGuards()
 
     # -- start-up -----------------------------------------------------------------------------
 
@@ -354,6 +358,7 @@ class GroupCoordinator(ConsumerGroups):
         instance_id: str | None,
         partitions: list[CommitPartition],
         now_ms: int,
+        guard: Guard | None = None,
     ) -> list[Errors]:
         """TxnOffsetCommit, after the caller verified the producer's transaction holds the group.
 
@@ -361,9 +366,15 @@ class GroupCoordinator(ConsumerGroups):
         group-level problem raises KafkaError. KIP-447: a request carrying the consumer's
         generation / member id / instance id is fenced like a plain commit (ILLEGAL_GENERATION,
         UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID); generation -1 with no member skips the check.
+        ``guard``: the verification was asked under it (``txn_guards``); a marker for the producer
+        since then ended the transaction it verified: COORDINATOR_NOT_AVAILABLE, so the client
+        retries and the transaction is verified again (a fenced producer then hears so).
         """
         if not group_id:
             raise KafkaError(Errors.INVALID_GROUP_ID)
+        if guard is not None and not self.txn_guards.holds(producer_id, guard):
+            raise KafkaError(Errors.COORDINATOR_NOT_AVAILABLE,
+                             f"producer {producer_id}'s transaction ended while it was verified")
         group = self.groups.get(group_id)
         consumer_group = self.consumer_groups.get(group_id)
         if consumer_group is not None:
@@ -393,8 +404,10 @@ class GroupCoordinator(ConsumerGroups):
         Idempotent: groups with nothing pending for the producer are skipped, so a second call
         (recovery after a crash before CompleteCommit/CompleteAbort was logged) writes nothing.
         Raises OSError when the log cannot be written, leaving everything pending: the caller
-        then does not log its completion and retries.
+        then does not log its completion and retries. It is the producer's marker here: offsets
+        verified before it are not logged after it (``txn_guards``).
         """
+        self.txn_guards.end(producer_id)
         records = [
             TxnEndRecord(group_id, producer_id, commit)
             for group_id in sorted(set(group_ids))

@@ -386,10 +386,15 @@ class TransactionCoordinator:
         return Errors.NONE
 
     def verify_partitions(
-        self, transactional_id: str, producer_id: int, epoch: int, partitions: list[Partition]
+        self, transactional_id: str, producer_id: int, epoch: int, partitions: list[Partition],
+        offsets_partition: Callable[[str], Partition] | None = None,
     ) -> dict[Partition, Errors]:
         """AddPartitionsToTxn v4+ with ``verify_only`` (Kafka's handleVerifyPartitionsInTransaction):
-        each partition NONE when in the ongoing transaction, else TRANSACTION_ABORTABLE."""
+        each partition NONE when in the ongoing transaction, else TRANSACTION_ABORTABLE.
+
+        ``offsets_partition``: a group's offsets partition (its coordinator shard); a group added
+        by AddOffsetsToTxn puts it in the transaction, as Kafka's AddOffsetsToTxn adds the group's
+        ``__consumer_offsets`` partition (a group coordinator on another broker verifies it)."""
         if not transactional_id:
             return dict.fromkeys(partitions, Errors.INVALID_REQUEST)
         error, txn = self._check_producer(transactional_id, producer_id, epoch)
@@ -397,8 +402,12 @@ class TransactionCoordinator:
             return dict.fromkeys(partitions, error)
         if txn.state.is_prepare:
             return dict.fromkeys(partitions, Errors.CONCURRENT_TRANSACTIONS)
-        ongoing = txn.state is TxnState.ONGOING
-        return {p: Errors.NONE if ongoing and p in txn.partitions else Errors.TRANSACTION_ABORTABLE for p in partitions}
+        if txn.state is not TxnState.ONGOING:
+            return dict.fromkeys(partitions, Errors.TRANSACTION_ABORTABLE)
+        held = set(txn.partitions)
+        if offsets_partition is not None:
+            held.update(offsets_partition(group_id) for group_id in txn.groups)
+        return {p: Errors.NONE if p in held else Errors.TRANSACTION_ABORTABLE for p in partitions}
 
     def verify_offsets(self, transactional_id: str, producer_id: int, epoch: int, group_id: str) -> Errors:
         """TxnOffsetCommit: the producer's ongoing transaction must hold the group (AddOffsetsToTxn).

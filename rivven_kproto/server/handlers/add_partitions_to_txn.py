@@ -5,10 +5,14 @@ a top-level CLUSTER_AUTHORIZATION_FAILED), carries several transactions, and eac
 its partitions (``verify_only``: NONE or TRANSACTION_ABORTABLE per partition, INVALID_TXN_STATE for
 v4 requests, which predate that error) or adds them (with transactions V2 semantics at v5 when the
 broker's ``transaction.version`` is 2: what a V2 Produce's leader asks). A leader that coordinates
-calls the coordinator in process; in a cluster the others send v5 (server/txn_verification.py)."""
+calls the coordinator in process; in a cluster the others send v5 (server/txn_verification.py).
+A group coordinator verifies a TxnOffsetCommit the same way, with the group's partition
+``<shard>`` of ``__consumer_offsets``: in the transaction once AddOffsetsToTxn added a group of
+that shard."""
 
 from __future__ import annotations
 
+from rivven_kproto.broker.coordinator_shards import GROUP_SHARD_TOPIC
 from rivven_kproto.broker.security.acls import Operation, ResourceType
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.add_partitions_to_txn import (
@@ -101,7 +105,9 @@ def _one(ctx: RequestContext, txn: AddPartitionsToTxnTransaction, version: int) 
     if coordinator is None:  # its shard is another broker's (or nobody's now)
         return dict.fromkeys(wanted, Errors.NOT_COORDINATOR)
     if txn.verify_only:
-        errors = coordinator.verify_partitions(txn.transactional_id, txn.producer_id, txn.producer_epoch, wanted)
+        errors = coordinator.verify_partitions(txn.transactional_id, txn.producer_id, txn.producer_epoch, wanted,
+                                               offsets_partition=lambda group: (GROUP_SHARD_TOPIC,
+                                                                                ctx.broker.shard_of(group)))
     else:
         v2 = version >= ADD_PARTITIONS_ABORTABLE and ctx.config.transaction_version >= 2
         error = coordinator.add_partitions(

@@ -21,6 +21,7 @@ END_TXN_V2 = 5
 # The first versions whose clients know TRANSACTION_ABORTABLE (KIP-890 part 1's follow-up).
 PRODUCE_ABORTABLE = 11
 TXN_OFFSET_COMMIT_ABORTABLE = 4
+TXN_OFFSET_COMMIT_FENCED = 3  # the first TxnOffsetCommit version whose clients know PRODUCER_FENCED (KIP-588)
 ADD_PARTITIONS_ABORTABLE = 5
 
 
@@ -36,3 +37,23 @@ def abortable_for_version(error: Errors, version: int, first_version_with_aborta
     if error == Errors.TRANSACTION_ABORTABLE and version < first_version_with_abortable:
         return Errors.INVALID_TXN_STATE
     return error
+
+
+# The transaction coordinator's transient answers to a broker's verification (and not reaching it).
+RETRIABLE_VERIFICATION = frozenset({
+    Errors.NOT_COORDINATOR, Errors.COORDINATOR_NOT_AVAILABLE, Errors.COORDINATOR_LOAD_IN_PROGRESS,
+    Errors.CONCURRENT_TRANSACTIONS, Errors.UNKNOWN_SERVER_ERROR,
+})
+
+
+def verified_offsets_error(error: Errors, version: int) -> Errors:
+    """A V1 TxnOffsetCommit's verification by the transaction's coordinator on another broker, as
+    the client hears it: transient answers retriable (COORDINATOR_NOT_AVAILABLE, as Kafka's group
+    coordinator maps a failed verification's NOT_ENOUGH_REPLICAS), a transaction that does not
+    hold the group INVALID_TXN_STATE (TRANSACTION_ABORTABLE from v4), a fenced producer
+    PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before v3): what the local verification answers."""
+    if error in RETRIABLE_VERIFICATION:
+        return Errors.COORDINATOR_NOT_AVAILABLE
+    if error in (Errors.TRANSACTION_ABORTABLE, Errors.INVALID_TXN_STATE):
+        return abortable_for_version(Errors.TRANSACTION_ABORTABLE, version, TXN_OFFSET_COMMIT_ABORTABLE)
+    return fenced_for_version(error, version, TXN_OFFSET_COMMIT_FENCED)

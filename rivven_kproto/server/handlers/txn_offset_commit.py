@@ -7,6 +7,10 @@ coordinator then verifies that the producer id and epoch are the transactional i
 and that its ongoing transaction holds the group (AddOffsetsToTxn): else
 INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before v3, KIP-588) or
 INVALID_TXN_STATE (TRANSACTION_ABORTABLE from v4 on, KIP-890, as Kafka's verification answers).
+When another broker coordinates the transaction (a cluster), that broker verifies it before the
+handler runs (``txn_verification.offsets_at_coordinator``), under a guard the producer's next
+marker here voids: offsets of a transaction that ended (aborted by a fencing InitProducerId or a
+timeout while the group's coordinator failed over) are refused, not left pending for good.
 With transactions V2 (v5 on a broker whose ``transaction.version`` is 2, KIP-890 part 2) the
 request itself adds the group to the transaction (no AddOffsetsToTxn): a stale epoch is then
 INVALID_PRODUCER_EPOCH, the coordinator's PRODUCER_FENCED as Kafka's verification translates it.
@@ -27,6 +31,7 @@ timeout or by a fencing InitProducerId) drops them.
 
 from __future__ import annotations
 
+from rivven_kproto.broker.faults import fault_point
 from rivven_kproto.broker.groups.api import CommitPartition
 from rivven_kproto.broker.security.acls import Operation, ResourceType
 from rivven_kproto.codec.errors import Errors, KafkaError
@@ -43,6 +48,7 @@ from .txn_errors import (
     TXN_OFFSET_COMMIT_V2,
     client_txn_version,
     fenced_for_version,
+    verified_offsets_error,
 )
 
 API_KEY = TxnOffsetCommitRequest.API_KEY
@@ -100,12 +106,14 @@ def _commit(ctx: RequestContext, request: TxnOffsetCommitRequest, partitions: li
     if error is not Errors.NONE:
         return [error] * len(partitions)
     try:
-        return ctx.groups_for(request.group_id).commit_txn_offsets(
+        errors = ctx.groups_for(request.group_id).commit_txn_offsets(
             request.group_id, request.producer_id, request.producer_epoch, request.generation_id,
-            request.member_id, request.group_instance_id, partitions, ctx.now_ms,
+            request.member_id, request.group_instance_id, partitions, ctx.now_ms, guard=ctx.txn_offsets_guard,
         )
     except KafkaError as exc:
         return [exc.error] * len(partitions)
+    fault_point("txn-offsets-logged")  # logged, not yet durable nor answered (a crash test's kill)
+    return errors
 
 
 def _join_transaction(ctx: RequestContext, request: TxnOffsetCommitRequest, version: int) -> Errors:
@@ -113,12 +121,12 @@ def _join_transaction(ctx: RequestContext, request: TxnOffsetCommitRequest, vers
     txn = ctx.broker.txn_coordinator(request.transactional_id)
     v2 = client_txn_version(ctx.config.transaction_version, version, TXN_OFFSET_COMMIT_V2) >= 2
     if txn is None:
-        # The transaction's shard is another broker's. V1: the group coordinator takes the offsets
-        # as pending (Kafka's before KIP-890; the transaction's completion marker installs or drops
-        # them). V2: that broker added the group's shard to the transaction (or said why not).
-        if not v2:
-            return Errors.NONE
+        # The transaction's shard is another broker's, which said (KIP-890) whether the producer's
+        # ongoing transaction holds the group's shard (V1) or added it (V2): offsets of a
+        # transaction already over would stay pending, with no marker left to resolve them.
         error = ctx.txn_offsets_added if ctx.txn_offsets_added is not None else Errors.COORDINATOR_NOT_AVAILABLE
+        if not v2:
+            return verified_offsets_error(error, version)
         return Errors.INVALID_PRODUCER_EPOCH if error == Errors.PRODUCER_FENCED else error
     if v2:
         error = txn.add_offsets(request.transactional_id, request.producer_id, request.producer_epoch,

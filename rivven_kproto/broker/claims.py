@@ -44,6 +44,11 @@ class ClaimsLease:
                         if session_timeout_s is not None and heartbeat_interval_s is not None else None)
         self.confirmed_at = clock() if confirmed_at is None else confirmed_at
         self.valid = True
+        # After a lapse, the claims are checked in the store at every heartbeat for this long: a
+        # broker that read its view while this one was counted dead may claim a partition late
+        # (its follow step runs after its heartbeat), after the first check.
+        self.recheck_s = session_timeout_s or 0.0
+        self._recheck_until = float("-inf")
 
     @classmethod
     def alone(cls) -> ClaimsLease:
@@ -56,9 +61,19 @@ class ClaimsLease:
         return self.valid
 
     def lapsed(self) -> bool:
-        """Has the bound passed since the last confirmation (the claims may have been taken since:
-        the follow step checks them in the store before confirming)?"""
+        """Has the bound passed since the last confirmation (the claims may have been taken since)?"""
         return self.bound_s is not None and self.clock() - self.confirmed_at >= self.bound_s
+
+    def must_check(self) -> bool:
+        """At a heartbeat: check the claims in the store before confirming? Yes after a lapse, and
+        at every heartbeat for ``recheck_s`` after one."""
+        if self.bound_s is None:
+            return False
+        now = self.clock()
+        if now - self.confirmed_at >= self.bound_s:
+            self._recheck_until = now + self.recheck_s
+            return True
+        return now < self._recheck_until
 
     def confirm(self, started_at: float) -> None:
         """A heartbeat that started at ``started_at`` (this clock) confirmed the view and was followed."""

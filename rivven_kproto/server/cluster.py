@@ -10,8 +10,10 @@ ids are coordinated by shards (``broker/coordinator_shards``): the heartbeat tak
 this broker is preferred for, and the broker loads them; a shard another live broker is preferred
 for now is handed over (no longer served, its last log entries committed, its lock released). The
 coordinators' markers on partitions led elsewhere, and on group shards held elsewhere, go to their
-leaders (holders) as WriteTxnMarkers. A broker alone (the native log) runs only the heartbeat,
-which does nothing.
+leaders (holders) as WriteTxnMarkers. A heartbeat followed in full confirms this broker's claims
+from the time it started (broker/claims.py); after they lapsed (a pause, the database away), the
+follow step first lets go of the partitions another broker claimed meanwhile. A broker alone (the
+native log) runs only the heartbeat, which does nothing.
 """
 
 from __future__ import annotations
@@ -112,11 +114,12 @@ class ClusterFollower:
     async def _adopt(self, pulse: Pulse) -> bool:
         """Adopt the pulse's view; False when it was not (the live brokers changed: the next one)."""
         broker = self.broker
-        if broker.claims.lapsed():
+        if broker.claims.must_check():
             # This broker's heartbeat was stale for a while (the beat just made ends that): other
-            # brokers may have taken its partitions meanwhile. Those are let go of below (and read
-            # again from the store if this broker leads them still); its shards' locks were
-            # checked by the heartbeat (lost ones stop the broker).
+            # brokers may have taken its partitions meanwhile (and for a while after: see
+            # ClaimsLease.recheck_s). Those are let go of below (and read again from the store if
+            # this broker leads them still); its shards' locks were checked by the heartbeat (lost
+            # ones stop the broker).
             lost = await trio.to_thread.run_sync(broker.storage.claims_lost, broker.led_logs())
             broker.fence(lost)
         # The documents the controller changed, read before adopting the pulse (this broker does

@@ -72,3 +72,20 @@ def test_a_broker_alone_is_never_suspended() -> None:
     claims = ClaimsLease.alone()
     claims.confirmed_at -= 3600
     assert claims.refresh() and not claims.lapsed()
+
+
+def test_after_a_lapse_the_claims_are_checked_at_every_heartbeat_for_a_session_timeout() -> None:
+    """A broker that saw this one dead may claim a partition after the first check (late follow step)."""
+    clock = Clock()
+    claims = lease(clock)
+    clock.now += 1.0
+    assert not claims.must_check()  # healthy: no query
+    clock.now += 10.0
+    assert claims.must_check()  # lapsed
+    claims.confirm(clock.now)
+    for _ in range(8):
+        clock.now += 1.0
+        assert claims.must_check()
+        claims.confirm(clock.now)
+    clock.now += 1.5
+    assert not claims.must_check()  # a session timeout after the lapse

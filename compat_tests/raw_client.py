@@ -34,15 +34,24 @@ def read_frame(sock: socket.socket) -> bytes:
 
 
 def call(sock: socket.socket, request: Any, version: int, correlation_id: int = 1) -> Any:
+    send(sock, request, version, correlation_id)
+    return receive(sock, request.API_KEY, version, correlation_id)
+
+
+def send(sock: socket.socket, request: Any, version: int, correlation_id: int = 1) -> None:
+    """The request only (its answer read later by :func:`receive`, e.g. once a paused broker resumes)."""
     header = RequestHeader(
         request_api_key=request.API_KEY, request_api_version=version, correlation_id=correlation_id, client_id="raw"
     )
     sock.sendall(encode_request(header, request))
+
+
+def receive(sock: socket.socket, api_key: int, version: int, correlation_id: int = 1) -> Any:
     frame = read_frame(sock)
     stream = io.BytesIO(frame)
-    response_header = ResponseHeader.decode_from(stream, response_header_version(REQUESTS[request.API_KEY], version))
+    response_header = ResponseHeader.decode_from(stream, response_header_version(REQUESTS[api_key], version))
     assert response_header.correlation_id == correlation_id
-    return RESPONSES[request.API_KEY].decode(frame[stream.tell() :], version)
+    return RESPONSES[api_key].decode(frame[stream.tell() :], version)
 
 
 def closed_by_peer(sock: socket.socket, timeout: float = 10.0) -> bool:

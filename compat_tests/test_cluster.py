@@ -42,18 +42,21 @@ NODES = (1, 2, 3)
 def three_brokers(
     base: Path, storage: str, extra_args: Sequence[str] = (),
     met: Callable[[dict[int, BrokerProcess]], bool] | None = None, env: dict[int, dict[str, str]] | None = None,
+    storage_for: dict[int, str] | None = None,
 ) -> Iterator[dict[int, BrokerProcess]]:
     """Three brokers on the database ``storage``; node 1 starts first and holds the coordinator lease.
     (Group settings as the exactly-once pipeline's broker has them: short sessions allowed.) Logs
     and data directories go to ``base``; every broker is killed on the way out. ``extra_args`` go
     to every broker (a ``--config`` with listeners of its own: then ``met`` tells when every
     broker sees the others, since :func:`all_see` speaks PLAINTEXT to the first listener); ``env``:
-    more environment for some nodes (a test fault)."""
+    more environment for some nodes (a test fault); ``storage_for``: another URL of the same database
+    for some nodes (through a proxy)."""
     brokers: dict[int, BrokerProcess] = {}
     try:
         for node in NODES:
             broker = BrokerProcess(base / f"n{node}-data", base / f"n{node}.log",
-                                   ["--storage", storage, "--node-id", str(node), *extra_args],
+                                   ["--storage", (storage_for or {}).get(node, storage), "--node-id", str(node),
+                                    *extra_args],
                                    env={**BROKER_ENV, **(env or {}).get(node, {})})
             brokers[node] = broker.start()
         check = met or (lambda started: all_see(started, set(NODES)))

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from rivven_kproto.codec.errors import Errors, KafkaError
 
+from .claims import ClaimsLease
 from .cluster import ClusterView, Node, shard_of
 from .config import BrokerConfig
 from .coordinator_shards import (
@@ -127,6 +128,9 @@ class Broker:
         self.cluster_id = storage.cluster_id(config.node_id)
         # Which partitions this broker leads and whether it coordinates (alone: all, and yes).
         self.cluster = ClusterView.alone(config.node_id, *config.advertised)
+        # What this broker leads and coordinates holds while its heartbeat is fresh (see claims):
+        # the first heartbeat confirms it from the time it started.
+        self.claims = ClaimsLease(storage.session_timeout_s, storage.heartbeat_interval_s)
         pulse = storage.heartbeat(*config.advertised)
         if pulse is not None:
             self.cluster = self._view(pulse)
@@ -226,16 +230,18 @@ class Broker:
         return shard_of(key, self.shard_count)
 
     def group_coordinator(self, group_id: str) -> GroupCoordinator | None:
-        """The coordinator of this group here (None: another broker's shard, or nobody's now)."""
-        shard = self.shards.get(self.shard_of(group_id))
+        """The coordinator of this group here (None: another broker's shard, or nobody's now, or
+        this broker's claims may have lapsed)."""
+        shard = self.shards.get(self.shard_of(group_id)) if self.claims.valid else None
         return shard.groups if shard is not None else None
 
     def txn_coordinator(self, transactional_id: str) -> TransactionCoordinator | None:
-        shard = self.shards.get(self.shard_of(transactional_id))
+        shard = self.shards.get(self.shard_of(transactional_id)) if self.claims.valid else None
         return shard.txn if shard is not None else None
 
     def coordinates(self, key: str) -> bool:
-        return self.shard_of(key) in self.shards
+        """This broker answers for the key's shard now (not while its claims may have lapsed)."""
+        return self.claims.valid and self.shard_of(key) in self.shards
 
     @property
     def groups(self) -> GroupCoordinator:
@@ -304,6 +310,19 @@ class Broker:
                 if partition is None and led:
                     wanted.append((topic.meta, index, topic.log_config))
         return wanted
+
+    def led_logs(self) -> list[PartitionLogBase]:
+        """The logs of every partition this broker leads (as far as it knows)."""
+        return [partition for topic in self.topics.values() for partition in topic.led()]
+
+    def fence(self, lost: list[PartitionLogBase]) -> None:
+        """Partitions another broker claimed in the store while this one's claims had lapsed:
+        served no more (``apply_pulse`` lets go of them, and opens again those this broker leads,
+        reading them from the store)."""
+        for partition in lost:
+            log.warning("node %d: %s was claimed by another broker meanwhile; its log here is stale",
+                        self.config.node_id, partition.name)
+            partition.fenced = True
 
     def open_partitions(self, wanted: list[tuple[TopicMeta, int, LogConfig]], now_ms: int) -> list[
             tuple[TopicMeta, int, PartitionLogBase]]:
@@ -456,10 +475,11 @@ class Broker:
             raise KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"unknown partition {name}-{index}")
 
     def partition(self, name: str, index: int) -> PartitionLogBase:
-        """The log of a partition this broker leads (NOT_LEADER_OR_FOLLOWER for another's)."""
+        """The log of a partition this broker leads (NOT_LEADER_OR_FOLLOWER for another's, and
+        for every partition while this broker's claims may have lapsed: see claims)."""
         self.check_partition_exists(name, index)
         partition = self.topics[name].partitions[index]
-        if partition is None or partition.fenced:
+        if partition is None or partition.fenced or not self.claims.valid:
             raise KafkaError(Errors.NOT_LEADER_OR_FOLLOWER, f"node {self.config.node_id} does not lead {name}-{index}")
         return partition
 

@@ -85,7 +85,8 @@ class Server:
         self.config = config
         self.metrics = metrics
         self.durability = Durability(broker, config, metrics)
-        self.delayed = DelayedResponses(wall_clock_ms)
+        # A parked request answered after a pause re-checks the claims first (broker/claims.py).
+        self.delayed = DelayedResponses(wall_clock_ms, broker.claims.refresh)
         try:  # the only listener Envelopes (another broker forwarding its client's request) come on
             self.envelope_listener: str | None = config.inter_broker_listener().name
         except ConfigError:
@@ -298,6 +299,9 @@ class Server:
         handler = HANDLERS.get(event.api_key)
         if handler is None or event.api_version not in handler.versions:
             raise ProtocolError(f"API {event.api_key} v{event.api_version} is not served")
+        # One clock reading per request: while this broker's claims may have lapsed (its heartbeat
+        # stale), it answers for no partition and no coordinator shard (broker/claims.py).
+        self.broker.claims.refresh()
         key = coordinator_key(event.api_key, event.api_version, event.request)
         if key is not None and not self.broker.coordinates(key):
             raise ProtocolError(f"API {event.api_key} for {key!r} sent to node {self.config.node_id}, which does not "
@@ -328,6 +332,7 @@ class Server:
         if handler.prepare is not None:
             await handler.prepare(ctx, request, self.cpu_limiter)
             ctx.now_ms = wall_clock_ms()
+        self.broker.claims.refresh()  # again after the waits above: the broker may have been paused meanwhile
         response = handler.handle(ctx, request, event.api_version)
         self.wake_groups()
         if isinstance(response, Pending):

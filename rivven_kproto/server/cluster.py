@@ -10,8 +10,10 @@ ids are coordinated by shards (``broker/coordinator_shards``): the heartbeat tak
 this broker is preferred for, and the broker loads them; a shard another live broker is preferred
 for now is handed over (no longer served, its last log entries committed, its lock released). The
 coordinators' markers on partitions led elsewhere, and on group shards held elsewhere, go to their
-leaders (holders) as WriteTxnMarkers. A broker alone (the native log) runs only the heartbeat,
-which does nothing.
+leaders (holders) as WriteTxnMarkers. A heartbeat followed in full confirms this broker's claims
+from the time it started (broker/claims.py); after they lapsed (a pause, the database away), the
+follow step first lets go of the partitions another broker claimed meanwhile. A broker alone (the
+native log) runs only the heartbeat, which does nothing.
 """
 
 from __future__ import annotations
@@ -76,8 +78,12 @@ class ClusterFollower:
         self._members: tuple[int, ...] = tuple(node.node_id for node in broker.cluster.nodes)
 
     async def heartbeat_loop(self, interval_s: float) -> None:
+        """Each heartbeat followed in full confirms this broker's claims from the time it
+        started (see broker/claims.py): a round trip a pause fell into proves nothing about it."""
         host, port = self.advertised
+        claims = self.broker.claims
         while True:
+            started = claims.clock()
             try:
                 pulse = await trio.to_thread.run_sync(self.broker.storage.heartbeat, host, port, self.peer_endpoint)
             except CoordinationLost:
@@ -85,22 +91,37 @@ class ClusterFollower:
             except StorageError as exc:
                 self.warnings.warning("heartbeat", "heartbeat failed: %s", exc)
             else:
-                if pulse is not None:
-                    await self._follow_or_warn(pulse)
+                if pulse is not None and await self._follow_or_warn(pulse):
+                    claims.confirm(started)
             await trio.sleep(interval_s)
 
-    async def _follow_or_warn(self, pulse: Pulse) -> None:
+    async def _follow_or_warn(self, pulse: Pulse) -> bool:
         """A database error while following a pulse (opening partitions, acknowledging the
-        catalog) is retried at the next heartbeat: it must not stop the broker."""
+        catalog) is retried at the next heartbeat: it must not stop the broker. True: the pulse's
+        view was adopted (what others lead now let go of), which is what confirms the claims."""
+        adopted = False
         try:
-            await self._follow(pulse)
+            adopted = await self._adopt(pulse)
+            if adopted:
+                await self._follow_shards()
+                await self._acknowledge_catalog()
         except CoordinationLost:
             raise
         except StorageError as exc:
             self.warnings.warning("follow", "following the cluster failed: %s (retried at the next heartbeat)", exc)
+        return adopted
 
-    async def _follow(self, pulse: Pulse) -> None:
+    async def _adopt(self, pulse: Pulse) -> bool:
+        """Adopt the pulse's view; False when it was not (the live brokers changed: the next one)."""
         broker = self.broker
+        if broker.claims.must_check():
+            # This broker's heartbeat was stale for a while (the beat just made ends that): other
+            # brokers may have taken its partitions meanwhile (and for a while after: see
+            # ClaimsLease.recheck_s). Those are let go of below (and read again from the store if
+            # this broker leads them still); its shards' locks were checked by the heartbeat (lost
+            # ones stop the broker).
+            lost = await trio.to_thread.run_sync(broker.storage.claims_lost, broker.led_logs())
+            broker.fence(lost)
         # The documents the controller changed, read before adopting the pulse (this broker does
         # not write them meanwhile: it is not the controller, or it refuses such changes).
         reload = broker.documents_to_reload(pulse)
@@ -118,12 +139,15 @@ class ClusterFollower:
             # reconnect after the database came back, a view missing some of them would move
             # their partitions here and back (each move fences the other's writes).
             self._members = members
-            return
+            return False
         wanted = broker.apply_pulse(pulse)
         if wanted:
             opened = await trio.to_thread.run_sync(broker.open_partitions, wanted, wall_clock_ms())
             broker.install(opened)
-        await self._follow_shards()
+        return True
+
+    async def _acknowledge_catalog(self) -> None:
+        broker = self.broker
         if broker.catalog_seen is not None and not broker.cluster.is_coordinator:
             digest = catalog_digest(broker.catalog_seen)
             if digest != self.acknowledged:

@@ -32,8 +32,11 @@ class Pending:
 class DelayedResponses:
     """Parks pending responses and wakes them by key; ``clock()`` is the broker's epoch-ms clock."""
 
-    def __init__(self, clock: Callable[[], int]) -> None:
+    def __init__(self, clock: Callable[[], int], before_answer: Callable[[], object] | None = None) -> None:
         self._clock = clock
+        # Called before each try of a parked request (the broker re-checks its claims: it may have
+        # been paused while the request waited).
+        self._before_answer = before_answer
         self._events: dict[Hashable, trio.Event] = {}
         self._closed = False
         self.parked = 0
@@ -54,6 +57,8 @@ class DelayedResponses:
         self.parked += 1
         try:
             while True:
+                if self._before_answer is not None:
+                    self._before_answer()
                 now = self._clock()
                 response = pending.complete(now)
                 if response is None and (now >= pending.deadline_ms or self._closed):

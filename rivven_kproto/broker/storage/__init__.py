@@ -61,6 +61,8 @@ class Storage(Protocol):
     kind: str
     acknowledge_after_commit: bool  # every acknowledged write waits for its round's commit
     heartbeat_interval_s: float | None  # how often ``heartbeat`` runs (None: never)
+    # After this long without a heartbeat the others count this broker dead and take its claims (None: alone).
+    session_timeout_s: float | None
     assigned_node_id: int | None  # the node id the store gave this broker (None: the configured one)
     descriptors_per_partition: int  # open files an idle partition holds
     closes_in_parallel: bool  # Broker.close may close partitions on several threads at once
@@ -102,6 +104,10 @@ class Storage(Protocol):
 
     def catalog_lagging(self, digests: list[str]) -> list[int]:
         """Worker thread: live brokers that have applied none of the catalogs with these digests yet."""
+        ...
+
+    def claims_lost(self, logs: list[PartitionLogBase]) -> list[PartitionLogBase]:
+        """Worker thread: those of these logs another writer claimed in the store since they opened."""
         ...
 
     def release_shard(self, shard: int) -> None:

@@ -13,6 +13,7 @@ from ..durable.files import write_atomic
 from ..durable.flush import sync_all
 from ..durable.log import DurableLog
 from ..durable.work import BlockingWork, Document
+from ..log.base import PartitionLogBase
 from ..log.config import LogConfig
 from ..log.descriptor_cache import DescriptorCache
 from ..log.directory import DELETED_SUFFIX, remove_deleted
@@ -27,6 +28,7 @@ class NativeStorage:
     descriptors_per_partition = 0
     closes_in_parallel = True  # partitions share no state but the descriptor cache (locked)
     heartbeat_interval_s: float | None = None  # one process owns the directory: nobody to tell
+    session_timeout_s: float | None = None  # nobody takes anything from it
     assigned_node_id: int | None = None  # alone: the configured node id (default 0) stands
     coordinator_shards = 1  # alone: one shard, whose logs are meta/groups and meta/txn as always
 
@@ -71,6 +73,10 @@ class NativeStorage:
 
     def heartbeat(self, host: str, port: int, peer: tuple[str, int] | None = None) -> None:
         """Alone: there is no one to tell (the broker leads and coordinates everything)."""
+
+    def claims_lost(self, logs: list[PartitionLogBase]) -> list[PartitionLogBase]:
+        """Alone: nobody else writes its partitions."""
+        return []
 
     def drop_partition(self, topic_id: Any, index: int, work: BlockingWork) -> None:
         """Never called: alone, this broker leads every partition."""

@@ -61,6 +61,8 @@ def _answer(ctx: RequestContext, key_type: int, key: str) -> tuple[Errors, str |
         error, message = Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None
     if error != Errors.NONE:
         return error, message, -1, "", -1
+    if not ctx.broker.claims.valid:  # its heartbeat is stale: its view of the shards may be too
+        return Errors.COORDINATOR_NOT_AVAILABLE, "this broker is confirming its view of the cluster", -1, "", -1
     coordinator = ctx.broker.cluster.key_owner(key)
     address = ctx.address_of(coordinator) if coordinator is not None else None
     if coordinator is None or address is None:  # the shard's holder died and no broker took it yet

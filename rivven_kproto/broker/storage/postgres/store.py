@@ -25,7 +25,7 @@ import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from rivven_kproto.broker.durable.work import BlockingWork, Document, submit
-from rivven_kproto.broker.log.base import exact_record
+from rivven_kproto.broker.log.base import PartitionLogBase, exact_record
 from rivven_kproto.broker.log.config import LogConfig
 from rivven_kproto.codec.enums import MAX_TIMESTAMP
 
@@ -37,6 +37,7 @@ from .registry import (
     COORDINATOR,
     NODE_LOCK_CLASS,
     SERVING,
+    SESSION_TIMEOUT_S,
     Registration,
     acknowledge_catalog,
     catalog_lagging,
@@ -115,6 +116,7 @@ class PostgresStorage:
     kind = "postgresql"
     acknowledge_after_commit = True
     heartbeat_interval_s: float | None = HEARTBEAT_S
+    session_timeout_s: float | None = SESSION_TIMEOUT_S
     descriptors_per_partition = 0  # rows, not files
     closes_in_parallel = False  # partitions share the store's connection
 
@@ -411,6 +413,25 @@ class PostgresStorage:
             coordinator = self.node_id
         return Pulse(tuple(Node(n, h, p, ph, pp) for n, h, p, _, ph, pp in nodes), coordinator,
                      bytes(row[0]) if row else None, {str(name): str(digest) for name, digest in digests}, owners)
+
+    def claims_lost(self, logs: list[PartitionLogBase]) -> list[PartitionLogBase]:
+        """Worker thread, after this broker's claims may have lapsed (a pause, the database away):
+        the partitions whose row another log claimed since these opened (one query for all)."""
+        ours = [log_ for log_ in logs if isinstance(log_, PgPartitionLog)]
+        if not ours:
+            return []
+        try:
+            with self.connection() as conn:
+                rows = conn.execute(
+                    "SELECT c.topic_id, c.partition FROM unnest(%s::uuid[], %s::int[], %s::uuid[])"
+                    " AS c(topic_id, partition, writer) JOIN kproto_partitions p USING (topic_id, partition)"
+                    " WHERE p.writer <> c.writer",
+                    ([log_.key[0] for log_ in ours], [log_.key[1] for log_ in ours], [log_.writer for log_ in ours]),
+                ).fetchall()
+        except psycopg.Error as exc:
+            raise StorageUnavailable(f"claims check: {exc}") from exc
+        lost = {(topic_id, int(index)) for topic_id, index in rows}
+        return [log_ for log_ in ours if log_.key in lost]
 
     def acknowledge_catalog(self, digest: str) -> None:
         """Worker thread: this broker applied the catalog with this digest."""

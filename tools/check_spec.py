@@ -1,7 +1,8 @@
 """Compare every message declaration in rivven_kproto.codec with Kafka's JSON message schemas.
 
 Usage: ``python tools/check_spec.py [--spec-dir DIR]`` (default ``../shared/kafka-protocol/messages``
-next to the repository, or ``$KPROTO_SPEC_DIR``). Exits 1 listing every difference: API key,
+next to the repository, or ``$KPROTO_SPEC_DIR``). Without that directory (a plain clone) it skips
+with a notice and exits 0, unless ``RIVVEN_REQUIRE_SPEC=1`` (CI) makes it exit 2. Exits 1 listing every difference: API key,
 version ranges, flexible versions, and per field its name, type, versions, nullable versions, tag,
 tagged versions, ignorable flag, field-level flexible versions and default. Versions are compared
 only inside the range we declare, since we deliberately serve a subset of each API's versions.
@@ -30,6 +31,7 @@ from rivven_kproto.codec.schema import Message, Versions
 from rivven_kproto.codec.schema.fields import ArrayType, FieldSpec, StructType
 
 DEFAULT_SPEC_DIR = Path(__file__).resolve().parents[2] / "shared" / "kafka-protocol" / "messages"
+REQUIRE_ENV = "RIVVEN_REQUIRE_SPEC"  # set by CI (.ci/run), which has the schemas: absent ones fail there
 _INT_TYPES = {"int8", "int16", "int32", "int64", "uint16", "uint32"}
 
 
@@ -181,7 +183,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--spec-dir", type=Path, default=Path(os.environ.get("KPROTO_SPEC_DIR", DEFAULT_SPEC_DIR)))
     args = parser.parse_args(argv)
     if not args.spec_dir.is_dir():
-        print(f"spec directory not found: {args.spec_dir}", file=sys.stderr)
+        if os.environ.get(REQUIRE_ENV, "") in ("", "0"):
+            print(
+                f"spec check skipped: Kafka's JSON schemas are not at {args.spec_dir} (a plain clone has"
+                f" no ../shared/kafka-protocol; pass --spec-dir or KPROTO_SPEC_DIR to run it;"
+                f" CI sets {REQUIRE_ENV}=1 and fails here instead)",
+                file=sys.stderr,
+            )
+            return 0
+        print(f"spec directory not found: {args.spec_dir} ({REQUIRE_ENV} is set)", file=sys.stderr)
         return 2
     checker = Checker()
     classes: list[type[Message]] = [*ALL_MESSAGES, headers.RequestHeader, headers.ResponseHeader]

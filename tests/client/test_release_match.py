@@ -10,6 +10,7 @@ import pytest
 
 from rivven_kproto.client.kafka_releases import RELEASES
 from rivven_kproto.client.release_match import match_releases
+from tests.spec_gate import need_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC_ROOT = ROOT.parent / "shared" / "kafka-protocol"
@@ -43,8 +44,8 @@ def test_known_facts_of_the_releases() -> None:
     assert RELEASES["3.9"][0] == (0, 11)
 
 
-@pytest.mark.skipif(not SPEC_ROOT.exists(), reason="Kafka's schemas are not beside the repository")
 def test_the_generated_table_is_current() -> None:
+    need_spec(SPEC_ROOT)
     result = subprocess.run(
         [sys.executable, str(ROOT / "tools" / "kafka_release_table.py"), "--check", "--spec-root", str(SPEC_ROOT)],
         capture_output=True, text=True, cwd=ROOT / "tools",

@@ -188,9 +188,12 @@ def test_spark_snippets(readme_broker: tuple[BrokerProcess, Path]) -> None:
 def test_spark_sink_snippet(readme_broker: tuple[BrokerProcess, Path], tmp_path: Path) -> None:
     """The sink's streaming block as written (exactly once, orders -> orders-upper), in a process of
     its own (its checkpoint is not the reading block's): records produced once it runs come out
-    upper-cased, once each, for a read_committed reader."""
+    upper-cased, once each, for a read_committed reader. ``orders-upper`` does not exist, as on a
+    user's new broker: the first (empty) micro-batch writes and commits nothing, the first rows
+    auto-create it as Kafka's producer does (#41 item 2: the empty batch's marker commit retried
+    UNKNOWN_TOPIC_OR_PARTITION, was fenced and the query died)."""
     broker, _ = readme_broker
-    create_topics(broker.bootstrap, {"orders": 2, "orders-upper": 2})
+    create_topics(broker.bootstrap, {"orders": 2})
     feed = (
         "from confluent_kafka import Producer\n"
         "producer = Producer({'bootstrap.servers': 'localhost:9092'})\n"
@@ -203,8 +206,7 @@ def test_spark_sink_snippet(readme_broker: tuple[BrokerProcess, Path], tmp_path:
             + "query.processAllAvailable()\n" + feed
             + "query.processAllAvailable()\nquery.stop()\n").replace("localhost:9092", broker.bootstrap)
     run_spark_python(code, tmp_path)
-    seen = consume("confluent-kafka", broker.bootstrap, [("orders-upper", 0), ("orders-upper", 1)],
-                   committed=True, expected=20)
+    seen = consume("confluent-kafka", broker.bootstrap, [("orders-upper", 0)], committed=True, expected=20)
     written = [value for records in values(seen).values() for value in records]
     assert sorted(written, key=lambda v: v or b"") == sorted(f"ORDER-{i}".encode() for i in range(20))
 

@@ -11,7 +11,9 @@ transactional id, offset ``batch id + 1`` on partition 0 of the topic it wrote (
 the batch): the record that this (micro-)batch of this task is done, atomic with the data. An
 attempt first reads that group's committed offsets with ``require_stable`` (after its own
 ``init_transactions`` has ended any earlier attempt's transaction); when they already cover its
-batch, a replay of a batch whose transaction committed, it writes nothing.
+batch, a replay of a batch whose transaction committed, it writes nothing. A task with no rows
+(an empty micro-batch) writes and commits nothing: a replay of it has nothing to duplicate, and
+its target topic need not exist yet (the first rows auto-create it, as Kafka's producer does).
 """
 
 from __future__ import annotations
@@ -207,6 +209,16 @@ def _group_metadata(options: SinkOptions, group: str) -> Any:
         consumer.close()
 
 
+def _delivered(producer: Any, options: SinkOptions, failures: _Failures) -> None:
+    """Flush the transaction's rows: a topic that did not exist is auto-created by the producer's
+    Metadata request (as Kafka's producer does) while its rows wait, and the marker committed next
+    on its partition 0 needs it to exist (Kafka answers UNKNOWN_TOPIC_OR_PARTITION otherwise)."""
+    remaining = producer.flush(options.timeout_s)
+    failures.check()
+    if remaining:
+        raise TimeoutError(f"{remaining} record(s) not delivered within {options.timeout_s} s (kafka.max.block.ms)")
+
+
 def write_exactly_once(options: SinkOptions, scope: TaskScope, rows: Iterator[Record]) -> TaskResult:
     from confluent_kafka import TopicPartition
 
@@ -224,10 +236,11 @@ def write_exactly_once(options: SinkOptions, scope: TaskScope, rows: Iterator[Re
     producer.begin_transaction()
     try:
         count, topic = _send(producer, rows, failures)
-        marker_topic = options.topic or topic
-        if marker_topic is None:  # no rows: nothing to write, nothing a replay could duplicate
+        if count == 0 or topic is None:  # no rows: nothing to write, nothing a replay could duplicate
             producer.abort_transaction(options.timeout_s)
             return TaskResult(0)
+        marker_topic = options.topic or topic
+        _delivered(producer, options, failures)  # the marker's topic exists (auto-created) before its commit
         metadata = json.dumps({"batch": scope.batch_id, "rows": count})
         _retrying(producer.send_offsets_to_transaction,
                   [TopicPartition(marker_topic, 0, scope.batch_id + 1, metadata)], _group_metadata(options, group),

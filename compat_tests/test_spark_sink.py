@@ -221,6 +221,19 @@ def test_string_columns_topic_column_and_topic_option(spark, broker, topic_name)
     assert len(rows_of(read(spark, broker, first))) == 2
 
 
+def test_default_save_mode_appends_as_spark_connector_does(spark, broker, topic_name) -> None:  # noqa: ANN001
+    """``df.write.format("kafka").save()`` as Spark's documentation writes it, without ``mode``:
+    Spark's connector takes the default ErrorIfExists as append (#41 item 5: it failed with
+    UNSUPPORTED_DATA_SOURCE_SAVE_MODE). ``kafka_py``, Spark's own Python data source path, still
+    needs ``mode("append")``."""
+    create_topic(broker, topic_name, 1)
+    df = spark.createDataFrame([("v1",), ("v2",)], "value string").coalesce(1)
+    writer = df.write.format("kafka").option("kafka.bootstrap.servers", broker.bootstrap).option("topic", topic_name)
+    writer.save()
+    writer.mode("errorifexists").save()
+    assert [r[3] for r in rows_of(read(spark, broker, topic_name))] == [b"v1", b"v2", b"v1", b"v2"]
+
+
 @pytest.mark.parametrize(
     ("select", "options", "message"),
     [

@@ -3,7 +3,9 @@
 Same data source as the reader (``kafka_py``, and ``kafka`` through the shim), same options as
 Spark's connector (:mod:`.sink_options`); every Spark task produces its own rows from its executor
 (:mod:`.sink_task`). Spark's Python data sources accept ``mode("append")`` (and ``overwrite``,
-which for Kafka appends too, as Spark's connector's truncate does nothing).
+which for Kafka appends too, as Spark's connector's truncate does nothing); ``format("kafka")``
+also takes the default mode (ErrorIfExists) as append, as Spark's connector does (the Java shim
+sends batch writes through Spark's V1 path, which lets it choose).
 
 Guarantees
 ----------

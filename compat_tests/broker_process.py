@@ -24,15 +24,18 @@ START_TIMEOUT_S = 30.0
 class BrokerProcess:
     def __init__(
         self,
-        data_dir: Path,
+        data_dir: Path | None,
         log_path: Path,
         extra_args: list[str] | None = None,
         env: dict[str, str] | None = None,
         open_files_limit: int | None = None,
+        cwd: Path | None = None,
     ) -> None:
         """``env``: extra environment for the broker process (e.g. ``KPROTO_FAULT``), applied on
-        every ``start`` until changed; the caller's own ``KPROTO_*`` variables are never inherited."""
+        every ``start`` until changed; the caller's own ``KPROTO_*`` variables are never inherited.
+        ``data_dir`` None: no ``--data-dir`` (the broker's default), started in ``cwd``."""
         self.data_dir = data_dir
+        self.cwd = cwd
         self.log_path = log_path
         self.extra_args = extra_args or []
         self.env = dict(env or {})
@@ -53,13 +56,14 @@ class BrokerProcess:
             sys.executable, "-m", "rivven_kproto", "serve",
             "--listen", f"127.0.0.1:{port}",
             "--advertised-listener", "127.0.0.1:0",
-            "--data-dir", str(self.data_dir),
+            *(["--data-dir", str(self.data_dir)] if self.data_dir is not None else []),
             *self.extra_args,
         ]
         env = {k: v for k, v in os.environ.items() if not k.startswith("KPROTO_")}
         env.update(self.env)
         self.process = subprocess.Popen(
-            args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, preexec_fn=self._limit_files
+            args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, preexec_fn=self._limit_files,
+            cwd=self.cwd,
         )
         log.close()
         deadline = time.monotonic() + timeout

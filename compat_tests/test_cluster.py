@@ -345,6 +345,27 @@ def test_exactly_once_pipeline_on_the_cluster(tmp_path: Path, cluster: dict[int,
     assert len(target.kills) == 2 and target.kills[0] == 1 and target.kills[1] != 1
 
 
+def test_two_brokers_from_one_directory_need_no_data_dir(tmp_path: Path, postgres_url: str) -> None:
+    """The README's cluster command as written: two brokers with ``--storage`` and ``--node-id``
+    started from one directory without ``--data-dir`` both serve (#41 item 4: the second stopped on
+    the ``./kproto-data`` lock). The database holds everything; no local data directory is made."""
+    work = tmp_path / "work"
+    work.mkdir()
+    brokers = {node: BrokerProcess(None, tmp_path / f"n{node}.log", ["--storage", postgres_url, "--node-id", str(node)],
+                                   env=BROKER_ENV, cwd=work) for node in (1, 2)}
+    try:
+        for broker in brokers.values():
+            broker.start()
+        assert wait_for(lambda: all_see(brokers, {1, 2}), TIMEOUT_S), "the brokers never met"
+        admin = AdminClient({"bootstrap.servers": brokers[2].bootstrap})
+        admin.create_topics([NewTopic("shared-cwd", 2, 1)])["shared-cwd"].result(TIMEOUT_S)
+        assert len(produce_acknowledged(brokers[1].bootstrap, "shared-cwd", 2, 10)) == 10
+        assert list(work.iterdir()) == []
+    finally:
+        for broker in brokers.values():
+            broker.kill()
+
+
 def test_brokers_without_a_node_id_take_the_lowest_free_ones(tmp_path: Path, postgres_url: str) -> None:
     """No --node-id on PostgreSQL: a broker takes the lowest node id whose lock it can take. Two
     started at once get distinct ids and Metadata lists both; after one is killed, a new broker

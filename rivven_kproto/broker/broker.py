@@ -50,7 +50,7 @@ from .security.acls import FILE_NAME as ACLS_FILE
 from .security.acls import Authorizer
 from .security.scram import FILE_NAME as SCRAM_FILE
 from .security.scram import ScramStore
-from .storage import Pulse, StorageError, open_storage
+from .storage import Pulse, StorageError, is_native, open_storage
 from .topics import (
     TOPIC_CONFIG_DEFAULTS,
     ConfigEntry,
@@ -100,13 +100,22 @@ class Broker:
     def __init__(self, config: BrokerConfig, now_ms: int) -> None:
         self.config = config
         self.data_dir = config.data_dir
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.lock = DataDirLock(self.data_dir)
-        self.lock.acquire()
+        # A database store keeps everything (partitions, metadata, credentials) in the database and
+        # coordinates its brokers there: no local directory, so brokers started from one directory
+        # do not meet on ./kproto-data's lock. The native log lives in, and locks, the directory.
+        self.lock: DataDirLock | None = None
+        if is_native(config.storage):
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+            self.lock = DataDirLock(self.data_dir)
+            self.lock.acquire()
+        else:
+            log.info("the database store keeps no local data directory (%s is neither created nor locked)",
+                     self.data_dir)
         try:
             self._open(config, now_ms)
         except BaseException:
-            self.lock.release()
+            if self.lock is not None:
+                self.lock.release()
             raise
 
     def _open(self, config: BrokerConfig, now_ms: int) -> None:
@@ -763,7 +772,8 @@ class Broker:
         for shard in self.shards.values():
             shard.close()
         self.storage.close()
-        self.lock.release()
+        if self.lock is not None:
+            self.lock.release()
 
 
 def log_config_strings(config: LogConfig) -> dict[str, str]:

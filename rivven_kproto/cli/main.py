@@ -107,7 +107,7 @@ def main(ctx: click.Context, bootstrap: str, output: str, timeout: float, comman
 @main.command()
 @click.option("--listen", metavar="HOST:PORT", help="Address to listen on (default 127.0.0.1:9092; port 0 = any free port).")
 @click.option("--advertised-listener", metavar="HOST:PORT", help="Address clients are told to connect to (default localhost:<port>).")
-@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), help="Data directory (default ./kproto-data; ':memory:' for a throwaway one in RAM, removed at exit).")
+@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), help="Data directory of the native log (default ./kproto-data; ':memory:' for a throwaway one in RAM, removed at exit); unused with --storage postgresql://...")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path), help="server.properties-style file.")
 @click.option("--fsync", type=click.Choice(FSYNC_POLICIES), help="When to fsync (default interval).")
 @click.option("--storage", metavar="URL", help="Where partitions and state live: the native log in --data-dir (default) or postgresql://USER[:PW]@HOST[:PORT]/DB.")

@@ -122,6 +122,11 @@ class Storage(Protocol):
     def close(self) -> None: ...
 
 
+def is_native(url: str | None) -> bool:
+    """Whether ``url`` names the native log (kept in the data directory), not a database."""
+    return url is None or url in ("", "native")
+
+
 def open_storage(
     url: str | None, data_dir: Path, *, standby: bool = False, node: tuple[int, str, int] | None = None,
     assign_node_id: bool = False,
@@ -130,7 +135,7 @@ def open_storage(
     wait for the database's serving broker to stop instead of failing; ``node``: this broker's
     node id and advertised address, for a shared store's registry of brokers; ``assign_node_id``:
     a shared store picks the node id (``assigned_node_id``), the native log keeps ``node``'s."""
-    if url is None or url in ("", "native"):
+    if is_native(url):
         from .native import NativeStorage
 
         return NativeStorage(data_dir)

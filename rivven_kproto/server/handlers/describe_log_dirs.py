@@ -9,6 +9,7 @@ The offset lag is always 0 (no future logs, one replica).
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 from rivven_kproto.broker.security.acls import Operation, ResourceType
 from rivven_kproto.codec.errors import Errors
@@ -52,8 +53,15 @@ def handle(ctx: RequestContext, request: DescribeLogDirsRequest, version: int) -
         if partitions:
             topics.append(DescribeLogDirsTopic(name=name, partitions=partitions))
     log_dir = str(broker.data_dir.resolve())
-    usage = shutil.disk_usage(log_dir)
+    usage = shutil.disk_usage(_existing(broker.data_dir.resolve()))
     result = DescribeLogDirsResult(
         error_code=Errors.NONE, log_dir=log_dir, topics=topics, total_bytes=usage.total, usable_bytes=usage.free
     )
     return DescribeLogDirsResponse(throttle_time_ms=0, error_code=Errors.NONE, results=[result])
+
+
+def _existing(path: Path) -> Path:
+    """``path`` or its nearest existing parent: a database store creates no data directory."""
+    while not path.exists() and path.parent != path:
+        path = path.parent
+    return path

@@ -334,3 +334,39 @@ def test_produce_shows_progress_on_a_terminal(broker: BrokerProcess, topic_name:
     assert b"records sent" in shown and b"20000 records to" in shown, shown
     piped = kproto(broker.bootstrap, "produce", topic_name, stdin="one\n", output="table")
     assert "records sent" not in piped.stderr and piped.stdout == ""
+
+
+def bare(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """``kproto`` with exactly these arguments (no --bootstrap or --format put in front)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KPROTO_")}
+    return subprocess.run([sys.executable, "-m", "rivven_kproto", *args], input=stdin, capture_output=True, text=True,
+                          timeout=RUN_TIMEOUT_S, env=env)
+
+
+def test_kafka_tool_spellings_are_accepted(broker: BrokerProcess, topic_name: str) -> None:
+    """kafka-console-*.sh and kcat habits (#41): ``--bootstrap-server`` and ``-b`` for
+    ``--bootstrap`` (after the verb too), ``--topic``/``-t`` for the TOPIC argument,
+    ``--max-messages`` for ``-n``. They were refused as usage errors."""
+    b = broker.bootstrap
+    created = bare("topics", "create", "--topic", topic_name, "--partitions", "1", "--bootstrap-server", b)
+    assert created.returncode == 0, created.stderr
+    produced = bare("-b", b, "produce", "--topic", topic_name, stdin="a\nb\nc\n")
+    assert produced.returncode == 0, produced.stderr
+    read = bare("consume", "-t", topic_name, "--from-beginning", "--max-messages", "2", "--bootstrap-server", b)
+    assert read.returncode == 0, read.stderr
+    assert read.stdout.splitlines() == ["a", "b"]
+    described = bare("topics", "describe", "--topic", topic_name, "-b", b, "--format", "json")
+    assert described.returncode == 0 and topic_name in described.stdout, described.stderr
+    failed(bare("produce", topic_name, "--topic", "other", "-b", b), 2, "error: usage: ")
+    failed(bare("consume", "-b", b), 2, "error: usage: ")
+
+
+@pytest.mark.parametrize("command", [[], ["topics"], ["configs"], ["txns"]])
+def test_a_group_without_its_verb_prints_its_help(command: list[str]) -> None:
+    """As click does for a group without a command: the help as written (exit 2), not squeezed
+    into one "error: usage:" line (#41)."""
+    result = bare(*command)
+    assert result.returncode == 2, result
+    assert "error:" not in result.stderr
+    assert result.stderr.startswith(f"Usage: kproto {' '.join(command)}".rstrip()), result.stderr
+    assert "\nCommands:\n" in result.stderr and "Example:" in result.stderr

@@ -263,32 +263,38 @@ def test_txn_commands_have_help_with_an_example(command: list[str]) -> None:
     assert "--exit-without-end-txn" not in CliRunner().invoke(main, ["produce", "--help"]).output
 
 
-def test_ctrl_c_during_a_transactional_produce_aborts_it_and_exits_130(broker: BrokerProcess, topic_name: str) -> None:
+@pytest.mark.parametrize(("signum", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_ctrl_c_or_sigterm_during_a_transactional_produce_aborts_it(
+    broker: BrokerProcess, topic_name: str, signum: signal.Signals, status: int
+) -> None:
+    """Ctrl-C exits 130, SIGTERM 143 (128 + the signal, as a shell reports it); both abort the open
+    transaction (#41: SIGTERM left it Ongoing until its timeout)."""
     b = broker.bootstrap
+    tid = f"interrupted-{signum.name}"
     ok(b, "topics", "create", topic_name, "--partitions", "1")
     env = {k: v for k, v in os.environ.items() if not k.startswith("KPROTO_")}
     command = [sys.executable, "-m", "rivven_kproto", "--bootstrap", b, "produce", topic_name,
-               "--transactional-id", "interrupted", "--transaction-timeout-ms", LONG_TIMEOUT_MS]
+               "--transactional-id", tid, "--transaction-timeout-ms", LONG_TIMEOUT_MS]
     process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     assert process.stdin is not None
     process.stdin.write(b"one\ntwo\n")
     process.stdin.flush()  # stdin stays open: the producer waits for more lines inside the transaction
     for _ in range(300):
-        state = _state(b)
+        state = _state(b, tid)
         if state == "Ongoing":
             break
         time.sleep(0.1)
     else:
         raise AssertionError("the transaction never became Ongoing")
-    process.send_signal(signal.SIGINT)
+    process.send_signal(signum)
     stdout, stderr = process.communicate(timeout=60)
-    assert process.returncode == 130, (process.returncode, stderr)
+    assert process.returncode == status, (process.returncode, stderr)
     assert b"Traceback" not in stderr and b"Fatal Python error" not in stderr, stderr
     assert stdout == b""
-    assert _state(b) in ("PrepareAbort", "CompleteAbort"), stderr
+    assert _state(b, tid) in ("PrepareAbort", "CompleteAbort"), stderr
     assert consumed(b, topic_name, committed=True) == []
 
 
-def _state(bootstrap: str) -> str | None:
-    result = kproto(bootstrap, "txns", "describe", "interrupted")
+def _state(bootstrap: str, tid: str) -> str | None:
+    result = kproto(bootstrap, "txns", "describe", tid)
     return json.loads(result.stdout)["transactions"][0]["state"] if result.returncode == 0 else None

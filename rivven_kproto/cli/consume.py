@@ -31,6 +31,7 @@ from rivven_kproto.client.consumer import ConsumedRecord, Consumer, StartAt
 from rivven_kproto.client.membership import GroupMembership
 from rivven_kproto.codec.enums import READ_COMMITTED, READ_UNCOMMITTED
 
+from .kafka_spellings import topic_argument
 from .output import run, settings, text
 
 ISOLATION = {"read_uncommitted": READ_UNCOMMITTED, "read_committed": READ_COMMITTED}
@@ -89,12 +90,13 @@ def check_template(template: str) -> str:
 
 
 @click.command()
-@click.argument("topic")
+@topic_argument()
 @click.option("--from-beginning", is_flag=True, help="Start at the log start (default: the end).")
 @click.option("--offset", type=click.IntRange(min=0), help="Start at this offset in every chosen partition.")
 @click.option("--partition", "partitions", type=click.IntRange(min=0), multiple=True, help="Read this partition (default all); repeatable.")
 @click.option("--isolation", type=click.Choice(list(ISOLATION)), default="read_uncommitted", show_default=True)
-@click.option("-n", "--count", type=click.IntRange(min=1), help="Exit after this many records.")
+@click.option("-n", "--count", "--max-messages", "count", type=click.IntRange(min=1),
+              help="Exit after this many records (kafka-console-consumer's --max-messages).")
 @click.option("-e", "--exit", "exit_at_end", is_flag=True, help="Exit at the end of the partitions (default: follow).")
 @click.option("--template", metavar="TEMPLATE", help="Line template: {key} {value} {offset} {partition} {timestamp} {headers} {topic}.")
 @click.option("--format", "old_template", metavar="TEMPLATE", hidden=True)

@@ -25,7 +25,7 @@ from rivven_kproto.broker.storage import StorageError
 from . import acls, cluster, configs, consume, groups, logtools, produce, topics, txns, users, verify_eos
 from .output import FORMATS, Settings, one_line
 
-GLOBAL_VALUE_OPTIONS = ("--bootstrap", "--timeout", "--format", "--command-config")
+GLOBAL_VALUE_OPTIONS = ("--bootstrap", "--bootstrap-server", "-b", "--timeout", "--format", "--command-config")
 
 
 def hoist_global_options(args: list[str]) -> list[str]:
@@ -67,6 +67,9 @@ class KprotoGroup(click.Group):
         kwargs.setdefault("prog_name", "kproto")
         try:
             result = super().main(*args, **kwargs)
+        except click.exceptions.NoArgsIsHelpError as exc:  # a group without its verb: its help, as click shows it
+            exc.show()
+            sys.exit(exc.exit_code)
         except click.UsageError as exc:
             hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
             click.echo(f"error: usage: {one_line(exc.format_message())}{hint}", err=True)
@@ -82,11 +85,14 @@ class KprotoGroup(click.Group):
 @click.group(cls=KprotoGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--bootstrap",
+    "--bootstrap-server",
+    "-b",
+    "bootstrap",
     envvar="KPROTO_BOOTSTRAP",
     default="localhost:9092",
     show_default=True,
     metavar="HOST:PORT[,...]",
-    help="Broker(s) to bootstrap from (env KPROTO_BOOTSTRAP).",
+    help="Broker(s) to bootstrap from (env KPROTO_BOOTSTRAP; also spelled --bootstrap-server, -b).",
 )
 @click.option("--format", "output", type=click.Choice(FORMATS), default="table", show_default=True, help="Output for people (table) or scripts (json).")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=30.0, show_default=True, metavar="SECONDS", help="Give up on a request after this long.")

@@ -5,7 +5,7 @@ at a time), and each chunk's complete lines are sent before the next read, so in
 sees each line acknowledged and a large file is sent in big batches.
 
 With ``--transactional-id`` every line goes into one transaction, committed at the end of input
-(or aborted with ``--abort``, when a send fails, or at Ctrl-C, which exits 130). The summary goes
+(or aborted with ``--abort``, when a send fails, at Ctrl-C, which exits 130, or at SIGTERM, 143). The summary goes
 to stderr (stdout stays clean for pipes), or to stdout as JSON with ``--format json``. The hidden ``--exit-without-end-txn`` leaves
 the transaction open, as a producer that vanished mid-transaction would: the tests use it to
 make a transaction that blocks read_committed consumers until it times out or is aborted.
@@ -31,6 +31,7 @@ from rivven_kproto.client.transactional import DEFAULT_TRANSACTION_TIMEOUT_MS, T
 from rivven_kproto.codec.compression import Compression
 from rivven_kproto.codec.errors import Errors
 
+from .kafka_spellings import topic_argument
 from .output import emit_json, error_console, parse_assignments, plural, run, settings, table
 
 READ_CHUNK = 1 << 20
@@ -73,7 +74,7 @@ def _read_some(stream: BinaryIO) -> bytes:
 
 
 @click.command()
-@click.argument("topic")
+@topic_argument()
 @click.option("--key-sep", metavar="SEP", help="Split each line at the first SEP into key and value.")
 @click.option("--header", "header_items", multiple=True, metavar="KEY=VALUE", help="Header on every record; repeatable.")
 @click.option("--partition", type=click.IntRange(min=0), help="Write to this partition (default: by key, else one per chunk).")
@@ -134,17 +135,18 @@ def produce(
             acks=-1 if acks in ("all", "-1") else int(acks),
         )
         totals: dict[int, PartitionTotals] = {}
-        interrupted = False
+        interrupted: int | None = None  # the signal that stopped the send
         failure: Exception | None = None
-        # Ctrl-C is taken as a signal here, not as a KeyboardInterrupt that could land anywhere
-        # (even inside the abort below): it cancels the send, the transaction is aborted, exit 130.
-        with trio.open_signal_receiver(signal.SIGINT) as interrupts:
+        # Ctrl-C and SIGTERM (a service manager, ``timeout``, ``kill``) are taken as signals here,
+        # not as a KeyboardInterrupt that could land anywhere (even inside the abort below): they
+        # cancel the send, the transaction is aborted, exit 130 (Ctrl-C) or 143 (128 + SIGTERM).
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as interrupts:
             async with trio.open_nursery() as nursery:
 
                 async def watch_interrupts() -> None:
                     nonlocal interrupted
-                    async for _ in interrupts:
-                        interrupted = True
+                    async for signum in interrupts:
+                        interrupted = signum
                         nursery.cancel_scope.cancel()
                         return
 
@@ -156,11 +158,13 @@ def produce(
                     failure = exc
                 nursery.cancel_scope.cancel()
         # A failed send or Ctrl-C (also when input ended at that moment): abort, never commit.
-        if (failure is not None or interrupted) and transaction is not None and not leave_open:
+        if (failure is not None or interrupted is not None) and transaction is not None and not leave_open:
             await _abort(transaction)
         if failure is not None:
             raise failure
-        if interrupted:
+        if interrupted == signal.SIGTERM:
+            sys.exit(128 + signal.SIGTERM)
+        if interrupted is not None:
             raise KeyboardInterrupt
         if transaction is not None:
             if leave_open:

@@ -8,6 +8,7 @@ import click
 
 from rivven_kproto.client import KafkaClient, admin
 
+from .kafka_spellings import topic_argument, topics_argument
 from .output import emit, parse_assignments, plural, run, table
 
 
@@ -55,7 +56,7 @@ def _partition_json(partition: Any, offsets: admin.PartitionOffsets) -> dict[str
 
 
 @topics.command()
-@click.argument("names", nargs=-1, required=True, metavar="TOPIC...")
+@topics_argument()
 def describe(names: tuple[str, ...]) -> None:
     """Partitions with leader, replicas, ISR and offsets (log start, high watermark, last stable).
 
@@ -105,7 +106,7 @@ def _ids(ids: list[int]) -> str:
 
 
 @topics.command()
-@click.argument("name", metavar="TOPIC")
+@topic_argument("name")
 @click.option("--partitions", type=click.IntRange(min=1), default=None, help="Partition count (default: the broker's num.partitions).")
 @click.option("--replication-factor", type=click.IntRange(min=1), default=None, help="Replicas per partition (default: the broker's).")
 @click.option("--config", "config_items", multiple=True, metavar="KEY=VALUE", help="Topic config; repeatable.")
@@ -135,7 +136,7 @@ def create(name: str, partitions: int | None, replication_factor: int | None, co
 
 
 @topics.command()
-@click.argument("names", nargs=-1, required=True, metavar="TOPIC...")
+@topics_argument()
 def delete(names: tuple[str, ...]) -> None:
     """Delete topics and their data.
 
@@ -152,7 +153,7 @@ def delete(names: tuple[str, ...]) -> None:
 
 
 @topics.command("add-partitions")
-@click.argument("name", metavar="TOPIC")
+@topic_argument("name")
 @click.option("--total", "--partitions", "total", type=click.IntRange(min=1), help="The new partition count (kafka-topics' --partitions).")
 @click.option("--add", "extra", type=click.IntRange(min=1), help="How many partitions to add.")
 def add_partitions(name: str, total: int | None, extra: int | None) -> None:

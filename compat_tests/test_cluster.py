@@ -348,7 +348,8 @@ def test_exactly_once_pipeline_on_the_cluster(tmp_path: Path, cluster: dict[int,
 def test_two_brokers_from_one_directory_need_no_data_dir(tmp_path: Path, postgres_url: str) -> None:
     """The README's cluster command as written: two brokers with ``--storage`` and ``--node-id``
     started from one directory without ``--data-dir`` both serve (#41 item 4: the second stopped on
-    the ``./kproto-data`` lock). The database holds everything; no local data directory is made."""
+    the ``./kproto-data`` lock). The database holds everything; no local data directory is made.
+    A topic created with ``--replication-factor 2`` is reported with 2."""
     work = tmp_path / "work"
     work.mkdir()
     brokers = {node: BrokerProcess(None, tmp_path / f"n{node}.log", ["--storage", postgres_url, "--node-id", str(node)],
@@ -357,8 +358,14 @@ def test_two_brokers_from_one_directory_need_no_data_dir(tmp_path: Path, postgre
         for broker in brokers.values():
             broker.start()
         assert wait_for(lambda: all_see(brokers, {1, 2}), TIMEOUT_S), "the brokers never met"
-        admin = AdminClient({"bootstrap.servers": brokers[2].bootstrap})
-        admin.create_topics([NewTopic("shared-cwd", 2, 1)])["shared-cwd"].result(TIMEOUT_S)
+        # kproto topics create prints the replication factor the cluster created (#41: it printed 1).
+        created = subprocess.run(
+            [sys.executable, "-m", "rivven_kproto", "--bootstrap", brokers[2].bootstrap, "topics", "create",
+             "shared-cwd", "--partitions", "2", "--replication-factor", "2"],
+            capture_output=True, text=True, timeout=TIMEOUT_S, cwd=work,
+        )
+        assert created.returncode == 0, created.stderr
+        assert created.stdout.strip() == "created topic shared-cwd (2 partitions, replication factor 2)", created.stdout
         assert len(produce_acknowledged(brokers[1].bootstrap, "shared-cwd", 2, 10)) == 10
         assert list(work.iterdir()) == []
     finally:

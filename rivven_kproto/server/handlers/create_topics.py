@@ -92,14 +92,16 @@ def _create(
     )
     if created is None:  # validate_only
         partitions = num_partitions if num_partitions != -1 else broker.config.num_partitions
+        replicas = replication_factor if replication_factor != -1 else broker.config.default_replication_factor
     else:
         partitions = len(created.partitions)
+        replicas = created.meta.replication_factor  # as Metadata and DescribeTopics will list them
         log.info("created topic %s (%d partitions) for client %s", topic.name, partitions, ctx.client_id)
     topic_id = ZERO_UUID if created is None else created.meta.topic_id  # validate_only: Kafka's zero id
     result = CreatableTopicResult(name=topic.name, topic_id=topic_id, error_code=0, error_message=None)
     if version >= 5:
         result.num_partitions = partitions
-        result.replication_factor = 1
+        result.replication_factor = replicas
         result.configs = [
             CreatableTopicConfigs(
                 name=entry.name,

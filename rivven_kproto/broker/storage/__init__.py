@@ -135,7 +135,7 @@ def open_storage(
     wait for the database's serving broker to stop instead of failing; ``node``: this broker's
     node id and advertised address, for a shared store's registry of brokers; ``assign_node_id``:
     a shared store picks the node id (``assigned_node_id``), the native log keeps ``node``'s."""
-    if is_native(url):
+    if url is None or is_native(url):
         from .native import NativeStorage
 
         return NativeStorage(data_dir)

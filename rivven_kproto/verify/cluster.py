@@ -1,0 +1,135 @@
+"""verify-eos's cluster: N ``kproto serve`` processes on one PostgreSQL database, each behind a proxy.
+
+The supervisor starts the database (:mod:`rivven_kproto.testing.pg_replication`, with a synchronous
+standby on request), then the brokers (node ids 1..N, node 1 first: it takes the coordinator lease),
+each advertising its own :class:`~.faults.CuttingProxy` so every client connection can be cut. It
+answers the nemesis's questions (who is the controller, who coordinates a key, who leads a
+partition) with this project's own client, bounded in time. Every process it started is stopped by
+:meth:`Cluster.close`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shlex
+import socket
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rivven_kproto.testing.pg_replication import Database
+
+from .faults import BrokerCommand, CuttingProxy
+
+log = logging.getLogger(__name__)
+
+MEET_TIMEOUT_S = 120.0
+ASK_TIMEOUT_S = 3.0
+# As the compat tests' brokers (compat_tests/test_eos.py): the pollers' sessions may be short, and
+# a group's first rebalance does not wait for more members.
+BROKER_ENV = {"KPROTO_GROUP_MIN_SESSION_TIMEOUT_MS": "1000", "KPROTO_GROUP_INITIAL_REBALANCE_DELAY_MS": "0"}
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Cluster:
+    """``size`` brokers on one database under ``work_dir`` (logs: ``n<node>.log``, ``postgres/``)."""
+
+    def __init__(self, work_dir: Path, size: int = 3, *, postgres_bin: Path | None = None, standby: bool = False) -> None:
+        self.work_dir, self.size = work_dir, size
+        self.postgres_bin, self.with_standby = postgres_bin, standby
+        self.database: Database | None = None
+        self.brokers: dict[int, BrokerCommand] = {}
+        self.proxies: dict[int, CuttingProxy] = {}
+
+    @property
+    def bootstrap(self) -> str:
+        """What clients are given: every broker's proxy."""
+        return ",".join(proxy.address for proxy in self.proxies.values())
+
+    def start(self) -> Cluster:
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        self.work_dir.chmod(0o755)  # as root, PostgreSQL runs as the postgres user inside
+        self.database = Database(self.work_dir / "postgres", self.postgres_bin, standby=self.with_standby)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("KPROTO_")}
+        env.update(BROKER_ENV)
+        for node in range(1, self.size + 1):
+            port = _free_port()
+            proxy = CuttingProxy("127.0.0.1:0", f"127.0.0.1:{port}")
+            self.proxies[node] = proxy
+            command = shlex.join([
+                sys.executable, "-m", "rivven_kproto", "serve", "--storage", self.database.url, "--node-id", str(node),
+                "--listen", f"127.0.0.1:{port}", "--advertised-listener", proxy.address,
+                "--data-dir", str(self.work_dir / f"n{node}-data"),
+            ])
+            broker = BrokerCommand(command, f"127.0.0.1:{port}", str(self.work_dir / f"n{node}.log"), env)
+            self.brokers[node] = broker
+            broker.start()
+        deadline = time.monotonic() + MEET_TIMEOUT_S
+        while self.live_nodes() != set(self.brokers):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the brokers never met (live: {self.live_nodes()})")
+            time.sleep(0.2)
+        log.info("cluster of %d up on %s (database %s)", self.size, self.bootstrap, self.database.url)
+        return self
+
+    def direct(self, node: int) -> str:
+        broker = self.brokers[node]
+        return f"{broker.host}:{broker.port}"
+
+    def _ask(self, node: int, topics: list[str], groups: list[str], tids: list[str]) -> dict[str, Any]:
+        """Metadata and coordinators as ``node`` answers them (our client, straight to the broker)."""
+        import trio
+
+        from rivven_kproto.client.client import KafkaClient
+        from rivven_kproto.client.coordinator import KeyType, coordinators
+
+        async def ask() -> dict[str, Any]:
+            with trio.fail_after(3 * ASK_TIMEOUT_S):
+                return await answer()
+
+        async def answer() -> dict[str, Any]:
+            async with KafkaClient(self.direct(node), timeout=ASK_TIMEOUT_S) as client:
+                metadata = await client.metadata(topics)
+                return {
+                    "brokers": set(metadata.brokers),
+                    "controller": metadata.controller_id,
+                    "leaders": {(t, p.partition): p.leader for t, info in metadata.topics.items() for p in info.partitions},
+                    "groups": await coordinators(client, KeyType.GROUP, groups) if groups else {},
+                    "transactions": await coordinators(client, KeyType.TRANSACTION, tids) if tids else {},
+                }
+
+        return trio.run(ask)
+
+    def ask(self, nodes: list[int], topics: Sequence[str] = (), groups: Sequence[str] = (),
+            tids: Sequence[str] = ()) -> dict[str, Any] | None:
+        """The first answer of ``nodes`` (running, not paused ones), None when none answered."""
+        for node in nodes:
+            try:
+                return self._ask(node, list(topics), list(groups), list(tids))
+            except Exception as exc:  # noqa: BLE001 - a broker mid-fault: ask another
+                log.debug("node %d did not answer: %s", node, exc)
+        return None
+
+    def live_nodes(self) -> set[int]:
+        """The brokers the cluster lists, as the first broker that answers says."""
+        answer = self.ask(sorted(self.brokers))
+        return set(answer["brokers"]) if answer else set()
+
+    def close(self) -> None:
+        for proxy in self.proxies.values():
+            proxy.close()
+        for broker in self.brokers.values():
+            try:
+                broker.kill()  # the run is judged already: no clean shutdown needed
+            except Exception:  # noqa: BLE001 - the others still get closed
+                log.exception("closing a broker")
+        if self.database is not None:
+            self.database.close()

@@ -4,8 +4,12 @@ The supervisor starts the database (:mod:`rivven_kproto.testing.pg_replication`,
 standby on request), then the brokers (node ids 1..N, node 1 first: it takes the coordinator lease),
 each advertising its own :class:`~.faults.CuttingProxy` so every client connection can be cut. It
 answers the nemesis's questions (who is the controller, who coordinates a key, who leads a
-partition) with this project's own client, bounded in time. Every process it started is stopped by
-:meth:`Cluster.close`.
+partition) with this project's own client, bounded in time.
+
+Like a service manager (systemd's ``Restart=always``), a watchdog thread restarts a broker that
+exits by itself: ours stops on purpose when it finds, after the database was away, that another
+broker took its lease or shards ("restart it to serve again"). Brokers the nemesis holds down are
+left alone. Every process and thread it started is stopped by :meth:`Cluster.close`.
 """
 
 from __future__ import annotations
@@ -15,8 +19,9 @@ import os
 import shlex
 import socket
 import sys
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +32,7 @@ from .faults import BrokerCommand, CuttingProxy
 log = logging.getLogger(__name__)
 
 MEET_TIMEOUT_S = 120.0
+WATCH_INTERVAL_S = 0.5
 ASK_TIMEOUT_S = 3.0
 # As the compat tests' brokers (compat_tests/test_eos.py): the pollers' sessions may be short, and
 # a group's first rebalance does not wait for more members.
@@ -48,6 +54,11 @@ class Cluster:
         self.database: Database | None = None
         self.brokers: dict[int, BrokerCommand] = {}
         self.proxies: dict[int, CuttingProxy] = {}
+        self.on_exit: Callable[[int, int], None] = lambda node, code: None  # a broker exited by itself
+        self._lock = threading.Lock()
+        self._held: set[int] = set()  # brokers the nemesis holds down (or is restarting)
+        self._stopping = threading.Event()
+        self._watchdog: threading.Thread | None = None
 
     @property
     def bootstrap(self) -> str:
@@ -72,13 +83,51 @@ class Cluster:
             broker = BrokerCommand(command, f"127.0.0.1:{port}", str(self.work_dir / f"n{node}.log"), env)
             self.brokers[node] = broker
             broker.start()
+        self.wait_met()
+        log.info("cluster of %d up on %s (database %s)", self.size, self.bootstrap, self.database.url)
+        self._watchdog = threading.Thread(target=self._watch, name="verify-eos-watchdog", daemon=True)
+        self._watchdog.start()
+        return self
+
+    def wait_met(self) -> None:
+        """Until every broker is listed as live (bounded)."""
         deadline = time.monotonic() + MEET_TIMEOUT_S
         while self.live_nodes() != set(self.brokers):
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the brokers never met (live: {self.live_nodes()})")
             time.sleep(0.2)
-        log.info("cluster of %d up on %s (database %s)", self.size, self.bootstrap, self.database.url)
-        return self
+
+    def kill(self, node: int) -> None:
+        """SIGKILL ``node`` and hold it down (the watchdog leaves it) until :meth:`revive`."""
+        with self._lock:
+            self._held.add(node)
+        self.brokers[node].kill()
+
+    def revive(self, node: int) -> None:
+        try:
+            self.brokers[node].start()
+        finally:
+            with self._lock:
+                self._held.discard(node)
+
+    def _watch(self) -> None:
+        while not self._stopping.wait(WATCH_INTERVAL_S):
+            for node, broker in self.brokers.items():
+                with self._lock:
+                    process = broker.process
+                    if node in self._held or process is None or process.poll() is None:
+                        continue
+                    self._held.add(node)
+                log.warning("node %d exited by itself (%s): restarting it", node, process.returncode)
+                self.on_exit(node, process.returncode)
+                try:
+                    if not self._stopping.is_set():
+                        broker.start()
+                except Exception:  # noqa: BLE001 - tried again at the next round
+                    log.exception("restarting node %d", node)
+                finally:
+                    with self._lock:
+                        self._held.discard(node)
 
     def direct(self, node: int) -> str:
         broker = self.brokers[node]
@@ -124,6 +173,9 @@ class Cluster:
         return set(answer["brokers"]) if answer else set()
 
     def close(self) -> None:
+        self._stopping.set()
+        if self._watchdog is not None:
+            self._watchdog.join(2 * 60)
         for proxy in self.proxies.values():
             proxy.close()
         for broker in self.brokers.values():

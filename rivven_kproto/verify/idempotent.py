@@ -1,0 +1,85 @@
+"""The idempotent producer of verify-eos: every record it was acknowledged must be in the log once.
+
+A confluent-kafka producer with ``enable.idempotence`` (acks=all) writes ``idem/<generation>/<n>``
+to random partitions of its own topic at each workload step; the acknowledgements (and any
+delivery error) go into the history. Kafka's promise for it is narrower than a transaction's but
+as strict: no acknowledged record lost, none written twice, and a partition's records in send
+order. A fatal error (which Kafka's idempotent producer raises only when the broker broke that
+promise, e.g. OUT_OF_ORDER_SEQUENCE_NUMBER) is recorded as unexpected and a new producer takes over.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from typing import Any
+
+from .history import ClientError, History, idempotent_value
+
+log = logging.getLogger(__name__)
+
+PRODUCER = -1  # its ClientError.producer
+MESSAGE_TIMEOUT_MS = 300_000
+
+
+class IdempotentWriter:
+    def __init__(self, bootstrap: str, topic: str, partitions: int, history: History, seed: int) -> None:
+        self.bootstrap, self.topic, self.partitions, self.history = bootstrap, topic, partitions, history
+        self.rng = random.Random(f"idempotent-{seed}")  # its own: the transactional workload's draws stay the seed's
+        self.generation = 0
+        self.number = 0
+        self.producer: Any = None
+        self.failed = False
+        self._open()
+
+    def _open(self) -> None:
+        from confluent_kafka import Producer
+
+        self.generation += 1
+        self.failed = False
+        self.producer = Producer({
+            "bootstrap.servers": self.bootstrap,
+            "enable.idempotence": True,
+            "acks": "all",
+            "linger.ms": 5,
+            "message.timeout.ms": MESSAGE_TIMEOUT_MS,
+            "reconnect.backoff.max.ms": 500,
+        })
+
+    def _on_delivery(self, err: Any, msg: Any) -> None:
+        value = msg.value().decode()
+        if err is None:
+            self.history.idempotent_acks[value] = (msg.topic(), msg.partition(), msg.offset())
+            return
+        self.history.errors.append(ClientError(PRODUCER, self.generation, "idempotent produce", err.name(), err.fatal(),
+                                               False, value))
+        if err.fatal():
+            self.failed = True
+
+    def write(self, most: int = 4) -> None:
+        """A few records (how many, and where, drawn from its own generator)."""
+        if self.failed:
+            log.warning("the idempotent producer failed fatally: a new one takes over")
+            self.producer.flush(0)
+            self._open()
+        for _ in range(self.rng.randint(1, most)):
+            self.number += 1
+            partition = self.rng.randrange(self.partitions)
+            value = idempotent_value(self.generation, self.number)
+            self.history.idempotent.append((self.topic, partition, value))
+            try:
+                self.producer.produce(self.topic, value=value.encode(), partition=partition, on_delivery=self._on_delivery)
+            except BufferError:
+                self.producer.poll(1.0)
+                self.producer.produce(self.topic, value=value.encode(), partition=partition, on_delivery=self._on_delivery)
+        self.producer.poll(0)
+
+    def finish(self, timeout_s: float) -> None:
+        """Wait for every outstanding acknowledgement (bounded); what is left is reported."""
+        left = self.producer.flush(timeout_s)
+        if left:
+            self.history.errors.append(ClientError(PRODUCER, self.generation, "idempotent flush", "TIMED_OUT", False,
+                                                   False, f"{left} records unacknowledged after {timeout_s:.0f} s"))
+
+    def close(self) -> None:
+        self.producer = None  # librdkafka's handle destroyed now

@@ -135,6 +135,9 @@ def verify_eos(
             p_kill=kill_rate if broker_cmd else 0.0, p_pause=pause_rate if broker_cmd else 0.0,
             p_cut=cut_rate if proxy_listen else 0.0, client=client,
             idempotent=idempotent if idempotent is not None else cluster_size is not None,
+            # A call still failing after the liveness bound has failed that check already: on a
+            # cluster, give up then rather than after Plan's five minutes.
+            retry_s=min(Plan.retry_s, stall_bound) if cluster_size is not None else Plan.retry_s,
         )
         if cluster_size is not None:
             if broker_cmd or proxy_listen:

@@ -32,7 +32,7 @@ CHECKS = (
     ("zombie_write", "a fenced producer's transaction committed or became visible"),
     ("transform", "the consume-transform-produce stage lost, repeated or invented an output"),
     ("unexpected_error", "a client failed with an error Kafka would not give it here"),
-    ("liveness", "a healthy transactional producer went longer than the bound without its commit or abort returning"),
+    ("liveness", "a transaction (workload or transform stage) waited longer than the bound for its commit or abort"),
 )
 
 
@@ -91,6 +91,10 @@ def check(history: History, stall_bound_s: float = STALL_BOUND_S) -> dict[str, F
         if stalled > stall_bound_s:
             findings["liveness"].add(f"{txn.key} took {stalled:.1f} s (bound {stall_bound_s:.0f} s), from "
                                      f"{txn.began_at - history.started_at:.1f} s into the run")
+    stage_s, stage_at = history.transform_stall
+    if stage_s > stall_bound_s:
+        findings["liveness"].add(f"the transform stage's transaction took {stage_s:.1f} s (bound {stall_bound_s:.0f} s), "
+                                 f"from {stage_at:.1f} s into the run")
     _transform(history, findings)
     for error in history.errors:
         if not error.expected:

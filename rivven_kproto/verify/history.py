@@ -107,6 +107,7 @@ class History:
     transform: dict[str, str | int] = field(default_factory=dict)  # source, sink topics of the stage
     transform_output: list[Read] = field(default_factory=list)  # the sink, read_committed, at the end
     started_at: float = 0.0  # time.monotonic() when the run began
+    transform_stall: tuple[float, float] = (0.0, 0.0)  # the stage's longest transaction: seconds, began (run time)
     commits: list[Commit] = field(default_factory=list)  # the pollers' acknowledged offset commits
     fault_log: list[Fault] = field(default_factory=list)
     idempotent: list[tuple[str, int, str]] = field(default_factory=list)  # (topic, partition, value) in send order
@@ -137,6 +138,7 @@ class History:
         history.transform = doc.get("transform", {})
         history.transform_output = [Read(**r) for r in doc.get("transform_output", [])]
         history.started_at = doc.get("started_at", 0.0)
+        history.transform_stall = tuple(doc.get("transform_stall", (0.0, 0.0)))  # type: ignore[assignment]
         history.commits = [Commit(**c) for c in doc.get("commits", [])]
         history.fault_log = [Fault(**f) for f in doc.get("fault_log", [])]
         history.idempotent = [tuple(v) for v in doc.get("idempotent", [])]  # type: ignore[misc]

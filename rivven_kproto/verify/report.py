@@ -30,6 +30,7 @@ def summary(history: History, findings: dict[str, Finding], elapsed_s: float) ->
             "seconds": round(longest[1], 1), "transaction": longest[0].key,
             "began_s": round(longest[0].began_at - history.started_at, 1),
         },
+        "transform_longest_s": history.transform_stall[0],
         "idempotent_acknowledged": len(history.idempotent_acks),
         "client_errors": len(history.errors),
         "checks": {name: {"count": f.count, "examples": f.examples} for name, f in findings.items()},
@@ -43,7 +44,8 @@ def table(doc: dict[str, Any]) -> str:
         f"{doc['transformed_outputs']} transformed outputs",
         f"faults: {', '.join(f'{k} {v}' for k, v in doc['faults'].items())}; client errors: {doc['client_errors']}",
         f"longest stall: {_stall(doc.get('longest_stall'))}; idempotent records acknowledged: "
-        f"{doc.get('idempotent_acknowledged', 0)}",
+        f"{doc.get('idempotent_acknowledged', 0)}; transform stage's longest transaction: "
+        f"{doc.get('transform_longest_s', 0)} s",
         "",
         f"{'check':<18} {'anomalies':>9}  meaning",
     ]

@@ -62,6 +62,7 @@ class Plan:
     p_transform_die: float = 0.15  # the stage killed mid-cycle (restarted by the next cycle)
     client: str = "confluent-kafka"  # the transactional producers' library (see .clients)
     idempotent: bool = False  # an idempotent producer (acks=all) writes its own topic at every step
+    retry_s: float = 300.0  # how long a call failing with retriable errors is retried
 
 
 @dataclass
@@ -170,7 +171,7 @@ def run(plan: Plan, means: Means, progress: Callable[[str], None] | None = None)
         sink = f"{plan.topic_prefix}-{run_id}-transformed"
         admin.create_topics([NewTopic(sink, plan.partitions, 1)])[sink].result(CALL_TIMEOUT_S)
         history.transform = {"source": source, "sink": sink, "partitions": plan.partitions}
-        stage = TransformStage(means.bootstrap, source, sink, f"{plan.topic_prefix}-{run_id}-transform")
+        stage = TransformStage(means.bootstrap, source, sink, f"{plan.topic_prefix}-{run_id}-transform", plan.retry_s)
     lock = threading.Lock()
     pollers = [_Poller(means.bootstrap, history.topics, mode, history, lock) for mode in ("assign", "subscribe")]
     for poller in pollers:
@@ -191,7 +192,7 @@ def run(plan: Plan, means: Means, progress: Callable[[str], None] | None = None)
         )
 
     def retrying(inst: _Instance, call: str, fn: Callable[[], None]) -> None:
-        deadline = time.monotonic() + 300
+        deadline = time.monotonic() + plan.retry_s
         while True:
             try:
                 fn()
@@ -348,6 +349,8 @@ def run(plan: Plan, means: Means, progress: Callable[[str], None] | None = None)
             progress("draining the transform stage")
         stage.drain(_after_committed(history, stage.source))
         history.faults["transform_restarts"] = stage.restarts
+        history.faults["transform_hung_calls"] = stage.hung
+        history.transform_stall = (round(stage.longest_cycle_s, 3), round(stage.longest_cycle_at - history.started_at, 3))
         stage.close()
     if progress is not None:
         progress("final reads")

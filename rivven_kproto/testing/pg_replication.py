@@ -113,3 +113,15 @@ class Database:
 
     def log_tail(self) -> str:
         return "\n".join(f"--- postgres :{s.port}\n{s.log_tail()}" for s in self.servers)
+
+
+def kill_leftovers(base: Path) -> int:
+    """SIGKILL every server still running from a data directory under ``base`` (a run that was
+    itself killed could not stop them); how many there were."""
+    found = 0
+    for pid_file in base.rglob("postmaster.pid"):
+        server = PostgresServer(Path("/"), pid_file.parent.parent, 0, None)
+        if (server.data_dir / "postmaster.pid").exists():
+            server.kill()
+            found += 1
+    return found

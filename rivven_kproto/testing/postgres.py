@@ -103,8 +103,11 @@ class PostgresServer:
         beyond what was already written)."""
         try:
             pid = int((self.data_dir / "postmaster.pid").read_text().split("\n", 1)[0])
+            command = Path(f"/proc/{pid}/cmdline").read_bytes()
         except (OSError, ValueError):
             return
+        if str(self.data_dir).encode() not in command:
+            return  # a stale file (killed before): that pid is not this server any more
         children = [pid, *_children_of(pid)]
         for each in children:
             with contextlib.suppress(ProcessLookupError):

@@ -80,7 +80,8 @@ class Cluster:
                 "--listen", f"127.0.0.1:{port}", "--advertised-listener", proxy.address,
                 "--data-dir", str(self.work_dir / f"n{node}-data"),
             ])
-            broker = BrokerCommand(command, f"127.0.0.1:{port}", str(self.work_dir / f"n{node}.log"), env)
+            broker = BrokerCommand(command, f"127.0.0.1:{port}", str(self.work_dir / f"n{node}.log"), env,
+                                   die_with_parent=True)
             self.brokers[node] = broker
             broker.start()
         self.wait_met()

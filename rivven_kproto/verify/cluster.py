@@ -49,7 +49,7 @@ class Cluster:
     """``size`` brokers on one database under ``work_dir`` (logs: ``n<node>.log``, ``postgres/``)."""
 
     def __init__(self, work_dir: Path, size: int = 3, *, postgres_bin: Path | None = None, standby: bool = False) -> None:
-        self.work_dir, self.size = work_dir, size
+        self.work_dir, self.size = work_dir.resolve(), size
         self.postgres_bin, self.with_standby = postgres_bin, standby
         self.database: Database | None = None
         self.brokers: dict[int, BrokerCommand] = {}
@@ -80,8 +80,7 @@ class Cluster:
                 "--listen", f"127.0.0.1:{port}", "--advertised-listener", proxy.address,
                 "--data-dir", str(self.work_dir / f"n{node}-data"),
             ])
-            broker = BrokerCommand(command, f"127.0.0.1:{port}", str(self.work_dir / f"n{node}.log"), env,
-                                   die_with_parent=True)
+            broker = BrokerCommand(command, f"127.0.0.1:{port}", str(self.work_dir / f"n{node}.log"), env)
             self.brokers[node] = broker
             broker.start()
         self.wait_met()
@@ -186,3 +185,29 @@ class Cluster:
                 log.exception("closing a broker")
         if self.database is not None:
             self.database.close()
+
+
+def kill_leftovers(work_dir: Path) -> int:
+    """SIGKILL what a cluster run under ``work_dir`` left running when it was itself killed (its
+    ``finally`` never ran): brokers whose data directory is there, and PostgreSQL servers. Found by
+    that directory in their command line (/proc), nothing else; how many were killed."""
+    import signal
+
+    from rivven_kproto.testing.pg_replication import kill_leftovers as kill_servers
+
+    marker = f"{work_dir.resolve()}/n".encode()
+    killed = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"rivven_kproto\0serve" in command and marker in command:
+            try:
+                os.kill(int(entry.name), signal.SIGKILL)
+                killed += 1
+            except ProcessLookupError:
+                pass
+    return killed + kill_servers(work_dir)

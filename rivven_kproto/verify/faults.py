@@ -33,23 +33,14 @@ def wait_for_port(host: str, port: int, timeout: float = START_TIMEOUT_S) -> Non
             time.sleep(0.05)
 
 
-def _die_with_parent() -> None:
-    """In the child before exec: ask Linux for SIGKILL when the parent dies (PR_SET_PDEATHSIG)."""
-    import ctypes
-
-    ctypes.CDLL(None).prctl(1, signal.SIGKILL)
-
-
 class BrokerCommand:
     """A broker started from a shell command line, killed with SIGKILL, paused with SIGSTOP."""
 
     def __init__(self, command: str, bootstrap: str, log_path: str | None = None,
-                 env: dict[str, str] | None = None, die_with_parent: bool = False) -> None:
-        """``env``: the process's whole environment (default: this process's); ``die_with_parent``:
-        (Linux) the broker is SIGKILLed when this process dies, however it dies."""
+                 env: dict[str, str] | None = None) -> None:
+        """``env``: the process's whole environment (default: this process's)."""
         self.command = command
         self.env = env
-        self.die_with_parent = die_with_parent
         host, _, port = bootstrap.rpartition(":")
         self.host, self.port = host or "127.0.0.1", int(port)
         self.log_path = log_path
@@ -59,7 +50,7 @@ class BrokerCommand:
         out = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115 - handed to the child
         self.process = subprocess.Popen(
             shlex.split(self.command), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True, env=self.env, preexec_fn=_die_with_parent if self.die_with_parent else None,
+            start_new_session=True, env=self.env,
         )
         if out is not subprocess.DEVNULL:
             out.close()  # type: ignore[union-attr]

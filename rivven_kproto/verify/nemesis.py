@@ -82,7 +82,7 @@ class Nemesis:
         if rates.every_kind:
             for kind in self.enabled:
                 self.forced.setdefault(self.rng.randrange(1, max(2, rates.steps // 2)), []).append(kind)
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # (recording takes it too, also while it is held)
         self._faulted: set[int] = set()  # brokers down or paused now
         self._database_busy = False
         self._recoveries: list[threading.Thread] = []

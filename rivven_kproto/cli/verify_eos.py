@@ -182,6 +182,7 @@ def _run_cluster(plan: Plan, rates: Rates, size: int, postgres_bin: Path | None,
         if keep:
             _progress(f"brokers' and PostgreSQL's logs kept in {base}")
         else:
+            cluster.remove_database_dir()
             shutil.rmtree(base, ignore_errors=True)
 
 

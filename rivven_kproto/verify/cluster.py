@@ -17,8 +17,10 @@ from __future__ import annotations
 import logging
 import os
 import shlex
+import shutil
 import socket
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -67,8 +69,7 @@ class Cluster:
 
     def start(self) -> Cluster:
         self.work_dir.mkdir(parents=True, exist_ok=True)
-        self.work_dir.chmod(0o755)  # as root, PostgreSQL runs as the postgres user inside
-        self.database = Database(self.work_dir / "postgres", self.postgres_bin, standby=self.with_standby)
+        self.database = Database(self._database_dir(), self.postgres_bin, standby=self.with_standby)
         env = {k: v for k, v in os.environ.items() if not k.startswith("KPROTO_")}
         env.update(BROKER_ENV)
         for node in range(1, self.size + 1):
@@ -88,6 +89,20 @@ class Cluster:
         self._watchdog = threading.Thread(target=self._watch, name="verify-eos-watchdog", daemon=True)
         self._watchdog.start()
         return self
+
+    def _database_dir(self) -> Path:
+        """``work_dir``/postgres, or (as root, when the postgres user cannot get through
+        ``work_dir``'s parents, e.g. pytest's 0700 directories) a directory in the temp directory,
+        named in ``work_dir``/postgres.path."""
+        inside = self.work_dir / "postgres"
+        if os.geteuid() != 0 or all(p.stat().st_mode & 0o001 for p in self.work_dir.parents):
+            self.work_dir.chmod(0o755)
+            return inside
+        outside = Path(tempfile.mkdtemp(prefix="verify-eos-pg-"))
+        outside.chmod(0o755)
+        (self.work_dir / "postgres.path").write_text(str(outside))
+        log.info("PostgreSQL in %s (the postgres user cannot reach %s)", outside, inside)
+        return outside
 
     def wait_met(self) -> None:
         """Until every broker is listed as live (bounded)."""
@@ -172,6 +187,12 @@ class Cluster:
         answer = self.ask(sorted(self.brokers))
         return set(answer["brokers"]) if answer else set()
 
+    def remove_database_dir(self) -> None:
+        """The database directory kept outside ``work_dir``, if any (after :meth:`close`)."""
+        elsewhere = self.work_dir / "postgres.path"
+        if elsewhere.exists():
+            shutil.rmtree(elsewhere.read_text(), ignore_errors=True)
+
     def close(self) -> None:
         self._stopping.set()
         if self._watchdog is not None:
@@ -210,4 +231,8 @@ def kill_leftovers(work_dir: Path) -> int:
                 killed += 1
             except ProcessLookupError:
                 pass
-    return killed + kill_servers(work_dir)
+    killed += kill_servers(work_dir)
+    elsewhere = work_dir / "postgres.path"
+    if elsewhere.exists():
+        killed += kill_servers(Path(elsewhere.read_text()))
+    return killed

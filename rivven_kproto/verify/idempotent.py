@@ -44,7 +44,18 @@ class IdempotentWriter:
             "linger.ms": 5,
             "message.timeout.ms": MESSAGE_TIMEOUT_MS,
             "reconnect.backoff.max.ms": 500,
+            "error_cb": self._on_error,
         })
+
+    def _on_error(self, err: Any) -> None:
+        """librdkafka's client-level errors: a fatal one (the producer is then unusable) is the
+        broker breaking the idempotence contract; the others are transient and logged only."""
+        if err.fatal():
+            self.history.errors.append(ClientError(PRODUCER, self.generation, "idempotent producer", err.name(), True,
+                                                   False, err.str()))
+            self.failed = True
+        else:
+            log.debug("idempotent producer: %s", err)
 
     def _on_delivery(self, err: Any, msg: Any) -> None:
         value = msg.value().decode()
@@ -58,6 +69,9 @@ class IdempotentWriter:
 
     def write(self, most: int = 4) -> None:
         """A few records (how many, and where, drawn from its own generator)."""
+        from confluent_kafka import KafkaException
+
+        self.producer.poll(0)  # callbacks first: a fatal error is reported before the next produce fails
         if self.failed:
             log.warning("the idempotent producer failed fatally: a new one takes over")
             self.producer.flush(0)
@@ -66,13 +80,21 @@ class IdempotentWriter:
             self.number += 1
             partition = self.rng.randrange(self.partitions)
             value = idempotent_value(self.generation, self.number)
-            self.history.idempotent.append((self.topic, partition, value))
             try:
-                self.producer.produce(self.topic, value=value.encode(), partition=partition, on_delivery=self._on_delivery)
-            except BufferError:
-                self.producer.poll(1.0)
-                self.producer.produce(self.topic, value=value.encode(), partition=partition, on_delivery=self._on_delivery)
+                self._produce(partition, value)
+            except KafkaException as exc:  # fatal: error_cb recorded why; the next write reopens
+                self.failed = True
+                log.warning("idempotent producer: %s", exc)
+                break
+            self.history.idempotent.append((self.topic, partition, value))
         self.producer.poll(0)
+
+    def _produce(self, partition: int, value: str) -> None:
+        try:
+            self.producer.produce(self.topic, value=value.encode(), partition=partition, on_delivery=self._on_delivery)
+        except BufferError:
+            self.producer.poll(1.0)
+            self.producer.produce(self.topic, value=value.encode(), partition=partition, on_delivery=self._on_delivery)
 
     def finish(self, timeout_s: float) -> None:
         """Wait for every outstanding acknowledgement (bounded); what is left is reported."""

@@ -48,6 +48,7 @@ def test_verify_eos_on_a_cluster_under_the_nemesis(tmp_path: Path) -> None:
         result = subprocess.run(args, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, stdin=subprocess.DEVNULL)
     finally:
         kill_leftovers(work)  # only when the run itself was killed is anything left
+    (tmp_path / "verify-eos.stderr").write_text(result.stderr)  # the fault log as it happened, client logs
     out, stderr = result.stdout, "\n".join(line for line in result.stderr.splitlines() if not line.startswith("%"))
     assert "{" in out, f"seed {seed}: verify-eos printed no verdict (exit {result.returncode}):\n{stderr[-4000:]}"
     doc = json.loads(out[out.index("{"):])

@@ -69,19 +69,53 @@ class Targets:
     transactional_ids: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class Draw:
+    """One fault of the schedule: its kind, a number in [0, 1) that picks its target and mode, and
+    how long the broker stays down or paused."""
+
+    step: int
+    kind: str
+    choice: float
+    downtime_s: float
+
+
+class Schedule:
+    """The seed's faults, step by step: pure (no cluster), so a replay gets the same one."""
+
+    def __init__(self, rates: Rates, seed: int, enabled: list[str]) -> None:
+        self.rates, self.enabled = rates, enabled
+        self.rng = random.Random(f"nemesis-{seed}")
+        self.forced: dict[int, list[str]] = {}
+        if rates.every_kind:
+            for kind in enabled:
+                self.forced.setdefault(self.rng.randrange(1, max(2, rates.steps // 2)), []).append(kind)
+        self.step = 0
+
+    def next(self) -> list[Draw]:
+        """The next step's faults: every kind's chance is drawn (enabled or not), then each fault's
+        own numbers, so the schedule does not depend on what the cluster answered."""
+        self.step += 1
+        kinds = [kind for kind in COUNTERS if self.rng.random() < getattr(self.rates, kind)]
+        kinds += self.forced.pop(self.step, [])
+        draws = []
+        for kind in kinds:
+            choice, downtime = self.rng.random(), self.rng.uniform(0.2, 3.0)
+            if kind == "long_pause":
+                downtime = SESSION_TIMEOUT_S + self.rng.uniform(1.0, 4.0)
+            if kind in self.enabled:
+                draws.append(Draw(self.step, kind, choice, downtime))
+        return draws
+
+
 class Nemesis:
     def __init__(self, cluster: Cluster, rates: Rates, seed: int, report: Callable[[str], None] | None = None) -> None:
         """``report``: told every fault as it happens (a line of text)."""
         self.cluster, self.rates, self.report = cluster, rates, report
         cluster.on_exit = self._exited
         self.history = History(seed=seed, bootstrap=cluster.bootstrap)  # until the workload's is attached
-        self.rng = random.Random(f"nemesis-{seed}")
+        self.schedule = Schedule(rates, seed, rates.enabled(cluster.with_standby))
         self.targets = Targets()
-        self.enabled = rates.enabled(cluster.with_standby)
-        self.forced: dict[int, list[str]] = {}
-        if rates.every_kind:
-            for kind in self.enabled:
-                self.forced.setdefault(self.rng.randrange(1, max(2, rates.steps // 2)), []).append(kind)
         self._lock = threading.RLock()  # (recording takes it too, also while it is held)
         self._faulted: set[int] = set()  # brokers down or paused now
         self._database_busy = False
@@ -97,17 +131,14 @@ class Nemesis:
     # -- the schedule ---------------------------------------------------------------------------------
 
     def step(self) -> None:
-        """One workload step: draw every kind's chance (always, so the schedule does not depend on
-        what was possible), then inject what was drawn and is possible now."""
-        self.step_number += 1
-        drawn = [kind for kind in COUNTERS if self.rng.random() < getattr(self.rates, kind)]
-        drawn += self.forced.pop(self.step_number, [])
-        for kind in drawn:
-            if kind in self.enabled:
-                self._inject(kind)
+        """One workload step: inject the schedule's faults for it (those possible now)."""
+        for draw in self.schedule.next():
+            self.step_number = draw.step
+            self._inject(draw)
+        self.step_number = self.schedule.step
 
-    def _inject(self, kind: str) -> None:
-        choice = self.rng.random()  # drawn whatever happens next: the schedule stays the seed's
+    def _inject(self, draw: Draw) -> None:
+        kind, choice = draw.kind, draw.choice
         if kind == "cut":
             nodes = sorted(self.cluster.proxies)
             if choice < 0.3:
@@ -119,17 +150,14 @@ class Nemesis:
                 self.cluster.proxies[node].cut()
                 self._record(kind, f"node {node}")
         elif kind in ("kill", "pause", "long_pause"):
-            self._broker_fault(kind, choice)
+            self._broker_fault(kind, choice, draw.downtime_s)
         elif kind == "postgres_restart":
             self._database_fault(kind, "immediate" if choice < 0.5 else "fast")
         elif kind == "failover":
             self._database_fault(kind, "")
 
-    def _broker_fault(self, kind: str, choice: float) -> None:
+    def _broker_fault(self, kind: str, choice: float, downtime: float) -> None:
         role = ROLES[int(choice * 1000) % len(ROLES)]
-        downtime = self.rng.uniform(0.2, 3.0)
-        if kind == "long_pause":
-            downtime = SESSION_TIMEOUT_S + self.rng.uniform(1.0, 4.0)
         with self._lock:
             healthy = sorted(set(self.cluster.brokers) - self._faulted)
             if len(self._faulted) >= len(self.cluster.brokers) - 1:

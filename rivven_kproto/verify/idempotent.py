@@ -51,9 +51,7 @@ class IdempotentWriter:
         """librdkafka's client-level errors: a fatal one (the producer is then unusable) is the
         broker breaking the idempotence contract; the others are transient and logged only."""
         if err.fatal():
-            self.history.errors.append(ClientError(PRODUCER, self.generation, "idempotent producer", err.name(), True,
-                                                   False, err.str()))
-            self.failed = True
+            self._fatal(err)
         else:
             log.debug("idempotent producer: %s", err)
 
@@ -71,10 +69,9 @@ class IdempotentWriter:
         """A few records (how many, and where, drawn from its own generator)."""
         from confluent_kafka import KafkaException
 
-        self.producer.poll(0)  # callbacks first: a fatal error is reported before the next produce fails
+        self._poll(0)  # callbacks first: a fatal error is reported before the next produce fails
         if self.failed:
             log.warning("the idempotent producer failed fatally: a new one takes over")
-            self.producer.flush(0)
             self._open()
         for _ in range(self.rng.randint(1, most)):
             self.number += 1
@@ -82,23 +79,44 @@ class IdempotentWriter:
             value = idempotent_value(self.generation, self.number)
             try:
                 self._produce(partition, value)
-            except KafkaException as exc:  # fatal: error_cb recorded why; the next write reopens
-                self.failed = True
+            except KafkaException as exc:  # fatal: the next write reopens
                 log.warning("idempotent producer: %s", exc)
+                self._fatal(exc.args[0])
                 break
             self.history.idempotent.append((self.topic, partition, value))
-        self.producer.poll(0)
+        self._poll(0)
+
+    def _poll(self, timeout_s: float) -> None:
+        """Serve callbacks; poll raises the producer's fatal error (once error_cb saw it, or not)."""
+        from confluent_kafka import KafkaException
+
+        try:
+            self.producer.poll(timeout_s)
+        except KafkaException as exc:
+            self._fatal(exc.args[0])
+
+    def _fatal(self, err: Any) -> None:
+        if not self.failed:
+            self.history.errors.append(ClientError(PRODUCER, self.generation, "idempotent producer", err.name(), True,
+                                                   False, err.str()))
+        self.failed = True
 
     def _produce(self, partition: int, value: str) -> None:
         try:
             self.producer.produce(self.topic, value=value.encode(), partition=partition, on_delivery=self._on_delivery)
         except BufferError:
-            self.producer.poll(1.0)
+            self._poll(1.0)
             self.producer.produce(self.topic, value=value.encode(), partition=partition, on_delivery=self._on_delivery)
 
     def finish(self, timeout_s: float) -> None:
         """Wait for every outstanding acknowledgement (bounded); what is left is reported."""
-        left = self.producer.flush(timeout_s)
+        from confluent_kafka import KafkaException
+
+        try:
+            left = self.producer.flush(timeout_s)
+        except KafkaException as exc:
+            self._fatal(exc.args[0])
+            return
         if left:
             self.history.errors.append(ClientError(PRODUCER, self.generation, "idempotent flush", "TIMED_OUT", False,
                                                    False, f"{left} records unacknowledged after {timeout_s:.0f} s"))

@@ -91,6 +91,10 @@ def check(history: History, stall_bound_s: float = STALL_BOUND_S) -> dict[str, F
         if stalled > stall_bound_s:
             findings["liveness"].add(f"{txn.key} took {stalled:.1f} s (bound {stall_bound_s:.0f} s), from "
                                      f"{txn.began_at - history.started_at:.1f} s into the run")
+    hung = history.faults.get("transform_hung_calls", 0)
+    if hung:
+        findings["liveness"].add(f"{hung} transactional call(s) of the transform stage never returned, past their own "
+                                 "timeout (the stage was restarted; a client hang like librdkafka#5511, or no answer)")
     stage_s, stage_at = history.transform_stall
     if stage_s > stall_bound_s:
         findings["liveness"].add(f"the transform stage's transaction took {stage_s:.1f} s (bound {stall_bound_s:.0f} s), "

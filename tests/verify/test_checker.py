@@ -233,3 +233,9 @@ def test_the_cluster_fields_round_trip_through_the_file(tmp_path: Path) -> None:
     h.transactions["0/1/0"].began_at, h.transactions["0/1/0"].ended_at = 6.0, 7.0
     h.save(tmp_path / "h.json")
     assert History.load(tmp_path / "h.json") == h
+
+
+def test_a_hung_transform_call_is_a_liveness_finding() -> None:
+    h = clean()
+    h.faults["transform_hung_calls"] = 1
+    assert counts(h) == {"liveness": 1}

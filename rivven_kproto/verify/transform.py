@@ -29,6 +29,13 @@ def output_of(value: str) -> str:
     return PREFIX + value
 
 
+def _close_quietly(consumer: Any) -> None:
+    try:
+        consumer.close()
+    except Exception:  # noqa: BLE001 - a consumer of a dead broker may fail to close
+        log.debug("closing an abandoned consumer failed", exc_info=True)
+
+
 class TransformStage:
     def __init__(self, bootstrap: str, source: str, sink: str, name: str, retry_s: float = 300.0) -> None:
         """``retry_s``: how long a call is retried while it fails with retriable errors."""
@@ -180,9 +187,14 @@ class TransformStage:
         consumer, self.consumer, self.producer = self.consumer, None, None
         self.at_end = set()
         if not close_consumer:
-            # Kept, not closed nor destroyed (either may block on what the hung call waits for);
-            # the group expires its session.
+            # Closed on a thread of its own (it may block on what the hung call waits for): left
+            # open, its heartbeats would keep it in the group, and the group's next rebalance would
+            # wait for it for max.poll.interval.ms.
             self._leaked.append(consumer)
+            closing = threading.Thread(target=_close_quietly, args=(consumer,), name="verify-eos-transform-close",
+                                       daemon=True)
+            self._stuck.append(closing)
+            closing.start()
             return
         try:
             consumer.close()  # its uncommitted position is lost: the group resumes from committed offsets

@@ -2,7 +2,7 @@
 
 At every step the workload calls :meth:`Nemesis.step`; each fault kind fires with its chance (from
 the nemesis's own generator, seeded from the run's seed, so the same seed gives the same schedule),
-and with ``every_kind`` each enabled kind is also forced once at a step drawn in the first half of
+and with ``every_kind`` each enabled kind is also forced once at a step drawn in the first third of
 the run. A fault starts at once and its recovery (restarting a killed broker, SIGCONT after a
 pause, PostgreSQL coming back) runs on a thread of its own, so faults overlap: a broker may be
 killed while another is paused. At most ``size - 1`` brokers are down or paused at a time, and one
@@ -53,7 +53,7 @@ class Rates:
     cut: float = 0.03
     postgres_restart: float = 0.01
     failover: float = 0.005
-    every_kind: bool = False  # force each enabled kind once, early
+    every_kind: bool = False  # force each enabled kind once, in the first third of the steps
     steps: int = 200  # the run's length in steps (where forced faults are drawn)
 
     def enabled(self, standby: bool) -> list[str]:
@@ -89,7 +89,7 @@ class Schedule:
         self.forced: dict[int, list[str]] = {}
         if rates.every_kind:
             for kind in enabled:
-                self.forced.setdefault(self.rng.randrange(1, max(2, rates.steps // 2)), []).append(kind)
+                self.forced.setdefault(self.rng.randrange(1, max(2, rates.steps // 3)), []).append(kind)
         self.step = 0
 
     def next(self) -> list[Draw]:

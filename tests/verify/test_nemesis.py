@@ -20,14 +20,14 @@ def test_the_same_seed_gives_the_same_schedule_and_another_seed_another() -> Non
     assert len(run(7, rates)) > 10  # the default chances give a fault every few steps
 
 
-def test_every_kind_is_forced_once_in_the_first_half() -> None:
+def test_every_kind_is_forced_once_in_the_first_third() -> None:
     rates = Rates(kill=0, pause=0, long_pause=0, cut=0, postgres_restart=0, failover=0, every_kind=True, steps=STEPS)
     rates_on = Rates(every_kind=True, steps=STEPS)
     for standby in (True, False):
         forced = Schedule(rates_on, 3, rates_on.enabled(standby)).forced
         kinds = sorted(kind for at in forced.values() for kind in at)
         assert kinds == sorted(k for k in COUNTERS if standby or k != "failover")
-        assert all(1 <= step < STEPS // 2 for step in forced)
+        assert all(1 <= step < STEPS // 3 for step in forced)
     assert run(3, rates) == []  # all chances zero: nothing is enabled, nothing forced
 
 

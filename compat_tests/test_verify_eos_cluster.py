@@ -41,7 +41,7 @@ def test_verify_eos_on_a_cluster_under_the_nemesis(tmp_path: Path) -> None:
     args = [
         sys.executable, "-m", "rivven_kproto", "--format", "json", "verify-eos",
         "--cluster", "3", "--standby", "--postgres-bin", str(bin_dir), "--every-fault",
-        "--transactions", "40", "--duration", "40", "--seed", str(seed),
+        "--transactions", "30", "--duration", "30", "--seed", str(seed),
         "--work-dir", str(work), "--history", str(history_path),
     ]
     try:

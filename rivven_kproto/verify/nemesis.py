@@ -78,6 +78,7 @@ class Draw:
     kind: str
     choice: float
     downtime_s: float
+    forced: bool = False  # by ``every_kind``: when it cannot be injected, it is tried again next step
 
 
 class Schedule:
@@ -96,16 +97,20 @@ class Schedule:
         """The next step's faults: every kind's chance is drawn (enabled or not), then each fault's
         own numbers, so the schedule does not depend on what the cluster answered."""
         self.step += 1
-        kinds = [kind for kind in COUNTERS if self.rng.random() < getattr(self.rates, kind)]
-        kinds += self.forced.pop(self.step, [])
+        kinds = [(kind, False) for kind in COUNTERS if self.rng.random() < getattr(self.rates, kind)]
+        kinds += [(kind, True) for kind in self.forced.pop(self.step, [])]
         draws = []
-        for kind in kinds:
+        for kind, forced in kinds:
             choice, downtime = self.rng.random(), self.rng.uniform(0.2, 3.0)
             if kind == "long_pause":
                 downtime = SESSION_TIMEOUT_S + self.rng.uniform(1.0, 4.0)
             if kind in self.enabled:
-                draws.append(Draw(self.step, kind, choice, downtime))
+                draws.append(Draw(self.step, kind, choice, downtime, forced))
         return draws
+
+    def again(self, draw: Draw) -> None:
+        """A forced fault that could not be injected: at the next step."""
+        self.forced.setdefault(self.step + 1, []).append(draw.kind)
 
 
 class Nemesis:
@@ -134,10 +139,13 @@ class Nemesis:
         """One workload step: inject the schedule's faults for it (those possible now)."""
         for draw in self.schedule.next():
             self.step_number = draw.step
-            self._inject(draw)
+            done_already = draw.kind == "failover" and self.cluster.database is not None and self.cluster.database.failed_over
+            if not self._inject(draw) and draw.forced and not done_already:
+                self.schedule.again(draw)
         self.step_number = self.schedule.step
 
-    def _inject(self, draw: Draw) -> None:
+    def _inject(self, draw: Draw) -> bool:
+        """Whether the fault was injected (not skipped)."""
         kind, choice = draw.kind, draw.choice
         if kind == "cut":
             nodes = sorted(self.cluster.proxies)
@@ -150,19 +158,20 @@ class Nemesis:
                 self.cluster.proxies[node].cut()
                 self._record(kind, f"node {node}")
         elif kind in ("kill", "pause", "long_pause"):
-            self._broker_fault(kind, choice, draw.downtime_s)
+            return self._broker_fault(kind, choice, draw.downtime_s)
         elif kind == "postgres_restart":
-            self._database_fault(kind, "immediate" if choice < 0.5 else "fast")
+            return self._database_fault(kind, "immediate" if choice < 0.5 else "fast")
         elif kind == "failover":
-            self._database_fault(kind, "")
+            return self._database_fault(kind, "")
+        return True
 
-    def _broker_fault(self, kind: str, choice: float, downtime: float) -> None:
+    def _broker_fault(self, kind: str, choice: float, downtime: float) -> bool:
         role = ROLES[int(choice * 1000) % len(ROLES)]
         with self._lock:
             healthy = sorted(set(self.cluster.brokers) - self._faulted)
             if len(self._faulted) >= len(self.cluster.brokers) - 1:
                 self._record(kind, "none", "skipped: the other brokers are faulted")
-                return
+                return False
         node, why = self._aim(role, healthy, choice)
         broker = self.cluster.brokers[node]
         with self._lock:
@@ -175,6 +184,7 @@ class Nemesis:
             broker.stop()
             self._record(kind, f"node {node}", f"{why}; SIGSTOP for {downtime:.1f} s")
             self._recover(kind, node, downtime, broker.resume)
+        return True
 
     def _aim(self, role: str, healthy: list[int], choice: float) -> tuple[int, str]:
         """A healthy broker with ``role`` (asking the cluster), else one picked by ``choice``."""
@@ -201,13 +211,13 @@ class Nemesis:
             return node, f"{role.replace('_', ' ')}{' of ' + key if key else ''}"
         return fallback, f"random broker ({role.replace('_', ' ')} not found among healthy brokers)"
 
-    def _database_fault(self, kind: str, mode: str) -> None:
+    def _database_fault(self, kind: str, mode: str) -> bool:
         database = self.cluster.database
         assert database is not None
         with self._lock:
             if self._database_busy or (kind == "failover" and database.standby is None):
                 self._record(kind, "postgres", "skipped: a database fault is under way or no standby left")
-                return
+                return False
             self._database_busy = True
         if kind == "failover":
             self._record(kind, "postgres", f"SIGKILL the primary :{database.primary.port}, promote the standby")
@@ -215,6 +225,7 @@ class Nemesis:
         else:
             self._record(kind, "postgres", f"pg_ctl restart -m {mode} :{database.primary.port}")
             self._recover(kind, 0, 0.0, lambda: database.restart(mode))
+        return True
 
     # -- recoveries --------------------------------------------------------------------------------------
 

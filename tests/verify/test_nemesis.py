@@ -37,3 +37,11 @@ def test_long_pauses_outlast_the_session_and_failover_needs_a_standby() -> None:
     assert "failover" not in {kind for _, kind, _, _ in draws}
     assert all(downtime > SESSION_TIMEOUT_S for _, kind, _, downtime in draws if kind == "long_pause")
     assert all(downtime < SESSION_TIMEOUT_S for _, kind, _, downtime in draws if kind != "long_pause")
+
+
+def test_a_forced_fault_that_could_not_be_injected_comes_again_next_step() -> None:
+    rates = Rates(kill=0, pause=0, long_pause=0.001, cut=0, postgres_restart=0, failover=0, every_kind=True, steps=30)
+    schedule = Schedule(rates, 5, rates.enabled(False))
+    forced = next(d for _ in range(30) for d in schedule.next() if d.forced)
+    schedule.again(forced)
+    assert [d.kind for d in schedule.next() if d.forced] == ["long_pause"]

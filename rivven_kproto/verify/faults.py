@@ -21,9 +21,13 @@ log = logging.getLogger(__name__)
 START_TIMEOUT_S = 60.0
 
 
-def wait_for_port(host: str, port: int, timeout: float = START_TIMEOUT_S) -> None:
+def wait_for_port(host: str, port: int, timeout: float = START_TIMEOUT_S,
+                  process: subprocess.Popen[bytes] | None = None) -> None:
+    """Until something listens on ``host:port``; a ``process`` that exits meanwhile fails it at once."""
     deadline = time.monotonic() + timeout
     while True:
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(f"the process for {host}:{port} exited with {process.returncode} before listening")
         try:
             with socket.create_connection((host, port), timeout=1.0):
                 return
@@ -54,7 +58,7 @@ class BrokerCommand:
         )
         if out is not subprocess.DEVNULL:
             out.close()  # type: ignore[union-attr]
-        wait_for_port(self.host, self.port)
+        wait_for_port(self.host, self.port, process=self.process)
 
     def _signal(self, sig: int) -> None:
         if self.process is not None and self.process.poll() is None:

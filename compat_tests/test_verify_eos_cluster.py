@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -48,6 +49,9 @@ def test_verify_eos_on_a_cluster_under_the_nemesis(tmp_path: Path) -> None:
         result = subprocess.run(args, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, stdin=subprocess.DEVNULL)
     finally:
         kill_leftovers(work)  # only when the run itself was killed is anything left
+        elsewhere = work / "postgres.path"  # as root PostgreSQL lives outside pytest's 0700 directories
+        if elsewhere.exists():
+            shutil.rmtree(elsewhere.read_text(), ignore_errors=True)
     (tmp_path / "verify-eos.stderr").write_text(result.stderr)  # the fault log as it happened, client logs
     out, stderr = result.stdout, "\n".join(line for line in result.stderr.splitlines() if not line.startswith("%"))
     assert "{" in out, f"seed {seed}: verify-eos printed no verdict (exit {result.returncode}):\n{stderr[-4000:]}"

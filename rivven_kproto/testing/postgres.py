@@ -12,6 +12,7 @@ import contextlib
 import glob
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -88,11 +89,63 @@ class PostgresServer:
     def restart(self) -> None:
         self._run("pg_ctl", "-D", str(self.data_dir), "-l", str(self.root / "server.log"), "-w", "-t", "90", "start")
 
+    def bounce(self, mode: str = "fast") -> None:
+        """``pg_ctl restart -m mode``: stop (``fast``, or ``immediate`` like a crash) and start again."""
+        self._run("pg_ctl", "-D", str(self.data_dir), "-l", str(self.root / "server.log"), "-m", mode, "-w", "-t",
+                  "90", "restart")
+
+    def promote(self) -> None:
+        """A standby becomes a primary (``pg_ctl promote``), waiting until it accepts writes."""
+        self._run("pg_ctl", "-D", str(self.data_dir), "-w", "-t", "90", "promote")
+
+    def kill(self) -> None:
+        """SIGKILL the postmaster and its children, as if the machine died (no shutdown, no WAL flush
+        beyond what was already written)."""
+        try:
+            pid = int((self.data_dir / "postmaster.pid").read_text().split("\n", 1)[0])
+            command = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except (OSError, ValueError):
+            return
+        if str(self.data_dir).encode() not in command:
+            return  # a stale file (killed before): that pid is not this server any more
+        children = [pid, *_children_of(pid)]
+        for each in children:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(each, signal.SIGKILL)
+
     def log_tail(self, lines: int = 40) -> str:
         try:
             return "\n".join((self.root / "server.log").read_text().splitlines()[-lines:])
         except OSError:
             return ""
+
+
+def _children_of(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (from /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+            found.append(int(entry.name))
+    return found
+
+
+def new_server(base: Path, bin_dir: Path | None = None) -> PostgresServer:
+    """An initialised (not started) server in ``base``/pg, on a free port, run as ``postgres`` when root."""
+    bin_dir = bin_dir or find_bin_dir()
+    if bin_dir is None:
+        raise RuntimeError("PostgreSQL is not installed (Debian: apt-get install postgresql)")
+    run_as = "postgres" if os.geteuid() == 0 else None
+    if run_as is not None:
+        os.chmod(base, 0o755)  # the postgres user must reach its directory inside
+    server = PostgresServer(bin_dir, base / "pg", _free_port(), run_as)
+    server.init()
+    return server
 
 
 def create_database(server: PostgresServer) -> str:
@@ -108,19 +161,16 @@ def create_database(server: PostgresServer) -> str:
 @contextlib.contextmanager
 def temporary_postgres() -> Iterator[PostgresServer]:
     """Start a fresh server; stop it and remove its files afterwards."""
-    bin_dir = find_bin_dir()
-    if bin_dir is None:
+    if find_bin_dir() is None:
         raise RuntimeError("PostgreSQL is not installed (Debian: apt-get install postgresql)")
-    run_as = "postgres" if os.geteuid() == 0 else None
     base = tempfile.mkdtemp(prefix="kproto-pg-")
-    if run_as is not None:
-        os.chmod(base, 0o755)  # the postgres user must reach its directory inside
-    server = PostgresServer(bin_dir, Path(base) / "pg", _free_port(), run_as)
+    server: PostgresServer | None = None
     try:
-        server.init()
+        server = new_server(Path(base))
         server.start()
         yield server
     finally:
-        with contextlib.suppress(subprocess.SubprocessError, OSError, RuntimeError):
-            server.stop("immediate")
+        if server is not None:
+            with contextlib.suppress(subprocess.SubprocessError, OSError, RuntimeError):
+                server.stop("immediate")
         shutil.rmtree(base, ignore_errors=True)

@@ -9,11 +9,13 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
-from .history import ABORTED, COMMITTED, UNKNOWN, ZOMBIE, History, Read, transaction_of
+from .history import ABORTED, COMMITTED, UNKNOWN, ZOMBIE, History, Read, Transaction, transaction_of
 from .transform import PREFIX
 
 EXAMPLES = 5
+STALL_BOUND_S = 120.0  # liveness: generous, so a loaded CI machine does not fail it
 
 CHECKS = (
     ("lost_write", "a record of a committed transaction is missing from the read_committed log"),
@@ -24,10 +26,13 @@ CHECKS = (
     ("wrong_ack", "the offset a producer was acknowledged holds a different record"),
     ("order", "one producer's records are out of their send order within a partition"),
     ("non_monotonic", "a consumer's successive records of a partition went back or repeated"),
+    ("position_jump", "a consumer read below its group's acknowledged committed offset (e.g. a reset to 0)"),
+    ("lost_idempotent", "a record the idempotent producer was acknowledged for is not in the log"),
     ("phantom", "a record nobody wrote"),
     ("zombie_write", "a fenced producer's transaction committed or became visible"),
     ("transform", "the consume-transform-produce stage lost, repeated or invented an output"),
     ("unexpected_error", "a client failed with an error Kafka would not give it here"),
+    ("liveness", "a transaction (workload or transform stage) waited longer than the bound for its commit or abort"),
 )
 
 
@@ -42,7 +47,7 @@ class Finding:
             self.examples.append(example)
 
 
-def check(history: History) -> dict[str, Finding]:
+def check(history: History, stall_bound_s: float = STALL_BOUND_S) -> dict[str, Finding]:
     findings = {name: Finding() for name, _ in CHECKS}
     txns = history.transactions
     visible: dict[str, list[Read]] = defaultdict(list)
@@ -74,11 +79,26 @@ def check(history: History) -> dict[str, Finding]:
                 f"{writer.committing_at - read.at:.3f} s before its commit began"
             )
 
+    idempotent = {value for _, _, value in history.idempotent}
     for reads in (history.final_committed, history.final_uncommitted):
-        _duplicates_and_phantoms(reads, txns.keys(), findings)
+        _duplicates_and_phantoms(reads, txns.keys(), idempotent, findings)
     _acks(history, findings)
+    _idempotent(history, findings)
     _order(history, findings)
     _monotonic(history.polls, findings)
+    _position_jumps(history, findings)
+    for txn, stalled in stalls(history):
+        if stalled > stall_bound_s:
+            findings["liveness"].add(f"{txn.key} took {stalled:.1f} s (bound {stall_bound_s:.0f} s), from "
+                                     f"{txn.began_at - history.started_at:.1f} s into the run")
+    hung = history.faults.get("transform_hung_calls", 0)
+    if hung:
+        findings["liveness"].add(f"{hung} transactional call(s) of the transform stage never returned, past their own "
+                                 "timeout (the stage was restarted; a client hang like librdkafka#5511, or no answer)")
+    stage_s, stage_at = history.transform_stall
+    if stage_s > stall_bound_s:
+        findings["liveness"].add(f"the transform stage's transaction took {stage_s:.1f} s (bound {stall_bound_s:.0f} s), "
+                                 f"from {stage_at:.1f} s into the run")
     _transform(history, findings)
     for error in history.errors:
         if not error.expected:
@@ -89,7 +109,8 @@ def check(history: History) -> dict[str, Finding]:
     return findings
 
 
-def _duplicates_and_phantoms(reads: list[Read], known: Iterable[str], findings: dict[str, Finding]) -> None:
+def _duplicates_and_phantoms(reads: list[Read], known: Iterable[str], idempotent: set[str],
+                             findings: dict[str, Finding]) -> None:
     keys = set(known)
     where: dict[str, set[tuple[str, int, int]]] = defaultdict(set)
     for read in reads:
@@ -97,7 +118,7 @@ def _duplicates_and_phantoms(reads: list[Read], known: Iterable[str], findings: 
     for value, places in where.items():
         if len(places) > 1:
             findings["duplicate"].add(f"{value} at {sorted(places)}")
-        if transaction_of(value) not in keys:
+        if transaction_of(value) not in keys and value not in idempotent:
             findings["phantom"].add(f"{value} at {sorted(places)[0]}")
 
 
@@ -112,6 +133,26 @@ def _acks(history: History, findings: dict[str, Finding]) -> None:
             continue  # aborted records may be gone (retention, compaction) — only committed ones are owed
         if found != value:
             findings["wrong_ack"].add(f"{value} acknowledged at {place[0]}-{place[1]}@{place[2]}, which holds {found}")
+
+
+def _idempotent(history: History, findings: dict[str, Finding]) -> None:
+    """Every acknowledged idempotent record in the log (anywhere: read_uncommitted), at its offset."""
+    at: dict[tuple[str, int, int], str] = {}
+    present: set[str] = set()
+    for read in history.final_uncommitted:
+        at[(read.topic, read.partition, read.offset)] = read.value
+        present.add(read.value)
+    for value, place in history.idempotent_acks.items():
+        if value not in present:
+            findings["lost_idempotent"].add(f"{value} acknowledged at {place[0]}-{place[1]}@{place[2]}, not in the log")
+        elif at.get(place) != value:
+            findings["wrong_ack"].add(f"{value} acknowledged at {place[0]}-{place[1]}@{place[2]}, which holds {at.get(place)}")
+
+
+def stalls(history: History) -> list[tuple[Transaction, float]]:
+    """Each transaction whose commit or abort returned OK, with how long it took from the step's
+    start (an init it needed included) to that answer: a healthy producer's wait for progress."""
+    return [(t, t.ended_at - t.began_at) for t in history.transactions.values() if t.ended_at and t.began_at]
 
 
 def _order(history: History, findings: dict[str, Finding]) -> None:
@@ -129,6 +170,16 @@ def _order(history: History, findings: dict[str, Finding]) -> None:
             if previous is not None and offset <= previous[0]:
                 findings["order"].add(f"{value}@{offset} after {previous[1]}@{previous[0]} in {topic}-{partition}")
             last[key] = (offset, value)
+    idempotent_last: dict[tuple[str, str, int], tuple[int, str]] = {}
+    for topic, partition, value in history.idempotent:  # send order; a new producer starts its own
+        offset = offsets.get((topic, partition, value))
+        if offset is None:
+            continue
+        generation = value.rsplit("/", 1)[0]
+        previous = idempotent_last.get((generation, topic, partition))
+        if previous is not None and offset <= previous[0]:
+            findings["order"].add(f"{value}@{offset} after {previous[1]}@{previous[0]} in {topic}-{partition}")
+        idempotent_last[(generation, topic, partition)] = (offset, value)
 
 
 def _monotonic(polls: list[Read], findings: dict[str, Finding]) -> None:
@@ -139,6 +190,24 @@ def _monotonic(polls: list[Read], findings: dict[str, Finding]) -> None:
         if previous is not None and read.offset <= previous:
             findings["non_monotonic"].add(f"{read.consumer} read {read.topic}-{read.partition}@{read.offset} after @{previous}")
         last[key] = read.offset
+
+
+def _position_jumps(history: History, findings: dict[str, Finding]) -> None:
+    """A poller's group had a commit acknowledged at offset C of a partition before a read: the read
+    may not be below C (Kafka resumes from committed offsets; only an out-of-range reset goes lower)."""
+    events: list[tuple[float, int, Any]] = [(c.at, 0, c) for c in history.commits]
+    events += [(r.at, 1, r) for r in history.polls if r.at]
+    committed: dict[tuple[str, str, int], int] = {}
+    for _, kind, event in sorted(events, key=lambda e: (e[0], e[1])):
+        if kind == 0:
+            key = (event.consumer, event.topic, event.partition)
+            committed[key] = max(committed.get(key, 0), event.offset)
+            continue
+        group = event.consumer.split("#", 1)[0]
+        floor = committed.get((group, event.topic, event.partition), 0)
+        if event.offset < floor:
+            findings["position_jump"].add(f"{event.consumer} read {event.topic}-{event.partition}@{event.offset}, "
+                                          f"{floor - event.offset} below its group's committed {floor}")
 
 
 def _transform(history: History, findings: dict[str, Finding]) -> None:

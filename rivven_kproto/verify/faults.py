@@ -21,9 +21,13 @@ log = logging.getLogger(__name__)
 START_TIMEOUT_S = 60.0
 
 
-def wait_for_port(host: str, port: int, timeout: float = START_TIMEOUT_S) -> None:
+def wait_for_port(host: str, port: int, timeout: float = START_TIMEOUT_S,
+                  process: subprocess.Popen[bytes] | None = None) -> None:
+    """Until something listens on ``host:port``; a ``process`` that exits meanwhile fails it at once."""
     deadline = time.monotonic() + timeout
     while True:
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(f"the process for {host}:{port} exited with {process.returncode} before listening")
         try:
             with socket.create_connection((host, port), timeout=1.0):
                 return
@@ -36,8 +40,11 @@ def wait_for_port(host: str, port: int, timeout: float = START_TIMEOUT_S) -> Non
 class BrokerCommand:
     """A broker started from a shell command line, killed with SIGKILL, paused with SIGSTOP."""
 
-    def __init__(self, command: str, bootstrap: str, log_path: str | None = None) -> None:
+    def __init__(self, command: str, bootstrap: str, log_path: str | None = None,
+                 env: dict[str, str] | None = None) -> None:
+        """``env``: the process's whole environment (default: this process's)."""
         self.command = command
+        self.env = env
         host, _, port = bootstrap.rpartition(":")
         self.host, self.port = host or "127.0.0.1", int(port)
         self.log_path = log_path
@@ -47,11 +54,11 @@ class BrokerCommand:
         out = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115 - handed to the child
         self.process = subprocess.Popen(
             shlex.split(self.command), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True,
+            start_new_session=True, env=self.env,
         )
         if out is not subprocess.DEVNULL:
             out.close()  # type: ignore[union-attr]
-        wait_for_port(self.host, self.port)
+        wait_for_port(self.host, self.port, process=self.process)
 
     def _signal(self, sig: int) -> None:
         if self.process is not None and self.process.poll() is None:
@@ -68,6 +75,13 @@ class BrokerCommand:
     def restart(self) -> None:
         self.kill()
         self.start()
+
+    def stop(self) -> None:
+        """SIGSTOP: the process freezes (sockets stay open, nothing is answered)."""
+        self._signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        self._signal(signal.SIGCONT)
 
     def pause(self, seconds: float) -> None:
         self._signal(signal.SIGSTOP)

@@ -35,6 +35,8 @@ class Transaction:
     outcome: str = UNKNOWN
     zombie_commit_ok: bool = False  # a fenced instance's commit returned OK: an anomaly by itself
     committing_at: float = 0.0  # time.monotonic() just before commit was called (0: not known)
+    began_at: float = 0.0  # time.monotonic() when the step began (before an init it needed)
+    ended_at: float = 0.0  # when commit or abort returned OK (0: it did not, or not known)
 
 
 @dataclass
@@ -61,6 +63,35 @@ class ClientError:
 
 
 @dataclass
+class Commit:
+    """Offsets a consumer group's commit was acknowledged for (a position it may not go back past)."""
+
+    consumer: str  # the poller's mode: its group
+    topic: str
+    partition: int
+    offset: int
+    at: float  # time.monotonic() when the acknowledgement arrived
+
+
+@dataclass
+class Fault:
+    """One fault the nemesis injected (or its end), for a replay to line up with the history."""
+
+    at: float  # seconds since the run began
+    step: int  # the workload step it was injected at (-1: a recovery, on its own thread)
+    kind: str
+    target: str  # "node 2", "postgres", "all"
+    detail: str = ""
+
+
+IDEMPOTENT = "idem"  # values of the idempotent producer: idem/<generation>/<n>
+
+
+def idempotent_value(generation: int, number: int) -> str:
+    return f"{IDEMPOTENT}/{generation}/{number}"
+
+
+@dataclass
 class History:
     seed: int
     bootstrap: str
@@ -75,6 +106,12 @@ class History:
     faults: dict[str, int] = field(default_factory=dict)
     transform: dict[str, str | int] = field(default_factory=dict)  # source, sink topics of the stage
     transform_output: list[Read] = field(default_factory=list)  # the sink, read_committed, at the end
+    started_at: float = 0.0  # time.monotonic() when the run began
+    transform_stall: tuple[float, float] = (0.0, 0.0)  # the stage's longest transaction: seconds, began (run time)
+    commits: list[Commit] = field(default_factory=list)  # the pollers' acknowledged offset commits
+    fault_log: list[Fault] = field(default_factory=list)
+    idempotent: list[tuple[str, int, str]] = field(default_factory=list)  # (topic, partition, value) in send order
+    idempotent_acks: dict[str, tuple[str, int, int]] = field(default_factory=dict)  # value -> (topic, partition, offset)
 
     def save(self, path: Path) -> None:
         path.write_text(json.dumps(asdict(self), separators=(",", ":")))
@@ -88,7 +125,8 @@ class History:
             k: Transaction(
                 key=t["key"], producer=t["producer"], generation=t["generation"],
                 values=[tuple(v) for v in t["values"]], outcome=t["outcome"], zombie_commit_ok=t["zombie_commit_ok"],
-                committing_at=t.get("committing_at", 0.0),
+                committing_at=t.get("committing_at", 0.0), began_at=t.get("began_at", 0.0),
+                ended_at=t.get("ended_at", 0.0),
             )
             for k, t in doc["transactions"].items()
         }
@@ -99,4 +137,10 @@ class History:
         history.errors = [ClientError(**e) for e in doc["errors"]]
         history.transform = doc.get("transform", {})
         history.transform_output = [Read(**r) for r in doc.get("transform_output", [])]
+        history.started_at = doc.get("started_at", 0.0)
+        history.transform_stall = tuple(doc.get("transform_stall", (0.0, 0.0)))  # type: ignore[assignment]
+        history.commits = [Commit(**c) for c in doc.get("commits", [])]
+        history.fault_log = [Fault(**f) for f in doc.get("fault_log", [])]
+        history.idempotent = [tuple(v) for v in doc.get("idempotent", [])]  # type: ignore[misc]
+        history.idempotent_acks = {k: tuple(v) for k, v in doc.get("idempotent_acks", {}).items()}  # type: ignore[misc]
         return history

@@ -10,6 +10,7 @@ group resumes from the last committed offsets. At the end it drains the input.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from typing import Any
 
@@ -17,15 +18,34 @@ log = logging.getLogger(__name__)
 
 PREFIX = "T:"
 CALL_TIMEOUT_S = 60.0
+HUNG_GRACE_S = 15.0  # a call still running this long after its own timeout is hung (a client bug)
+
+
+class Hung(Exception):
+    """A client call outlived its own timeout (librdkafka#5511-like; compat_tests/FINDINGS.rst)."""
 
 
 def output_of(value: str) -> str:
     return PREFIX + value
 
 
+def _close_quietly(consumer: Any) -> None:
+    try:
+        consumer.close()
+    except Exception:  # noqa: BLE001 - a consumer of a dead broker may fail to close
+        log.debug("closing an abandoned consumer failed", exc_info=True)
+
+
 class TransformStage:
-    def __init__(self, bootstrap: str, source: str, sink: str, name: str) -> None:
+    def __init__(self, bootstrap: str, source: str, sink: str, name: str, retry_s: float = 300.0) -> None:
+        """``retry_s``: how long a call is retried while it fails with retriable errors."""
         self.bootstrap, self.source, self.sink, self.name = bootstrap, source, sink, name
+        self.retry_s = retry_s
+        self.longest_cycle_s = 0.0  # liveness: the longest transaction of the stage, begin to commit or failure
+        self.longest_cycle_at = 0.0  # time.monotonic() when it began
+        self.hung = 0  # calls that outlived their timeout: the stage was then restarted, as a supervisor would
+        self._stuck: list[threading.Thread] = []  # their threads, blocked in the client library
+        self._leaked: list[Any] = []  # consumers of hung stages
         self.consumer: Any = None
         self.producer: Any = None
         self.restarts = 0
@@ -59,14 +79,34 @@ class TransformStage:
         )
         self._retrying(lambda: self.producer.init_transactions(CALL_TIMEOUT_S))
 
-    @staticmethod
-    def _retrying(call: Any) -> None:
-        from confluent_kafka import KafkaException
+    def _bounded(self, call: Any) -> None:
+        """``call`` on a thread of its own; :class:`Hung` when it outlives its timeout (it is left
+        blocked in the client, its handle abandoned, as a watchdog killing the process would)."""
+        outcome: list[BaseException | None] = []
 
-        deadline = time.monotonic() + 300
-        while True:
+        def run() -> None:
             try:
                 call()
+                outcome.append(None)
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+                outcome.append(exc)
+
+        worker = threading.Thread(target=run, name="verify-eos-transform-call", daemon=True)
+        worker.start()
+        worker.join(CALL_TIMEOUT_S + HUNG_GRACE_S)
+        if not outcome:
+            self._stuck.append(worker)
+            raise Hung(f"a transactional call of the transform stage did not return in {CALL_TIMEOUT_S + HUNG_GRACE_S:.0f} s")
+        if outcome[0] is not None:
+            raise outcome[0]
+
+    def _retrying(self, call: Any) -> None:
+        from confluent_kafka import KafkaException
+
+        deadline = time.monotonic() + self.retry_s
+        while True:
+            try:
+                self._bounded(call)
                 return
             except KafkaException as exc:
                 error = exc.args[0]
@@ -77,7 +117,7 @@ class TransformStage:
 
     def cycle(self, *, die_midway: bool = False, max_records: int = 50, poll_s: float = 1.0) -> tuple[int, bool]:
         """One transaction's worth: (records transformed, whether the input looked drained)."""
-        from confluent_kafka import KafkaError, KafkaException
+        from confluent_kafka import KafkaError
 
         if self.producer is None:
             self._open()
@@ -98,6 +138,17 @@ class TransformStage:
         drained = False
         if not records:
             return 0, drained
+        began = time.monotonic()
+        try:
+            return self._transact(records, die_midway)
+        finally:
+            if time.monotonic() - began > self.longest_cycle_s:
+                self.longest_cycle_s, self.longest_cycle_at = time.monotonic() - began, began
+
+    def _transact(self, records: list[Any], die_midway: bool) -> tuple[int, bool]:
+        """Write ``records``' outputs and the consumed offsets in one transaction."""
+        from confluent_kafka import KafkaException
+
         try:
             self.producer.begin_transaction()
             for message in records:
@@ -122,14 +173,29 @@ class TransformStage:
                     pass
             self._abandon()
             return 0, False
+        except Hung as exc:
+            log.warning("transform stage: %s; restarting it", exc)
+            self.hung += 1
+            self._abandon(close_consumer=False)
+            return 0, False
         self.cycles += 1
         return len(records), False
 
-    def _abandon(self) -> None:
+    def _abandon(self, close_consumer: bool = True) -> None:
         """Die as a killed process would: no commit, no abort, no consumer leave-group handshake."""
         self.restarts += 1
         consumer, self.consumer, self.producer = self.consumer, None, None
         self.at_end = set()
+        if not close_consumer:
+            # Closed on a thread of its own (it may block on what the hung call waits for): left
+            # open, its heartbeats would keep it in the group, and the group's next rebalance would
+            # wait for it for max.poll.interval.ms.
+            self._leaked.append(consumer)
+            closing = threading.Thread(target=_close_quietly, args=(consumer,), name="verify-eos-transform-close",
+                                       daemon=True)
+            self._stuck.append(closing)
+            closing.start()
+            return
         try:
             consumer.close()  # its uncommitted position is lost: the group resumes from committed offsets
         except Exception:  # noqa: BLE001 - a consumer of a dead broker may fail to close

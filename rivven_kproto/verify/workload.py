@@ -19,7 +19,20 @@ from typing import Any
 
 from .clients import ClientFailure, TxnClient, open_client
 from .faults import BrokerCommand, CuttingProxy
-from .history import ABORTED, COMMITTED, UNKNOWN, ZOMBIE, ClientError, History, Read, Transaction, value_of
+from .history import (
+    ABORTED,
+    COMMITTED,
+    UNKNOWN,
+    ZOMBIE,
+    ClientError,
+    Commit,
+    History,
+    Read,
+    Transaction,
+    value_of,
+)
+from .idempotent import IdempotentWriter
+from .nemesis import COUNTERS, Nemesis
 from .transform import TransformStage
 
 log = logging.getLogger(__name__)
@@ -48,6 +61,8 @@ class Plan:
     transform: bool = True  # a consume-transform-produce stage on the first topic
     p_transform_die: float = 0.15  # the stage killed mid-cycle (restarted by the next cycle)
     client: str = "confluent-kafka"  # the transactional producers' library (see .clients)
+    idempotent: bool = False  # an idempotent producer (acks=all) writes its own topic at every step
+    retry_s: float = 300.0  # how long a call failing with retriable errors is retried
 
 
 @dataclass
@@ -55,6 +70,7 @@ class Means:
     bootstrap: str
     broker: BrokerCommand | None = None
     proxy: CuttingProxy | None = None
+    nemesis: Nemesis | None = None  # a cluster's faults (then broker and proxy are not used)
 
 
 class _Instance:
@@ -86,10 +102,11 @@ class _Poller(threading.Thread):
         consumer = Consumer(
             {
                 "bootstrap.servers": self.bootstrap,
-                "group.id": f"{next(iter(self.topics))}-{self.mode}",
+                "group.id": self.group,
                 "isolation.level": "read_committed",
                 "auto.offset.reset": "earliest",
                 "enable.auto.commit": True,
+                "on_commit": self._committed,
             }
         )
         try:
@@ -109,6 +126,20 @@ class _Poller(threading.Thread):
         finally:
             consumer.close()
 
+    @property
+    def group(self) -> str:
+        return f"{next(iter(self.topics))}-{self.mode}"
+
+    def _committed(self, error: Any, partitions: Any) -> None:
+        """An acknowledged commit: the group's position may not go back past it (position jumps)."""
+        if error is not None:
+            return
+        at = time.monotonic()
+        with self.lock:
+            for tp in partitions:
+                if tp.error is None and tp.offset >= 0:
+                    self.history.commits.append(Commit(self.mode, tp.topic, tp.partition, tp.offset, at))
+
     def _assigned(self, _consumer: Any, _partitions: Any) -> None:
         self.session += 1  # a rebalance restarts from committed offsets: a new monotonic sequence
 
@@ -118,25 +149,38 @@ def run(plan: Plan, means: Means, progress: Callable[[str], None] | None = None)
     from confluent_kafka.admin import AdminClient, NewTopic
 
     rng = random.Random(plan.seed)
-    history = History(seed=plan.seed, bootstrap=means.bootstrap, client=plan.client)
+    history = History(seed=plan.seed, bootstrap=means.bootstrap, client=plan.client, started_at=time.monotonic())
     history.faults = {"broker_kills": 0, "broker_pauses": 0, "connection_cuts": 0, "producer_restarts": 0}
+    if means.nemesis is not None:
+        means.nemesis.attach(history)
     run_id = f"{plan.seed:x}-{int(time.time() * 1000) % 10**8:x}"
     history.topics = {f"{plan.topic_prefix}-{run_id}-{t}": plan.partitions for t in range(plan.topics)}
     admin = AdminClient({"bootstrap.servers": means.bootstrap})
     for future in admin.create_topics([NewTopic(t, n, 1) for t, n in history.topics.items()]).values():
         future.result(CALL_TIMEOUT_S)
     targets = [(t, p) for t, n in history.topics.items() for p in range(n)]
+    writer: IdempotentWriter | None = None
+    if plan.idempotent:
+        idem_topic = f"{plan.topic_prefix}-{run_id}-idem"
+        admin.create_topics([NewTopic(idem_topic, plan.partitions, 1)])[idem_topic].result(CALL_TIMEOUT_S)
+        history.topics[idem_topic] = plan.partitions  # read by the pollers and the final reads too
+        writer = IdempotentWriter(means.bootstrap, idem_topic, plan.partitions, history, plan.seed)
     stage: TransformStage | None = None
     if plan.transform:
         source = next(iter(history.topics))
         sink = f"{plan.topic_prefix}-{run_id}-transformed"
         admin.create_topics([NewTopic(sink, plan.partitions, 1)])[sink].result(CALL_TIMEOUT_S)
         history.transform = {"source": source, "sink": sink, "partitions": plan.partitions}
-        stage = TransformStage(means.bootstrap, source, sink, f"{plan.topic_prefix}-{run_id}-transform")
+        stage = TransformStage(means.bootstrap, source, sink, f"{plan.topic_prefix}-{run_id}-transform", plan.retry_s)
     lock = threading.Lock()
     pollers = [_Poller(means.bootstrap, history.topics, mode, history, lock) for mode in ("assign", "subscribe")]
     for poller in pollers:
         poller.start()
+    if means.nemesis is not None:
+        means.nemesis.targets.topics = list(history.topics)
+        means.nemesis.targets.groups = [poller.group for poller in pollers] + (
+            [f"{plan.topic_prefix}-{run_id}-transform-group"] if stage is not None else [])
+        means.nemesis.targets.transactional_ids = [f"{plan.topic_prefix}-{run_id}-tid-{i}" for i in range(plan.producers)]
 
     generations = dict.fromkeys(range(plan.producers), 0)
     instances: dict[int, _Instance] = {}
@@ -148,7 +192,7 @@ def run(plan: Plan, means: Means, progress: Callable[[str], None] | None = None)
         )
 
     def retrying(inst: _Instance, call: str, fn: Callable[[], None]) -> None:
-        deadline = time.monotonic() + 300
+        deadline = time.monotonic() + plan.retry_s
         while True:
             try:
                 fn()
@@ -194,6 +238,9 @@ def run(plan: Plan, means: Means, progress: Callable[[str], None] | None = None)
             history.faults["connection_cuts"] += 1
 
     def maybe_faults() -> None:
+        if means.nemesis is not None:
+            means.nemesis.step()
+            return
         for kind, p in (("kill", plan.p_kill), ("pause", plan.p_pause), ("cut", plan.p_cut)):
             if rng.random() < p:
                 fault(kind)
@@ -205,10 +252,13 @@ def run(plan: Plan, means: Means, progress: Callable[[str], None] | None = None)
         if progress is not None and number % 50 == 0:
             progress(f"transaction {number}/{plan.transactions}")
         maybe_faults()
+        if writer is not None:
+            writer.write()
+        began_at = time.monotonic()
         index = rng.randrange(plan.producers)
         current = instance(index)
         client = current.client
-        txn = Transaction(f"{index}/{current.generation}/{number}", index, current.generation)
+        txn = Transaction(f"{index}/{current.generation}/{number}", index, current.generation, began_at=began_at)
         history.transactions[txn.key] = txn
         client.begin()
         for i in range(rng.randint(*plan.records_per_txn)):
@@ -234,6 +284,7 @@ def run(plan: Plan, means: Means, progress: Callable[[str], None] | None = None)
             call = client.commit if commit else client.abort
             retrying(current, "commit" if commit else "abort", partial(call, CALL_TIMEOUT_S))
             txn.outcome = COMMITTED if commit else ABORTED
+            txn.ended_at = time.monotonic()
         except ClientFailure as error:
             if error.fatal:
                 # Kafka's own answer when a fault ate AddPartitionsToTxn (the client counts it as
@@ -271,6 +322,13 @@ def run(plan: Plan, means: Means, progress: Callable[[str], None] | None = None)
         if stage is not None and rng.random() < 0.5:
             stage.cycle(die_midway=rng.random() < plan.p_transform_die, poll_s=0.5)
 
+    if means.nemesis is not None:
+        if progress is not None:
+            progress("healing the cluster")
+        means.nemesis.heal()
+    if writer is not None:
+        writer.finish(CALL_TIMEOUT_S * 2)
+        writer.close()
     for zombie, txn in zombies:
         _zombie_attempt(zombie, txn, targets, rng, history)
     for index in range(plan.producers):
@@ -291,6 +349,8 @@ def run(plan: Plan, means: Means, progress: Callable[[str], None] | None = None)
             progress("draining the transform stage")
         stage.drain(_after_committed(history, stage.source))
         history.faults["transform_restarts"] = stage.restarts
+        history.faults["transform_hung_calls"] = stage.hung
+        history.transform_stall = (round(stage.longest_cycle_s, 3), round(stage.longest_cycle_at - history.started_at, 3))
         stage.close()
     if progress is not None:
         progress("final reads")
@@ -302,8 +362,10 @@ def run(plan: Plan, means: Means, progress: Callable[[str], None] | None = None)
 
 
 def broker_faults(history: History) -> int:
-    """Faults so far that can cut a client's connections (kills, pauses, cuts)."""
-    return sum(history.faults.get(kind, 0) for kind in ("broker_kills", "broker_pauses", "connection_cuts"))
+    """Faults so far that can cut a client's connections or fail its requests (kills, pauses, cuts,
+    and a cluster's database faults)."""
+    return sum(history.faults.get(kind, 0) for kind in {"broker_kills", "broker_pauses", "connection_cuts",
+                                                         *COUNTERS.values()})
 
 
 def _after_committed(history: History, topic: str) -> dict[int, int]:

@@ -13,9 +13,12 @@ from rivven_kproto.verify.history import (
     COMMITTED,
     ZOMBIE,
     ClientError,
+    Commit,
+    Fault,
     History,
     Read,
     Transaction,
+    idempotent_value,
     value_of,
 )
 
@@ -141,3 +144,98 @@ def test_a_history_without_times_skips_the_early_read_check(tmp_path: Path) -> N
     h.save(tmp_path / "h.json")
     loaded = History.load(tmp_path / "h.json")
     assert all(r.at == 0.0 for r in loaded.polls) and counts(loaded) == {}
+
+
+# -- the cluster fault test's checks (issue 36) -------------------------------------------------------
+
+
+def with_idempotent(h: History, records: int = 4) -> History:
+    """The idempotent producer's records on their own topic, acknowledged and in the log in order."""
+    h.topics["i"] = 1
+    for n in range(records):
+        value = idempotent_value(1, n + 1)
+        h.idempotent.append(("i", 0, value))
+        h.idempotent_acks[value] = ("i", 0, n)
+        h.final_uncommitted.append(Read("u", "i", 0, n, value))
+        h.final_committed.append(Read("c", "i", 0, n, value))
+    return h
+
+
+def test_acknowledged_idempotent_records_are_owed_once_in_order() -> None:
+    assert counts(with_idempotent(clean())) == {}
+
+    lost = with_idempotent(clean())
+    lost.final_uncommitted = [r for r in lost.final_uncommitted if r.value != idempotent_value(1, 2)]
+    lost.final_committed = [r for r in lost.final_committed if r.value != idempotent_value(1, 2)]
+    assert counts(lost) == {"lost_idempotent": 1}
+
+    twice = with_idempotent(clean())
+    again = Read("u", "i", 0, 4, idempotent_value(1, 1))  # written a second time after a retry
+    twice.final_uncommitted.append(again)
+    twice.final_committed.append(again)
+    assert counts(twice) == {"duplicate": 2}  # in both final reads
+
+    swapped = with_idempotent(clean())
+    for reads in (swapped.final_uncommitted, swapped.final_committed):
+        for read in reads:
+            if read.topic == "i" and read.offset in (1, 2):
+                read.offset = 3 - read.offset
+    swapped.idempotent_acks[idempotent_value(1, 2)] = ("i", 0, 2)
+    swapped.idempotent_acks[idempotent_value(1, 3)] = ("i", 0, 1)
+    assert counts(swapped) == {"order": 1}
+
+    moved = with_idempotent(clean())
+    moved.idempotent_acks[idempotent_value(1, 2)] = ("i", 0, 3)  # acknowledged at another record's offset
+    assert counts(moved) == {"wrong_ack": 1}
+
+
+def test_a_read_below_the_groups_acknowledged_commit_is_a_position_jump() -> None:
+    h = clean()
+    for n, read in enumerate(h.polls):
+        read.at = 10.0 + n
+    h.commits.append(Commit("assign", T, 0, 2, 10.5))  # after the first read of partition 0
+    # A later session resumes at its committed offset: fine.
+    h.polls.append(Read("assign#1", T, 0, 4, h.polls[-1].value, 20.0))
+    assert "position_jump" not in counts(h)
+    # Reset to 0 (OFFSET_OUT_OF_RANGE from a stale leader) after the commit of offset 2: a jump.
+    h.polls.append(Read("assign#2", T, 0, 0, h.polls[0].value, 21.0))
+    assert counts(h)["position_jump"] == 1
+    assert "2 below its group's committed 2" in check(h)["position_jump"].examples[0]
+    # A commit acknowledged only after the read does not count against it.
+    late = clean()
+    for n, read in enumerate(late.polls):
+        read.at = 10.0 + n
+    late.commits.append(Commit("assign", T, 0, 4, 30.0))
+    assert "position_jump" not in counts(late)
+
+
+def test_liveness_reports_the_longest_wait_for_a_commit_against_its_bound() -> None:
+    h = clean()
+    h.started_at = 100.0
+    for n, txn in enumerate(h.transactions.values()):
+        txn.began_at, txn.ended_at = 100.0 + 10 * n, 100.0 + 10 * n + 2
+    assert counts(h) == {}
+    slow = h.transactions["0/1/2"]
+    slow.ended_at = slow.began_at + 130
+    assert counts(h) == {"liveness": 1}
+    assert check(h, stall_bound_s=200.0)["liveness"].count == 0
+    assert "0/1/2 took 130.0 s" in check(h)["liveness"].examples[0]
+    h.transform_stall = (150.0, 5.0)
+    assert check(h)["liveness"].count == 2
+
+
+def test_the_cluster_fields_round_trip_through_the_file(tmp_path: Path) -> None:
+    h = with_idempotent(clean())
+    h.started_at = 5.0
+    h.commits.append(Commit("subscribe", T, 1, 3, 7.5))
+    h.fault_log.append(Fault(1.5, 3, "kill", "node 2", "controller; restarted after 1.0 s"))
+    h.transform_stall = (1.5, 2.0)
+    h.transactions["0/1/0"].began_at, h.transactions["0/1/0"].ended_at = 6.0, 7.0
+    h.save(tmp_path / "h.json")
+    assert History.load(tmp_path / "h.json") == h
+
+
+def test_a_hung_transform_call_is_a_liveness_finding() -> None:
+    h = clean()
+    h.faults["transform_hung_calls"] = 1
+    assert counts(h) == {"liveness": 1}

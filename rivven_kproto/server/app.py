@@ -46,7 +46,7 @@ from .delayed import DelayedResponses, Pending
 from .durability import Durability, wall_clock_ms
 from .forwarding import ENVELOPE_API_KEY, envelope_response, unwrap
 from .handlers import HANDLERS
-from .handlers._group_wait import wake_keys
+from .handlers._group_wait import group_keys, wake_keys
 from .handlers.api_versions import supported_versions
 from .handlers.fetch import APPENDED
 from .handlers.produce import API_KEY as PRODUCE_API_KEY
@@ -87,6 +87,7 @@ class Server:
         self.durability = Durability(broker, config, metrics)
         # A parked request answered after a pause re-checks the claims first (broker/claims.py).
         self.delayed = DelayedResponses(wall_clock_ms, broker.claims.refresh)
+        self._served_shards: frozenset[int] = frozenset()  # the coordinator shards served at the last wake_groups
         try:  # the only listener Envelopes (another broker forwarding its client's request) come on
             self.envelope_listener: str | None = config.inter_broker_listener().name
         except ConfigError:
@@ -383,7 +384,13 @@ class Server:
         return transactional_id is None or self.broker.coordinates(transactional_id)
 
     def wake_groups(self) -> None:
-        """Parked JoinGroup/SyncGroup requests of groups that changed may be answerable now."""
+        """Parked JoinGroup/SyncGroup requests of groups that changed may be answerable now; all of
+        them once a shard stopped being served here (handed over, or the claims lapsed): those of
+        its groups answer COORDINATOR_NOT_AVAILABLE instead of waiting out their timeout."""
+        served = frozenset(self.broker.shards) if self.broker.claims.valid else frozenset()
+        if not served >= self._served_shards:
+            self.delayed.notify(group_keys(self.delayed.parked_keys()))
+        self._served_shards = served
         for groups in self.broker.group_coordinators():
             if changed := groups.take_changed():
                 self.delayed.notify(wake_keys(changed))

@@ -47,6 +47,9 @@ class DelayedResponses:
             if event is not None:
                 event.set()
 
+    def parked_keys(self) -> list[Hashable]:
+        return list(self._events)
+
     def close(self) -> None:
         """Shutdown: every parked request answers now, through its ``expire``."""
         self._closed = True

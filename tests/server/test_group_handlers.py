@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 
 from rivven_kproto.broker.broker import Broker
 from rivven_kproto.broker.config import BrokerConfig
@@ -176,6 +177,19 @@ def test_parked_join_expiry_answers_coordinator_not_available_and_releases_the_t
     response = pending.expire(pending.deadline_ms)
     assert response.error_code == Errors.COORDINATOR_NOT_AVAILABLE
     assert len(ctx.broker.groups.tickets) == 0
+
+
+def test_a_parked_join_whose_shard_goes_elsewhere_answers_coordinator_not_available(ctx: RequestContext) -> None:
+    """#36: a JoinGroup parked on a group shard that is then handed over (or lost) was never
+    answered (nothing here completes it any more): the consumer stalled for its rebalance timeout."""
+    stable_member(ctx)
+    pending = parked(join_group, ctx, join_request(), 3)
+    groups = ctx.broker.groups
+    assert pending.complete(NOW) is None
+    assert ctx.broker.drop_shard(ctx.broker.shard_of("g")) is not None
+    response = pending.complete(NOW)
+    assert response is not None and response.error_code == Errors.COORDINATOR_NOT_AVAILABLE
+    assert len(groups.tickets) == 0
 
 
 @pytest.mark.parametrize("version", range(0, 6))
@@ -375,3 +389,31 @@ def test_delete_groups_every_version(ctx: RequestContext, version: int) -> None:
     assert [(r.group_id, r.error_code) for r in response.results] == [
         ("g", Errors.NON_EMPTY_GROUP), ("simple", 0), ("nope", Errors.GROUP_ID_NOT_FOUND),
     ]
+
+
+async def test_the_server_wakes_parked_joins_when_a_shard_stops_being_served(
+        broker: Broker, autojump_clock: trio.abc.Clock) -> None:
+    """The wake-up half: after a shard is dropped, the next ``wake_groups`` wakes every parked group
+    request (long before its rebalance timeout), and those of the dropped shard answer."""
+    from rivven_kproto.server.app import Server
+    from rivven_kproto.server.durability import wall_clock_ms
+
+    server = Server(broker, broker.config)
+    ctx = RequestContext(broker, broker.config, wall_clock_ms(), "cli", "/10.0.0.1")  # the server's clock
+    stable_member(ctx)
+    server.wake_groups()  # notes the shards served
+    pending = parked(join_group, ctx, join_request(), 3)
+    answers: list[Any] = []
+    async with trio.open_nursery() as nursery:
+        async def wait() -> None:
+            answers.append(await server.delayed.wait(pending))
+
+        nursery.start_soon(wait)
+        await trio.sleep(1)
+        assert answers == []
+        broker.drop_shard(broker.shard_of("g"))
+        server.wake_groups()
+        with trio.fail_after(1):  # the rebalance timeout is 30 s
+            while not answers:
+                await trio.sleep(0.01)
+    assert answers[0].error_code == Errors.COORDINATOR_NOT_AVAILABLE

@@ -20,6 +20,11 @@ def wake_keys(group_ids: Iterable[str]) -> list[Hashable]:
     return [wake_key(group_id) for group_id in group_ids]
 
 
+def group_keys(keys: Iterable[Hashable]) -> list[Hashable]:
+    """Of parked requests' wake-up keys, those of groups."""
+    return [key for key in keys if isinstance(key, tuple) and key[:1] == ("group",)]
+
+
 def park(
     ctx: RequestContext, awaiting: Awaiting, respond: Callable[[Result], Any], on_expiry: Callable[[], Any]
 ) -> Pending:
@@ -28,6 +33,11 @@ def park(
     coordinator = ctx.groups_for(awaiting.group_id)
 
     def complete(now_ms: int) -> Any | None:
+        if ctx.broker.group_coordinator(awaiting.group_id) is not coordinator:
+            # The group's shard went to another broker (or this broker's claims lapsed) while the
+            # request waited: nothing here will ever complete it; the client finds the coordinator again.
+            coordinator.cancel(awaiting.ticket)
+            return on_expiry()
         result = coordinator.take_result(awaiting.ticket)
         return None if result is None else respond(result)
 

@@ -8,6 +8,7 @@ directory serve exactly what was acknowledged.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -492,3 +493,49 @@ def test_the_broker_warns_at_start_when_acknowledgements_do_not_survive_a_failov
         name = conn.execute("SELECT current_database()").fetchone()[0]  # type: ignore[index]
         conn.execute(f'ALTER DATABASE "{name}" SET synchronous_commit = off')
     assert "synchronous_commit is off" in pg_broker(tmp_path, database, "async").log_text()
+
+
+def test_a_broker_started_before_its_database_waits_for_it(tmp_path: Path) -> None:
+    """#36: a broker started while PostgreSQL is down (starting up, restarting, failing over) tries
+    again until it is up, as a Kafka broker waits for its controllers, instead of exiting; a
+    database that does not exist is refused at once (waiting would not help)."""
+    import shutil
+    import tempfile
+
+    from rivven_kproto.testing.postgres import new_server
+
+    base = Path(tempfile.mkdtemp(prefix="kproto-pg-wait-"))  # as root: outside pytest's 0700 directories
+    server = new_server(base)
+    try:
+        server.start()  # creates the database
+        server.stop()
+        broker = BrokerProcess(tmp_path / "data", tmp_path / "b.log", ["--storage", server.url])
+        _STARTED.append(broker)
+        started: list[object] = []
+        thread = threading.Thread(target=lambda: started.append(broker.start(timeout=4 * TIMEOUT_S)), daemon=True)
+        thread.start()
+        assert wait_for_text(tmp_path / "b.log", "trying again"), "the broker did not wait for its database"
+        server.restart()
+        thread.join(4 * TIMEOUT_S)
+        assert started == [broker], "the broker never served once its database was up"
+        create_topics(broker.bootstrap, {"waited": 1})
+        assert len(produce_acknowledged(broker.bootstrap, "waited", 1, 10)) == 10
+
+        missing = BrokerProcess(tmp_path / "m-data", tmp_path / "m.log",
+                                ["--storage", server.url.rsplit("/", 1)[0] + "/no_such_database"])
+        with pytest.raises(RuntimeError, match="broker exited"):
+            missing.start(timeout=4 * TIMEOUT_S)
+        assert "trying again" not in (tmp_path / "m.log").read_text()
+    finally:
+        with contextlib.suppress(Exception):
+            server.stop("immediate")
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def wait_for_text(path: Path, text: str) -> bool:
+    deadline = time.monotonic() + TIMEOUT_S
+    while time.monotonic() < deadline:
+        if path.exists() and text in path.read_text(errors="replace"):
+            return True
+        time.sleep(0.1)
+    return False

@@ -9,6 +9,8 @@ to make a round's writes durable (``sync``). Handlers never see which engine run
 
 from __future__ import annotations
 
+import logging
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -20,6 +22,13 @@ from ..log.base import PartitionLogBase
 from ..log.config import LogConfig
 from ..producer_ids import BlockSource
 
+log = logging.getLogger(__name__)
+
+# A database not reachable at start (starting up, restarting, failing over): tried again every
+# START_RETRY_S for START_WAIT_S before the broker gives up.
+START_WAIT_S = 60.0
+START_RETRY_S = 1.0
+
 
 class StorageError(RuntimeError):
     """The storage engine cannot be used (start-up reports it in one line)."""
@@ -28,6 +37,8 @@ class StorageError(RuntimeError):
 class StorageUnavailable(StorageError, RetryRound):
     """The store cannot be reached now (a database restart or failover): the flusher retries the
     round; a request that reads the store gets KAFKA_STORAGE_ERROR (retriable), as an I/O error."""
+
+    transient = True  # False: waiting will not help (a wrong password, no such database)
 
 
 class StorageConflict(StorageError):
@@ -142,5 +153,15 @@ def open_storage(
     if url.startswith(("postgresql://", "postgres://")):
         from .postgres.store import PostgresStorage
 
-        return PostgresStorage(url, standby=standby, node=node, assign_node_id=assign_node_id)
+        deadline = time.monotonic() + START_WAIT_S
+        while True:
+            try:
+                return PostgresStorage(url, standby=standby, node=node, assign_node_id=assign_node_id)
+            except StorageUnavailable as exc:
+                # A database starting up, restarting or failing over: wait for it, as a Kafka
+                # broker waits for its controllers, rather than exit.
+                if not exc.transient or time.monotonic() >= deadline:
+                    raise
+                log.warning("%s; trying again (for up to %.0f s from start)", exc, START_WAIT_S)
+                time.sleep(START_RETRY_S)
     raise ValueError(f"unknown storage {url!r}: expected postgresql://USER[:PASSWORD]@HOST[:PORT]/DB")

@@ -69,7 +69,26 @@ def _unavailable_on_error(storage: PostgresStorage | None = None) -> Iterator[No
     except (psycopg.OperationalError, PoolTimeout) as exc:
         if storage is not None:
             storage.available = False
-        raise StorageUnavailable(f"PostgreSQL is unavailable: {exc}") from exc
+        unavailable = StorageUnavailable(f"PostgreSQL is unavailable: {exc}")
+        unavailable.transient = _transient(exc)
+        raise unavailable from exc
+
+
+# SQLSTATE classes of a server that is not there yet or any more (starting up, shutting down, a
+# failover under way, the connection refused or lost); anything else (a wrong password, a database
+# that does not exist) will not change by waiting.
+_TRANSIENT_SQLSTATES = ("57P", "08")
+
+
+# What libpq says (without a SQLSTATE, when the connection itself is refused) of those that will not.
+_PERMANENT_MESSAGES = ("does not exist", "authentication failed", "no pg_hba.conf entry")
+
+
+def _transient(exc: Exception) -> bool:
+    sqlstate = getattr(exc, "sqlstate", None)
+    if sqlstate is not None:
+        return bool(sqlstate.startswith(_TRANSIENT_SQLSTATES))
+    return not any(text in str(exc) for text in _PERMANENT_MESSAGES)
 
 
 class PgDocument(Document):
@@ -163,6 +182,7 @@ class PostgresStorage:
                         self.registration.role = COORDINATOR if self.coordinating else SERVING
                         self.registration.register(conn)
             except BaseException:
+                self.pool.close()
                 self._owner.close()
                 raise
 

@@ -38,6 +38,11 @@ from confluent_kafka.admin import (
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.describe_log_dirs import DescribeLogDirsRequest
 from rivven_kproto.codec.messages.metadata import MetadataRequest, MetadataRequestTopic
+from rivven_kproto.codec.messages.write_txn_markers import (
+    WritableTxnMarker,
+    WritableTxnMarkerTopic,
+    WriteTxnMarkersRequest,
+)
 
 from .broker_process import BrokerProcess
 from .test_security_sessions import authentication_error
@@ -451,3 +456,24 @@ def test_scram_credentials_and_acls_survive_kill_9(tmp_path: Path) -> None:
     finally:
         if broker.alive():
             broker.stop()
+
+
+def test_refused_write_txn_markers_are_logged_once_a_request_and_rate_limited(cluster: Cluster) -> None:
+    """Issue #37 item 11: one anonymous request of 8,000 markers logged 8,000 lines. Now a refusal
+    is one line a request, and refusals are rate-limited as the protocol warnings are."""
+    before = cluster.broker.log_text().count("WriteTxnMarkers refused")
+    markers = [WritableTxnMarker(producer_id=5000 + i, producer_epoch=0, transaction_result=False,
+                                 topics=[WritableTxnMarkerTopic(name="orders", partition_indexes=[0])], coordinator_epoch=0)
+               for i in range(2000)]
+    raw = Raw(cluster.broker.bootstrap)
+    try:
+        answer = raw.call(WriteTxnMarkersRequest(markers=markers), 1)
+        assert len(answer.markers) == 2000
+        assert {p.error_code for m in answer.markers for t in m.topics for p in t.partitions} == {
+            Errors.CLUSTER_AUTHORIZATION_FAILED}
+        assert cluster.broker.log_text().count("WriteTxnMarkers refused") - before == 1  # answered after logging
+        for _ in range(30):
+            raw.call(WriteTxnMarkersRequest(markers=markers[:1]), 1)
+    finally:
+        raw.close()
+    assert cluster.broker.log_text().count("WriteTxnMarkers refused") - before <= 10  # the burst of an interval

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import stat
 import subprocess
 import sys
 import uuid
@@ -477,3 +478,27 @@ def test_refused_write_txn_markers_are_logged_once_a_request_and_rate_limited(cl
     finally:
         raw.close()
     assert cluster.broker.log_text().count("WriteTxnMarkers refused") - before <= 10  # the burst of an interval
+
+
+def test_secrets_are_private_on_disk_and_a_loose_data_directory_warns(cluster: Cluster, tmp_path: Path) -> None:
+    """Issue #37 item 12: meta/scram.json and meta/acls.json were 0644 in a 0755 directory (salted
+    keys allow an offline dictionary attack). The data directory is made 0700, secrets 0600."""
+    admin = cluster.admin()
+    for future in admin.create_acls([binding("User:alice", ResourceType.TOPIC, "modes", AclOperation.READ)]).values():
+        future.result(TIMEOUT_S)
+    upsert = UserScramCredentialUpsertion("modes-user", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096), b"pw")
+    for future in admin.alter_user_scram_credentials([upsert]).values():
+        future.result(TIMEOUT_S)
+    data_dir = cluster.broker.data_dir
+    assert stat.S_IMODE(data_dir.stat().st_mode) == 0o700
+    for name in ("scram.json", "acls.json"):
+        assert stat.S_IMODE((data_dir / "meta" / name).stat().st_mode) == 0o600, name
+
+    loose = tmp_path / "loose"
+    loose.mkdir(mode=0o755)
+    loose.chmod(0o755)
+    broker = BrokerProcess(loose, tmp_path / "loose.log").start()
+    try:
+        assert re.search(r"data directory .*loose is mode 0?755", broker.log_text()), broker.log_text()[-2000:]
+    finally:
+        broker.stop()

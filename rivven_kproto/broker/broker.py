@@ -41,6 +41,7 @@ from .durable.work import BlockingWork, run_all
 from .dynamic_configs import CLUSTER_DEFAULT, TOPIC_KEY_OF, DynamicBrokerConfigs
 from .dynamic_configs import FILE_NAME as DYNAMIC_CONFIGS_FILE
 from .faults import fault_point
+from .file_modes import make_private_dir, warn_if_loose
 from .groups import GroupCoordinator
 from .log.base import PartitionLogBase
 from .log.config import LogConfig
@@ -100,7 +101,8 @@ class Broker:
     def __init__(self, config: BrokerConfig, now_ms: int) -> None:
         self.config = config
         self.data_dir = config.data_dir
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        make_private_dir(self.data_dir)
+        warn_if_loose(self.data_dir)
         self.lock = DataDirLock(self.data_dir)
         self.lock.acquire()
         try:

@@ -87,8 +87,8 @@ class AclIndex:
         anyone = self.by_principal.get(WILDCARD_PRINCIPAL) if principal != WILDCARD_PRINCIPAL else None
         if own is None and anyone is None:  # the common case for a stranger: one lookup
             return None
-        operation = int(operation)
-        allowing = _IMPLIED_BY.get(operation) or (operation, _ALL)
+        asked = int(operation)
+        allowing = _IMPLIED_BY.get(asked) or (asked, _ALL)
         allowed = False
         for index in (own, anyone):
             if index is None:
@@ -98,7 +98,7 @@ class AclIndex:
                     if acl_host != host and acl_host != WILDCARD:
                         continue
                     if permission == _DENY:
-                        if acl_operation == operation or acl_operation == _ALL:
+                        if acl_operation == asked or acl_operation == _ALL:
                             return False
                     elif acl_operation in allowing:
                         allowed = True

@@ -59,7 +59,7 @@ def acls(count: int, seed: int = 37) -> list[AclBinding]:
 
 def metadata_request(topics: int) -> bytes:
     names = [MetadataRequestTopic(name=f"team-{i % 300}-xxxx-{i}") for i in range(topics)]
-    request = MetadataRequest(topics=names, allow_auto_topic_creation=True,
+    request = MetadataRequest(topics=names, allow_auto_topic_creation=False,
                               include_cluster_authorized_operations=False, include_topic_authorized_operations=False)
     header = RequestHeader(request_api_key=3, request_api_version=9, correlation_id=1, client_id="hostile")
     return encode_request(header, request)
@@ -69,6 +69,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--acls", type=int, default=10_000)
     parser.add_argument("--topics", type=int, default=24_000)
+    parser.add_argument("--no-authorizer", action="store_true", help="the same request without an authorizer (the baseline)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     with tempfile.TemporaryDirectory(prefix="acl-stall-") as tmp:
@@ -76,7 +77,8 @@ def main() -> None:
         (base / "data" / "meta").mkdir(parents=True)
         (base / "data" / "meta" / "acls.json").write_text(json.dumps([asdict(acl) for acl in acls(args.acls)]))
         config = base / "server.properties"
-        config.write_text("authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\n"
+        config.write_text("" if args.no_authorizer else
+                          "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\n"
                           "super.users=User:admin\nallow.everyone.if.no.acl.found=false\n")
         broker = BrokerProcess(base / "data", base / "broker.log", ["--config", str(config)]).start()
         try:
@@ -99,8 +101,8 @@ def main() -> None:
             broker.stop()
     samples = sorted(s * 1000 for s in probe.samples)
     p99 = samples[min(len(samples) - 1, int(len(samples) * 0.99))]
-    log.info("%d ACLs, Metadata naming %d topics (x%d): request %.0f ms median; probe p50 %.1f p99 %.1f max %.1f ms",
-             args.acls, args.topics, ROUNDS, statistics.median(hostile) * 1000, statistics.median(samples), p99,
+    log.info("%s, Metadata naming %d topics (x%d): request %.0f ms median; probe p50 %.1f p99 %.1f max %.1f ms",
+             "no authorizer" if args.no_authorizer else f"{args.acls} ACLs", args.topics, ROUNDS, statistics.median(hostile) * 1000, statistics.median(samples), p99,
              samples[-1])
 
 

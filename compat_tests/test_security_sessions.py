@@ -295,4 +295,4 @@ def test_a_reauthentication_mechanism_is_never_log_text_or_a_label_unless_enable
     with urllib.request.urlopen(url + "/metrics", timeout=TIMEOUT_S) as scrape:
         text = scrape.read().decode()
     labels = set(re.findall(r'rivven_authentication_failures_total\{[^}]*mechanism="([^"]*)"', text))
-    assert labels and labels <= {"PLAIN", "SCRAM-SHA-256", "none"}, labels
+    assert labels and labels <= {"PLAIN", "SCRAM-SHA-256", "TLS", "none"}, labels  # TLS: refused certificates

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import stat
 import subprocess
 import sys
 import uuid
@@ -38,6 +39,11 @@ from confluent_kafka.admin import (
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.describe_log_dirs import DescribeLogDirsRequest
 from rivven_kproto.codec.messages.metadata import MetadataRequest, MetadataRequestTopic
+from rivven_kproto.codec.messages.write_txn_markers import (
+    WritableTxnMarker,
+    WritableTxnMarkerTopic,
+    WriteTxnMarkersRequest,
+)
 
 from .broker_process import BrokerProcess
 from .test_security_sessions import authentication_error
@@ -451,3 +457,48 @@ def test_scram_credentials_and_acls_survive_kill_9(tmp_path: Path) -> None:
     finally:
         if broker.alive():
             broker.stop()
+
+
+def test_refused_write_txn_markers_are_logged_once_a_request_and_rate_limited(cluster: Cluster) -> None:
+    """Issue #37 item 11: one anonymous request of 8,000 markers logged 8,000 lines. Now a refusal
+    is one line a request, and refusals are rate-limited as the protocol warnings are."""
+    before = cluster.broker.log_text().count("WriteTxnMarkers refused")
+    markers = [WritableTxnMarker(producer_id=5000 + i, producer_epoch=0, transaction_result=False,
+                                 topics=[WritableTxnMarkerTopic(name="orders", partition_indexes=[0])], coordinator_epoch=0)
+               for i in range(2000)]
+    raw = Raw(cluster.broker.bootstrap)
+    try:
+        answer = raw.call(WriteTxnMarkersRequest(markers=markers), 1)
+        assert len(answer.markers) == 2000
+        assert {p.error_code for m in answer.markers for t in m.topics for p in t.partitions} == {
+            Errors.CLUSTER_AUTHORIZATION_FAILED}
+        assert cluster.broker.log_text().count("WriteTxnMarkers refused") - before == 1  # answered after logging
+        for _ in range(30):
+            raw.call(WriteTxnMarkersRequest(markers=markers[:1]), 1)
+    finally:
+        raw.close()
+    assert cluster.broker.log_text().count("WriteTxnMarkers refused") - before <= 10  # the burst of an interval
+
+
+def test_secrets_are_private_on_disk_and_a_loose_data_directory_warns(cluster: Cluster, tmp_path: Path) -> None:
+    """Issue #37 item 12: meta/scram.json and meta/acls.json were 0644 in a 0755 directory (salted
+    keys allow an offline dictionary attack). The data directory is made 0700, secrets 0600."""
+    admin = cluster.admin()
+    for future in admin.create_acls([binding("User:alice", ResourceType.TOPIC, "modes", AclOperation.READ)]).values():
+        future.result(TIMEOUT_S)
+    upsert = UserScramCredentialUpsertion("modes-user", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096), b"pw")
+    for future in admin.alter_user_scram_credentials([upsert]).values():
+        future.result(TIMEOUT_S)
+    data_dir = cluster.broker.data_dir
+    assert stat.S_IMODE(data_dir.stat().st_mode) == 0o700
+    for name in ("scram.json", "acls.json"):
+        assert stat.S_IMODE((data_dir / "meta" / name).stat().st_mode) == 0o600, name
+
+    loose = tmp_path / "loose"
+    loose.mkdir(mode=0o755)
+    loose.chmod(0o755)
+    broker = BrokerProcess(loose, tmp_path / "loose.log").start()
+    try:
+        assert re.search(r"data directory .*loose is mode 0?755", broker.log_text()), broker.log_text()[-2000:]
+    finally:
+        broker.stop()

@@ -15,6 +15,7 @@ import struct
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -88,8 +89,10 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
         "listener.name.mtls.ssl.client.auth=required\n"
         "listener.name.mtls.ssl.principal.mapping.rules=RULE:^CN=([^,]*),OU=[^,]*,O=Example$/$1/L\n"
         "connection.failed.authentication.delay.ms=0\n"
+        "kproto.metrics.max.age.ms=0\n"
     )
-    process = BrokerProcess(data_dir, base / "broker.log", ["--config", str(config)]).start()
+    process = BrokerProcess(data_dir, base / "broker.log",
+                            ["--config", str(config), "--metrics", "127.0.0.1:0"]).start()
     try:
         result = Broker(process, ca, ca_file, base)
         assert set(result.ports) == {"SASL_PLAINTEXT", "INTERNAL", "MTLS"}, process.log_text()
@@ -265,3 +268,31 @@ def test_an_unknown_mechanism_gets_kafkas_answer_and_the_connection_closes(broke
         assert raw_client.closed_by_peer(sock)
     finally:
         sock.close()
+
+
+METRICS = re.compile(r"metrics on (http://[\d.]+:\d+)/metrics")
+
+
+def test_a_reauthentication_mechanism_is_never_log_text_or_a_label_unless_enabled(broker: Broker) -> None:
+    """Issue #37 item 10: the name a client gives when re-authenticating was logged and labelled
+    as sent, so a newline forged a log line and every new name made a metrics series."""
+    forged = [f"PLAIN\nFORGED-{i} User:admin granted everything" for i in range(3)]
+    for mechanism in forged:
+        sock = raw_client.connect(broker.address("SASL_PLAINTEXT"))
+        try:
+            assert login(sock, "alice", "alice-pw", 1).error_code == Errors.NONE
+            handshake = raw_client.call(sock, SaslHandshakeRequest(mechanism=mechanism), 1, correlation_id=3)
+            assert handshake.error_code == Errors.NONE  # Kafka answers, then fails the SaslAuthenticate
+            answer = raw_client.call(sock, SaslAuthenticateRequest(auth_bytes=b"\x00alice\x00alice-pw"), 1,
+                                     correlation_id=4)
+            assert answer.error_code == Errors.SASL_AUTHENTICATION_FAILED
+            assert raw_client.closed_by_peer(sock)
+        finally:
+            sock.close()
+    lines = broker.process.log_text().splitlines()  # the failure is logged before it is answered
+    assert not [line for line in lines if line.startswith("FORGED")], lines[-10:]
+    url = METRICS.findall(broker.process.log_text())[-1]
+    with urllib.request.urlopen(url + "/metrics", timeout=TIMEOUT_S) as scrape:
+        text = scrape.read().decode()
+    labels = set(re.findall(r'rivven_authentication_failures_total\{[^}]*mechanism="([^"]*)"', text))
+    assert labels and labels <= {"PLAIN", "SCRAM-SHA-256", "TLS", "none"}, labels  # TLS: refused certificates

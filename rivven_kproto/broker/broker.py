@@ -41,6 +41,7 @@ from .durable.work import BlockingWork, run_all
 from .dynamic_configs import CLUSTER_DEFAULT, TOPIC_KEY_OF, DynamicBrokerConfigs
 from .dynamic_configs import FILE_NAME as DYNAMIC_CONFIGS_FILE
 from .faults import fault_point
+from .file_modes import make_private_dir, warn_if_loose
 from .groups import GroupCoordinator
 from .log.base import PartitionLogBase
 from .log.config import LogConfig
@@ -102,10 +103,12 @@ class Broker:
         self.data_dir = config.data_dir
         # A database store keeps everything (partitions, metadata, credentials) in the database and
         # coordinates its brokers there: no local directory, so brokers started from one directory
-        # do not meet on ./kproto-data's lock. The native log lives in, and locks, the directory.
+        # do not meet on ./kproto-data's lock. The native log lives in, and locks, the directory
+        # (private: it holds the SCRAM credentials and ACLs).
         self.lock: DataDirLock | None = None
         if is_native(config.storage):
-            self.data_dir.mkdir(parents=True, exist_ok=True)
+            make_private_dir(self.data_dir)
+            warn_if_loose(self.data_dir)
             self.lock = DataDirLock(self.data_dir)
             self.lock.acquire()
         else:

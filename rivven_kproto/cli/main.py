@@ -116,7 +116,7 @@ def main(ctx: click.Context, bootstrap: str, output: str, timeout: float, comman
 @click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), help="Data directory of the native log (default ./kproto-data; ':memory:' for a throwaway one in RAM, removed at exit); unused with --storage postgresql://...")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path), help="server.properties-style file.")
 @click.option("--fsync", type=click.Choice(FSYNC_POLICIES), help="When to fsync (default interval).")
-@click.option("--storage", metavar="URL", help="Where partitions and state live: the native log in --data-dir (default) or postgresql://USER[:PW]@HOST[:PORT]/DB.")
+@click.option("--storage", metavar="URL", help="Where partitions and state live: the native log in --data-dir (default) or postgresql://USER@HOST[:PORT]/DB (the password from PGPASSWORD or PGPASSFILE, not the command line, which ps shows).")
 @click.option("--standby", is_flag=True, default=None, help="With --storage postgresql://...: when another broker serves the database, wait and take over when it stops (instead of failing).")
 @click.option("--node-id", type=click.IntRange(min=0), default=None, help="This broker's node id (default: 0 on the native log; on PostgreSQL the lowest id no other broker of the database holds).")
 @click.option("--metrics", metavar="HOST:PORT", help="Serve /metrics (Prometheus), /healthz and /readyz here (default off).")

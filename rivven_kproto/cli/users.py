@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 
 from rivven_kproto.broker.datadir_lock import DataDirLock, DataDirLocked
+from rivven_kproto.broker.file_modes import make_private_dir
 from rivven_kproto.broker.security.scram import (
     DEFAULT_ITERATIONS,
     MAX_ITERATIONS,
@@ -39,7 +40,7 @@ def users() -> None:
 
 
 def _store(data_dir: Path) -> tuple[ScramStore, DataDirLock]:
-    data_dir.mkdir(parents=True, exist_ok=True)
+    make_private_dir(data_dir)
     lock = DataDirLock(data_dir)
     try:
         lock.acquire()

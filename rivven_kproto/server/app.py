@@ -218,7 +218,8 @@ class Server:
                     finally:
                         self._busy -= 1
                     if session.failed_authentication:
-                        log.info("authentication of %r from %s failed (%s)", session.user, peer, session.mechanism)
+                        self.warnings.info("authentication", "authentication of %r from %s failed (%s)", session.user,
+                                           peer, session.mechanism)
                         self._count_auth_failure(listener_name, session.mechanism or "none")
                         await trio.sleep(self.config.security.failed_authentication_delay_ms / 1000)
                     if reply is not None:
@@ -363,8 +364,8 @@ class Server:
         ctx = RequestContext(self.broker, self.config, wall_clock_ms(), event.header.client_id, client_host,
                              session=session)
         if not ctx.allowed(Operation.CLUSTER_ACTION, ResourceType.CLUSTER):
-            log.warning("an Envelope from %s (%s), who may not act for the cluster: refused", session.principal,
-                        client_host)
+            self.warnings.warning("authorization", "an Envelope from %s (%s), who may not act for the cluster: refused",
+                                  session.principal, client_host)
             response = envelope_response(None, Errors.CLUSTER_AUTHORIZATION_FAILED)
         else:
             try:

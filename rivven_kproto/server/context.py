@@ -14,6 +14,7 @@ from rivven_kproto.broker.log.validation import RecordCheck
 from rivven_kproto.broker.security.acls import CLUSTER_NAME, Operation, ResourceType
 from rivven_kproto.broker.txn.coordinator import TransactionCoordinator
 from rivven_kproto.codec.errors import Errors, KafkaError
+from rivven_kproto.codec.messages.metadata import MetadataResponseTopic
 
 from .session import Session
 
@@ -70,6 +71,9 @@ class RequestContext:
     txn_offsets_guard: Guard | None = None
     # The connection's listener and client identity (None: a request outside any connection).
     session: Session | None = None
+    # Metadata naming many topics: the answers by name, built by ``prepare`` a slice per event-loop
+    # turn so that other clients are served meanwhile (see handlers/metadata.py).
+    metadata_answers: dict[str, MetadataResponseTopic] = field(default_factory=dict)
 
     @property
     def principal(self) -> str:

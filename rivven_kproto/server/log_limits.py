@@ -1,7 +1,8 @@
 """Rate-limited warnings: a flood of bad connections must not become a flood of log lines.
 
 The first ``burst`` occurrences of a kind within an interval are logged; further ones are counted
-and summarised on the next line of that kind logged after the interval.
+and summarised on the next line of that kind logged after the interval. Every log of a refusal a
+client can provoke (authorization, authentication, rejected records) goes through one of these.
 """
 
 from __future__ import annotations
@@ -32,6 +33,13 @@ class RateLimitedLog:
 
     def warning(self, kind: str, message: str, *args: object) -> None:
         """Log ``message % args`` on one line unless ``kind`` already used its burst this interval."""
+        self.log(logging.WARNING, kind, message, *args)
+
+    def info(self, kind: str, message: str, *args: object) -> None:
+        self.log(logging.INFO, kind, message, *args)
+
+    def log(self, level: int, kind: str, message: str, *args: object) -> None:
+        """As :meth:`warning`, at ``level``."""
         now = time.monotonic()
         window = self._windows.get(kind)
         summary = ""
@@ -43,7 +51,7 @@ class RateLimitedLog:
             window.suppressed += 1
             return
         window.logged += 1
-        self._logger.warning("%s%s", one_line(message % args if args else message), summary)
+        self._logger.log(level, "%s%s", one_line(message % args if args else message), summary)
 
 
 def one_line(text: str) -> str:

@@ -86,7 +86,11 @@ class Session:
 
     @property
     def mechanism(self) -> str | None:
-        return None if self.sasl is None else self.sasl.mechanism
+        """The mechanism in use, only ever one of the listener's enabled ones (log text and a
+        metrics label: never a name as a client sent it)."""
+        if self.sasl is None or self.sasl.mechanism not in self.sasl.enabled:
+            return None
+        return self.sasl.mechanism
 
     def may_call(self, api_key: int, now_ms: int) -> bool:
         """Before authentication only the SASL APIs; after the session expired (KIP-368) only a

@@ -139,3 +139,15 @@ def test_scram_nonces_as_kafka_3_9_accepts_them() -> None:
     unknown.handshake("SCRAM-SHA-256")
     assert unknown.authenticate(b"n,,n=nobody,r=abc")[0] == Errors.SASL_AUTHENTICATION_FAILED
     assert unknown.user == "nobody"
+
+
+def test_a_reauthentication_name_not_enabled_is_never_kept() -> None:
+    """Issue #37 item 10: the mechanism is log text and a metrics label; a client's own name
+    (with a newline, or new on every attempt) must not become either."""
+    sasl = exchange()
+    sasl.handshake("PLAIN")
+    assert sasl.authenticate(plain("alice", "alice-pw"))[0] == Errors.NONE
+    assert sasl.handshake("PLAIN\nforged line") == Errors.NONE
+    assert sasl.mechanism == "PLAIN"
+    error, message, _ = sasl.authenticate(plain("alice", "alice-pw"))
+    assert error == Errors.SASL_AUTHENTICATION_FAILED and message is not None and "not supported" in message

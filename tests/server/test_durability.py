@@ -165,7 +165,7 @@ async def test_a_failed_metadata_write_stops_the_flusher(tmp_path: Path, monkeyp
     broker = open_broker(tmp_path, "interval")
     durability = Durability(broker, broker.config)
 
-    def disk_full(path: Path, data: bytes) -> None:
+    def disk_full(path: Path, data: bytes, mode: int = 0o644) -> None:
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr("rivven_kproto.broker.durable.work.write_atomic", disk_full)

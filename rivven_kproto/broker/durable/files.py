@@ -13,6 +13,7 @@ treated as absent (the log then falls back to its safe default) and logged.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from pathlib import Path
@@ -50,10 +51,13 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` so that a crash shows the old or the new content only."""
+def write_atomic(path: Path, data: bytes, mode: int = 0o644) -> None:
+    """Replace ``path`` with ``data`` so that a crash shows the old or the new content only; the
+    file gets ``mode`` (under the umask) whatever the old one had."""
     tmp = path.with_name(path.name + TMP_SUFFIX)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp)  # a leftover of a crash keeps its mode through O_CREAT: start afresh
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
         view = memoryview(data)
         while view:

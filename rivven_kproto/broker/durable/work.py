@@ -18,6 +18,7 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
+from ..file_modes import PRIVATE_FILE_MODE, make_private_dir
 from .files import write_atomic
 
 log = logging.getLogger(__name__)
@@ -86,8 +87,9 @@ def submit(work: BlockingWork | None, job: Job, *, critical: bool = False) -> No
 
 
 def save_metadata(work: BlockingWork | None, path: Path, data: bytes) -> None:
-    """Replace a metadata file (topic table, ACLs, SCRAM credentials) with ``data``, as a critical job."""
-    submit(work, lambda: write_atomic(path, data), critical=True)
+    """Replace a metadata file (topic table, ACLs, SCRAM credentials) with ``data``, as a critical
+    job; readable by the broker's user only (see file_modes)."""
+    submit(work, lambda: write_atomic(path, data, PRIVATE_FILE_MODE), critical=True)
 
 
 class Document:
@@ -102,7 +104,7 @@ class Document:
 
     def save(self, work: BlockingWork | None, data: bytes) -> None:
         """Replace the document, as a critical job of ``work``."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dir(self.path.parent)
         save_metadata(work, self.path, data)
 
 

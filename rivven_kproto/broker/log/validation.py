@@ -17,18 +17,19 @@ from rivven_kproto.codec.compression import (
     CompressionError,
     UnsupportedCompressionError,
     codec_of,
+    compress,
     decompress,
 )
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.records.batch import (
     ATTRIBUTES_OFFSET,
+    COMPRESSION_MASK,
     CRC_OFFSET,
     HEADER_SIZE,
     MAGIC_OFFSET,
     MIN_BATCH_LENGTH,
     NO_PRODUCER_ID,
     TIMESTAMP_TYPE_MASK,
-    BatchFormatError,
     BatchHeader,
     compute_crc,
     crc_ok,
@@ -36,13 +37,16 @@ from rivven_kproto.codec.records.batch import (
     patch_base_offset,
     patch_partition_leader_epoch,
 )
-from rivven_kproto.codec.records.records import recompress_batch
+from rivven_kproto.codec.records.records import assemble_batch
 from rivven_kproto.codec.records.scan import ScanCode, null_key_indexes, scan
 
 MAX_TIMESTAMP_OFFSET = 35
 # A compressed batch may not decompress to more than this many times max.message.bytes (at least
 # 1 MiB): bounds a decompression bomb while leaving room for well-compressible legitimate batches.
 DECOMPRESSED_SIZE_FACTOR = 16
+# The smallest a v2 record can be: a 1-byte length, then attributes, timestamp delta, offset delta,
+# key length (-1), value length (-1) and header count, one byte each.
+MIN_RECORD_BYTES = 7
 _INT16 = struct.Struct(">h")
 _INT64 = struct.Struct(">q")
 _UINT32 = struct.Struct(">I")
@@ -71,6 +75,7 @@ def validate_batches(
     while pos < len(data):
         header = _checked_header(data, pos, config)
         _check_counts(header, pos, from_client)
+        _check_declared_size(header, pos, config)
         batches.append((pos, header))
         pos += header.size
     return batches
@@ -121,6 +126,22 @@ def _check_counts(header: BatchHeader, pos: int, from_client: bool) -> None:
             raise KafkaError(Errors.INVALID_RECORD, "an idempotent batch must carry a base sequence")
     elif not count_ok and header.records_count != 0:
         raise KafkaError(Errors.INVALID_RECORD, f"record count mismatch in the batch at byte {pos}")
+
+
+def _check_declared_size(header: BatchHeader, pos: int, config: LogConfig) -> None:
+    """A compressed batch declaring more records than its decompressed size limit can hold is
+    refused from its header, before anything is decompressed or walked (issue #37 item 8).
+    Uncompressed batches need no such check: their records are bounded by the batch's own size,
+    which the walk checks as it goes."""
+    if header.compression == Compression.NONE:
+        return
+    limit = decompressed_limit(config)
+    if header.records_count > limit // MIN_RECORD_BYTES:
+        raise KafkaError(
+            Errors.MESSAGE_TOO_LARGE,
+            f"record batch at byte {pos} declares {header.records_count} records: at {MIN_RECORD_BYTES} bytes "
+            f"each at least, more than the {limit} bytes a batch may decompress to",
+        )
 
 
 def check_offsets(batches: Batches, log_end_offset: int) -> None:
@@ -225,7 +246,14 @@ def validate_records(data: bytes | bytearray, batches: Batches, config: LogConfi
     Returns each batch's largest record timestamp, which Kafka writes into the batch header
     (a producer's own max timestamp is not trusted).
     """
+    max_timestamps, _payloads = _walk(data, batches, config, where)
+    return RecordCheck(data, max_timestamps, config)
+
+
+def _walk(data: bytes | bytearray, batches: Batches, config: LogConfig, where: str) -> tuple[tuple[int, ...], list[bytes]]:
+    """The checks of :func:`validate_records`; also each batch's records section, decompressed."""
     max_timestamps = []
+    payloads = []
     for index, (pos, header) in enumerate(batches):
         payload = batch_payload(data, pos, header, config)
         result = scan(payload, header.records_count, header.base_timestamp)
@@ -246,7 +274,8 @@ def validate_records(data: bytes | bytearray, batches: Batches, config: LogConfi
                 [(i, message) for i in null_key_indexes(payload, header.records_count)],
             )
         max_timestamps.append(result.max_timestamp)
-    return RecordCheck(data, tuple(max_timestamps), config)
+        payloads.append(payload)
+    return tuple(max_timestamps), payloads
 
 
 def prepare_client_records(
@@ -260,14 +289,39 @@ def prepare_client_records(
     records' timestamps and must still fit ``max.message.bytes`` (checked again at the append).
     """
     batches = validate_batches(data, config)
-    check = validate_records(data, batches, config, where)
+    max_timestamps, payloads = _walk(data, batches, config, where)
     if target_compression is None or all(h.compression == target_compression for _, h in batches):
-        return check
+        return RecordCheck(data, max_timestamps, config)
+    recompressed = b"".join(
+        recompress(data, pos, header, payload, target_compression)
+        for (pos, header), payload in zip(batches, payloads, strict=True)
+    )
+    if len(recompressed) > config.max_message_bytes:
+        raise KafkaError(
+            Errors.MESSAGE_TOO_LARGE,
+            f"record batch{where} recompressed to {len(recompressed)} bytes exceeds "
+            f"max.message.bytes={config.max_message_bytes}",
+        )
+    return RecordCheck(recompressed, max_timestamps, config)
+
+
+def recompress(data: bytes | bytearray, pos: int, header: BatchHeader, payload: bytes, codec: int) -> bytes:
+    """The batch at ``pos`` with its records section (``payload``, decompressed and walked) in
+    another codec; every other header field kept. Works on bytes: the records are already
+    checked, so they are not decoded into objects and encoded again (which cost seconds for a
+    batch of a million records)."""
     try:
-        recompressed = recompress_batch(data, target_compression, max_decompressed_size=decompressed_limit(config))
-    except (BatchFormatError, ValueError) as exc:
-        raise KafkaError(Errors.CORRUPT_MESSAGE, f"record batch{where} cannot be recompressed: {exc}") from None
-    return RecordCheck(recompressed, check.max_timestamps, config)
+        compressed = compress(codec, payload)
+        attributes = (header.attributes & ~COMPRESSION_MASK) | codec_of(codec)
+        return assemble_batch(
+            base_offset=header.base_offset, partition_leader_epoch=header.partition_leader_epoch,
+            attributes=attributes, last_offset_delta=header.last_offset_delta,
+            base_timestamp=header.base_timestamp, max_timestamp=header.max_timestamp,
+            producer_id=header.producer_id, producer_epoch=header.producer_epoch,
+            base_sequence=header.base_sequence, records_count=header.records_count, payload=compressed,
+        )
+    except (CompressionError, ValueError) as exc:
+        raise KafkaError(Errors.CORRUPT_MESSAGE, f"record batch at byte {pos} cannot be recompressed: {exc}") from None
 
 
 def _describe(result: tuple[int, int, int, int, int, int]) -> str:

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from rivven_kproto.broker.durable.work import BlockingWork, Document
+from rivven_kproto.broker.security.acl_index import AclIndex
 from rivven_kproto.codec.acls import AclEntry, Operation, PatternType, Permission, ResourceType
 
 __all__ = ["AclBinding", "AclEntry", "AclError", "AclFilter", "Authorizer", "Operation", "PatternType", "Permission", "ResourceType"]
@@ -25,10 +26,6 @@ FILE_NAME = "acls.json"
 
 
 CLUSTER_NAME = "kafka-cluster"
-_IMPLIED_BY = {
-    Operation.DESCRIBE: {Operation.DESCRIBE, Operation.READ, Operation.WRITE, Operation.DELETE, Operation.ALTER},
-    Operation.DESCRIBE_CONFIGS: {Operation.DESCRIBE_CONFIGS, Operation.ALTER_CONFIGS},
-}
 
 
 class AclError(ValueError):
@@ -112,40 +109,35 @@ class Authorizer:
         self.super_users = frozenset(super_users)
         self.allow_if_no_acl = allow_if_no_acl
         self.acls: list[AclBinding] = []
+        self.index = AclIndex(())
         self.reload(self.document.read())
 
     def reload(self, stored: bytes | None) -> None:
         """Take the ACLs as stored (at start, and on a broker following the controller, which
         changed them: an ACL deleted there stops allowing here)."""
-        self.acls = [AclBinding(**entry) for entry in json.loads(stored)] if stored is not None else []
+        self._take([AclBinding(**entry) for entry in json.loads(stored)] if stored is not None else [])
+
+    def _take(self, acls: list[AclBinding]) -> None:
+        self.index = AclIndex(acls)
+        self.acls = acls
 
     def authorize(self, principal: str, host: str, operation: Operation, resource_type: ResourceType, name: str) -> bool:
+        """Kafka's decision, from the ACLs indexed by resource (see ``acl_index``)."""
         if principal in self.super_users:
             return True
-        matching = [
-            acl for acl in self.acls
-            if acl.resource_matches(resource_type, name)
-            and acl.principal in (principal, "User:*")
-            and acl.host in (host, WILDCARD)
-        ]
-        allowed_ops = _IMPLIED_BY.get(operation, {operation}) | {Operation.ALL}
-        if any(acl.permission == Permission.DENY and acl.operation in (operation, Operation.ALL) for acl in matching):
-            return False
-        if any(acl.permission == Permission.ALLOW and acl.operation in allowed_ops for acl in matching):
-            return True
-        if self.allow_if_no_acl:
-            return not any(acl.resource_matches(resource_type, name) for acl in self.acls)
-        return False
+        decision = self.index.decide(principal, host, operation, resource_type, name)
+        if decision is not None:
+            return decision
+        return self.allow_if_no_acl and not self.index.any_matches(resource_type, name)
 
     def authorize_any_topic(self, principal: str, host: str, operation: Operation) -> bool:
         """Kafka's check for an idempotent producer: the operation on some topic (an ALLOW ACL exists)."""
         if principal in self.super_users:
             return True
+        allows = self.index.topic_allows
         return any(
-            acl.resource_type == ResourceType.TOPIC and acl.permission == Permission.ALLOW
-            and acl.operation in (operation, Operation.ALL) and acl.principal in (principal, "User:*")
-            and acl.host in (host, WILDCARD)
-            for acl in self.acls
+            acl_operation in (operation, Operation.ALL) and acl_host in (host, WILDCARD)
+            for who in {principal, "User:*"} for acl_operation, _, acl_host in allows.get(who, ())
         )
 
     def create(self, bindings: list[AclBinding]) -> None:
@@ -166,4 +158,4 @@ class Authorizer:
     def _save(self, acls: list[AclBinding]) -> None:
         """Take effect now; durable before the change is answered (a critical job of ``work``)."""
         self.document.save(self.work, json.dumps([asdict(acl) for acl in acls], indent=1).encode())
-        self.acls = acls
+        self._take(acls)

@@ -48,12 +48,15 @@ class SaslExchange:
             self._previous = (self.mechanism, self.principal)
             self.principal = self.user = self._scram_server = None
             if mechanism != self._previous[0]:
-                # Kafka answers the handshake and fails the next SaslAuthenticate.
+                # Kafka answers the handshake and fails the next SaslAuthenticate (the name goes
+                # back to the client only, in this message).
                 self._bad_mechanism = (
                     f"SASL mechanism '{mechanism}' requested by client is not supported for "
                     f"re-authentication of mechanism '{self._previous[0]}'"
                 )
-            self.mechanism = mechanism
+            # Only an enabled name is ever kept: it becomes log text and a metrics label, where a
+            # client's own (a newline, a new series per attempt) must never go (issue #37 item 10).
+            self.mechanism = mechanism if mechanism in self.enabled else self._previous[0]
             return Errors.NONE
         if self.mechanism is not None:
             return Errors.ILLEGAL_SASL_STATE

@@ -13,6 +13,7 @@ from ..durable.files import write_atomic
 from ..durable.flush import sync_all
 from ..durable.log import DurableLog
 from ..durable.work import BlockingWork, Document
+from ..file_modes import make_private_dir
 from ..log.base import PartitionLogBase
 from ..log.config import LogConfig
 from ..log.descriptor_cache import DescriptorCache
@@ -37,7 +38,7 @@ class NativeStorage:
         self.meta_dir = data_dir / "meta"
         remove_deleted(data_dir)
         self.files = DescriptorCache(log_file_budget())  # sized now: the server raised the limit first
-        self.meta_dir.mkdir(parents=True, exist_ok=True)
+        make_private_dir(self.meta_dir)
 
     def document(self, name: str) -> Document:
         return Document(self.meta_dir / name)

@@ -46,12 +46,14 @@ from rivven_kproto.codec.records.batch import BatchFormatError, BatchHeader, ite
 from rivven_kproto.codec.records.scan import COMPILED
 
 from ..context import NoResponse, PartitionKey, PartitionLog, RequestContext
+from ..log_limits import RateLimitedLog
 from .txn_errors import PRODUCE_ABORTABLE, PRODUCE_V2, abortable_for_version, client_txn_version
 
 API_KEY = 0
 DECODE_INLINE = True  # the bulk of a large Produce is record bytes, validated by ``prepare``
 MIN_SERVED_VERSION = 3
 log = logging.getLogger(__name__)
+refusals = RateLimitedLog(log)  # a client chooses how many partitions and batches it sends
 
 _TOPIC_COMPRESSION = {
     "uncompressed": Compression.NONE,
@@ -207,12 +209,12 @@ def _produce_partition(
             raise prepared
         info = log_.append(prepared.data, ctx.now_ms, record_check=prepared)
     except RecordValidationError as exc:
-        log.info("rejecting records for %s-%d: %s", topic, data.index, exc.message)
+        refusals.info("records", "rejecting records for %s-%d: %s", topic, data.index, exc.message)
         return error_partition(data.index, exc.error, exc.message, exc.record_errors)
     except KafkaError as exc:
         return error_partition(data.index, exc.error, exc.message)
     except (BatchFormatError, ValueError) as exc:
-        log.info("rejecting a corrupt batch for %s-%d: %s", topic, data.index, exc)
+        refusals.info("records", "rejecting a corrupt batch for %s-%d: %s", topic, data.index, exc)
         return error_partition(data.index, Errors.CORRUPT_MESSAGE, str(exc))
     if not info.duplicate:
         ctx.appended = True

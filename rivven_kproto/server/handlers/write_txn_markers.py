@@ -26,19 +26,22 @@ from rivven_kproto.codec.messages.write_txn_markers import (
 )
 
 from ..context import RequestContext
+from ..log_limits import RateLimitedLog
 from ..peers import PEER_CLIENT_PREFIX
 
 API_KEY = 27
 log = logging.getLogger(__name__)
+refusals = RateLimitedLog(log)
 
 
 def handle(ctx: RequestContext, request: WriteTxnMarkersRequest, version: int) -> WriteTxnMarkersResponse:
     results = []
     allowed = ctx.allowed(Operation.CLUSTER_ACTION, ResourceType.CLUSTER)  # Kafka: inter-broker only
+    if not allowed:  # one line a request, rate-limited: a client chooses how many markers it sends
+        refusals.warning("authorization", "WriteTxnMarkers refused for %s from %s: no ClusterAction on the cluster "
+                         "(%d markers)", ctx.principal, ctx.client_host.lstrip("/") or "?", len(request.markers))
     for marker in request.markers:
         if not allowed:
-            log.warning("WriteTxnMarkers refused for %s from %s: no ClusterAction on the cluster", ctx.principal,
-                        ctx.client_host.lstrip("/") or "?")
             results.append(WritableTxnMarkerResult(producer_id=marker.producer_id, topics=[
                 WritableTxnMarkerTopicResult(name=t.name, partitions=[
                     WritableTxnMarkerPartitionResult(partition_index=i, error_code=Errors.CLUSTER_AUTHORIZATION_FAILED)

@@ -63,6 +63,7 @@ class TransformStage:
                 "auto.offset.reset": "earliest",
                 "enable.auto.commit": False,
                 "enable.partition.eof": True,
+                "metadata.recovery.strategy": "none",  # librdkafka#5511, as the producer below
             }
         )
         self.consumer.subscribe([self.source])

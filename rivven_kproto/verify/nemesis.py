@@ -144,6 +144,10 @@ class Nemesis:
                 self.schedule.again(draw)
         self.step_number = self.schedule.step
 
+    def owes_forced(self) -> bool:
+        """A fault forced by ``every_kind`` has not come yet (the run goes on past its duration)."""
+        return bool(self.schedule.forced)
+
     def _inject(self, draw: Draw) -> bool:
         """Whether the fault was injected (not skipped)."""
         kind, choice = draw.kind, draw.choice

@@ -247,8 +247,9 @@ def run(plan: Plan, means: Means, progress: Callable[[str], None] | None = None)
 
     started = time.monotonic()
     for number in range(plan.transactions):
-        if plan.duration_s is not None and time.monotonic() - started > plan.duration_s:
-            break
+        if plan.duration_s is not None and time.monotonic() - started > plan.duration_s and not (
+                means.nemesis is not None and means.nemesis.owes_forced()):
+            break  # (a fault forced by --every-fault still to come keeps the run going until it came)
         if progress is not None and number % 50 == 0:
             progress(f"transaction {number}/{plan.transactions}")
         maybe_faults()

@@ -11,6 +11,8 @@ import socket
 import struct
 import threading
 
+from rivven_kproto.verify.faults import shut_down
+
 
 class RecordingProxy:
     def __init__(self, upstream_port: int = 0) -> None:
@@ -48,11 +50,7 @@ class RecordingProxy:
         except OSError:
             pass
         finally:
-            for sock in (source, sink):
-                try:
-                    sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
+            shut_down(source, sink)
 
     def _record(self, buffer: bytes) -> bytes:
         while len(buffer) >= 4:

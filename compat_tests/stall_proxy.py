@@ -15,6 +15,8 @@ import socket
 import threading
 from types import TracebackType
 
+from rivven_kproto.verify.faults import shut_down
+
 log = logging.getLogger(__name__)
 
 POLL_S = 0.1
@@ -91,11 +93,7 @@ class StallProxy:
         except OSError:
             pass
         finally:
-            for sock in (source, target):
-                try:
-                    sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
+            shut_down(source, target)
 
     def close(self) -> None:
         self._stop.set()

@@ -21,6 +21,15 @@ log = logging.getLogger(__name__)
 START_TIMEOUT_S = 60.0
 
 
+def shut_down(*sockets: socket.socket) -> None:
+    """Both directions of each socket closed (the peer sees the connection end), errors ignored."""
+    for sock in sockets:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
 def wait_for_port(host: str, port: int, timeout: float = START_TIMEOUT_S,
                   process: subprocess.Popen[bytes] | None = None) -> None:
     """Until something listens on ``host:port``; a ``process`` that exits meanwhile fails it at once."""
@@ -144,22 +153,15 @@ class CuttingProxy:
         except OSError:
             pass
         finally:
-            for sock in (source, target):
-                try:
-                    sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
+            shut_down(source, target)
 
     def cut(self) -> None:
         """Close every connection through the proxy at once (both sides see it die)."""
         with self._lock:
             pairs, self._pairs = self._pairs, []
         for pair in pairs:
+            shut_down(*pair)
             for sock in pair:
-                try:
-                    sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
                 sock.close()
         self.cuts += 1
 

@@ -145,8 +145,10 @@ class Nemesis:
         self.step_number = self.schedule.step
 
     def owes_forced(self) -> bool:
-        """A fault forced by ``every_kind`` has not come yet (the run goes on past its duration)."""
-        return bool(self.schedule.forced)
+        """With ``every_kind``, an enabled kind has not happened yet (the run goes on past its
+        duration until it has: its forced step, or the retries of it, are still to come)."""
+        return self.rates.every_kind and any(
+            not self.history.faults.get(COUNTERS[kind]) for kind in self.schedule.enabled)
 
     def _inject(self, draw: Draw) -> bool:
         """Whether the fault was injected (not skipped)."""

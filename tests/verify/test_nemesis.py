@@ -45,3 +45,20 @@ def test_a_forced_fault_that_could_not_be_injected_comes_again_next_step() -> No
     forced = next(d for _ in range(30) for d in schedule.next() if d.forced)
     schedule.again(forced)
     assert [d.kind for d in schedule.next() if d.forced] == ["long_pause"]
+
+
+def test_a_run_is_owed_only_the_kinds_that_never_happened() -> None:
+    """--every-fault keeps a run going past its duration only until each enabled kind happened
+    (a forced step drawn late in a long run must not keep it going for thousands of steps)."""
+    from rivven_kproto.verify.history import History
+    from rivven_kproto.verify.nemesis import Nemesis
+
+    nemesis = Nemesis.__new__(Nemesis)  # the bookkeeping only: no cluster
+    nemesis.rates = Rates(every_kind=True, steps=10_000)
+    nemesis.schedule = Schedule(nemesis.rates, 1, ["kill", "cut"])
+    nemesis.history = History(seed=1, bootstrap="")
+    assert nemesis.owes_forced()
+    nemesis.history.faults[COUNTERS["kill"]] = 1
+    assert nemesis.owes_forced()
+    nemesis.history.faults[COUNTERS["cut"]] = 2
+    assert not nemesis.owes_forced() and nemesis.schedule.forced  # forced steps remain, none owed

@@ -18,7 +18,6 @@ import json
 import logging
 import random
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -26,7 +25,7 @@ from pathlib import Path
 import click
 
 from rivven_kproto.verify.checker import STALL_BOUND_S, check, passed
-from rivven_kproto.verify.clients import CLIENTS
+from rivven_kproto.verify.clients import CLIENTS, retired_exit
 from rivven_kproto.verify.cluster import Cluster
 from rivven_kproto.verify.faults import BrokerCommand, CuttingProxy
 from rivven_kproto.verify.history import History
@@ -153,7 +152,7 @@ def verify_eos(
     findings = check(history, stall_bound)
     doc = summary(history, findings, time.monotonic() - started)
     click.echo(json.dumps(doc, indent=2, sort_keys=True) if json_out else table(doc))
-    sys.exit(0 if doc["passed"] else 1)
+    retired_exit(0 if doc["passed"] else 1)  # the clients' retired handles are never destroyed
 
 
 def _progress(message: str) -> None:

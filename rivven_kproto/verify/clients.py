@@ -61,6 +61,31 @@ def open_client(name: str, config: dict[str, Any]) -> TxnClient:
     raise ValueError(f"unknown client {name!r}: one of {', '.join(CLIENTS)}")
 
 
+# librdkafka handles dropped by the workload (fenced zombies, replaced instances): kept, never
+# destroyed. Destroying a fenced transactional producer has corrupted the heap of the verify-eos
+# process ("double free or corruption", "unaligned tcache chunk", SIGABRT; issue #41), so they stay
+# alive, idle, until the command ends with os._exit (``retired_exit``) and no destructor runs.
+_RETIRED: list[Any] = []
+
+
+def retire(handle: Any) -> None:
+    """Drop a client handle without destroying it (see ``_RETIRED``)."""
+    if handle is not None:
+        _RETIRED.append(handle)
+
+
+def retired_exit(code: int) -> None:
+    """End the process without running the retired handles' destructors (output flushed first)."""
+    import logging
+    import os
+    import sys
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    logging.shutdown()
+    os._exit(code)
+
+
 @dataclass
 class _Settings:
     """What both clients are opened with, and what they collect from deliveries."""
@@ -125,7 +150,8 @@ class ConfluentClient(_Settings):
         self._call("abort_transaction", timeout_s)
 
     def close(self) -> None:
-        self.producer = None  # destroyed now (librdkafka's handle), not at interpreter exit
+        retire(self.producer)
+        self.producer = None
 
 
 @dataclass

@@ -14,6 +14,7 @@ import logging
 import random
 from typing import Any
 
+from .clients import retire
 from .history import ClientError, History, idempotent_value
 
 log = logging.getLogger(__name__)
@@ -122,4 +123,5 @@ class IdempotentWriter:
                                                    False, f"{left} records unacknowledged after {timeout_s:.0f} s"))
 
     def close(self) -> None:
-        self.producer = None  # librdkafka's handle destroyed now
+        retire(self.producer)  # not destroyed (see clients.retire)
+        self.producer = None

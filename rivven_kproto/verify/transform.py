@@ -14,6 +14,8 @@ import threading
 import time
 from typing import Any
 
+from .clients import retire
+
 log = logging.getLogger(__name__)
 
 PREFIX = "T:"
@@ -185,6 +187,7 @@ class TransformStage:
     def _abandon(self, close_consumer: bool = True) -> None:
         """Die as a killed process would: no commit, no abort, no consumer leave-group handshake."""
         self.restarts += 1
+        retire(self.producer)  # fenced by the next stage: not destroyed (see clients.retire)
         consumer, self.consumer, self.producer = self.consumer, None, None
         self.at_end = set()
         if not close_consumer:
@@ -233,4 +236,5 @@ class TransformStage:
     def close(self) -> None:
         if self.consumer is not None:
             self.consumer.close()
+        retire(self.producer)
         self.consumer = self.producer = None

@@ -80,9 +80,9 @@ class TransformStage:
                 "metadata.recovery.strategy": "none",
             }
         )
-        self._retrying(lambda: self.producer.init_transactions(CALL_TIMEOUT_S))
+        self._retrying(lambda: self.producer.init_transactions(CALL_TIMEOUT_S), "init_transactions")
 
-    def _bounded(self, call: Any) -> None:
+    def _bounded(self, call: Any, what: str = "a transactional call") -> None:
         """``call`` on a thread of its own; :class:`Hung` when it outlives its timeout (it is left
         blocked in the client, its handle abandoned, as a watchdog killing the process would)."""
         outcome: list[BaseException | None] = []
@@ -99,17 +99,17 @@ class TransformStage:
         worker.join(CALL_TIMEOUT_S + HUNG_GRACE_S)
         if not outcome:
             self._stuck.append(worker)
-            raise Hung(f"a transactional call of the transform stage did not return in {CALL_TIMEOUT_S + HUNG_GRACE_S:.0f} s")
+            raise Hung(f"{what} of the transform stage did not return in {CALL_TIMEOUT_S + HUNG_GRACE_S:.0f} s")
         if outcome[0] is not None:
             raise outcome[0]
 
-    def _retrying(self, call: Any) -> None:
+    def _retrying(self, call: Any, what: str = "a transactional call") -> None:
         from confluent_kafka import KafkaException
 
         deadline = time.monotonic() + self.retry_s
         while True:
             try:
-                self._bounded(call)
+                self._bounded(call, what)
                 return
             except KafkaException as exc:
                 error = exc.args[0]
@@ -163,15 +163,14 @@ class TransformStage:
             self._retrying(
                 lambda: self.producer.send_offsets_to_transaction(
                     positions, self.consumer.consumer_group_metadata(), CALL_TIMEOUT_S
-                )
-            )
-            self._retrying(lambda: self.producer.commit_transaction(CALL_TIMEOUT_S))
+                ), "send_offsets_to_transaction")
+            self._retrying(lambda: self.producer.commit_transaction(CALL_TIMEOUT_S), "commit_transaction")
         except KafkaException as exc:
             error = exc.args[0]
             log.info("transform stage: %s; restarting it", error)
             if error.txn_requires_abort() and not error.fatal():
                 try:
-                    self._retrying(lambda: self.producer.abort_transaction(CALL_TIMEOUT_S))
+                    self._retrying(lambda: self.producer.abort_transaction(CALL_TIMEOUT_S), "abort_transaction")
                 except KafkaException:
                     pass
             self._abandon()

@@ -174,6 +174,7 @@ class Broker:
         self.shard_count = storage.coordinator_shards
         self.shards: dict[int, CoordinatorShard] = {}
         self._dropped_appends = 0  # coordinator log entries of shards handed over (``coordinator_writes``)
+        self.shards_dropped = 0  # coordinator shards handed over or lost so far (parked group requests re-check)
         for shard in self.cluster.shards_of(config.node_id):
             self.load_shard(shard, now_ms)
 
@@ -226,6 +227,7 @@ class Broker:
         entries (``CoordinatorShard.close``, off the loop) before releasing its lock."""
         dropped = self.shards.pop(shard, None)
         if dropped is not None:
+            self.shards_dropped += 1
             self._dropped_appends += dropped.appended
             # Its transactions' markers are the next holder's now; an acknowledgement left here
             # would count for a later transaction of the producer should the shard come back.

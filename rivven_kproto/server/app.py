@@ -87,7 +87,8 @@ class Server:
         self.durability = Durability(broker, config, metrics)
         # A parked request answered after a pause re-checks the claims first (broker/claims.py).
         self.delayed = DelayedResponses(wall_clock_ms, broker.claims.refresh)
-        self._served_shards: frozenset[int] = frozenset()  # the coordinator shards served at the last wake_groups
+        # (shards dropped so far, claims valid) at the last wake_groups: a drop or a lapse since wakes parked joins.
+        self._served: tuple[int, bool] = (0, True)
         try:  # the only listener Envelopes (another broker forwarding its client's request) come on
             self.envelope_listener: str | None = config.inter_broker_listener().name
         except ConfigError:
@@ -388,10 +389,10 @@ class Server:
         """Parked JoinGroup/SyncGroup requests of groups that changed may be answerable now; all of
         them once a shard stopped being served here (handed over, or the claims lapsed): those of
         its groups answer COORDINATOR_NOT_AVAILABLE instead of waiting out their timeout."""
-        served = frozenset(self.broker.shards) if self.broker.claims.valid else frozenset()
-        if not served >= self._served_shards:
+        served = (self.broker.shards_dropped, self.broker.claims.valid)
+        if served != self._served and (served[0] != self._served[0] or not served[1]):
             self.delayed.notify(group_keys(self.delayed.parked_keys()))
-        self._served_shards = served
+        self._served = served
         for groups in self.broker.group_coordinators():
             if changed := groups.take_changed():
                 self.delayed.notify(wake_keys(changed))

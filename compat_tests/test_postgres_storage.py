@@ -315,9 +315,12 @@ def test_an_unreachable_database_stops_start_up_with_one_line(tmp_path: Path) ->
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
+    props = tmp_path / "server.properties"
+    props.write_text("kproto.storage.start.wait.ms=2000\n")  # the retry is tested; 60 s of it is not needed
     done = subprocess.run(
         [sys.executable, "-m", "rivven_kproto", "serve", "--listen", "127.0.0.1:0", "--data-dir", str(tmp_path / "d"),
-         "--storage", f"postgresql://kproto:hunter2@127.0.0.1:{port}/kproto"],
+         "--storage", f"postgresql://kproto:hunter2@127.0.0.1:{port}/kproto",
+         "--config", str(props)],
         capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
     )
     assert done.returncode == 1

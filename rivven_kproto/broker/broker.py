@@ -125,7 +125,8 @@ class Broker:
         self.work = BlockingWork(inline=True)  # until a server's flusher takes the file work over
         self.unflushed: set[PartitionLogBase] = set()  # written by the broker itself (markers) since the last flush
         self.storage = open_storage(config.storage, self.data_dir, standby=config.storage_standby,
-                                    node=(config.node_id, *config.advertised), assign_node_id=config.assign_node_id)
+                                    node=(config.node_id, *config.advertised), assign_node_id=config.assign_node_id,
+                                    start_wait_s=config.storage_start_wait_ms / 1000)
         if self.storage.assigned_node_id is not None:  # no --node-id: the shared store gave one
             config = self.config = dataclasses.replace(config, node_id=self.storage.assigned_node_id)
             log.info("serving as node %d (assigned by the %s store)", config.node_id, self.storage.kind)

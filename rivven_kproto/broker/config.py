@@ -139,6 +139,9 @@ class BrokerConfig:
     metrics_listen: tuple[str, int] | None = None
     storage: str | None = None  # None: the native log in data_dir; "postgresql://...": that database
     storage_standby: bool = False  # another broker serves the database: wait to take over instead of failing
+    # How long start-up waits for a database that is starting, restarting or failing over
+    # (kproto.storage.start.wait.ms) before it gives up.
+    storage_start_wait_ms: int = 60_000
     metrics_per_partition: bool = True
     # How old a /metrics rendering may be when a scrape reuses it (kproto.metrics.max.age.ms): -1,
     # the default, reuses one for 100 times as long as it took to render (at most 5 s), so scraping,
@@ -360,6 +363,8 @@ def _apply(config: BrokerConfig, props: Mapping[str, str], *, warn_unknown: bool
             changes["storage"] = None if value.strip() in ("", "native") else value.strip()
         elif key in ("standby", "storage.standby", "kproto.storage.standby"):
             changes["storage_standby"] = _bool(key, value)
+        elif key in ("kproto.storage.start.wait.ms", "storage.start.wait.ms"):
+            changes["storage_start_wait_ms"] = _int(key, value, 0)
         elif key in ("metrics", "kproto.metrics.listen"):
             changes["metrics_listen"] = parse_host_port(value) if value.strip() else None
         elif key in ("kproto.metrics.partitions", "metrics.partitions"):

@@ -140,12 +140,13 @@ def is_native(url: str | None) -> bool:
 
 def open_storage(
     url: str | None, data_dir: Path, *, standby: bool = False, node: tuple[int, str, int] | None = None,
-    assign_node_id: bool = False,
+    assign_node_id: bool = False, start_wait_s: float = START_WAIT_S,
 ) -> Storage:
     """The engine a ``--storage`` value names (None: the native log in ``data_dir``); ``standby``:
     wait for the database's serving broker to stop instead of failing; ``node``: this broker's
     node id and advertised address, for a shared store's registry of brokers; ``assign_node_id``:
-    a shared store picks the node id (``assigned_node_id``), the native log keeps ``node``'s."""
+    a shared store picks the node id (``assigned_node_id``), the native log keeps ``node``'s;
+    ``start_wait_s``: how long a database that is not up yet is waited for."""
     if url is None or is_native(url):
         from .native import NativeStorage
 
@@ -153,7 +154,7 @@ def open_storage(
     if url.startswith(("postgresql://", "postgres://")):
         from .postgres.store import PostgresStorage
 
-        deadline = time.monotonic() + START_WAIT_S
+        deadline = time.monotonic() + start_wait_s
         while True:
             try:
                 return PostgresStorage(url, standby=standby, node=node, assign_node_id=assign_node_id)
@@ -162,6 +163,6 @@ def open_storage(
                 # broker waits for its controllers, rather than exit.
                 if not exc.transient or time.monotonic() >= deadline:
                     raise
-                log.warning("%s; trying again (for up to %.0f s from start)", exc, START_WAIT_S)
+                log.warning("%s; trying again (for up to %.0f s from start)", exc, start_wait_s)
                 time.sleep(START_RETRY_S)
     raise ValueError(f"unknown storage {url!r}: expected postgresql://USER[:PASSWORD]@HOST[:PORT]/DB")

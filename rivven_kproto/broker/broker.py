@@ -302,7 +302,7 @@ class Broker:
         if all(node.node_id != self.config.node_id for node in nodes):  # not seen yet: it is alive
             nodes = (*nodes, Node(self.config.node_id, *self.config.advertised))
         return ClusterView(self.config.node_id, tuple(sorted(nodes, key=lambda n: n.node_id)), pulse.coordinator_id,
-                           self.storage.coordinator_shards, dict(pulse.shard_owners))
+                           self.storage.coordinator_shards, dict(pulse.shard_owners), pulse.departed)
 
     # -- the cluster (several brokers on one store) ---------------------------------------------
 

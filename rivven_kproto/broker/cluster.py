@@ -47,6 +47,8 @@ class ClusterView:
     # Coordinator shards: how many the store has, and which node holds each (absent: nobody).
     shard_count: int = 1
     shard_owners: Mapping[int, int] = field(default_factory=dict)
+    # Brokers that left the live set but whose session has not expired: listed to clients only.
+    departed: tuple[Node, ...] = ()
 
     @classmethod
     def alone(cls, node_id: int, host: str, port: int) -> ClusterView:
@@ -72,6 +74,14 @@ class ClusterView:
 
     def shards_of(self, node_id: int) -> list[int]:
         return sorted(shard for shard, owner in self.shard_owners.items() if owner == node_id)
+
+    @property
+    def listed(self) -> tuple[Node, ...]:
+        """The brokers Metadata and DescribeCluster name: the live ones and those whose session
+        has not expired yet (they lead nothing), by node id."""
+        if not self.departed:
+            return self.nodes
+        return tuple(sorted((*self.nodes, *self.departed), key=lambda n: n.node_id))
 
     @property
     def node_ids(self) -> tuple[int, ...]:

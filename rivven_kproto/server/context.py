@@ -104,10 +104,11 @@ class RequestContext:
         return self.session.advertised if self.session is not None else self.config.advertised
 
     def brokers(self) -> list[tuple[int, str, int]]:
-        """The live brokers (node id, host, port); this one at its connection's listener address."""
+        """The brokers clients are told of (node id, host, port): the live ones and those whose
+        session has not expired yet; this one at its connection's listener address."""
         own = self.config.node_id
         return [(node.node_id, *(self.advertised if node.node_id == own else (node.host, node.port)))
-                for node in self.broker.cluster.nodes]
+                for node in self.broker.cluster.listed]
 
     def groups_for(self, group_id: str) -> GroupCoordinator:
         """The coordinator of this group on this broker; NOT_COORDINATOR when its shard is another's."""

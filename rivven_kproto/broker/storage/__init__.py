@@ -66,6 +66,9 @@ class Pulse:
     catalog: bytes | None  # the topic catalog document as stored now
     documents: dict[str, str] = field(default_factory=dict)  # name -> digest of its stored bytes
     shard_owners: dict[int, int] = field(default_factory=dict)  # coordinator shard -> the node holding its lock
+    # Brokers gone from the live set whose session has not expired yet: still listed to clients
+    # (as Kafka lists a broker until its session times out), leading and coordinating nothing.
+    departed: tuple[Node, ...] = ()
 
 
 class Storage(Protocol):

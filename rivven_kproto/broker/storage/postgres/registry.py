@@ -102,6 +102,19 @@ def live_nodes(conn: psycopg.Connection[Any]) -> list[tuple[int, str, int, str, 
             for n, h, p, r, ph, pp in rows]
 
 
+def departed_nodes(conn: psycopg.Connection[Any], live: set[int]) -> list[tuple[int, str, int]]:
+    """Brokers whose session has not expired but that hold no lock now (killed, or cut off from
+    the database): (node id, host, port). Kafka lists a broker until its session times out, and
+    clients rely on it: librdkafka decommissions a broker that leaves the metadata, and a request
+    waiting for that broker as its cached coordinator then waits for good (librdkafka#5511)."""
+    rows = conn.execute(
+        "SELECT DISTINCT ON (node_id) node_id, host, port FROM kproto_brokers WHERE role <> 'standby'"
+        " AND heartbeat_at >= now() - make_interval(secs => %s) ORDER BY node_id, heartbeat_at DESC",
+        (SESSION_TIMEOUT_S,)
+    ).fetchall()
+    return [(int(n), str(h), int(p)) for n, h, p in rows if int(n) not in live]
+
+
 def acknowledge_catalog(conn: psycopg.Connection[Any], incarnation: uuid.UUID, digest: str) -> None:
     """This broker applied the topic catalog with this digest."""
     conn.execute("UPDATE kproto_brokers SET catalog_seen = %s WHERE incarnation = %s", (digest, incarnation))

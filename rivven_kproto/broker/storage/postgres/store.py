@@ -41,6 +41,7 @@ from .registry import (
     Registration,
     acknowledge_catalog,
     catalog_lagging,
+    departed_nodes,
     live_nodes,
 )
 from .replication import warn_about_durability
@@ -414,6 +415,7 @@ class PostgresStorage:
             with self.connection() as conn:
                 registration.beat(conn)
                 nodes = live_nodes(conn)
+                departed = departed_nodes(conn, {node[0] for node in nodes} | {self.node_id})
                 owners = self.shard_owners(conn)
                 row = conn.execute("SELECT data FROM kproto_documents WHERE name = 'topics.json'").fetchone()
                 digests = conn.execute("SELECT name, md5(data) FROM kproto_documents WHERE name <> 'topics.json'").fetchall()
@@ -432,7 +434,8 @@ class PostgresStorage:
         if self.coordinating:
             coordinator = self.node_id
         return Pulse(tuple(Node(n, h, p, ph, pp) for n, h, p, _, ph, pp in nodes), coordinator,
-                     bytes(row[0]) if row else None, {str(name): str(digest) for name, digest in digests}, owners)
+                     bytes(row[0]) if row else None, {str(name): str(digest) for name, digest in digests}, owners,
+                     tuple(Node(n, h, p) for n, h, p in departed))
 
     def claims_lost(self, logs: list[PartitionLogBase]) -> list[PartitionLogBase]:
         """Worker thread, after this broker's claims may have lapsed (a pause, the database away):

@@ -167,7 +167,9 @@ class Server:
         idle_s = self.config.connections_max_idle_ms / 1000
         runtime = runtime or self.default_runtime
         stream: trio.abc.Stream = raw
-        zero_copy = False  # Fetch may answer with file regions: only on the raw socket (not TLS)
+        # Fetch may answer with file regions: sent by sendfile on a plain socket, read and sent a
+        # chunk at a time on TLS (sending.py), so no connection builds a whole response in memory.
+        zero_copy = True
         listener_name = runtime.listener.name
         if self.metrics is not None:
             self.metrics.connections.labels(listener_name).inc()
@@ -179,8 +181,6 @@ class Server:
                     self._count_auth_failure(listener_name, "TLS")
                     return
                 stream = secured
-            else:
-                zero_copy = isinstance(raw, trio.SocketStream)
             try:
                 session = Session.open(runtime, self.config, self.broker, stream)
             except NoMatchingRule as exc:

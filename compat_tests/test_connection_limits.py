@@ -233,3 +233,46 @@ def test_partitions_do_not_take_descriptors_from_connections(tmp_path: Path) -> 
             assert answers(sock)
         finally:
             sock.close()
+
+
+METRICS_HELD = 150  # idle connections opened to the metrics port: more than the descriptors the broker has
+METRICS_CAP = 16  # kproto.metrics.max.connections (the default)
+
+
+def test_idle_metrics_connections_cannot_take_the_brokers_descriptors(tmp_path: Path) -> None:
+    """Issue #37 item 6: 300 idle connections to the metrics port took every descriptor (Kafka clients
+    timed out, acks waited on postponed flushes, a traceback every 0.1 s). The metrics listener now
+    holds at most kproto.metrics.max.connections, closes the others at once (one log line per
+    interval), and its connections count in the descriptor budget: a producer still gets its acks
+    while they are held, and /healthz answers once they are gone."""
+    from .test_metrics import Scraper
+
+    limit = 128
+    properties = "kproto.metrics.listen=127.0.0.1:0\nkproto.metrics.connections.max.idle.ms=600000\nfsync=always\n"
+    started = time.monotonic()
+    with running(tmp_path, properties, open_files_limit=limit) as broker:
+        create_topics(broker.bootstrap, {"acked": 1})
+        scraper = Scraper(broker)
+        host, port = scraper.base.removeprefix("http://").rsplit(":", 1)
+        held = [socket.create_connection((host, int(port)), timeout=ANSWER_TIMEOUT_S) for _ in range(METRICS_HELD)]
+        try:
+            wait_for_log(broker, "refusing a metrics connection")
+            # The refused ones are closed by the broker; the first ones stay open (idle, within the cap).
+            assert sum(raw_client.closed_by_peer(sock, ANSWER_TIMEOUT_S) for sock in held[METRICS_CAP:]) == (
+                METRICS_HELD - METRICS_CAP)
+            assert produce_and_read(broker.bootstrap, "acked", 3)[:3] == [b"0", b"1", b"2"]
+        finally:
+            for sock in held:
+                sock.close()
+        for _ in range(RETRIES):  # a slot is free once the broker has seen a close
+            with contextlib.suppress(OSError):
+                if scraper.get("/healthz") == (200, "ok\n"):
+                    break
+            time.sleep(0.1)
+        else:
+            raise AssertionError("/healthz never answered after the metrics connections closed")
+        text = broker.log_text()
+    elapsed = time.monotonic() - started
+    assert "Traceback" not in text and "postponed" not in text and "cannot accept" not in text
+    refusals = [line for line in text.splitlines() if "refusing a metrics connection" in line]
+    assert 1 <= len(refusals) <= 2 + elapsed / 10  # once per 10 s interval

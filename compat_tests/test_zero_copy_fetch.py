@@ -5,15 +5,18 @@ reads span segments and every fetch of a consumer catching up starts in a sealed
 thread locates the batches; the event loop sends them with sendfile). confluent-kafka,
 kafka-python and kcat consume over both listeners and every record is compared; the zero-copy
 counter shows which path served them. Then segments are deleted (DeleteRecords, retention) while a
-response larger than the socket buffers is still being sent: its bytes stay whole.
+response larger than the socket buffers is still being sent: its bytes stay whole. Large TLS
+responses left unread cost the broker little memory (they are sent from the segments in chunks).
 """
 
 from __future__ import annotations
 
 import hashlib
 import io
+import re
 import shutil
 import socket
+import ssl
 import struct
 import subprocess
 import time
@@ -287,3 +290,69 @@ def test_segments_deleted_while_a_large_fetch_is_sent(broker: Broker, how: str) 
                                forgotten_topics_data=[])
         error = raw_client.call(again, request, 11).responses[0].partitions[0].error_code
     assert error == Errors.OFFSET_OUT_OF_RANGE
+
+
+UNREAD = 4  # TLS connections whose large Fetch response is never read
+# What the broker may grow by while they wait (measured: ~4 MiB; before #37 item 7 each response
+# was built whole in memory, plaintext and ciphertext: ~100 MiB for these four).
+UNREAD_GROWTH_BOUND = 40 << 20
+
+
+def rss_bytes(broker: Broker) -> int:
+    assert broker.process.process is not None
+    status = Path(f"/proc/{broker.process.process.pid}/status").read_text()
+    match = re.search(r"^VmRSS:\s+(\d+) kB", status, re.MULTILINE)
+    assert match is not None
+    return int(match.group(1)) * 1024
+
+
+def tls_fetch(broker: Broker, topic: str, receive_buffer: int | None = None) -> ssl.SSLSocket:
+    """A TLS connection (``receive_buffer``: a tiny one, so the kernel holds little) that sent a
+    Fetch of the whole partition."""
+    context = ssl.create_default_context(cafile=str(broker.ca))
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    if receive_buffer is not None:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
+    sock.settimeout(TIMEOUT_S)
+    sock.connect(("127.0.0.1", broker.ports["SSL"]))
+    secured = context.wrap_socket(sock, server_hostname="127.0.0.1")
+    request = FetchRequest(max_wait_ms=0, min_bytes=0, max_bytes=50 << 20, isolation_level=0, session_id=0,
+                           session_epoch=-1, topics=[FetchTopic(topic=topic, partitions=[FetchPartition(
+                               partition=0, fetch_offset=0, partition_max_bytes=50 << 20)])], forgotten_topics_data=[])
+    header = RequestHeader(request_api_key=1, request_api_version=11, correlation_id=7, client_id="tls-unread")
+    secured.sendall(encode_request(header, request))
+    return secured
+
+
+def test_unread_tls_fetches_do_not_pile_up_in_broker_memory(broker: Broker) -> None:
+    """Issue #37 item 7: four unread 30 MiB Fetch responses on a TLS listener raised the broker from
+    65 to 493 MiB (each built whole in memory, then encrypted whole). Now a TLS response's record
+    bytes are read from the segments and sent a chunk at a time: a reader that does not read holds
+    a bounded amount, and one that does gets every byte."""
+    name = f"zc-tls-{uuid.uuid4().hex[:6]}"
+    create_topic(broker, name, 1 << 20)
+    big = [value_of(i)[:6] + bytes([65 + i % 26]) * 200_000 for i in range(40)]  # 8 MB in 1 MiB segments
+    produce(broker, name, big)
+    before = rss_bytes(broker)
+    unread: list[ssl.SSLSocket] = []
+    peak = before
+    try:
+        for _ in range(UNREAD):
+            sock = tls_fetch(broker, name, receive_buffer=4096)
+            unread.append(sock)
+            (size,) = struct.unpack(">i", raw_client.recv_exact(sock, 4))  # the broker is sending it now
+            assert size > 8_000_000
+            peak = max(peak, rss_bytes(broker))
+        reader = tls_fetch(broker, name)
+        try:
+            response = decode_fetch(raw_client.read_frame(reader))
+        finally:
+            reader.close()
+        peak = max(peak, rss_bytes(broker))
+    finally:
+        for sock in unread:
+            sock.close()
+    partition = response.responses[0].partitions[0]
+    assert partition.error_code == Errors.NONE
+    assert [record.value for batch in decode_batches(partition.record_bytes()) for record in batch.records] == big
+    assert peak - before < UNREAD_GROWTH_BOUND, f"grew by {(peak - before) >> 20} MiB"

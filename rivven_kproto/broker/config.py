@@ -147,6 +147,10 @@ class BrokerConfig:
     # the default, reuses one for 100 times as long as it took to render (at most 5 s), so scraping,
     # however often, costs the event loop about 1%; 0 renders every scrape.
     metrics_max_age_ms: int = -1
+    # The metrics listener's own connection cap (kproto.metrics.max.connections; further ones are
+    # closed at once) and how long one connection may stay open (kproto.metrics.connections.max.idle.ms).
+    metrics_max_connections: int = 16
+    metrics_connections_max_idle_ms: int = 10_000
     # ACL authorization (authorizer.class.name set), super.users, allow.everyone.if.no.acl.found.
     authorizer_enabled: bool = False
     super_users: tuple[str, ...] = ()
@@ -371,6 +375,10 @@ def _apply(config: BrokerConfig, props: Mapping[str, str], *, warn_unknown: bool
             changes["metrics_per_partition"] = _bool(key, value)
         elif key in ("kproto.metrics.max.age.ms", "metrics.max.age.ms"):
             changes["metrics_max_age_ms"] = _int(key, value, -1)
+        elif key in ("kproto.metrics.max.connections", "metrics.max.connections"):
+            changes["metrics_max_connections"] = _int(key, value, 1)
+        elif key in ("kproto.metrics.connections.max.idle.ms", "metrics.connections.max.idle.ms"):
+            changes["metrics_connections_max_idle_ms"] = _int(key, value, 1)
         elif key == "max.connections":
             changes["max_connections"] = _int(key, value, 1)
         elif key == "max.connections.per.ip":

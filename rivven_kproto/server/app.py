@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import errno
+import functools
 import logging
 import time
 from collections.abc import Iterator
@@ -40,7 +40,13 @@ from rivven_kproto.codec.messages.txn_offset_commit import TxnOffsetCommitReques
 from rivven_kproto.codec.splice import Frame
 
 from .cluster import CONTROLLER_APIS, ClusterFollower, coordinator_key
-from .connection_limits import ConnectionLimits, default_max_connections, raise_descriptor_limit
+from .connection_limits import (
+    ACCEPT_RETRY_S,
+    RESOURCE_ERRNOS,
+    ConnectionLimits,
+    default_max_connections,
+    raise_descriptor_limit,
+)
 from .context import NoResponse, RequestContext
 from .delayed import DelayedResponses, Pending
 from .durability import Durability, wall_clock_ms
@@ -72,9 +78,6 @@ CPU_THREADS = 2
 # Requests (other than Produce, whose bulk is record bytes) larger than this are decoded, and
 # their responses encoded, on a worker thread: tens of thousands of array elements cost Python time.
 OFFLOAD_FRAME_BYTES = 64 * 1024
-# accept() errors that mean "out of a resource for now": wait and retry, never crash.
-RESOURCE_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
-ACCEPT_RETRY_S = 0.1
 TLS_HANDSHAKE_TIMEOUT_S = 10.0
 LAG_TICK_S = 0.1
 
@@ -103,8 +106,9 @@ class Server:
         # encoding of large requests) runs on at most this many threads.
         self.cpu_limiter = trio.CapacityLimiter(CPU_THREADS)
         descriptors = raise_descriptor_limit()
+        metrics_sockets = config.metrics_max_connections if config.metrics_listen is not None else 0
         self.limits = ConnectionLimits(
-            config.max_connections or default_max_connections(descriptors), config.max_connections_per_ip
+            config.max_connections or default_max_connections(descriptors, metrics_sockets), config.max_connections_per_ip
         )
         self._slot_freed = trio.Event()
         self.warnings = RateLimitedLog(log)
@@ -163,7 +167,9 @@ class Server:
         idle_s = self.config.connections_max_idle_ms / 1000
         runtime = runtime or self.default_runtime
         stream: trio.abc.Stream = raw
-        zero_copy = False  # Fetch may answer with file regions: only on the raw socket (not TLS)
+        # Fetch may answer with file regions: sent by sendfile on a plain socket, read and sent a
+        # chunk at a time on TLS (sending.py), so no connection builds a whole response in memory.
+        zero_copy = True
         listener_name = runtime.listener.name
         if self.metrics is not None:
             self.metrics.connections.labels(listener_name).inc()
@@ -175,8 +181,6 @@ class Server:
                     self._count_auth_failure(listener_name, "TLS")
                     return
                 stream = secured
-            else:
-                zero_copy = isinstance(raw, trio.SocketStream)
             try:
                 session = Session.open(runtime, self.config, self.broker, stream)
             except NoMatchingRule as exc:
@@ -502,7 +506,9 @@ async def serve(config: BrokerConfig, *, task_status: Any = trio.TASK_STATUS_IGN
             sockets = await trio.open_tcp_listeners(port, host=host)
             bound_port = sockets[0].socket.getsockname()[1]
             log.info("metrics on http://%s:%d/metrics (also /healthz, /readyz)", host, bound_port)
-            endpoint.start_soon(serve_metrics, sockets, metrics)
+            endpoint.start_soon(functools.partial(
+                serve_metrics, sockets, metrics, max_connections=config.metrics_max_connections,
+                idle_s=config.metrics_connections_max_idle_ms / 1000))
             started = time.perf_counter()
             broker = await _open_broker(config)
             metrics.recovery_seconds.set(time.perf_counter() - started)

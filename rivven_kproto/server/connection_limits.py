@@ -3,12 +3,14 @@
 Beyond ``max.connections`` the broker stops accepting (new clients wait in the listen backlog, as
 Kafka's acceptor blocks) until a connection closes; beyond ``max.connections.per.ip`` a new
 connection from that address is closed at once. Unset, the total is bounded by the process's
-descriptor limit minus a reserve for segment files, indexes and flushes, so that idle sockets can
-never starve the log of descriptors.
+descriptor limit minus a reserve for segment files, indexes and flushes and minus the metrics
+listener's own cap (``kproto.metrics.max.connections``), so that idle sockets can never starve the
+log of descriptors.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import resource
 from collections import Counter
@@ -17,6 +19,9 @@ log = logging.getLogger(__name__)
 
 # Descriptors kept for the log: a quarter of the limit, at least this many.
 MIN_RESERVED_DESCRIPTORS = 64
+# accept() errors that mean "out of a resource for now": wait and retry, never crash.
+RESOURCE_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+ACCEPT_RETRY_S = 0.1
 
 
 def raise_descriptor_limit() -> int:
@@ -31,9 +36,11 @@ def raise_descriptor_limit() -> int:
     return soft if soft != resource.RLIM_INFINITY else 1 << 20
 
 
-def default_max_connections(descriptor_limit: int) -> int:
+def default_max_connections(descriptor_limit: int, other_sockets: int = 0) -> int:
+    """What the limit leaves for Kafka connections after the log's reserve and ``other_sockets``
+    (the metrics listener's cap, when it is on)."""
     reserve = max(MIN_RESERVED_DESCRIPTORS, descriptor_limit // 4)
-    return max(1, descriptor_limit - reserve)
+    return max(1, descriptor_limit - reserve - other_sockets)
 
 
 class ConnectionLimits:

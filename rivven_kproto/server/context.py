@@ -57,7 +57,8 @@ class RequestContext:
     # Fetch: reads of sealed segments done on a worker thread before the handler runs, by
     # partition: (fetch offset, whole batches read).
     prefetched: dict[PartitionKey, tuple[int, bytes | FileRegion]] = field(default_factory=dict)
-    # Fetch may answer with file regions (sent by ``sendfile``): the connection is a plain socket.
+    # Fetch may answer with file regions (sent by ``sendfile`` on a plain socket, read a chunk at a
+    # time on TLS): a client connection, which sends the reply with ``sending.send_reply``.
     zero_copy: bool = False
     # ListOffsets by timestamp, looked up by ``prepare`` on a worker thread (PostgreSQL engine).
     looked_up: dict[PartitionKey, tuple[int, int] | None | OSError] = field(default_factory=dict)

@@ -124,3 +124,14 @@ def test_storage_engine_from_file_env_and_flags(tmp_path: Path) -> None:
     assert load_config().storage is None and not load_config().storage_standby
     with pytest.raises(ConfigError, match="storage must be native or postgresql://"):
         load_config(None, None, {"storage": "mysql://x/y"})
+
+
+def test_the_metrics_listener_has_its_own_connection_cap_and_idle_timeout() -> None:
+    """Issue #37 item 6: defaults 16 connections and 10 s; both settable, and at least 1."""
+    config = load_config()
+    assert (config.metrics_max_connections, config.metrics_connections_max_idle_ms) == (16, 10_000)
+    config = load_config(None, None, {"kproto.metrics.max.connections": "4",
+                                      "kproto.metrics.connections.max.idle.ms": "2500"})
+    assert (config.metrics_max_connections, config.metrics_connections_max_idle_ms) == (4, 2500)
+    with pytest.raises(ConfigError):
+        load_config(None, None, {"kproto.metrics.max.connections": "0"})

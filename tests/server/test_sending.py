@@ -118,3 +118,39 @@ async def test_bytes_larger_than_the_socket_buffers_arrive_whole() -> None:
             await trio.lowlevel.checkpoint()
     for stream in (server, *listeners):
         await stream.aclose()
+
+
+class RecordingStream(trio.abc.Stream):
+    """Forwards to ``inner`` and records the size of every ``send_all`` (what a TLS stream would
+    encrypt into its buffer at once)."""
+
+    def __init__(self, inner: trio.abc.Stream) -> None:
+        self.inner = inner
+        self.sizes: list[int] = []
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        self.sizes.append(len(data))
+        await self.inner.send_all(data)
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self.inner.wait_send_all_might_not_block()
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes | bytearray:
+        return await self.inner.receive_some(max_bytes)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def test_without_sendfile_a_frame_is_read_and_sent_a_chunk_at_a_time(segment: tuple[Path, bytes]) -> None:
+    """Issue #37 item 7: a 24 MiB frame reaches a stream without a socket (TLS) in pieces of at most
+    ``CHUNK_BYTES`` (256 KiB; 1 MiB asserted), each handed over before the next is read (this
+    stream waits for its reader), instead of in one piece read whole."""
+    frame, expected = frame_of(*segment)
+    sender, receiver = trio.testing.lockstep_stream_pair()
+    recording = RecordingStream(sender)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(send_reply, recording, frame)
+        received = await receive_all(receiver, len(expected))
+    assert received == expected
+    assert max(recording.sizes) <= 1 << 20 and sum(recording.sizes) == len(expected)

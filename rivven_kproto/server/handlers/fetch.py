@@ -18,9 +18,10 @@ overlap the returned range (producer id, first offset), so clients drop aborted 
 shared database, ``prepare`` first reads the commit decisions of the open transactions that hold a
 partition back (``learn_decisions``), so a commit shows on every partition at once.
 
-Zero-copy: on a plaintext connection (``ctx.zero_copy``) a partition's batches may come back as a
+Zero-copy: on a client connection (``ctx.zero_copy``) a partition's batches may come back as a
 :class:`FileRegion` instead of bytes (``PartitionLog.read_region``): the encoder leaves a hole of
-its size and the server fills it with ``os.sendfile``. The batches, budgets, upper bounds and
+its size and the server fills it with ``os.sendfile`` (plaintext) or reads it a chunk at a time
+(TLS), never holding the whole response in memory. The batches, budgets, upper bounds and
 aborted transactions are those of the bytes path; only where the bytes come from differs. A
 response that is not sent (a long-poll that goes on waiting) releases its regions.
 

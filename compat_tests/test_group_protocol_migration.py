@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, ConsumerGroupType, KafkaException
+from confluent_kafka import ConsumerGroupType, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from .broker_process import BrokerProcess

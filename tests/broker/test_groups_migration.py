@@ -105,3 +105,35 @@ def test_classic_members_leave_a_consumer_group() -> None:
     group = h.c.consumer_group("g")
     assert group is not None and list(group.members) == ["new"]
     assert h.heartbeat(old, generation) is Errors.UNKNOWN_MEMBER_ID
+
+
+def test_cooperative_member_keeps_what_it_owns_while_it_revokes() -> None:
+    h, old, generation = classic_harness()
+    beat(h, "new", 0)
+    first = rejoin(h, old, owned=(("t", (0, 1, 2, 3)),))  # cooperative: it still owns everything
+    assert first.generation_id == generation
+    kept = synced(h, old, first.generation_id)  # the partitions it keeps; it revokes the others
+    assert len(kept) == 2
+    assert h.heartbeat(old, first.generation_id) is Errors.REBALANCE_IN_PROGRESS
+    second = rejoin(h, old, owned=(("t", tuple(sorted(kept))),))
+    assert second.generation_id > generation and synced(h, old, second.generation_id) == kept
+    assert h.heartbeat(old, second.generation_id) is Errors.NONE
+
+
+def test_downgrade_when_the_consumer_member_expires_and_only_if_the_policy_allows() -> None:
+    for policy, downgraded in (("bidirectional", True), ("upgrade", False)):
+        h, old, _ = classic_harness(consumer_migration_policy=policy)
+        beat(h, "new", 0)
+        generation = rejoin(h, old).generation_id
+        generation = rejoin(h, old).generation_id
+        for _ in range(12):  # the consumer member stops heartbeating; the classic one goes on
+            h.advance(5_000)
+            group = h.c.consumer_group("g")
+            if group is None:
+                break
+            generation = group.members[old].member_epoch
+            assert h.heartbeat(old, generation) in (Errors.NONE, Errors.REBALANCE_IN_PROGRESS)
+        assert ("g" in h.c.groups) is downgraded and (h.c.consumer_group("g") is None) is downgraded
+        if not downgraded:
+            group = h.c.consumer_group("g")
+            assert group is not None and list(group.members) == [old]

@@ -81,6 +81,8 @@ class ClassicMembers:
             draft.group_epoch += 1
             log.info("group %s: epoch %d (classic member %s joins)", draft.group_id, draft.group_epoch, member_id)
         member = self.consumer.assign_and_reconcile(draft, member, owned_partitions(subscription.owned_partitions))
+        log.info("group %s: classic member %s (re)joins: epoch %d, %s, %d partitions", draft.group_id, member_id,
+                 member.member_epoch, member.current.state, sum(len(ps) for ps in member.current.assigned.values()))
         draft.deadlines[member_id] = now + p.session_timeout_ms
         if member.current.state == UNREVOKED:
             draft.revoke_deadlines.setdefault(member_id, now + member.rebalance_timeout_ms)

@@ -136,8 +136,8 @@ class GroupCoordinator(ConsumerGroups):
             for member_id in consumer_group.members:
                 consumer_group.deadlines[member_id] = now_ms + consumer_group.session_timeout_ms(
                     member_id, self.config.consumer_session_timeout_ms)
-        log.info("group coordinator loaded %d groups and %d committed offsets from %d records",
-                 len(self.groups), sum(1 for _ in self.offsets.records()), count)
+        log.info("group coordinator loaded %d classic and %d consumer groups and %d committed offsets from %d records",
+                 len(self.groups), len(self.consumer_groups), sum(1 for _ in self.offsets.records()), count)
 
     def _apply(self, record: Record) -> None:
         if isinstance(record, OffsetRecord | OffsetTombstone | TxnOffsetRecord | TxnEndRecord):

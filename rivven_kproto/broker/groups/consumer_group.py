@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 
 from .assignors import Assignment
 from .reconciliation import STABLE, MemberAssignment
-from .records import ConsumerGroupRecord, ConsumerMemberRecord, Partitions
+from .records import ClassicMetadata, ConsumerGroupRecord, ConsumerMemberRecord, Partitions
 
 PROTOCOL_TYPE = "consumer"  # what ListGroups and DescribeGroups report for these groups
 GROUP_TYPE = "consumer"
@@ -64,6 +64,7 @@ class ConsumerMember:
     regex: str | None = None
     server_assignor: str | None = None
     current: MemberAssignment = field(default_factory=MemberAssignment)
+    classic: ClassicMetadata | None = None  # a classic-protocol member (online migration)
 
     @property
     def member_epoch(self) -> int:
@@ -80,7 +81,7 @@ class ConsumerMember:
         return ConsumerMemberRecord(
             self.member_id, self.instance_id, self.rack_id, self.client_id, self.client_host,
             self.rebalance_timeout_ms, self.subscribed_names, self.regex, self.server_assignor, c.state,
-            c.member_epoch, c.previous_epoch, freeze(c.assigned), freeze(c.revoking), freeze(target),
+            c.member_epoch, c.previous_epoch, freeze(c.assigned), freeze(c.revoking), freeze(target), self.classic,
         )
 
 
@@ -108,6 +109,11 @@ class ConsumerGroup:
         if any(m.current.state != STABLE or m.member_epoch != self.target_epoch for m in self.members.values()):
             return "Reconciling"
         return "Stable"
+
+    def session_timeout_ms(self, member_id: str, default: int) -> int:
+        """A classic-protocol member keeps the session timeout it joined with; others the broker's."""
+        member = self.members.get(member_id)
+        return member.classic.session_timeout_ms if member is not None and member.classic is not None else default
 
     def static_member(self, instance_id: str) -> ConsumerMember | None:
         return next((m for m in self.members.values() if m.instance_id == instance_id), None)
@@ -171,7 +177,7 @@ class ConsumerGroup:
             current = MemberAssignment(m.state, m.member_epoch, m.previous_epoch, thaw(m.assigned), thaw(m.revoking))
             group.members[m.member_id] = ConsumerMember(
                 m.member_id, m.instance_id, m.rack_id, m.client_id, m.client_host, m.rebalance_timeout_ms,
-                m.subscribed_names, m.regex, m.server_assignor, current,
+                m.subscribed_names, m.regex, m.server_assignor, current, m.classic,
             )
             group.target[m.member_id] = thaw(m.target)
         return group

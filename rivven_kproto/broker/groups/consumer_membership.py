@@ -9,8 +9,9 @@ response) else FENCED_MEMBER_EPOCH. Each operation works on a draft of the group
 the coordinator logs the draft's record and installs it only once the log took it.
 
 A member asked to revoke partitions that has not done so within its rebalance timeout is removed,
-as a member whose session expired is. Not implemented: rack-aware assignment, classic-protocol members inside consumer groups (online
-migration), and the group size limit.
+as a member whose session expired is. Classic-protocol members inside a consumer group (online
+migration) are served by ``classic_members.py`` with the same drafts. Not implemented:
+rack-aware assignment and the group size limit.
 """
 
 from __future__ import annotations
@@ -188,6 +189,16 @@ class ConsumerMembership:
 
     # -- assignment ---------------------------------------------------------------------------
 
+    def metadata_of(self, draft: ConsumerGroup, member: ConsumerMember | None = None) -> tuple[tuple[str, int], ...]:
+        return self._metadata(draft, member)
+
+    def assign_and_reconcile(self, draft: ConsumerGroup, member: ConsumerMember,
+                             owned: Mapping[str, frozenset[int]] | None) -> ConsumerMember:
+        """Compute the target if the group epoch moved past it, then move the member towards it."""
+        if draft.group_epoch > draft.target_epoch:
+            self._compute_target(draft)
+        return self._reconcile(draft, member, owned)
+
     def _metadata(self, draft: ConsumerGroup, member: ConsumerMember | None) -> tuple[tuple[str, int], ...]:
         """(topic, partition count) of every existing topic some member subscribes to."""
         topics = self.topics()
@@ -301,10 +312,11 @@ def validate_consumer_commit(group: ConsumerGroup, member_epoch: int, member_id:
     member = group.members.get(member_id)
     if member is None:
         raise KafkaError(Errors.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group.group_id}.")
-    if not transactional and version < 9:
+    classic = member.classic is not None  # a classic-protocol member commits as in a classic group
+    if not transactional and not classic and version < 9:
         raise KafkaError(Errors.UNSUPPORTED_VERSION,
                          "OffsetCommit version 9 or above must be used by members using the consumer group protocol")
     if member_epoch != member.member_epoch:
-        raise KafkaError(Errors.ILLEGAL_GENERATION if transactional else Errors.STALE_MEMBER_EPOCH,
+        raise KafkaError(Errors.ILLEGAL_GENERATION if transactional or classic else Errors.STALE_MEMBER_EPOCH,
                          f"The received member epoch {member_epoch} does not match the expected member epoch "
                          f"{member.member_epoch}.")

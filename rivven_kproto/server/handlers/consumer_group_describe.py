@@ -2,8 +2,8 @@
 its current and target assignment (topic ids and names).
 
 An unknown group, or a classic one, answers GROUP_ID_NOT_FOUND, as Kafka does. Authorized
-operations are computed as for DescribeGroups; v1's member type is 1 (consumer protocol) for
-every member, since classic members never join consumer groups here.
+operations are computed as for DescribeGroups; v1's member type is 1 for a consumer-protocol
+member and 0 for a classic-protocol one (a classic group upgraded online, KIP-848 migration).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from ..context import RequestContext
 API_KEY = ConsumerGroupDescribeRequest.API_KEY
 NOT_REQUESTED = -(2**31)
 CONSUMER_MEMBER = 1
+CLASSIC_MEMBER = 0
 
 
 def handle(ctx: RequestContext, request: ConsumerGroupDescribeRequest, version: int) -> ConsumerGroupDescribeResponse:
@@ -58,7 +59,7 @@ def handle(ctx: RequestContext, request: ConsumerGroupDescribeRequest, version: 
                     client_id=m.client_id, client_host=m.client_host, subscribed_topic_names=list(m.subscribed_names),
                     subscribed_topic_regex=m.regex, assignment=_assignment(m.current.assigned, ids),
                     target_assignment=_assignment(group.target.get(m.member_id, {}), ids),
-                    member_type=CONSUMER_MEMBER if version >= 1 else -1,
+                    member_type=-1 if version < 1 else CLASSIC_MEMBER if m.classic is not None else CONSUMER_MEMBER,
                 )
                 for m in group.members.values()
             ],

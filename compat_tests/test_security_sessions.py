@@ -31,6 +31,7 @@ from confluent_kafka.admin import (
     AclOperation,
     AclPermissionType,
     AdminClient,
+    ConfigResource,
     NewTopic,
     ResourcePatternType,
     ResourceType,
@@ -207,6 +208,20 @@ def test_a_comma_in_a_common_name_is_escaped_not_a_second_rdn(broker: Broker) ->
     # The real super user (two RDNs: O=corp, CN=admin) still is one.
     real = x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "corp"), x509.NameAttribute(NameOID.COMMON_NAME, "admin")])
     assert produce(broker.certs(real, "real-admin"), "certs-topic-2") == [None]
+
+
+def test_describe_configs_reports_every_listener(broker: Broker) -> None:
+    """#37 item 13: a broker's listeners, as an admin client reads them (was: the first, as PLAINTEXT)."""
+    admin = AdminClient(broker.sasl("SASL_PLAINTEXT", "alice", "alice-pw"))
+    resource = ConfigResource(ConfigResource.Type.BROKER, "0")
+    configs = admin.describe_configs([resource])[resource].result(TIMEOUT_S)
+    listeners = configs["listeners"].value.split(",")
+    assert [item.split("://")[0] for item in listeners] == ["SASL_PLAINTEXT", "INTERNAL", "MTLS", "CERTS"]
+    assert listeners[0] == "SASL_PLAINTEXT://127.0.0.1:0"  # as configured (Kafka too reports port 0 so)
+    assert configs["listener.security.protocol.map"].value == (
+        "SASL_PLAINTEXT:SASL_PLAINTEXT,INTERNAL:SASL_PLAINTEXT,MTLS:SSL,CERTS:SSL")
+    assert [item.split("://")[0] for item in configs["advertised.listeners"].value.split(",")] == [
+        "SASL_PLAINTEXT", "INTERNAL", "MTLS", "CERTS"]
 
 
 def raw_frame(sock: socket.socket, payload: bytes) -> None:

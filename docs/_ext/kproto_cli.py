@@ -33,7 +33,8 @@ def walk(command: click.Command, ctx: click.Context, depth: int = 0) -> Iterator
 
 def reference_rst(command: click.Command, name: str) -> list[str]:
     """The reference as reStructuredText: a heading per command path and its help as a literal block."""
-    root = click.Context(command, info_name=name, max_content_width=HELP_WIDTH, terminal_width=HELP_WIDTH)
+    settings = {**command.context_settings, "max_content_width": HELP_WIDTH, "terminal_width": HELP_WIDTH}
+    root = click.Context(command, info_name=name, **settings)  # -h/--help as the command spells it
     out: list[str] = []
     for depth, ctx in walk(command, root):
         title = ctx.command_path

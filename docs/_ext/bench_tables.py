@@ -17,10 +17,14 @@ from sphinx.util.docutils import SphinxDirective
 
 
 class BenchTable(SphinxDirective):
-    """Medians per workload and broker, and ours/broker per round, as the tool prints them."""
+    """Medians per workload and broker, and ours/broker per round, as the tool prints them.
+
+    ``:peer:`` names the peer broker of the run; ``:brokers:`` (comma-separated) the brokers shown,
+    all of the file's by default.
+    """
 
     required_arguments = 1
-    option_spec = {"peer": directives.unchanged}
+    option_spec = {"peer": directives.unchanged, "brokers": directives.unchanged}
 
     def run(self) -> list[nodes.Node]:
         from tools.bench import report
@@ -29,8 +33,9 @@ class BenchTable(SphinxDirective):
         self.env.note_dependency(str(path))
         results = json.loads(path.read_text())
         rounds = results["rounds"]
+        brokers = [b.strip() for b in self.options.get("brokers", ",".join(rounds)).split(",")]
         summary = report.summarize(rounds, self.options.get("peer"))
-        table = report.render_rst(report.table(summary, list(rounds))).splitlines()
+        table = report.render_rst(report.table(summary, brokers)).splitlines()
         container = nodes.container()
         self.state.nested_parse(StringList(table, source=str(path)), self.content_offset, container)
         return list(container.children)

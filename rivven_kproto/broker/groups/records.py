@@ -21,7 +21,8 @@ Like Kafka's ``__consumer_offsets`` records, each one is keyed and self-containe
                    epoch, target assignment epoch, the subscribed topics' partition counts, and
                    every member (ids, client id/host, rebalance timeout, subscribed names and
                    regex, server assignor, reconciliation state, member and previous epochs,
-                   assigned partitions, partitions pending revocation, target assignment);
+                   assigned partitions, partitions pending revocation, target assignment, the
+                   principal of its last heartbeat);
                    it replaces a classic group of the same id (the conversion of an empty one)
 ``consumer-group-delete``  tombstone of a consumer group (its offsets are tombstoned first when
                    the group is deleted; a conversion to a classic group keeps them)
@@ -127,6 +128,7 @@ class ConsumerMemberRecord:
     assigned: Partitions
     revoking: Partitions
     target: Partitions
+    principal: str = ""  # of the member's last heartbeat ("": a record from before it was kept)
 
 
 @dataclass(frozen=True)
@@ -179,7 +181,7 @@ def _consumer_member_json(m: ConsumerMemberRecord) -> dict[str, Any]:
         "subscribed_names": list(m.subscribed_names), "regex": m.regex, "server_assignor": m.server_assignor,
         "state": m.state, "member_epoch": m.member_epoch, "previous_epoch": m.previous_epoch,
         "assigned": _partitions_json(m.assigned), "revoking": _partitions_json(m.revoking),
-        "target": _partitions_json(m.target),
+        "target": _partitions_json(m.target), "principal": m.principal,
     }
 
 
@@ -197,6 +199,7 @@ def _consumer_member(obj: dict[str, Any]) -> ConsumerMemberRecord:
         int(obj["rebalance_timeout_ms"]), tuple(str(t) for t in obj["subscribed_names"]), obj["regex"],
         obj["server_assignor"], str(obj["state"]), int(obj["member_epoch"]), int(obj["previous_epoch"]),
         _partitions(obj["assigned"]), _partitions(obj["revoking"]), _partitions(obj["target"]),
+        str(obj.get("principal", "")),
     )
 
 

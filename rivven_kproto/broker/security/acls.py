@@ -26,6 +26,8 @@ FILE_NAME = "acls.json"
 
 
 CLUSTER_NAME = "kafka-cluster"
+# The topic Kafka asks about first when the question is "the operation on any topic".
+PROBE_TOPIC = "hardcode"
 
 
 class AclError(ValueError):
@@ -131,14 +133,14 @@ class Authorizer:
         return self.allow_if_no_acl and not self.index.any_matches(resource_type, name)
 
     def authorize_any_topic(self, principal: str, host: str, operation: Operation) -> bool:
-        """Kafka's check for an idempotent producer: the operation on some topic (an ALLOW ACL exists)."""
-        if principal in self.super_users:
+        """Kafka's ``authorizeByResourceType`` for topics (an idempotent producer's check, Write on
+        some topic): the operation allowed on a topic nobody names (a super user, a wildcard or
+        prefix ALLOW, ``allow.everyone.if.no.acl.found``), else an ALLOW of it on some topic
+        pattern that no DENY covers (see ``AclIndex.allowed_on_some``). A DENY counts: before,
+        any ALLOW on a topic was enough, even one a DENY cancelled (issue #37 item 9)."""
+        if self.authorize(principal, host, operation, ResourceType.TOPIC, PROBE_TOPIC):
             return True
-        allows = self.index.topic_allows
-        return any(
-            acl_operation in (operation, Operation.ALL) and acl_host in (host, WILDCARD)
-            for who in {principal, "User:*"} for acl_operation, _, acl_host in allows.get(who, ())
-        )
+        return self.index.allowed_on_some(principal, host, operation, ResourceType.TOPIC)
 
     def create(self, bindings: list[AclBinding]) -> None:
         new = [b for b in bindings if b not in self.acls]

@@ -7,6 +7,10 @@ from typing import Any
 
 OURS = "rivven_kproto"
 NULL = "null"
+ACL_PEER = "rivven_kproto-acl"  # ours with an authorizer and 1,000 ACLs (``--peer acl``)
+# "No slowdown beyond noise": the authorized run's median per-round rate at least this share of
+# the plain one's (rounds alternate, so a busy machine slows both).
+ACL_NOISE = 0.9
 
 
 def _median(values: list[float]) -> float | None:
@@ -46,6 +50,8 @@ def summarize(results: dict[str, list[dict[str, Any]]], peer: str | None) -> dic
 def goals(summary: dict[str, Any], peer: str | None) -> list[tuple[str, str, bool | None]]:
     """(goal, measured, met) for the goals of the benchmarks issue; None when not measurable."""
     out: list[tuple[str, str, bool | None]] = []
+    if peer == ACL_PEER:
+        return acl_goals(summary)
 
     def get(workload: str, broker: str, key: str) -> float | None:
         value = summary.get(workload, {}).get(broker, {}).get(key)
@@ -90,6 +96,22 @@ def goals(summary: dict[str, Any], peer: str | None) -> list[tuple[str, str, boo
             ours_peak, peer_peak = max(a for a, _ in peaks), max(b for _, b in peaks)  # type: ignore[type-var]
             out.append(("peak RSS <= 2x peer", f"{ours_peak:.0f} vs {peer_peak:.0f} MiB",
                         ours_peak <= 2 * peer_peak))  # type: ignore[operator]
+    return out
+
+
+def acl_goals(summary: dict[str, Any]) -> list[tuple[str, str, bool | None]]:
+    """Issue #37's done-when: with an authorizer and 1,000 ACLs, no produce or transactions
+    slowdown beyond noise against no authorizer (every workload run is reported)."""
+    out: list[tuple[str, str, bool | None]] = []
+    for name, row in summary.items():
+        ratios = row.get("vs_peer", {}).get("per_round") if name != "idle" else None
+        if not ratios:
+            continue
+        shares = [round(1 / r, 2) for r in ratios if r]
+        median = _median(shares)
+        out.append((f"{name}: with 1,000 ACLs >= {ACL_NOISE}x the rate without an authorizer",
+                    f"{median:.2f}x (per round {', '.join(map(str, shares))})" if median is not None else "n/a",
+                    None if median is None else median >= ACL_NOISE))
     return out
 
 

@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         targets.append(brokers.null_broker())
     results = run_all(targets, selected, settings)
     summary = report.summarize(results, peer.name if peer else None)
-    met = report.goals(summary, peer.name if peer else None)
+    met = report.goals(summary, peer.name if peer else None, results)
     rows = report.table(summary, [t.name for t in targets])
     document = {"machine": machine(), "settings": vars(settings), "workloads": selected, "rounds": results,
                 "summary": summary, "goals": [{"goal": g, "measured": m, "met": ok} for g, m, ok in met]}

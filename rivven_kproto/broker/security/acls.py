@@ -26,6 +26,7 @@ FILE_NAME = "acls.json"
 
 
 CLUSTER_NAME = "kafka-cluster"
+DECISIONS_KEPT = 16_384  # remembered authorizer decisions, at most (per ACL version)
 # The topic Kafka asks about first when the question is "the operation on any topic".
 PROBE_TOPIC = "hardcode"
 
@@ -122,11 +123,25 @@ class Authorizer:
     def _take(self, acls: list[AclBinding]) -> None:
         self.index = AclIndex(acls)
         self.acls = acls
+        # Decisions made from this index (a change of the ACLs builds a new one, and a new cache).
+        self.decided: dict[tuple[str, str, int, int, str], bool] = {}
 
     def authorize(self, principal: str, host: str, operation: Operation, resource_type: ResourceType, name: str) -> bool:
-        """Kafka's decision, from the ACLs indexed by resource (see ``acl_index``)."""
+        """Kafka's decision, from the ACLs indexed by resource (see ``acl_index``), remembered:
+        the same few questions come with every Produce and transaction (the 1,000-ACL bench of
+        issue #37). The memory is bounded: it starts afresh past ``DECISIONS_KEPT`` entries."""
         if principal in self.super_users:
             return True
+        key = (principal, host, operation, resource_type, name)
+        decided = self.decided
+        decision = decided.get(key)
+        if decision is None:
+            if len(decided) >= DECISIONS_KEPT:
+                decided.clear()
+            decision = decided[key] = self._decide(principal, host, operation, resource_type, name)
+        return decision
+
+    def _decide(self, principal: str, host: str, operation: Operation, resource_type: ResourceType, name: str) -> bool:
         decision = self.index.decide(principal, host, operation, resource_type, name)
         if decision is not None:
             return decision

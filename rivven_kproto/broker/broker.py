@@ -48,7 +48,7 @@ from .log.config import LogConfig
 from .producer_ids import ProducerIdAllocator
 from .remote_markers import RemoteMarker, RemoteMarkers
 from .security.acls import FILE_NAME as ACLS_FILE
-from .security.acls import Authorizer
+from .security.acls import Authorizer, Operation, ResourceType
 from .security.listeners import describe_listeners
 from .security.scram import FILE_NAME as SCRAM_FILE
 from .security.scram import ScramStore
@@ -180,6 +180,12 @@ class Broker:
         for shard in self.cluster.shards_of(config.node_id):
             self.load_shard(shard, now_ms)
 
+    def _may_describe_topic(self, principal: str, client_host: str, topic: str) -> bool:
+        """The authorizer's Describe decision on a topic, for a KIP-848 member's regex."""
+        authorizer = self.authorizer
+        return authorizer is None or authorizer.authorize(
+            principal, client_host.lstrip("/"), Operation.DESCRIBE, ResourceType.TOPIC, topic)
+
     def _make_shard(self, shard: int) -> CoordinatorShard:
         """A shard's group and transaction coordinators, empty until loaded."""
         config, storage = self.config, self.storage
@@ -187,6 +193,8 @@ class Broker:
         groups = GroupCoordinator(None, config.groups, work=self.work,
                                   durable_log=storage.coordinator_log(groups_log, self.work, shard))
         groups.topic_view = lambda: {name: len(t.partitions) for name, t in self.topics.items()}
+        if self.authorizer is not None:
+            groups.topic_describable = self._may_describe_topic
         txn = TransactionCoordinator(
             storage.coordinator_log(txn_log, self.work, shard),
             self.producer_ids.allocate,

@@ -49,7 +49,7 @@ from .config import GroupConfig
 from .consumer_coordinator import ConsumerGroups
 from .consumer_group import GROUP_TYPE as CONSUMER_TYPE
 from .consumer_group import PROTOCOL_TYPE as CONSUMER_PROTOCOL_TYPE
-from .consumer_group import ConsumerGroup
+from .consumer_group import ConsumerGroup, Describable
 from .consumer_membership import ConsumerMembership, validate_consumer_commit
 from .consumer_protocol import PROTOCOL_TYPE
 from .group import ClassicGroup, GroupState
@@ -106,7 +106,9 @@ class GroupCoordinator(ConsumerGroups):
         self.consumer_groups: dict[str, ConsumerGroup] = {}
         # topic -> partition count; the broker sets it (the assignors need the topics).
         self.topic_view: Callable[[], Mapping[str, int]] = dict
-        self.consumer = ConsumerMembership(self.config, lambda: self.topic_view())
+        # (principal, client host, topic) -> may Describe; the broker sets it when it has an authorizer.
+        self.topic_describable: Describable | None = None
+        self.consumer = ConsumerMembership(self.config, lambda: self.topic_view(), lambda: self.topic_describable)
         self.classic_members = ClassicMembers(self.config, self.consumer)
         self.log: DurableLog | Any = (
             durable_log if durable_log is not None

@@ -166,7 +166,7 @@ class Broker:
         for meta in self.store.topics.values():
             topic = Topic(meta, self._log_config(meta.configs))
             for index in range(meta.partitions):
-                led = self.cluster.leads(meta.topic_id, index)
+                led = self.cluster.leads(meta.topic_id, index, meta.assigned(index))
                 topic.partitions.append(
                     self._open_partition(meta, index, topic.log_config, now_ms, new=False) if led else None)
             self.topics[meta.name] = topic
@@ -318,7 +318,7 @@ class Broker:
         wanted: list[tuple[TopicMeta, int, LogConfig]] = []
         for topic in self.topics.values():
             for index, partition in enumerate(topic.partitions):
-                led = self.cluster.leads(topic.meta.topic_id, index)
+                led = self.cluster.leads(topic.meta.topic_id, index, topic.meta.assigned(index))
                 if partition is not None and (partition.fenced or not led):
                     log.info("node %d no longer leads %s-%d", self.config.node_id, topic.name, index)
                     topic.partitions[index] = partition = None
@@ -355,7 +355,8 @@ class Broker:
         for meta, index, partition in opened:
             topic = self.topics.get(meta.name)
             if (topic is None or topic.meta.topic_id != meta.topic_id or index >= len(topic.partitions)
-                    or topic.partitions[index] is not None or not self.cluster.leads(meta.topic_id, index)):
+                    or topic.partitions[index] is not None
+                    or not self.cluster.leads(meta.topic_id, index, topic.meta.assigned(index))):
                 continue
             topic.partitions[index] = partition
             log.info("node %d leads %s-%d from offset %d", self.config.node_id, meta.name, index,
@@ -426,7 +427,7 @@ class Broker:
         first = len(topic.partitions)
         try:
             for index in range(first, count):
-                led = self.cluster.leads(topic.meta.topic_id, index)
+                led = self.cluster.leads(topic.meta.topic_id, index, topic.meta.assigned(index))
                 topic.partitions.append(self._open_partition(topic.meta, index, topic.log_config, now_ms) if led else None)
         except OSError as exc:
             opened = topic.partitions[first:]
@@ -529,8 +530,10 @@ class Broker:
         now_ms: int,
         *,
         validate_only: bool = False,
+        assignments: list[list[int]] | None = None,
     ) -> Topic | None:
-        """CreateTopics semantics: -1 means the broker default for partitions / replication.
+        """CreateTopics semantics: -1 means the broker default for partitions / replication;
+        ``assignments`` (checked by the caller against the live brokers): each partition's replicas.
 
         Checks run in Kafka's (KRaft controller's) order, with its error codes and messages:
         name, existence, configs, replication factor, partition count.
@@ -563,7 +566,7 @@ class Broker:
         check_room_for_partitions(partitions, self.storage.descriptors_per_partition)
         if validate_only:
             return None
-        meta = TopicMeta(name, uuid.uuid4(), partitions, dict(configs), replicas)
+        meta = TopicMeta(name, uuid.uuid4(), partitions, dict(configs), replicas, list(assignments or []))
         topic = Topic(meta, log_config)
         self._open_new_partitions(topic, partitions, now_ms)
         self.topics[name] = topic
@@ -591,7 +594,9 @@ class Broker:
             groups.topics_changed()
         log.info("deleted topic %s", name)
 
-    def create_partitions(self, name: str, count: int, now_ms: int, *, validate_only: bool = False) -> None:
+    def create_partitions(self, name: str, count: int, now_ms: int, *, validate_only: bool = False,
+                          assignments: list[list[int]] | None = None) -> None:
+        """CreatePartitions: grow ``name`` to ``count``; ``assignments``: the new partitions' replicas."""
         self.check_controller()
         topic = self.topic(name)
         current = len(topic.partitions)
@@ -609,6 +614,10 @@ class Broker:
         check_room_for_partitions(count - current, self.storage.descriptors_per_partition)
         if validate_only:
             return
+        if assignments or any(topic.meta.assignments):
+            # Partitions without an assignment keep an empty one (led by the rendezvous choice).
+            known = [topic.meta.assigned(index) for index in range(current)]
+            topic.meta.assignments = known + (list(assignments) if assignments else [[] for _ in range(current, count)])
         self._open_new_partitions(topic, count, now_ms)
         topic.meta.partitions = count
         self.store.save()

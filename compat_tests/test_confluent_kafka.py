@@ -7,7 +7,15 @@ import time
 import confluent_kafka
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions, NewTopic
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+    NewPartitions,
+    NewTopic,
+)
 
 from rivven_kproto.codec.errors import Errors
 
@@ -173,3 +181,32 @@ def test_long_poll_wakes_on_produce(broker: BrokerProcess, topic_name: str) -> N
         consumer.close()
     assert msg is not None and msg.value() == b"wake up"
     assert latency < 3.0, f"long-poll answered after {latency:.2f}s, fetch.wait.max.ms is 10s"
+
+
+def test_incremental_alter_configs_reports_kafka_41_sources(broker: BrokerProcess, topic_name: str) -> None:
+    """confluent-kafka's own test_incremental_alter_configs against Kafka 4.1 (#42): the non-default
+    entries of a topic include the cluster-level min.insync.replicas Kafka 4.1's controller writes
+    (KIP-966), sourced DYNAMIC_DEFAULT_BROKER_CONFIG with its synonyms."""
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    first, second = f"{topic_name}-1", f"{topic_name}-2"
+    futures = admin.create_topics([NewTopic(t, 2, 1, config={"compression.type": "gzip"}) for t in (first, second)])
+    for future in futures.values():
+        future.result(TIMEOUT_S)
+    res1 = ConfigResource("TOPIC", first, incremental_configs=[
+        ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.APPEND),
+        ConfigEntry("retention.ms", "10000", incremental_operation=AlterConfigOpType.SET)])
+    res2 = ConfigResource("TOPIC", second, incremental_configs=[
+        ConfigEntry("cleanup.policy", "delete", incremental_operation=AlterConfigOpType.SUBTRACT),
+        ConfigEntry("retention.ms", "5000", incremental_operation=AlterConfigOpType.SET)])
+    for future in admin.incremental_alter_configs([res1, res2]).values():
+        assert future.result(TIMEOUT_S) is None
+    described = {res.name: future.result(TIMEOUT_S) for res, future in admin.describe_configs([res1, res2]).items()}
+    changed = {name: sorted(str(e) for e in entries.values() if not e.is_default) for name, entries in described.items()}
+    assert changed == {
+        first: ['cleanup.policy="delete,compact"', 'compression.type="gzip"', 'min.insync.replicas="1"',
+                'retention.ms="10000"'],
+        second: ['cleanup.policy=""', 'compression.type="gzip"', 'min.insync.replicas="1"', 'retention.ms="5000"'],
+    }
+    entry = described[first]["min.insync.replicas"]
+    assert entry.source == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value
+    assert list(entry.synonyms) == ["min.insync.replicas"]  # (keyed by name: the chain's names)

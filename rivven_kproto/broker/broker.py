@@ -38,8 +38,11 @@ from .coordinator_shards import (
 from .datadir_lock import DataDirLock
 from .descriptors import check_room_for_partitions
 from .durable.work import BlockingWork, run_all
-from .dynamic_configs import CLUSTER_DEFAULT, TOPIC_KEY_OF, DynamicBrokerConfigs
+from .dynamic_configs import CLUSTER_DEFAULT, DynamicBrokerConfigs
 from .dynamic_configs import FILE_NAME as DYNAMIC_CONFIGS_FILE
+from .dynamic_keys import TOPIC_SYNONYMS
+from .dynamic_keys import config_type as dynamic_config_type
+from .dynamic_keys import is_sensitive as dynamic_config_sensitive
 from .faults import fault_point
 from .file_modes import make_private_dir, warn_if_loose
 from .groups import GroupCoordinator
@@ -456,7 +459,7 @@ class Broker:
         on a shared store, the other brokers at their next heartbeat: the controller writes them)."""
         self.check_controller()
         if validate_only:
-            self.dynamic.check(values, self.config.log)
+            self.dynamic.check(values, self.config.log, name)
             return
         self.dynamic.replace(name, values, self.config.log)
         self._apply_log_defaults()
@@ -648,9 +651,12 @@ class Broker:
         static_values = log_config_strings(self.config.log)
         static = {key: value for key, value in static_values.items() if _KAFKA_LOG_DEFAULTS.get(key) != value}
         effective = log_config_strings(self.log_defaults)
-        dynamic = {TOPIC_KEY_OF[key]: chain for key, chain in self._dynamic_synonyms().items()}
-        return describe_topic_configs(overrides, {**TOPIC_CONFIG_DEFAULTS, **effective}, static, canonical=canonical,
-                                      dynamic=dynamic)
+        dynamic = {TOPIC_SYNONYMS[key]: chain for key, chain in self._dynamic_synonyms().items() if key in TOPIC_SYNONYMS}
+        # Dynamic values of the configs the log does not act on (min.insync.replicas, ...) are
+        # still the topics' values, as Kafka describes them.
+        unapplied = {key: chain[0].value for key, chain in dynamic.items() if key not in effective and chain[0].value}
+        return describe_topic_configs(overrides, {**TOPIC_CONFIG_DEFAULTS, **unapplied, **effective}, static,
+                                      canonical=canonical, dynamic=dynamic)
 
     def _dynamic_synonyms(self) -> dict[str, list[ConfigSynonym]]:
         """Per broker key, its dynamic synonyms in precedence order (this node, then the default):
@@ -674,6 +680,8 @@ class Broker:
         # Ours, read from the store: group and transactional ids hash to this many coordinator shards.
         current["coordinator.shards"] = default["coordinator.shards"] = (ConfigType.INT, str(self.shard_count))
         dynamic = self._dynamic_synonyms()
+        for name in dynamic.keys() - current.keys():  # accepted dynamically, acted on nowhere here
+            current[name] = default[name] = (dynamic_config_type(name) or ConfigType.STRING, None)
         entries = []
         for name in sorted(current):
             config_type, value = current[name]
@@ -685,16 +693,16 @@ class Broker:
                 synonyms.append(ConfigSynonym(name, default_value, ConfigSource.DEFAULT_CONFIG))
             source = synonyms[0].source if synonyms else ConfigSource.DEFAULT_CONFIG
             value = synonyms[0].value if synonyms else value
-            entries.append(ConfigEntry(name, value, source, config_type, read_only=name not in TOPIC_KEY_OF,
-                                       synonyms=tuple(synonyms)))
+            entries.append(_broker_entry(name, value, source, config_type, dynamic_config_type(name) is None,
+                                         tuple(synonyms)))
         return entries
 
     def describe_cluster_default_configs(self) -> list[ConfigEntry]:
         """The broker resource "": only the cluster-wide dynamic defaults that are set (Kafka's answer)."""
-        types = {name: config_type for name, (config_type, _) in _broker_settings(self.config).items()}
+        source = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
         return [
-            ConfigEntry(name, value, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG, types.get(name, ConfigType.STRING),
-                        synonyms=(ConfigSynonym(name, value, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),))
+            _broker_entry(name, value, source, dynamic_config_type(name) or ConfigType.STRING, False,
+                          (ConfigSynonym(name, value, source),))
             for name, value in sorted(self.dynamic.level(CLUSTER_DEFAULT).items())
         ]
 
@@ -809,6 +817,15 @@ def log_config_strings(config: LogConfig) -> dict[str, str]:
 # Kafka's own defaults for the log settings (its LogConfig), to tell a static broker override
 # (log.segment.bytes=... in server.properties) from a default when describing topic configs.
 _KAFKA_LOG_DEFAULTS = log_config_strings(LogConfig())
+
+
+def _broker_entry(name: str, value: str | None, source: ConfigSource, config_type: ConfigType, read_only: bool,
+                  synonyms: tuple[ConfigSynonym, ...]) -> ConfigEntry:
+    """A broker config as DescribeConfigs reports it: a password's value (and its synonyms') null."""
+    if not dynamic_config_sensitive(name):
+        return ConfigEntry(name, value, source, config_type, read_only=read_only, synonyms=synonyms)
+    hidden = tuple(ConfigSynonym(s.name, None, s.source) for s in synonyms)
+    return ConfigEntry(name, None, source, config_type, read_only=read_only, sensitive=True, synonyms=hidden)
 
 
 def _broker_settings(config: BrokerConfig) -> dict[str, tuple[ConfigType, str | None]]:

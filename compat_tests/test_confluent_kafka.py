@@ -17,9 +17,11 @@ from confluent_kafka.admin import (
     NewTopic,
 )
 
+from rivven_kproto.broker.log.partition_log import DELETED_SUFFIX
 from rivven_kproto.codec.errors import Errors
 
 from .broker_process import BrokerProcess
+from .txn_helpers import wait_for
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 TIMEOUT_S = 30
@@ -210,3 +212,29 @@ def test_incremental_alter_configs_reports_kafka_41_sources(broker: BrokerProces
     entry = described[first]["min.insync.replicas"]
     assert entry.source == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value
     assert list(entry.synonyms) == ["min.insync.replicas"]  # (keyed by name: the chain's names)
+
+
+def test_delete_records_then_delete_topic_at_once_logs_no_error(broker: BrokerProcess, topic_name: str) -> None:
+    """DeleteRecords followed within milliseconds by DeleteTopics (#42, as confluent-kafka's
+    test_delete_records does it): the log-start checkpoints of the deleted partitions are dropped
+    quietly, no ERROR or traceback in the broker's log."""
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic(topic_name, 3, 1)])[topic_name].result(TIMEOUT_S)
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(30):
+        producer.produce(topic_name, f"v{i}".encode(), partition=i % 3)
+    assert producer.flush(TIMEOUT_S) == 0
+    logged_before = len(broker.log_text())
+    for _ in range(3):  # the race is the point: repeat it
+        for future in admin.delete_records([TopicPartition(topic_name, p, 5) for p in range(3)]).values():
+            future.result(TIMEOUT_S)
+        admin.delete_topics([topic_name])[topic_name].result(TIMEOUT_S)
+        assert wait_for(lambda: topic_name not in admin.list_topics(timeout=TIMEOUT_S).topics, TIMEOUT_S)
+        admin.create_topics([NewTopic(topic_name, 3, 1)])[topic_name].result(TIMEOUT_S)
+        for i in range(30):
+            producer.produce(topic_name, f"v{i}".encode(), partition=i % 3)
+        assert producer.flush(TIMEOUT_S) == 0
+    # The deleted directories are removed by the same queue after the deleted partitions' jobs.
+    assert wait_for(lambda: not any(p.name.endswith(DELETED_SUFFIX) for p in broker.data_dir.iterdir()), TIMEOUT_S)
+    logged = broker.log_text()[logged_before:]
+    assert "Traceback" not in logged and " ERROR " not in logged, logged[-3000:]

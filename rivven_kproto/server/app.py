@@ -68,6 +68,7 @@ log = logging.getLogger(__name__)
 RECEIVE_SIZE = 256 * 1024
 SHUTDOWN_GRACE_S = 5.0
 GROUP_TIMER_MAX_WAIT_S = 1.0  # the group loop looks again at least this often (shards loaded meanwhile)
+GROUP_TIMER_RETRY_S = 0.002  # and at most this often
 # The group APIs that arm timers: JoinGroup, Heartbeat, LeaveGroup, SyncGroup, ConsumerGroupHeartbeat.
 GROUP_TIMER_APIS = frozenset({11, 12, 13, 14, 68})
 CPU_THREADS = 2
@@ -453,7 +454,9 @@ class Server:
             deadlines = [groups.next_deadline() for groups in self.broker.group_coordinators()]
             wait_s = GROUP_TIMER_MAX_WAIT_S
             if deadlines:
-                wait_s = min(wait_s, max(0.0, (min(deadlines) - wall_clock_ms()) / 1000))
+                # Still due right after the tick: fell due meanwhile, or could not fire (a log
+                # write failed): looked at again shortly, never in a busy loop.
+                wait_s = min(wait_s, max(GROUP_TIMER_RETRY_S, (min(deadlines) - wall_clock_ms()) / 1000))
             with trio.move_on_after(wait_s):
                 await self._group_timers_moved.wait()
 

@@ -20,8 +20,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import Consumer, KafkaException, TopicCollection, TopicPartition
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from rivven_kproto.broker.cluster import ranked_for_shard, shard_of
 from rivven_kproto.broker.storage.postgres.store import COORDINATOR_SHARDS
@@ -211,6 +211,8 @@ def test_three_brokers_lead_partitions_and_coordinate_transactions(cluster: dict
     assert sum(b["partitions_led"] for b in brokers.values()) == 12  # cl-data and cl-txn
     assert brokers[2]["partitions_led"] == sum(1 for leader in layouts[0].values() if leader == 2) + sum(
         1 for p in described_by(cluster[2], ["cl-txn"]).topics[0].partitions if p.leader_id == 2)
+
+    check_explicit_replica_assignments(cluster)
 
 
 def test_a_producer_on_a_follower_auto_creates_a_topic(cluster: dict[int, BrokerProcess]) -> None:
@@ -413,3 +415,30 @@ def test_brokers_without_a_node_id_take_the_lowest_free_ones(tmp_path: Path, pos
     finally:
         for broker in brokers.values():
             broker.kill()
+
+
+def check_explicit_replica_assignments(cluster: dict[int, BrokerProcess]) -> None:
+    """CreateTopics / CreatePartitions with replica assignments naming other live brokers (#42):
+    accepted, kept (the first replica leads, the replicas listed in the given order by every
+    broker) and counted as the replication factor; a broker that is not live is refused. (Run
+    by the first test on its cluster: a cluster of its own would cost CI its start-up.)"""
+    admin = AdminClient({"bootstrap.servers": bootstrap(cluster)})
+    with pytest.raises(KafkaException, match="INVALID_REPLICA_ASSIGNMENT.*broker 7, but no such broker"):
+        admin.create_topics([NewTopic("cl-bad", 1, replica_assignment=[[1, 7]])])["cl-bad"].result(TIMEOUT_S)
+    assignment = [[2, 3, 1], [3, 1, 2]]
+    admin.create_topics([NewTopic("cl-assigned", 2, replica_assignment=assignment)])["cl-assigned"].result(TIMEOUT_S)
+    admin.create_partitions([NewPartitions("cl-assigned", 3, replica_assignment=[[1, 2, 3]])])[
+        "cl-assigned"].result(TIMEOUT_S)
+    wanted = [*assignment, [1, 2, 3]]
+
+    def laid_out(broker: BrokerProcess) -> bool:
+        (topic,) = described_by(broker, ["cl-assigned"]).topics
+        return [(p.leader_id, list(p.replica_nodes)) for p in topic.partitions] == [(r[0], r) for r in wanted]
+
+    assert wait_for(lambda: all(laid_out(b) for b in cluster.values()), TIMEOUT_S), [
+        described_by(b, ["cl-assigned"]).topics[0].partitions for b in cluster.values()]
+    described = admin.describe_topics(TopicCollection(["cl-assigned"]))["cl-assigned"].result(TIMEOUT_S)
+    assert [[n.id for n in p.replicas] for p in described.partitions] == wanted
+    acknowledged = produce(bootstrap(cluster), "cl-assigned", 3, 60, "assigned")
+    got = all_values(bootstrap(cluster), "cl-assigned", 3, committed=False, expected=60)
+    assert sorted(got) == sorted(acknowledged)

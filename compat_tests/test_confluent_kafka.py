@@ -7,11 +7,21 @@ import time
 import confluent_kafka
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions, NewTopic
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+    NewPartitions,
+    NewTopic,
+)
 
+from rivven_kproto.broker.log.partition_log import DELETED_SUFFIX
 from rivven_kproto.codec.errors import Errors
 
 from .broker_process import BrokerProcess
+from .txn_helpers import wait_for
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 TIMEOUT_S = 30
@@ -173,3 +183,58 @@ def test_long_poll_wakes_on_produce(broker: BrokerProcess, topic_name: str) -> N
         consumer.close()
     assert msg is not None and msg.value() == b"wake up"
     assert latency < 3.0, f"long-poll answered after {latency:.2f}s, fetch.wait.max.ms is 10s"
+
+
+def test_incremental_alter_configs_reports_kafka_41_sources(broker: BrokerProcess, topic_name: str) -> None:
+    """confluent-kafka's own test_incremental_alter_configs against Kafka 4.1 (#42): the non-default
+    entries of a topic include the cluster-level min.insync.replicas Kafka 4.1's controller writes
+    (KIP-966), sourced DYNAMIC_DEFAULT_BROKER_CONFIG with its synonyms."""
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    first, second = f"{topic_name}-1", f"{topic_name}-2"
+    futures = admin.create_topics([NewTopic(t, 2, 1, config={"compression.type": "gzip"}) for t in (first, second)])
+    for future in futures.values():
+        future.result(TIMEOUT_S)
+    res1 = ConfigResource("TOPIC", first, incremental_configs=[
+        ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.APPEND),
+        ConfigEntry("retention.ms", "10000", incremental_operation=AlterConfigOpType.SET)])
+    res2 = ConfigResource("TOPIC", second, incremental_configs=[
+        ConfigEntry("cleanup.policy", "delete", incremental_operation=AlterConfigOpType.SUBTRACT),
+        ConfigEntry("retention.ms", "5000", incremental_operation=AlterConfigOpType.SET)])
+    for future in admin.incremental_alter_configs([res1, res2]).values():
+        assert future.result(TIMEOUT_S) is None
+    described = {res.name: future.result(TIMEOUT_S) for res, future in admin.describe_configs([res1, res2]).items()}
+    changed = {name: sorted(str(e) for e in entries.values() if not e.is_default) for name, entries in described.items()}
+    assert changed == {
+        first: ['cleanup.policy="delete,compact"', 'compression.type="gzip"', 'min.insync.replicas="1"',
+                'retention.ms="10000"'],
+        second: ['cleanup.policy=""', 'compression.type="gzip"', 'min.insync.replicas="1"', 'retention.ms="5000"'],
+    }
+    entry = described[first]["min.insync.replicas"]
+    assert entry.source == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value
+    assert list(entry.synonyms) == ["min.insync.replicas"]  # (keyed by name: the chain's names)
+
+
+def test_delete_records_then_delete_topic_at_once_logs_no_error(broker: BrokerProcess, topic_name: str) -> None:
+    """DeleteRecords followed within milliseconds by DeleteTopics (#42, as confluent-kafka's
+    test_delete_records does it): the log-start checkpoints of the deleted partitions are dropped
+    quietly, no ERROR or traceback in the broker's log."""
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic(topic_name, 3, 1)])[topic_name].result(TIMEOUT_S)
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(30):
+        producer.produce(topic_name, f"v{i}".encode(), partition=i % 3)
+    assert producer.flush(TIMEOUT_S) == 0
+    logged_before = len(broker.log_text())
+    for _ in range(3):  # the race is the point: repeat it
+        for future in admin.delete_records([TopicPartition(topic_name, p, 5) for p in range(3)]).values():
+            future.result(TIMEOUT_S)
+        admin.delete_topics([topic_name])[topic_name].result(TIMEOUT_S)
+        assert wait_for(lambda: topic_name not in admin.list_topics(timeout=TIMEOUT_S).topics, TIMEOUT_S)
+        admin.create_topics([NewTopic(topic_name, 3, 1)])[topic_name].result(TIMEOUT_S)
+        for i in range(30):
+            producer.produce(topic_name, f"v{i}".encode(), partition=i % 3)
+        assert producer.flush(TIMEOUT_S) == 0
+    # The deleted directories are removed by the same queue after the deleted partitions' jobs.
+    assert wait_for(lambda: not any(p.name.endswith(DELETED_SUFFIX) for p in broker.data_dir.iterdir()), TIMEOUT_S)
+    logged = broker.log_text()[logged_before:]
+    assert "Traceback" not in logged and " ERROR " not in logged, logged[-3000:]

@@ -59,7 +59,8 @@ def test_cluster_default_and_broker_values_reach_topics_and_survive_a_restart(tm
         assert (own.value, own.source) == ("5000", ConfigSource.DYNAMIC_TOPIC_CONFIG.value)
         done = kproto(broker.bootstrap, "configs", "describe", "--broker-defaults")
         assert done.returncode == 0, done.stderr
-        assert [(e["name"], e["value"]) for e in json.loads(done.stdout)["configs"]] == [("log.retention.ms", "3600000")]
+        assert [(e["name"], e["value"]) for e in json.loads(done.stdout)["configs"]] == [
+            ("log.retention.ms", "3600000"), ("min.insync.replicas", "1")]  # Kafka 4.1 keeps the latter there
 
         set_configs(admin, "0", {"log.retention.ms": "7200000"})
         mine = described(admin, ResourceType.BROKER, "0")["log.retention.ms"]
@@ -78,3 +79,19 @@ def test_cluster_default_and_broker_values_reach_topics_and_survive_a_restart(tm
         assert (plain.value, plain.source) == ("7200000", ConfigSource.DYNAMIC_BROKER_CONFIG.value)
     finally:
         broker.stop()
+
+
+def test_per_broker_keys_kafka_accepts_dynamically(broker: BrokerProcess) -> None:
+    """librdkafka's admin tests set ``sasl.kerberos.min.time.before.relogin`` on broker "0" (#42):
+    accepted as Kafka accepts it, described back as this broker's dynamic value (it changes
+    nothing here); at the cluster default Kafka wants a broker id for it."""
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    set_configs(admin, "0", {"sasl.kerberos.min.time.before.relogin": "58000", "num.io.threads": "4"})
+    configs = described(admin, ResourceType.BROKER, "0")
+    relogin = configs["sasl.kerberos.min.time.before.relogin"]
+    assert (relogin.value, relogin.source, relogin.is_read_only) == (
+        "58000", ConfigSource.DYNAMIC_BROKER_CONFIG.value, False)
+    assert configs["num.io.threads"].value == "4"
+    resource = ConfigResource(ResourceType.BROKER, "0", set_config={"sasl.kerberos.min.time.before.relogin": "59000"})
+    admin.alter_configs([resource])[resource].result(TIMEOUT_S)  # the legacy AlterConfigs too
+    assert described(admin, ResourceType.BROKER, "0")["sasl.kerberos.min.time.before.relogin"].value == "59000"

@@ -25,7 +25,16 @@ import pytest
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from rivven_kproto.codec.messages.join_group import (
+    JoinGroupRequest,
+    JoinGroupRequestProtocol,
+    JoinGroupResponse,
+)
+from rivven_kproto.codec.messages.sync_group import SyncGroupRequest, SyncGroupRequestAssignment
+
+from . import raw_client
 from .broker_process import BrokerProcess
+from .test_eos import BROKER_ENV
 
 MEMBER_SCRIPT = Path(__file__).parent / "group_member.py"
 NODE_DIR = Path(__file__).parent / "node"
@@ -433,3 +442,48 @@ def test_admin_group_and_offset_operations(broker: BrokerProcess, topic_name: st
     assert standalone in {g.group_id for g in listing.valid}
     confluent_admin.delete_consumer_groups([standalone])[standalone].result(TIMEOUT_S)
     assert standalone not in {g.group_id for g in confluent_admin.list_consumer_groups().result(TIMEOUT_S).valid}
+
+
+SHORT_SESSION_MS = 1000  # own_broker's group.min.session.timeout.ms (BROKER_ENV)
+
+
+def join_and_go_silent(bootstrap: str, group: str) -> float:
+    """A classic member joins ``group`` (session SHORT_SESSION_MS) and then sends nothing more, as a
+    crashed client; returns the wall-clock time by which the coordinator has armed its session
+    deadline (after the SyncGroup answer: the deadline is at most that plus the session)."""
+    protocol = [JoinGroupRequestProtocol(name="range", metadata=b"")]
+
+    def join(member_id: str) -> JoinGroupResponse:
+        request = JoinGroupRequest(group_id=group, session_timeout_ms=SHORT_SESSION_MS, rebalance_timeout_ms=5000,
+                                   member_id=member_id, protocol_type="consumer", protocols=protocol)
+        return raw_client.call(sock, request, 5)
+
+    with raw_client.connect(bootstrap) as sock:
+        first = join("")
+        joined = join(first.member_id) if first.error_code == 79 else first  # MEMBER_ID_REQUIRED
+        assert joined.error_code == 0, joined
+        synced = raw_client.call(sock, SyncGroupRequest(
+            group_id=group, generation_id=joined.generation_id, member_id=joined.member_id,
+            assignments=[SyncGroupRequestAssignment(member_id=joined.member_id, assignment=b"")]), 5)
+        assert synced.error_code == 0, synced
+        return time.time()
+
+
+@pytest.fixture
+def short_session_broker(tmp_path: Path) -> Iterator[BrokerProcess]:
+    process = BrokerProcess(tmp_path / "data", tmp_path / "broker.log", env=BROKER_ENV).start()
+    yield process
+    process.kill()
+
+
+def test_a_group_is_deletable_right_after_its_session_timeout(short_session_broker: BrokerProcess) -> None:
+    """A member that stops heartbeating is expired at its session deadline, not up to a tick later
+    (#42): confluent-kafka's delete_consumer_groups sent just after the session timeout succeeds
+    instead of answering NON_EMPTY_GROUP. (Any request at or after the deadline sees the member gone.)"""
+    broker = short_session_broker
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    for attempt in range(3):
+        group = f"expiring-{attempt}"
+        armed = join_and_go_silent(broker.bootstrap, group)
+        time.sleep(max(0.0, armed + SHORT_SESSION_MS / 1000 - time.time()))  # until the deadline has passed
+        admin.delete_consumer_groups([group], request_timeout=TIMEOUT_S)[group].result(TIMEOUT_S)

@@ -139,3 +139,19 @@ def test_admin_errors(broker: BrokerProcess, topic_name: str) -> None:
             client.create_topics([NewTopic(topic_name + "-rf3", 1, 3)])
     finally:
         client.close()
+
+
+def test_list_config_resources(broker: BrokerProcess, topic_name: str) -> None:
+    """ListConfigResources (API 74, KIP-1142, Kafka 4.1) through kafka-python's admin client: every
+    topic and the broker by default, one type when asked; v0's client-metrics listing is empty."""
+    client = admin(broker)
+    try:
+        client.create_topics([NewTopic(topic_name, 1, 1)])
+        listed = client.list_config_resources()
+        assert topic_name in listed["topic"] and listed["broker"] == ["0"], listed
+        assert set(listed) <= {"topic", "broker", "broker_logger", "group", "client_metrics"}, listed
+        only_topics = client.list_config_resources(["TOPIC"])
+        assert set(only_topics) == {"topic"} and topic_name in only_topics["topic"]
+        assert client.list_config_resources(["CLIENT_METRICS"]) == {}
+    finally:
+        client.close()

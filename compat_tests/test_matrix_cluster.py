@@ -40,6 +40,10 @@ CLUSTER_CAPABILITIES = [
     "admin-topics",
     "admin-configs",
     "list-describe-txn",
+    # #42: explicit assignments naming other live brokers, Kafka 4.1's config sources and listing.
+    "admin-replica-assignment",
+    "config-sources-41",
+    "list-config-resources",
 ]
 # Every column but PySpark (a JVM per cell: minutes for these rows alone).
 CLUSTER_CLIENTS = ["confluent", "kafka_python", "aiokafka_client", "kafkajs", "kcat"]

@@ -308,6 +308,42 @@ def admin_configs(adapter: Any, ctx: Ctx) -> str:
     return "cleanup.policy=delete described; retention.ms altered to 7200000 and described back"
 
 
+def replica_assignment(adapter: Any, ctx: Ctx) -> str:
+    """An explicit assignment naming every live broker (up to three), in an order of its own per
+    partition: kept as given (the first replica leads), also for a partition added later."""
+    name = ctx.name("assigned")
+    with ctx.step("list the brokers"):
+        brokers = sorted(adapter.broker_ids(ctx))[:3]
+    rotations = [brokers[i:] + brokers[:i] for i in range(len(brokers))]
+    created, added = [rotations[-1], rotations[0]], [rotations[1 % len(rotations)]]
+    with ctx.step(f"create with {created}, add a partition with {added}, describe"):
+        described = adapter.assign_replicas(ctx, name, created, added)
+    wanted = [(replicas[0], replicas) for replicas in created + added]
+    if described != wanted:
+        raise AssertionError(f"described (leader, replicas) {described}, assigned {wanted}")
+    return f"{len(wanted)} partitions on brokers {brokers}: leaders and replica order as assigned"
+
+
+def config_sources_41(adapter: Any, ctx: Ctx) -> str:
+    with ctx.step("describe the topic's configs with their sources"):
+        sources = adapter.config_sources(ctx, ctx.topic)
+    wanted = {"min.insync.replicas": ("1", "DYNAMIC_DEFAULT_BROKER_CONFIG"), "cleanup.policy": ("delete", "DEFAULT_CONFIG")}
+    got = {key: sources.get(key) for key in wanted}
+    if got != wanted:
+        raise AssertionError(f"described {got}, Kafka 4.1 reports {wanted}")
+    return "min.insync.replicas from the cluster default (DYNAMIC_DEFAULT_BROKER_CONFIG), cleanup.policy DEFAULT_CONFIG"
+
+
+def list_config_resources(adapter: Any, ctx: Ctx) -> str:
+    with ctx.step("list config resources, all types, then topics only"):
+        listed, topics = adapter.list_config_resources(ctx)
+    if ctx.topic not in listed.get("topic", []) or not listed.get("broker"):
+        raise AssertionError(f"listed {listed}: the cell's topic and the brokers should be there")
+    if set(topics) != {"topic"} or ctx.topic not in topics["topic"]:
+        raise AssertionError(f"TOPIC only: listed {set(topics)}")
+    return f"topics and brokers {sorted(listed['broker'])} listed; the TOPIC filter lists topics only"
+
+
 def offsets_by_time(adapter: Any, ctx: Ctx) -> str:
     base = data.now_ms() - 600_000
     records = [Rec(0, None, f"t{i}".encode(), timestamp=base + 10 * i) for i in range(5)]
@@ -407,6 +443,9 @@ SCENARIOS: dict[str, Scenario] = {
                                         ("send_offsets_kip848", "committed", "read")),
     "admin-topics": Scenario(admin_topics, ("admin_topics",)),
     "admin-configs": Scenario(admin_configs, ("admin_configs",)),
+    "admin-replica-assignment": Scenario(replica_assignment, ("broker_ids", "assign_replicas")),
+    "config-sources-41": Scenario(config_sources_41, ("config_sources",)),
+    "list-config-resources": Scenario(list_config_resources, ("list_config_resources",)),
     "offsets-by-time": Scenario(offsets_by_time, ("offsets_for_times",)),
     "list-describe-txn": Scenario(transactions, ("transactions",)),
     **{f"sec-{name}": Scenario(secured_roundtrip, ("produce", "read"))

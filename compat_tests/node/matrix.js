@@ -344,6 +344,42 @@ const modes = {
     })
   },
 
+  async 'broker-ids' (kafka, req) {
+    return withAdmin(kafka, async admin => {
+      const { brokers } = await admin.describeCluster()
+      return { brokers: brokers.map(b => b.nodeId) }
+    })
+  },
+
+  async 'assign-replicas' (kafka, req) {
+    return withAdmin(kafka, async admin => {
+      const created = await admin.createTopics({
+        waitForLeaders: true,
+        timeout: 10000,
+        topics: [{ topic: req.name, replicaAssignment: req.created.map((replicas, partition) => ({ partition, replicas })) }]
+      })
+      if (!created) throw new Error('createTopics answered false (topic existed)')
+      await admin.createPartitions({
+        timeout: 10000,
+        topicPartitions: [{ topic: req.name, count: req.created.length + req.added.length, assignments: req.added }]
+      })
+      const { topics: [described] } = await admin.fetchTopicMetadata({ topics: [req.name] })
+      const partitions = [...described.partitions].sort((a, b) => a.partitionId - b.partitionId)
+      return { described: partitions.map(p => [p.leader, p.replicas]) }
+    })
+  },
+
+  async 'config-sources' (kafka, req) {
+    return withAdmin(kafka, async admin => {
+      const { resources: [resource] } = await admin.describeConfigs({
+        includeSynonyms: false,
+        resources: [{ type: ConfigResourceTypes.TOPIC, name: req.topic }]
+      })
+      if (resource.errorCode) throw new Error(`describeConfigs: error ${resource.errorCode} ${resource.errorMessage}`)
+      return { sources: resource.configEntries.map(e => [e.configName, e.configValue, e.configSource]) }
+    })
+  },
+
   async 'offsets-by-time' (kafka, req) {
     return withAdmin(kafka, async admin => {
       const high = await admin.fetchTopicOffsets(req.topic)

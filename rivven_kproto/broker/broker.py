@@ -38,8 +38,11 @@ from .coordinator_shards import (
 from .datadir_lock import DataDirLock
 from .descriptors import check_room_for_partitions
 from .durable.work import BlockingWork, run_all
-from .dynamic_configs import CLUSTER_DEFAULT, TOPIC_KEY_OF, DynamicBrokerConfigs
+from .dynamic_configs import CLUSTER_DEFAULT, DynamicBrokerConfigs
 from .dynamic_configs import FILE_NAME as DYNAMIC_CONFIGS_FILE
+from .dynamic_keys import TOPIC_SYNONYMS
+from .dynamic_keys import config_type as dynamic_config_type
+from .dynamic_keys import is_sensitive as dynamic_config_sensitive
 from .faults import fault_point
 from .file_modes import make_private_dir, warn_if_loose
 from .groups import GroupCoordinator
@@ -167,7 +170,7 @@ class Broker:
         for meta in self.store.topics.values():
             topic = Topic(meta, self._log_config(meta.configs))
             for index in range(meta.partitions):
-                led = self.cluster.leads(meta.topic_id, index)
+                led = self.cluster.leads(meta.topic_id, index, meta.assigned(index))
                 topic.partitions.append(
                     self._open_partition(meta, index, topic.log_config, now_ms, new=False) if led else None)
             self.topics[meta.name] = topic
@@ -327,7 +330,7 @@ class Broker:
         wanted: list[tuple[TopicMeta, int, LogConfig]] = []
         for topic in self.topics.values():
             for index, partition in enumerate(topic.partitions):
-                led = self.cluster.leads(topic.meta.topic_id, index)
+                led = self.cluster.leads(topic.meta.topic_id, index, topic.meta.assigned(index))
                 if partition is not None and (partition.fenced or not led):
                     log.info("node %d no longer leads %s-%d", self.config.node_id, topic.name, index)
                     topic.partitions[index] = partition = None
@@ -364,7 +367,8 @@ class Broker:
         for meta, index, partition in opened:
             topic = self.topics.get(meta.name)
             if (topic is None or topic.meta.topic_id != meta.topic_id or index >= len(topic.partitions)
-                    or topic.partitions[index] is not None or not self.cluster.leads(meta.topic_id, index)):
+                    or topic.partitions[index] is not None
+                    or not self.cluster.leads(meta.topic_id, index, topic.meta.assigned(index))):
                 continue
             topic.partitions[index] = partition
             log.info("node %d leads %s-%d from offset %d", self.config.node_id, meta.name, index,
@@ -435,7 +439,7 @@ class Broker:
         first = len(topic.partitions)
         try:
             for index in range(first, count):
-                led = self.cluster.leads(topic.meta.topic_id, index)
+                led = self.cluster.leads(topic.meta.topic_id, index, topic.meta.assigned(index))
                 topic.partitions.append(self._open_partition(topic.meta, index, topic.log_config, now_ms) if led else None)
         except OSError as exc:
             opened = topic.partitions[first:]
@@ -464,7 +468,7 @@ class Broker:
         on a shared store, the other brokers at their next heartbeat: the controller writes them)."""
         self.check_controller()
         if validate_only:
-            self.dynamic.check(values, self.config.log)
+            self.dynamic.check(values, self.config.log, name)
             return
         self.dynamic.replace(name, values, self.config.log)
         self._apply_log_defaults()
@@ -538,8 +542,10 @@ class Broker:
         now_ms: int,
         *,
         validate_only: bool = False,
+        assignments: list[list[int]] | None = None,
     ) -> Topic | None:
-        """CreateTopics semantics: -1 means the broker default for partitions / replication.
+        """CreateTopics semantics: -1 means the broker default for partitions / replication;
+        ``assignments`` (checked by the caller against the live brokers): each partition's replicas.
 
         Checks run in Kafka's (KRaft controller's) order, with its error codes and messages:
         name, existence, configs, replication factor, partition count.
@@ -572,7 +578,7 @@ class Broker:
         check_room_for_partitions(partitions, self.storage.descriptors_per_partition)
         if validate_only:
             return None
-        meta = TopicMeta(name, uuid.uuid4(), partitions, dict(configs), replicas)
+        meta = TopicMeta(name, uuid.uuid4(), partitions, dict(configs), replicas, list(assignments or []))
         topic = Topic(meta, log_config)
         self._open_new_partitions(topic, partitions, now_ms)
         self.topics[name] = topic
@@ -600,7 +606,9 @@ class Broker:
             groups.topics_changed()
         log.info("deleted topic %s", name)
 
-    def create_partitions(self, name: str, count: int, now_ms: int, *, validate_only: bool = False) -> None:
+    def create_partitions(self, name: str, count: int, now_ms: int, *, validate_only: bool = False,
+                          assignments: list[list[int]] | None = None) -> None:
+        """CreatePartitions: grow ``name`` to ``count``; ``assignments``: the new partitions' replicas."""
         self.check_controller()
         topic = self.topic(name)
         current = len(topic.partitions)
@@ -618,6 +626,10 @@ class Broker:
         check_room_for_partitions(count - current, self.storage.descriptors_per_partition)
         if validate_only:
             return
+        if assignments or any(topic.meta.assignments):
+            # Partitions without an assignment keep an empty one (led by the rendezvous choice).
+            known = [topic.meta.assigned(index) for index in range(current)]
+            topic.meta.assignments = known + (list(assignments) if assignments else [[] for _ in range(current, count)])
         self._open_new_partitions(topic, count, now_ms)
         topic.meta.partitions = count
         self.store.save()
@@ -648,9 +660,12 @@ class Broker:
         static_values = log_config_strings(self.config.log)
         static = {key: value for key, value in static_values.items() if _KAFKA_LOG_DEFAULTS.get(key) != value}
         effective = log_config_strings(self.log_defaults)
-        dynamic = {TOPIC_KEY_OF[key]: chain for key, chain in self._dynamic_synonyms().items()}
-        return describe_topic_configs(overrides, {**TOPIC_CONFIG_DEFAULTS, **effective}, static, canonical=canonical,
-                                      dynamic=dynamic)
+        dynamic = {TOPIC_SYNONYMS[key]: chain for key, chain in self._dynamic_synonyms().items() if key in TOPIC_SYNONYMS}
+        # Dynamic values of the configs the log does not act on (min.insync.replicas, ...) are
+        # still the topics' values, as Kafka describes them.
+        unapplied = {key: chain[0].value for key, chain in dynamic.items() if key not in effective and chain[0].value}
+        return describe_topic_configs(overrides, {**TOPIC_CONFIG_DEFAULTS, **unapplied, **effective}, static,
+                                      canonical=canonical, dynamic=dynamic)
 
     def _dynamic_synonyms(self) -> dict[str, list[ConfigSynonym]]:
         """Per broker key, its dynamic synonyms in precedence order (this node, then the default):
@@ -674,6 +689,8 @@ class Broker:
         # Ours, read from the store: group and transactional ids hash to this many coordinator shards.
         current["coordinator.shards"] = default["coordinator.shards"] = (ConfigType.INT, str(self.shard_count))
         dynamic = self._dynamic_synonyms()
+        for name in dynamic.keys() - current.keys():  # accepted dynamically, acted on nowhere here
+            current[name] = default[name] = (dynamic_config_type(name) or ConfigType.STRING, None)
         entries = []
         for name in sorted(current):
             config_type, value = current[name]
@@ -685,16 +702,16 @@ class Broker:
                 synonyms.append(ConfigSynonym(name, default_value, ConfigSource.DEFAULT_CONFIG))
             source = synonyms[0].source if synonyms else ConfigSource.DEFAULT_CONFIG
             value = synonyms[0].value if synonyms else value
-            entries.append(ConfigEntry(name, value, source, config_type, read_only=name not in TOPIC_KEY_OF,
-                                       synonyms=tuple(synonyms)))
+            entries.append(_broker_entry(name, value, source, config_type, dynamic_config_type(name) is None,
+                                         tuple(synonyms)))
         return entries
 
     def describe_cluster_default_configs(self) -> list[ConfigEntry]:
         """The broker resource "": only the cluster-wide dynamic defaults that are set (Kafka's answer)."""
-        types = {name: config_type for name, (config_type, _) in _broker_settings(self.config).items()}
+        source = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
         return [
-            ConfigEntry(name, value, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG, types.get(name, ConfigType.STRING),
-                        synonyms=(ConfigSynonym(name, value, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),))
+            _broker_entry(name, value, source, dynamic_config_type(name) or ConfigType.STRING, False,
+                          (ConfigSynonym(name, value, source),))
             for name, value in sorted(self.dynamic.level(CLUSTER_DEFAULT).items())
         ]
 
@@ -809,6 +826,15 @@ def log_config_strings(config: LogConfig) -> dict[str, str]:
 # Kafka's own defaults for the log settings (its LogConfig), to tell a static broker override
 # (log.segment.bytes=... in server.properties) from a default when describing topic configs.
 _KAFKA_LOG_DEFAULTS = log_config_strings(LogConfig())
+
+
+def _broker_entry(name: str, value: str | None, source: ConfigSource, config_type: ConfigType, read_only: bool,
+                  synonyms: tuple[ConfigSynonym, ...]) -> ConfigEntry:
+    """A broker config as DescribeConfigs reports it: a password's value (and its synonyms') null."""
+    if not dynamic_config_sensitive(name):
+        return ConfigEntry(name, value, source, config_type, read_only=read_only, synonyms=synonyms)
+    hidden = tuple(ConfigSynonym(s.name, None, s.source) for s in synonyms)
+    return ConfigEntry(name, None, source, config_type, read_only=read_only, sensitive=True, synonyms=hidden)
 
 
 def _broker_settings(config: BrokerConfig) -> dict[str, tuple[ConfigType, str | None]]:

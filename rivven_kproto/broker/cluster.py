@@ -3,7 +3,9 @@
 Every broker computes the same answer from the same list of live brokers, so nothing is
 negotiated: a partition is led by the live broker with the highest rendezvous score for it
 (highest-random-weight hashing: when a broker joins or leaves, only the partitions it gains or
-loses move), and its replicas are the next best-scoring ones. The controller (sole writer of the
+loses move), and its replicas are the next best-scoring ones. A partition created with an explicit
+replica assignment is led by the first live broker of its assignment instead, its replicas listed
+in the assignment's order (the data is in the store either way: no broker copies it). The controller (sole writer of the
 topic catalog, ACLs, credentials and configs) is the broker holding the store's coordinator lease.
 Group and transactional ids are coordinated by shards (Kafka's partitions of ``__consumer_offsets``
 and ``__transaction_state``): a key's shard is a stable hash of it (``shard_of``), and a shard is
@@ -15,7 +17,7 @@ broker on its own (the native log) is a cluster of one that leads and coordinate
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import xxhash
@@ -101,22 +103,28 @@ class ClusterView:
                 return node
         return None
 
-    def ranked(self, topic_id: uuid.UUID, partition: int) -> list[int]:
-        """Live node ids, best rendezvous score first, for one partition."""
+    def ranked(self, topic_id: uuid.UUID, partition: int, assigned: Sequence[int] = ()) -> list[int]:
+        """Live node ids for one partition: those of an explicit assignment (``assigned``, in its
+        order) first, then the others, best rendezvous score first."""
         if len(self.nodes) == 1:
             return [self.nodes[0].node_id]
+        live = self.node_ids
+        first = [n for n in assigned if n in live]
         prefix = topic_id.bytes + partition.to_bytes(4, "big")
-        return sorted(self.node_ids, key=lambda n: (-xxhash.xxh64_intdigest(prefix + n.to_bytes(4, "big", signed=True)), n))
+        rest = sorted((n for n in live if n not in first),
+                      key=lambda n: (-xxhash.xxh64_intdigest(prefix + n.to_bytes(4, "big", signed=True)), n))
+        return first + rest
 
-    def leader(self, topic_id: uuid.UUID, partition: int) -> int:
-        return self.ranked(topic_id, partition)[0]
+    def leader(self, topic_id: uuid.UUID, partition: int, assigned: Sequence[int] = ()) -> int:
+        return self.ranked(topic_id, partition, assigned)[0]
 
-    def replicas(self, topic_id: uuid.UUID, partition: int, replication_factor: int) -> list[int]:
-        """The leader first, then the next best scores (as many live brokers as the factor asks, at most all)."""
-        return self.ranked(topic_id, partition)[: max(replication_factor, 1)]
+    def replicas(self, topic_id: uuid.UUID, partition: int, replication_factor: int,
+                 assigned: Sequence[int] = ()) -> list[int]:
+        """The leader first, then the next (as many live brokers as the factor asks, at most all)."""
+        return self.ranked(topic_id, partition, assigned)[: max(replication_factor, 1)]
 
-    def leads(self, topic_id: uuid.UUID, partition: int) -> bool:
-        return self.leader(topic_id, partition) == self.self_id
+    def leads(self, topic_id: uuid.UUID, partition: int, assigned: Sequence[int] = ()) -> bool:
+        return self.leader(topic_id, partition, assigned) == self.self_id
 
 
 def shard_of(key: str, shard_count: int) -> int:

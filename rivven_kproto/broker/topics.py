@@ -1,7 +1,8 @@
 """Topic metadata: names, ids, partition counts and per-topic config overrides, persisted.
 
 On disk: ``<data_dir>/meta/topics.json``, a JSON object ``{name: {"id": uuid-hex, "partitions": n,
-"configs": {key: value}}}``, replaced atomically (write temp, fsync, rename, fsync dir) on every
+"configs": {key: value}, "replicas": n (absent: 1), "assignments": [[node, ...] per partition]
+(absent: none given)}}``, replaced atomically (write temp, fsync, rename, fsync dir) on every
 change, so a crash leaves either the old or the new version, never half of one.
 
 Topic configs follow Kafka's schema (``TOPIC_CONFIGS``: type, default, broker synonym, validator)
@@ -412,6 +413,13 @@ class TopicMeta:
     partitions: int
     configs: dict[str, str] = field(default_factory=dict)
     replication_factor: int = 1  # as created (the store holds the data; replicas are live brokers)
+    # Explicit replica assignments by partition (CreateTopics / CreatePartitions); [] where none
+    # was given. The first live broker of one leads its partition (see broker.cluster).
+    assignments: list[list[int]] = field(default_factory=list)
+
+    def assigned(self, partition: int) -> list[int]:
+        """The replicas a client assigned to this partition, in its order ([]: none given)."""
+        return self.assignments[partition] if partition < len(self.assignments) else []
 
 
 class CorruptMetadata(OSError):
@@ -445,7 +453,8 @@ class TopicStore:
         try:
             return {
                 name: TopicMeta(name, uuid.UUID(entry["id"]), entry["partitions"], entry["configs"],
-                                int(entry.get("replicas", 1)))
+                                int(entry.get("replicas", 1)),
+                                [[int(n) for n in nodes] for nodes in entry.get("assignments", [])])
                 for name, entry in json.loads(raw).items()
             }
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -458,6 +467,7 @@ class TopicStore:
         doc = {
             name: {"id": meta.topic_id.hex, "partitions": meta.partitions, "configs": meta.configs}
             | ({"replicas": meta.replication_factor} if meta.replication_factor != 1 else {})
+            | ({"assignments": meta.assignments} if any(meta.assignments) else {})
             for name, meta in sorted(self.topics.items())
         }
         self.saved = json.dumps(doc, indent=1).encode()

@@ -67,8 +67,10 @@ def describe(
     unknown = sorted(set(keys) - {e.name for e in entries})
     if unknown:  # Kafka answers the known keys only; say which were not found rather than print nothing
         fail("INVALID_CONFIG", f"{kind.name.lower()} {name} has no config {', '.join(unknown)}")
-    if overrides:
-        entries = [e for e in entries if e.source.startswith("DYNAMIC_")]
+    if overrides:  # set on this very resource, not inherited from a broker level
+        own = ("DYNAMIC_TOPIC_CONFIG" if topic is not None else
+               "DYNAMIC_DEFAULT_BROKER_CONFIG" if broker_defaults else "DYNAMIC_BROKER_CONFIG")
+        entries = [e for e in entries if e.source == own]
     data = {
         "resource": _resource_json(kind, name),
         "configs": [

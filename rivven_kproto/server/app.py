@@ -74,7 +74,10 @@ log = logging.getLogger(__name__)
 
 RECEIVE_SIZE = 256 * 1024
 SHUTDOWN_GRACE_S = 5.0
-GROUP_TICK_S = 0.1
+GROUP_TIMER_MAX_WAIT_S = 1.0  # the group loop looks again at least this often (shards loaded meanwhile)
+GROUP_TIMER_RETRY_S = 0.002  # and at most this often
+# The group APIs that arm timers: JoinGroup, Heartbeat, LeaveGroup, SyncGroup, ConsumerGroupHeartbeat.
+GROUP_TIMER_APIS = frozenset({11, 12, 13, 14, 68})
 CPU_THREADS = 2
 # Requests (other than Produce, whose bulk is record bytes) larger than this are decoded, and
 # their responses encoded, on a worker thread: tens of thousands of array elements cost Python time.
@@ -91,6 +94,7 @@ class Server:
         self.durability = Durability(broker, config, metrics)
         # A parked request answered after a pause re-checks the claims first (broker/claims.py).
         self.delayed = DelayedResponses(wall_clock_ms, broker.claims.refresh)
+        self._group_timers_moved = trio.Event()  # set: the group loop looks at the deadlines again
         # (shards dropped so far, claims valid) at the last wake_groups: a drop or a lapse since wakes parked joins.
         self._served: tuple[int, bool] = (0, True)
         try:  # the only listener Envelopes (another broker forwarding its client's request) come on
@@ -342,6 +346,8 @@ class Server:
             ctx.now_ms = wall_clock_ms()
         self.broker.claims.refresh()  # again after the waits above: the broker may have been paused meanwhile
         response = handler.handle(ctx, request, event.api_version)
+        if event.api_key in GROUP_TIMER_APIS:
+            self.group_timers_moved()
         self.wake_groups()
         if isinstance(response, Pending):
             response = await self.delayed.wait(response)
@@ -440,13 +446,28 @@ class Server:
                 self.notify_append()  # markers moved last stable offsets: wake read_committed fetches
 
     async def _group_loop(self) -> None:
-        """Session, join and sync timeouts and offset expiry are the group coordinator's clock."""
+        """Session, join and sync timeouts and offset expiry are the group coordinator's clock:
+        a timer per deadline (Kafka's timing wheel), not a periodic tick. The loop fires what is
+        due, then sleeps until the earliest deadline, or until a group request may have armed an
+        earlier one (``group_timers_moved``), and at most GROUP_TIMER_MAX_WAIT_S."""
         while True:
-            await trio.sleep(GROUP_TICK_S)
+            self._group_timers_moved = trio.Event()
             for groups in self.broker.group_coordinators():
                 with self._surviving_shortage("groups"):
                     groups.tick(wall_clock_ms())
             self.wake_groups()
+            deadlines = [groups.next_deadline() for groups in self.broker.group_coordinators()]
+            wait_s = GROUP_TIMER_MAX_WAIT_S
+            if deadlines:
+                # Still due right after the tick: fell due meanwhile, or could not fire (a log
+                # write failed): looked at again shortly, never in a busy loop.
+                wait_s = min(wait_s, max(GROUP_TIMER_RETRY_S, (min(deadlines) - wall_clock_ms()) / 1000))
+            with trio.move_on_after(wait_s):
+                await self._group_timers_moved.wait()
+
+    def group_timers_moved(self) -> None:
+        """A group request may have armed a timer earlier than the one the group loop sleeps for."""
+        self._group_timers_moved.set()
 
     async def _loop_lag(self) -> None:
         """How late a 100 ms tick wakes: any blocking call on the loop shows here."""

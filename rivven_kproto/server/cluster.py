@@ -257,7 +257,8 @@ class ClusterFollower:
                 if topic is None:
                     broker.remote_markers.finish(marker, True)  # deleted meanwhile: needs no marker
                     continue
-                leader = broker.cluster.leader(topic.meta.topic_id, marker.partition)
+                leader = broker.cluster.leader(topic.meta.topic_id, marker.partition,
+                                                topic.meta.assigned(marker.partition))
                 if leader == broker.cluster.self_id:
                     unreachable.append(marker)  # led here now: the coordinator's retry writes it itself
                 else:

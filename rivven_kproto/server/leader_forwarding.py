@@ -148,7 +148,7 @@ def _remote_leader(ctx: RequestContext, broker: Broker, shape: Shape, name: str,
     led_here = topic.partitions[index]
     if led_here is not None and not led_here.fenced:
         return None  # the usual case, decided without hashing
-    leader = broker.cluster.leader(topic.meta.topic_id, index)
+    leader = broker.cluster.leader(topic.meta.topic_id, index, topic.meta.assigned(index))
     if leader == broker.cluster.self_id or broker.cluster.node(leader) is None:
         return None
     if not ctx.allowed(shape.operation, ResourceType.TOPIC, name):

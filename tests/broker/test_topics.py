@@ -416,14 +416,14 @@ def test_describe_broker_configs_reports_every_listener(tmp_path: Path) -> None:
         broker.close()
     values = {name: (entries[name].value, entries[name].source, entries[name].read_only)
               for name in ("listeners", "advertised.listeners", "listener.security.protocol.map")}
-    static = ConfigSource.STATIC_BROKER_CONFIG
+    static = ConfigSource.STATIC_BROKER_CONFIG  # per-broker dynamic in Kafka: not read-only
     assert values == {
-        "listeners": ("EXTERNAL://127.0.0.1:9092,INTERNAL://[::1]:9093,CLIENT://0.0.0.0:9094", static, True),
+        "listeners": ("EXTERNAL://127.0.0.1:9092,INTERNAL://[::1]:9093,CLIENT://0.0.0.0:9094", static, False),
         # INTERNAL has no advertised address of its own: the broker's advertised host (the first
         # listener's) with its own port, as the server advertises it.
         "advertised.listeners": (
-            "EXTERNAL://kafka.example:19092,INTERNAL://kafka.example:9093,CLIENT://client.example:19094", static, True),
-        "listener.security.protocol.map": ("EXTERNAL:SASL_PLAINTEXT,INTERNAL:SSL,CLIENT:PLAINTEXT", static, True),
+            "EXTERNAL://kafka.example:19092,INTERNAL://kafka.example:9093,CLIENT://client.example:19094", static, False),
+        "listener.security.protocol.map": ("EXTERNAL:SASL_PLAINTEXT,INTERNAL:SSL,CLIENT:PLAINTEXT", static, False),
     }
 
 

@@ -10,6 +10,7 @@ TABLE = {
     29: (1, 3), 30: (1, 3), 31: (1, 3), 32: (1, 4), 33: (0, 2), 35: (0, 4), 36: (0, 2), 37: (0, 3), 42: (0, 2),
     44: (0, 1), 47: (0, 0), 50: (0, 0), 51: (0, 0), 60: (0, 1), 61: (0, 0), 65: (0, 0), 66: (0, 1),
     68: (0, 1), 69: (0, 1),  # ConsumerGroupHeartbeat, ConsumerGroupDescribe (KIP-848, issue #21)
+    74: (0, 1),  # ListConfigResources (Kafka 4.1, issue #42)
     75: (0, 0),  # DescribeTopicPartitions (KIP-966, issue #21)
     58: (0, 0),  # Envelope (KIP-590): between brokers only, never advertised
 }

@@ -17,7 +17,7 @@ import pytest
 
 from rivven_kproto.broker.broker import Broker
 from rivven_kproto.broker.config import BrokerConfig
-from rivven_kproto.broker.dynamic_configs import TOPIC_KEY_OF
+from rivven_kproto.broker.dynamic_keys import config_type as dynamic_config_type
 from rivven_kproto.broker.topics import TOPIC_CONFIGS
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages import alter_configs as ac
@@ -514,9 +514,11 @@ def test_describe_configs_errors(ctx: RequestContext, broker: Broker) -> None:
 
 def test_describe_broker_configs(ctx: RequestContext) -> None:
     (own, default) = describe(ctx, (BROKER, str(NODE), None), (BROKER, "", None), synonyms=True)
-    assert (own.error_code, default.error_code, default.configs) == (0, 0, [])
+    # Kafka 4.1's cluster default holds min.insync.replicas (KIP-966) before anything is set.
+    assert (own.error_code, default.error_code, [(c.name, c.value) for c in default.configs]) == (
+        0, 0, [("min.insync.replicas", "1")])
     configs = {c.name: c for c in own.configs}
-    assert all(c.read_only == (c.name not in TOPIC_KEY_OF) for c in own.configs)
+    assert all(c.read_only == (dynamic_config_type(c.name) is None) for c in own.configs)
     assert not configs["log.retention.ms"].read_only and configs["num.partitions"].read_only
     partitions = configs["num.partitions"]
     assert (partitions.value, partitions.config_source, partitions.config_type) == (
@@ -586,7 +588,7 @@ def test_alter_configs_errors(ctx: RequestContext, broker: Broker) -> None:
         (TOPIC, "bad name", {}),
         (TOPIC, "x", {"a": None, "b": None}),
         (BROKER, str(NODE), {"num.partitions": "5", "log.retention.ms": "1"}),
-        (BROKER, "", {}),
+        (BROKER, "", {"min.insync.replicas": "1"}),
         (BROKER, "3", {}),
         (BROKER, "one", {}),
         (8, str(NODE), {}),

@@ -9,13 +9,15 @@ from typing import Any, TypeVar
 
 import aiokafka
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, NewTopic
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.client import AIOKafkaClient
 from aiokafka.errors import for_code
 from aiokafka.helpers import create_ssl_context
 from aiokafka.protocol.admin import ApiVersionRequest
 from aiokafka.structs import OffsetAndMetadata
+
+from rivven_kproto.broker.topics import ConfigSource
 
 from ..data import Profile, Rec
 from ..model import Client, Ctx
@@ -428,6 +430,55 @@ class Adapter:
 
         return _run(ctx, body)
 
+    def broker_ids(self, ctx: Ctx) -> list[int]:
+        async def body() -> list[int]:
+            admin = self._admin(ctx)
+            await admin.start()
+            try:
+                return [broker["node_id"] for broker in (await admin.describe_cluster())["brokers"]]
+            finally:
+                await admin.close()
+
+        return _run(ctx, body)
+
+    def assign_replicas(self, ctx: Ctx, name: str, created: list[list[int]], added: list[list[int]]
+                        ) -> list[tuple[int, list[int]]]:
+        async def body() -> list[tuple[int, list[int]]]:
+            admin = self._admin(ctx)
+            await admin.start()
+            try:
+                _raise_topic_errors(await admin.create_topics(
+                    [NewTopic(name, -1, -1, replica_assignments=dict(enumerate(created)))]))
+                response = await admin.create_partitions(
+                    {name: NewPartitions(len(created) + len(added), new_assignments=added)})
+                for topic_error in response.topic_errors:
+                    if topic_error[1]:
+                        raise for_code(topic_error[1])(str(topic_error))
+                [described] = await admin.describe_topics([name])
+            finally:
+                await admin.close()
+            partitions = sorted(described["partitions"], key=lambda p: p["partition"])
+            return [(p["leader"], list(p["replicas"])) for p in partitions]
+
+        return _run(ctx, body)
+
+    def config_sources(self, ctx: Ctx, topic: str) -> dict[str, tuple[str, str]]:
+        async def body() -> dict[str, tuple[str, str]]:
+            admin = self._admin(ctx)
+            await admin.start()
+            try:
+                [response] = await admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)])
+            finally:
+                await admin.close()
+            if response.API_VERSION < 1:
+                raise AssertionError(f"DescribeConfigs v{response.API_VERSION} carries no config sources")
+            [resource] = response.resources
+            if resource[0]:
+                raise for_code(resource[0])(resource[1])
+            return {entry[0]: (entry[1], ConfigSource(entry[3]).name) for entry in resource[4]}
+
+        return _run(ctx, body)
+
     def offsets_for_times(
         self, ctx: Ctx, topic: str, partition: int, timestamps: list[int]
     ) -> dict[int, int | None]:
@@ -458,5 +509,6 @@ CLIENT = Client(
     not_offered={
         **dict.fromkeys(("group-rebalance-kip848", "send-offsets-txn-kip848"), _NO_KIP848),
         "list-describe-txn": "aiokafka's admin client has no ListTransactions/DescribeTransactions",
+        "list-config-resources": "aiokafka's admin client has no ListConfigResources",
     },
 )

@@ -7,12 +7,21 @@ import time
 from typing import Any
 
 import confluent_kafka
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaException,
+    Producer,
+    TopicCollection,
+    TopicPartition,
+)
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
     ConfigEntry,
     ConfigResource,
+    ConfigSource,
+    NewPartitions,
     NewTopic,
 )
 
@@ -343,6 +352,24 @@ class Adapter:
             "after": {k: v.value for k, v in after.items()},
         }
 
+    def broker_ids(self, ctx: Ctx) -> list[int]:
+        admin = self._admin(ctx)  # kept referenced until the answer is in
+        return [node.id for node in admin.describe_cluster().result(ctx.remaining()).nodes]
+
+    def assign_replicas(self, ctx: Ctx, name: str, created: list[list[int]], added: list[list[int]]
+                        ) -> list[tuple[int, list[int]]]:
+        admin = self._admin(ctx)
+        _check(admin.create_topics([NewTopic(name, len(created), replica_assignment=created)]), ctx.remaining())
+        count = len(created) + len(added)
+        _check(admin.create_partitions([NewPartitions(name, count, replica_assignment=added)]), ctx.remaining())
+        described = admin.describe_topics(TopicCollection([name]))[name].result(ctx.remaining())
+        return [(p.leader.id, [n.id for n in p.replicas]) for p in described.partitions]
+
+    def config_sources(self, ctx: Ctx, topic: str) -> dict[str, tuple[str, str]]:
+        admin = self._admin(ctx)
+        [entries] = _check(admin.describe_configs([ConfigResource("TOPIC", topic)]), ctx.remaining()).values()
+        return {key: (entry.value, ConfigSource(entry.source).name) for key, entry in entries.items()}
+
     def offsets_for_times(
         self, ctx: Ctx, topic: str, partition: int, timestamps: list[int]
     ) -> dict[int, int | None]:
@@ -371,5 +398,6 @@ CLIENT = Client(
     version=version,
     not_offered={
         "list-describe-txn": "confluent-kafka's AdminClient (librdkafka) has no ListTransactions/DescribeTransactions",
+        "list-config-resources": "confluent-kafka's AdminClient (librdkafka 2.16) has no ListConfigResources",
     },
 )

@@ -8,7 +8,7 @@ from typing import Any
 
 import kafka
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
-from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
+from kafka.admin import ConfigResource, ConfigResourceType, NewPartitions, NewTopic
 from kafka.structs import OffsetAndMetadata
 
 from ...test_kafka_python import admin as kp_admin
@@ -301,6 +301,41 @@ class Adapter:
                 [ConfigResource(ConfigResourceType.TOPIC, topic, configs={"retention.ms": "7200000"})]
             )
             return {"before": before, "after": describe()}
+        finally:
+            client.close()
+
+    def broker_ids(self, ctx: Ctx) -> list[int]:
+        client = self._admin(ctx)
+        try:
+            return [broker["broker_id"] for broker in client.describe_cluster()["brokers"]]
+        finally:
+            client.close()
+
+    def assign_replicas(self, ctx: Ctx, name: str, created: list[list[int]], added: list[list[int]]
+                        ) -> list[tuple[int, list[int]]]:
+        client = self._admin(ctx)
+        try:
+            client.create_topics([NewTopic(name, replica_assignments=dict(enumerate(created)))])
+            client.create_partitions({name: NewPartitions(len(created) + len(added), new_assignments=added)})
+            [described] = client.describe_topics([name])
+        finally:
+            client.close()
+        partitions = sorted(described["partitions"], key=lambda p: p["partition_index"])
+        return [(p["leader_id"], list(p["replica_nodes"])) for p in partitions]
+
+    def config_sources(self, ctx: Ctx, topic: str) -> dict[str, tuple[str, str]]:
+        client = self._admin(ctx)
+        try:
+            entries = client.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)],
+                                              config_filter="all")["topic"][topic]
+        finally:
+            client.close()
+        return {key: (entry["value"], entry["config_source"]) for key, entry in entries.items()}
+
+    def list_config_resources(self, ctx: Ctx) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+        client = self._admin(ctx)
+        try:
+            return client.list_config_resources(), client.list_config_resources(["TOPIC"])
         finally:
             client.close()
 

@@ -13,6 +13,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from rivven_kproto.broker.topics import ConfigSource
+
 from ..data import Profile, Rec
 from ..model import Client, ClientError, Ctx
 
@@ -177,6 +179,19 @@ class Adapter:
     def admin_configs(self, ctx: Ctx, topic: str) -> dict:
         return self._node(ctx, "admin-configs", topic=topic)
 
+    def broker_ids(self, ctx: Ctx) -> list[int]:
+        return [int(node) for node in self._node(ctx, "broker-ids")["brokers"]]
+
+    def assign_replicas(self, ctx: Ctx, name: str, created: list[list[int]], added: list[list[int]]
+                        ) -> list[tuple[int, list[int]]]:
+        answer = self._node(ctx, "assign-replicas", name=name, created=created, added=added)
+        return [(int(leader), [int(n) for n in replicas]) for leader, replicas in answer["described"]]
+
+    def config_sources(self, ctx: Ctx, topic: str) -> dict[str, tuple[str, str]]:
+        """kafkajs reports each entry's source as DescribeConfigs' number (v1+)."""
+        answer = self._node(ctx, "config-sources", topic=topic)
+        return {name: (value, ConfigSource(int(source)).name) for name, value, source in answer["sources"]}
+
     def offsets_for_times(
         self, ctx: Ctx, topic: str, partition: int, timestamps: list[int]
     ) -> dict[int, int | None]:
@@ -212,5 +227,6 @@ CLIENT = Client(
         "codec-zstd": _CORE_CODECS.format("ZSTD (@kafkajs/zstd)"),
         **dict.fromkeys(("group-rebalance-kip848", "send-offsets-txn-kip848"), _NO_KIP848),
         "list-describe-txn": "kafkajs' admin client has no ListTransactions/DescribeTransactions",
+        "list-config-resources": "kafkajs' admin client has no ListConfigResources",
     },
 )

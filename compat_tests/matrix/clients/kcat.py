@@ -409,6 +409,9 @@ CLIENT = Client(
         "group-rebalance-kip848": "Debian's kcat 1.7.1 links librdkafka 2.0.2, older than group.protocol=consumer (KIP-848)",
         "admin-topics": _NO_ADMIN,
         "admin-configs": _NO_ADMIN,
+        "admin-replica-assignment": _NO_ADMIN,
+        "config-sources-41": _NO_ADMIN,
+        "list-config-resources": _NO_ADMIN,
         "list-describe-txn": _NO_ADMIN,
     },
 )

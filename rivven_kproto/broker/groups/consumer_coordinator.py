@@ -169,15 +169,18 @@ class ConsumerGroups:
 
     def _expire_consumer_members(self, now_ms: int) -> None:
         for consumer_group in list(self.consumer_groups.values()):
-            draft = self.consumer.expire(consumer_group, now_ms)
-            if draft is not None:
-                try:
-                    if self._downgrade_due(consumer_group, draft):
-                        self._downgrade(draft, consumer_group.group_epoch, now_ms)
-                    else:
-                        self._install(consumer_group, draft)
-                except KafkaError:
-                    log.warning("group %s: could not log expired members; retried next tick", consumer_group.group_id)
+            self._expire_consumer_group(consumer_group, now_ms)
+
+    def _expire_consumer_group(self, consumer_group: ConsumerGroup, now_ms: int) -> None:
+        draft = self.consumer.expire(consumer_group, now_ms)
+        if draft is not None:
+            try:
+                if self._downgrade_due(consumer_group, draft):
+                    self._downgrade(draft, consumer_group.group_epoch, now_ms)
+                else:
+                    self._install(consumer_group, draft)
+            except KafkaError:
+                log.warning("group %s: could not log expired members; retried next tick", consumer_group.group_id)
 
     def _expire_consumer_offsets(self, now_ms: int, retention: int) -> None:
         """Offsets of an empty consumer group expire by commit time; the group with the last one."""

@@ -278,22 +278,47 @@ class GroupCoordinator(ConsumerGroups):
         A timer re-armed for ``now_ms`` or earlier (a zero initial rebalance delay) fires in the
         same tick; the rounds are bounded in case a bug re-arms one forever.
         """
+        self._fire_due(list(self.groups), now_ms)
+        self._expire_consumer_members(now_ms)
+        if now_ms - self._last_expiry_ms >= self.config.offsets_retention_check_interval_ms:
+            self._last_expiry_ms = now_ms
+            self.expire_offsets(now_ms)
+
+    def expire_due(self, group_id: str, now_ms: int) -> None:
+        """Fire the timers of one group that are due by ``now_ms``: a request handled at or after
+        a session deadline (DeleteGroups) sees the member gone however late the timer runs."""
+        if group_id in self.groups:
+            self._fire_due([group_id], now_ms)
+        consumer_group = self.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            self._expire_consumer_group(consumer_group, now_ms)
+
+    def next_deadline(self) -> int:
+        """The earliest armed timer (session, join, sync, revocation, the offsets-expiry check):
+        the server sleeps until it (a timer per deadline, not a periodic tick)."""
+        earliest = self._last_expiry_ms + self.config.offsets_retention_check_interval_ms
+        for group in self.groups.values():
+            for _, _, deadline in _timers(group):
+                earliest = min(earliest, deadline)
+        for consumer_group in self.consumer_groups.values():
+            for deadline in (*consumer_group.deadlines.values(), *consumer_group.revoke_deadlines.values()):
+                earliest = min(earliest, deadline)
+        return earliest
+
+    def _fire_due(self, group_ids: list[str], now_ms: int) -> None:
         for _ in range(MAX_TIMER_ROUNDS):
             due: list[tuple[int, int, str, str, str]] = []
-            for group in self.groups.values():
-                for seq, (kind, member_id, deadline) in enumerate(_timers(group)):
+            for group_id in group_ids:
+                group = self.groups.get(group_id)
+                for seq, (kind, member_id, deadline) in enumerate(_timers(group) if group is not None else ()):
                     if deadline <= now_ms:
-                        due.append((deadline, seq, group.group_id, kind, member_id))
+                        due.append((deadline, seq, group_id, kind, member_id))
             if not due:
                 break
             for deadline, _, group_id, kind, member_id in sorted(due):
                 target = self.groups.get(group_id)
                 if target is not None and _still_due(target, kind, member_id, deadline):
                     self._fire(target, kind, member_id, now_ms)
-        self._expire_consumer_members(now_ms)
-        if now_ms - self._last_expiry_ms >= self.config.offsets_retention_check_interval_ms:
-            self._last_expiry_ms = now_ms
-            self.expire_offsets(now_ms)
 
     def _fire(self, group: ClassicGroup, kind: str, member_id: str, now_ms: int) -> None:
         if kind == "member":

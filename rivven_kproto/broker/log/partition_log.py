@@ -90,6 +90,7 @@ class PartitionLog(PartitionLogBase):
         self._checkpoint_missing = False
         self._parent_unsynced = False
         self._closed = False
+        self._deleted = False  # DeleteTopics: the jobs still queued for this partition are dropped
         self.work: BlockingWork | None = None
 
     # -- opening ---------------------------------------------------------------------------------
@@ -228,7 +229,7 @@ class PartitionLog(PartitionLogBase):
     def _roll(self, base_offset: int, now_ms: int) -> None:
         snapshot = self.producers.encode_snapshot(base_offset)
         directory = self.directory
-        submit(self.work, lambda: store_snapshot(directory, base_offset, snapshot))
+        self._submit(lambda: store_snapshot(directory, base_offset, snapshot))
         self._active.seal()
         segment = Segment(self.directory, base_offset, self.config.index_interval_bytes, now_ms, self.files)
         self._segments.append(segment)
@@ -402,7 +403,7 @@ class PartitionLog(PartitionLogBase):
                 logger.info("deleting segment %s (log start offset now %d)", segment.log_path, new_start)
                 segment.delete()
 
-        submit(self.work, checkpoint_then_delete)
+        self._submit(checkpoint_then_delete)
         del self._segments[: len(doomed)]
         del self._bases[: len(doomed)]
         return len(doomed)
@@ -412,7 +413,7 @@ class PartitionLog(PartitionLogBase):
         self.producers.forget_aborted_before(offset)
         if persist:
             path = self.directory / LOG_START_FILE
-            submit(self.work, lambda: checkpoint.write_offset(path, offset))
+            self._submit(lambda: checkpoint.write_offset(path, offset))
 
     # -- truncation ------------------------------------------------------------------------------
 
@@ -456,7 +457,7 @@ class PartitionLog(PartitionLogBase):
         if self._recovery_point != self.log_end_offset:
             self._recovery_point = lowered = min(self._recovery_point, self.log_end_offset)
             path = self.directory / RECOVERY_POINT_FILE
-            submit(self.work, lambda: checkpoint.write_offset(path, lowered))
+            self._submit(lambda: checkpoint.write_offset(path, lowered))
 
     # -- durability and lifecycle ----------------------------------------------------------------
 
@@ -521,6 +522,10 @@ class PartitionLog(PartitionLogBase):
             segment.close()
         self._closed = True
 
+    def _submit(self, job: Callable[[], None]) -> None:
+        """Queue blocking file work in this partition's directory (dropped once it is deleted)."""
+        submit(self.work, _dropped_when_deleted(self, job))
+
     def delete(self) -> None:
         """Remove the partition directory and everything in it (DeleteTopics).
 
@@ -528,13 +533,32 @@ class PartitionLog(PartitionLogBase):
         its files are removed by ``work``; ``remove_deleted`` finishes what a crash interrupted."""
         for segment in self._segments:
             segment.close()
-        self._closed = True
+        self._closed = self._deleted = True
         doomed = self.directory.with_name(f"{self.directory.name}.{uuid.uuid4().hex}{DELETED_SUFFIX}")
         try:
             self.directory.rename(doomed)
         except FileNotFoundError:
             return
         submit(self.work, lambda: shutil.rmtree(doomed, ignore_errors=True))
+
+
+def _dropped_when_deleted(log: PartitionLog, job: Callable[[], None]) -> Callable[[], None]:
+    """``job`` (a checkpoint, snapshot or segment deletion in the partition's directory), unless
+    the partition is deleted first: then it is dropped quietly, also when the directory goes while
+    it runs (DeleteRecords answered, DeleteTopics a millisecond later)."""
+
+    def guarded() -> None:
+        if log._deleted:
+            logger.debug("dropped a queued file job of deleted partition %s", log.name)
+            return
+        try:
+            job()
+        except FileNotFoundError:
+            if not log._deleted:
+                raise
+            logger.debug("dropped a file job of %s: the partition was deleted meanwhile", log.name)
+
+    return guarded
 
 
 def _largest_timestamp(segment: Segment) -> int:

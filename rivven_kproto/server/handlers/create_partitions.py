@@ -2,8 +2,9 @@
 
 Follows Kafka 3.9's controller: a topic named twice is INVALID_REQUEST ("Duplicate topic name.",
 answered once); an unknown topic UNKNOWN_TOPIC_OR_PARTITION; a count that is not an increase
-INVALID_PARTITIONS; manual assignments must number exactly the partitions added and each must be
-this node alone, else INVALID_REPLICA_ASSIGNMENT. ``validate_only`` checks without creating;
+INVALID_PARTITIONS; manual assignments must number exactly the partitions added and each must
+name as many distinct live brokers as the topic's replication factor, else
+INVALID_REPLICA_ASSIGNMENT (kept as CreateTopics keeps them). ``validate_only`` checks without creating;
 ``timeout_ms`` is ignored. Error messages are Kafka's; success answers a null message.
 
 Not implemented: authorization (TOPIC_AUTHORIZATION_FAILED), quotas.
@@ -79,8 +80,11 @@ def _create(ctx: RequestContext, topic: CreatePartitionsTopic, validate_only: bo
                 f"Attempted to add {added} additional partition(s), but only {len(topic.assignments)} "
                 "assignment(s) were specified.",
             )
+        factor = ctx.broker.topic(topic.name).meta.replication_factor
         for assignment in topic.assignments:
-            check_replicas(ctx.config.node_id, assignment.broker_ids, 1)
-    ctx.broker.create_partitions(topic.name, topic.count, ctx.now_ms, validate_only=validate_only)
+            check_replicas(ctx.broker.cluster.node_ids, assignment.broker_ids, factor)
+    assignments = [list(a.broker_ids) for a in topic.assignments or []] if topic.count > current else None
+    ctx.broker.create_partitions(topic.name, topic.count, ctx.now_ms, validate_only=validate_only,
+                                 assignments=assignments)
     if not validate_only:
         log.info("topic %s now has %d partitions (client %s)", topic.name, topic.count, ctx.client_id)

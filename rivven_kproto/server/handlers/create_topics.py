@@ -6,7 +6,9 @@ INVALID_REQUEST ("Duplicate topic name.", one result for the name); Kafka's inte
 their state elsewhere) are INVALID_REQUEST; then the name (INVALID_TOPIC_EXCEPTION, also for a '.'/'_' collision with an
 existing topic), TOPIC_ALREADY_EXISTS, null config values and bad configs (INVALID_CONFIG), a
 manual assignment (INVALID_REQUEST unless both counts are -1; each partition's replicas must be
-exactly this node, else INVALID_REPLICA_ASSIGNMENT), the replication factor (1 or -1, else
+distinct live brokers, as many for every partition, else INVALID_REPLICA_ASSIGNMENT: the topic
+keeps the assignment, whose first live broker leads the partition, and its replica count is the
+topic's replication factor), the replication factor (at most the live brokers, else
 INVALID_REPLICATION_FACTOR) and the partition count (INVALID_PARTITIONS). ``validate_only`` runs
 every check and answers as for a real creation. v5+ results carry the partition count,
 replication factor and the topic's effective configs. ``timeout_ms`` is ignored: creation is
@@ -21,6 +23,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections import Counter
+from collections.abc import Sequence
 
 from rivven_kproto.broker.security.acls import Operation, ResourceType
 from rivven_kproto.broker.topics import INTERNAL_TOPICS
@@ -84,11 +87,13 @@ def _create(
     configs = {config.name: config.value for config in topic.configs if config.value is not None}
     broker.validate_topic_configs(configs)
     num_partitions, replication_factor = topic.num_partitions, topic.replication_factor
+    assignments: list[list[int]] = []
     if topic.assignments:
-        num_partitions = _check_assignments(ctx.config.node_id, topic)
-        replication_factor = 1  # the assignment's, not default.replication.factor
+        assignments = _check_assignments(broker.cluster.node_ids, topic)
+        num_partitions, replication_factor = len(assignments), len(assignments[0])
     created = broker.create_topic(
-        topic.name, num_partitions, replication_factor, configs, ctx.now_ms, validate_only=validate_only
+        topic.name, num_partitions, replication_factor, configs, ctx.now_ms, validate_only=validate_only,
+        assignments=assignments,
     )
     if created is None:  # validate_only
         partitions = num_partitions if num_partitions != -1 else broker.config.num_partitions
@@ -115,8 +120,8 @@ def _create(
     return result
 
 
-def _check_assignments(node_id: int, topic: CreatableTopic) -> int:
-    """Kafka's manual-assignment rules on a one-node cluster; returns the partition count."""
+def _check_assignments(live: Sequence[int], topic: CreatableTopic) -> list[list[int]]:
+    """Kafka's manual-assignment rules against the live brokers; returns the replicas by partition."""
     if topic.replication_factor != -1:
         raise KafkaError(
             Errors.INVALID_REQUEST,
@@ -135,18 +140,19 @@ def _check_assignments(node_id: int, topic: CreatableTopic) -> int:
                 Errors.INVALID_REPLICA_ASSIGNMENT,
                 f"Found multiple manual partition assignments for partition {assignment.partition_index}",
             )
-        check_replicas(node_id, assignment.broker_ids, replication_factor)
+        check_replicas(live, assignment.broker_ids, replication_factor)
         replication_factor = len(assignment.broker_ids)
         seen.add(assignment.partition_index)
     if seen != set(range(len(seen))):
         raise KafkaError(
             Errors.INVALID_REPLICA_ASSIGNMENT, "partitions should be a consecutive 0-based integer sequence"
         )
-    return len(seen)
+    by_index = {assignment.partition_index: list(assignment.broker_ids) for assignment in topic.assignments}
+    return [by_index[index] for index in range(len(seen))]
 
 
-def check_replicas(node_id: int, broker_ids: list[int], replication_factor: int | None) -> None:
-    """Kafka's validateManualPartitionAssignment with this node as the only registered broker."""
+def check_replicas(live: Sequence[int], broker_ids: list[int], replication_factor: int | None) -> None:
+    """Kafka's validateManualPartitionAssignment: the live brokers are the registered ones."""
     if not broker_ids:
         raise KafkaError(
             Errors.INVALID_REPLICA_ASSIGNMENT,
@@ -154,7 +160,7 @@ def check_replicas(node_id: int, broker_ids: list[int], replication_factor: int 
         )
     previous = None
     for broker_id in sorted(broker_ids):
-        if broker_id != node_id:
+        if broker_id not in live:
             raise KafkaError(
                 Errors.INVALID_REPLICA_ASSIGNMENT,
                 f"The manual partition assignment includes broker {broker_id}, but no such broker is registered.",

@@ -1,6 +1,8 @@
 """DeleteGroups (42), v0-2: delete Empty groups together with their committed offsets.
 
-GROUP_ID_NOT_FOUND for an unknown group, NON_EMPTY_GROUP while it has members, as Kafka.
+GROUP_ID_NOT_FOUND for an unknown group, NON_EMPTY_GROUP while it has members, as Kafka. Members
+whose session deadline has passed are expired first, so a deletion right after a session timeout
+never races the timer that expires them.
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ def handle(ctx: RequestContext, request: DeleteGroupsRequest, version: int) -> D
     elsewhere = [(g, Errors.NOT_COORDINATOR) for g in allowed if g not in local]  # another broker's shard
     results: list[tuple[str, Errors]] = []
     for group_id in local:
-        results.extend(ctx.groups_for(group_id).delete_groups([group_id]))
+        coordinator = ctx.groups_for(group_id)
+        coordinator.expire_due(group_id, ctx.now_ms)  # a session past its deadline is over, timer or not
+        results.extend(coordinator.delete_groups([group_id]))
     results += elsewhere + denied
     return DeleteGroupsResponse(
         throttle_time_ms=0,

@@ -78,7 +78,7 @@ def _page(
         cluster, topic_id, factor = ctx.broker.cluster, topic.meta.topic_id, topic.meta.replication_factor
         partitions = []
         for index in range(start, upper):
-            replicas = cluster.replicas(topic_id, index, factor)
+            replicas = cluster.replicas(topic_id, index, factor, topic.meta.assigned(index))
             partitions.append(DescribeTopicPartitionsResponsePartition(
                 error_code=Errors.NONE, partition_index=index, leader_id=replicas[0], leader_epoch=LEADER_EPOCH,
                 replica_nodes=replicas, isr_nodes=replicas, eligible_leader_replicas=[], last_known_elr=[],

@@ -172,7 +172,8 @@ def describe_topic(ctx: RequestContext, topic: Topic) -> MetadataResponseTopic:
     else:
         partitions = []
         for index in range(len(topic.partitions)):
-            replicas = cluster.replicas(topic.meta.topic_id, index, topic.meta.replication_factor)
+            replicas = cluster.replicas(topic.meta.topic_id, index, topic.meta.replication_factor,
+                                        topic.meta.assigned(index))
             partitions.append(MetadataResponsePartition(
                 error_code=Errors.NONE, partition_index=index, leader_id=replicas[0], leader_epoch=LEADER_EPOCH,
                 replica_nodes=replicas, isr_nodes=replicas, offline_replicas=[]))

@@ -1,0 +1,50 @@
+"""ListConfigResources (key 74), versions 0-1: the resources DescribeConfigs can be asked about
+(KIP-1142, Kafka 4.1; v0 was KIP-1000's ListClientMetricsResources).
+
+As Kafka 4.1's broker: Describe-Configs on the Cluster is required (else the whole answer is
+CLUSTER_AUTHORIZATION_FAILED); v0 lists client-metrics resources only; v1 lists the types asked
+for, or every type it supports when none is given (TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS,
+GROUP), and a type outside those fails the request with UNSUPPORTED_VERSION. Topics are every
+topic, brokers every live broker (by node id).
+
+Not implemented, so listed empty: client-metrics subscriptions and group configs (this broker keeps
+neither), and broker loggers (DescribeConfigs does not serve BROKER_LOGGER here).
+"""
+
+from __future__ import annotations
+
+from rivven_kproto.broker.security.acls import Operation, ResourceType
+from rivven_kproto.codec.errors import Errors
+from rivven_kproto.codec.messages.list_config_resources import (
+    CLIENT_METRICS,
+    ConfigResource,
+    ListConfigResourcesRequest,
+    ListConfigResourcesResponse,
+)
+
+from ..context import RequestContext
+
+API_KEY = ListConfigResourcesRequest.API_KEY
+
+TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 32
+SUPPORTED_V1 = (TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP)
+
+
+def handle(ctx: RequestContext, request: ListConfigResourcesRequest, version: int) -> ListConfigResourcesResponse:
+    if not ctx.allowed(Operation.DESCRIBE_CONFIGS, ResourceType.CLUSTER):
+        return _answer(Errors.CLUSTER_AUTHORIZATION_FAILED, [])
+    supported = SUPPORTED_V1 if version >= 1 else (CLIENT_METRICS,)
+    wanted = set(request.resource_types) or set(supported)
+    if not wanted <= set(supported):
+        return _answer(Errors.UNSUPPORTED_VERSION, [])
+    listed: list[ConfigResource] = []
+    if BROKER in wanted:
+        listed += [ConfigResource(resource_name=str(node), resource_type=BROKER)
+                   for node in sorted(ctx.broker.cluster.node_ids)]
+    if TOPIC in wanted:
+        listed += [ConfigResource(resource_name=name, resource_type=TOPIC) for name in sorted(ctx.broker.topics)]
+    return _answer(Errors.NONE, listed)
+
+
+def _answer(error: Errors, resources: list[ConfigResource]) -> ListConfigResourcesResponse:
+    return ListConfigResourcesResponse(throttle_time_ms=0, error_code=int(error), config_resources=resources)

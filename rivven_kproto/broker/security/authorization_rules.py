@@ -71,7 +71,6 @@ class Check:
     versions: tuple[int, int] | None = None
     when: frozenset[str] = frozenset()
     alternatives: tuple[Grant, ...] = ()
-    fixed_by: str = ""  # a branch making the handler follow this row (the test expects a failure until then)
 
     def applies(self, version: int, shape: str = "") -> bool:
         in_versions = self.versions is None or self.versions[0] <= version <= self.versions[1]
@@ -102,8 +101,8 @@ O = Operation  # noqa: E741
 REQUEST, ENTRY, FILTER = Scope.REQUEST, Scope.ENTRY, Scope.FILTER
 TOPIC_DENIED, GROUP_DENIED = Errors.TOPIC_AUTHORIZATION_FAILED, Errors.GROUP_AUTHORIZATION_FAILED
 CLUSTER_DENIED, TXN_DENIED = Errors.CLUSTER_AUTHORIZATION_FAILED, Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-LEAKS = "wip-leaks"
 CREATE_ON_CLUSTER = (Grant(C, O.CREATE),)
+DELETE_ON_CLUSTER = (Grant(C, O.DELETE),)
 
 
 def _cluster(label: str, operation: Operation, scope: Scope = REQUEST, **kw: object) -> Check:
@@ -166,18 +165,22 @@ RULES: dict[int, Rule] = _rules(
     Rule(19, "CreateTopics", (
         Check("topic", T, O.CREATE, Source.TOPIC, TOPIC_DENIED, ENTRY, alternatives=CREATE_ON_CLUSTER),
     ), "DescribeConfigs on the topic decides whether its configs are returned (v5+)."),
-    Rule(20, "DeleteTopics", (_topic(O.DELETE),), "A topic id the client may not Describe is refused too."),
+    Rule(20, "DeleteTopics", (
+        Check("describe", T, O.DESCRIBE, Source.TOPIC, TOPIC_DENIED, ENTRY, alternatives=DELETE_ON_CLUSTER),
+        _topic(O.DELETE, when=frozenset({"existing"}), alternatives=DELETE_ON_CLUSTER),
+    ), "Describe comes before existence (an unknown name is refused, not UNKNOWN_TOPIC_OR_PARTITION); "
+       "a topic id whose topic the client may not Describe is refused with a null name."),
     Rule(21, "DeleteRecords", (_topic(O.DELETE),)),
     Rule(22, "InitProducerId", (
         _txn(when=frozenset({"transactional"})),
         _cluster("idempotent", O.IDEMPOTENT_WRITE, when=frozenset({""}),
-                 alternatives=(Grant(T, O.WRITE, Source.ANY_TOPIC),), fixed_by=LEAKS),
+                 alternatives=(Grant(T, O.WRITE, Source.ANY_TOPIC),)),
     ), "An idempotent producer needs IdempotentWrite on the Cluster or Write on some topic."),
     Rule(24, "AddPartitionsToTxn", (
         _cluster("cluster", O.CLUSTER_ACTION, versions=(4, 5)),
-        Check("transactional_id", X, O.WRITE, Source.TRANSACTIONAL_IDS, TXN_DENIED, ENTRY),
-        _topic(O.WRITE),
-    ), "v4+ is broker-to-broker; a refused topic leaves the other partitions OPERATION_NOT_ATTEMPTED."),
+        _txn(versions=(0, 3)),
+        _topic(O.WRITE, versions=(0, 3)),
+    ), "v4+ comes from brokers: ClusterAction only. v0-3: a refused topic leaves the others OPERATION_NOT_ATTEMPTED."),
     Rule(25, "AddOffsetsToTxn", (_txn(), _group(O.READ))),
     Rule(26, "EndTxn", (_txn(),)),
     Rule(27, "WriteTxnMarkers", (_cluster("cluster", O.CLUSTER_ACTION),)),
@@ -204,25 +207,25 @@ RULES: dict[int, Rule] = _rules(
         Check("topic", T, O.ALTER_CONFIGS, Source.CONFIG_RESOURCE, TOPIC_DENIED, ENTRY, when=frozenset({"", "topic"})),
         _cluster("broker", O.ALTER_CONFIGS, ENTRY, when=frozenset({"broker"})),
     )),
-    Rule(47, "OffsetDelete", (_group(O.DELETE), _topic(O.READ, fixed_by=LEAKS))),
+    Rule(47, "OffsetDelete", (_group(O.DELETE), _topic(O.READ))),
     Rule(50, "DescribeUserScramCredentials", (_cluster("cluster", O.DESCRIBE),)),
     Rule(51, "AlterUserScramCredentials", (_cluster("cluster", O.ALTER, ENTRY),)),
     Rule(60, "DescribeCluster", (), "No refusal: cluster authorized operations are a bit set."),
     Rule(61, "DescribeProducers", (_topic(O.READ),)),
     Rule(65, "DescribeTransactions", (
         Check("transactional_id", X, O.DESCRIBE, Source.TRANSACTIONAL_IDS, TXN_DENIED, ENTRY),
-        Check("topic", T, O.DESCRIBE, Source.TOPIC, None, FILTER, fixed_by=LEAKS),
+        Check("topic", T, O.DESCRIBE, Source.TOPIC, None, FILTER),
     ), "A transaction's partitions on topics the client may not Describe are left out."),
     Rule(66, "ListTransactions", (
         Check("transactional_id", X, O.DESCRIBE, Source.LISTED_TRANSACTION, None, FILTER),
     )),
     Rule(68, "ConsumerGroupHeartbeat", (
         _group(O.READ),
-        Check("topic", T, O.DESCRIBE, Source.TOPIC, TOPIC_DENIED, REQUEST, fixed_by=LEAKS),
+        Check("topic", T, O.DESCRIBE, Source.TOPIC, TOPIC_DENIED, REQUEST),
     ), "Subscribed topic names need Describe; a regex subscription only matches describable topics."),
     Rule(69, "ConsumerGroupDescribe", (
         _group(O.DESCRIBE, ENTRY, Source.GROUPS),
-        Check("topic", T, O.DESCRIBE, Source.TOPIC, TOPIC_DENIED, ENTRY, fixed_by=LEAKS),
+        Check("topic", T, O.DESCRIBE, Source.TOPIC, TOPIC_DENIED, ENTRY),
     ), "A group whose members are assigned topics the client may not Describe is refused."),
     Rule(75, "DescribeTopicPartitions", (
         _topic(O.DESCRIBE, when=frozenset({"", "named"})),

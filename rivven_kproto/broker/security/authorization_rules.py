@@ -127,9 +127,10 @@ def _rules(*rules: Rule) -> dict[int, Rule]:
 
 RULES: dict[int, Rule] = _rules(
     Rule(0, "Produce", (
-        _txn(when=frozenset({"transactional"})),
-        _topic(O.WRITE),
-    ), "Transactional records need Write on the transactional id (else every partition refused)."),
+        _txn(versions=(3, 12), when=frozenset({"transactional"})),
+        _topic(O.WRITE, versions=(3, 12)),
+    ), "Transactional records need Write on the transactional id (else every partition refused). v0-2 are "
+       "advertised but answered UNSUPPORTED_VERSION before any check, as Kafka 4 (KAFKA-18659)."),
     Rule(1, "Fetch", (
         Check("follower", C, O.CLUSTER_ACTION, Source.CLUSTER, TOPIC_DENIED, REQUEST, when=frozenset({"follower"})),
         _topic(O.READ),

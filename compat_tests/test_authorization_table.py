@@ -59,9 +59,9 @@ CASES = ("anonymous", "noacl", "denied", "granted")  # granted last: it may dele
 # The checks another branch (wip-leaks) makes the handlers follow: the DENY case refused by them
 # fails until that branch is merged (then these marks go).
 FIXED_BY_WIP_LEAKS = {(22, "idempotent"), (47, "topic"), (65, "topic"), (68, "topic"), (69, "topic")}
-# InitProducerId's idempotent check is granted (and denied) through its alternative, Write on a
-# topic: Kafka counts DENYs on topics there.
-THROUGH_ALTERNATIVE = {22: "idempotent"}
+# Checks granted (and denied) through their alternative: InitProducerId's idempotent check through
+# Write on a topic (Kafka counts DENYs on topics there), ListGroups through Describe on the Cluster.
+THROUGH_ALTERNATIVE = {22: "idempotent", 16: "group"}
 # Metadata's last check is auto-creation, which the walk does not ask for: deny Describe instead.
 DENIED_CHECK = {3: "topic"}
 WAIT_S = 30.0

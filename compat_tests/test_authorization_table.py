@@ -60,8 +60,9 @@ CASES = ("anonymous", "noacl", "denied", "granted")  # granted last: it may dele
 # fails until that branch is merged (then these marks go).
 FIXED_BY_WIP_LEAKS = {(22, "idempotent"), (47, "topic"), (65, "topic"), (68, "topic"), (69, "topic")}
 # Checks granted (and denied) through their alternative: InitProducerId's idempotent check through
-# Write on a topic (Kafka counts DENYs on topics there), ListGroups through Describe on the Cluster.
-THROUGH_ALTERNATIVE = {22: "idempotent", 16: "group"}
+# Write on a topic (Kafka counts DENYs on topics there), ListGroups through Describe on the Cluster,
+# WriteTxnMarkers through Alter on the Cluster.
+THROUGH_ALTERNATIVE = {22: "idempotent", 16: "group", 27: "cluster"}
 # Metadata's last check is auto-creation, which the walk does not ask for: deny Describe instead.
 DENIED_CHECK = {3: "topic"}
 WAIT_S = 30.0

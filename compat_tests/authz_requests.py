@@ -79,8 +79,11 @@ def make(cls: Any, version: int, **fields: Any) -> Any:
     return cls(**{name: value for name, value in fields.items() if name not in absent})
 
 
-def _records() -> bytes:
-    return build_batch([Record(offset_delta=0, timestamp_delta=0, key=None, value=b"v", headers=[])])
+def _records(transactional: bool = False) -> bytes:
+    record = Record(offset_delta=0, timestamp_delta=0, key=None, value=b"v", headers=[])
+    if not transactional:
+        return build_batch([record])
+    return build_batch([record], producer_id=1_000_000, producer_epoch=0, base_sequence=0, is_transactional=True)
 
 
 Shapes = list[tuple[str, Any]]
@@ -88,9 +91,16 @@ Factory = Callable[[int, Names], Shapes]
 
 
 def _produce(v: int, n: Names) -> Shapes:
-    data = [make(produce.TopicProduceData, v, name=n.topic,
-                 partition_data=[make(produce.PartitionProduceData, v, index=0, records=_records())])]
-    return [("", make(produce.ProduceRequest, v, acks=1, timeout_ms=10_000, topic_data=data))]
+    """Plain records; a transactional batch with its transactional id; plain records naming one."""
+    def request(transactional_id: str | None, transactional: bool) -> Any:
+        data = [make(produce.TopicProduceData, v, name=n.topic, partition_data=[
+            make(produce.PartitionProduceData, v, index=0, records=_records(transactional))])]
+        return make(produce.ProduceRequest, v, transactional_id=transactional_id, acks=1, timeout_ms=10_000,
+                    topic_data=data)
+    shapes = [("", request(None, False))]
+    if v >= 3:  # the transactional id field
+        shapes += [("transactional", request(n.transactional_id, True)), ("plain_with_id", request(n.transactional_id, False))]
+    return shapes
 
 
 def _fetch(v: int, n: Names) -> Shapes:

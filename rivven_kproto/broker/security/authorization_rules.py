@@ -199,7 +199,7 @@ RULES: dict[int, Rule] = _rules(
         _cluster("broker", O.ALTER_CONFIGS, ENTRY, when=frozenset({"broker"})),
     )),
     Rule(35, "DescribeLogDirs", (
-        Check("cluster", C, O.DESCRIBE, Source.CLUSTER, None, FILTER, versions=(0, 2)),
+        Check("cluster_v0", C, O.DESCRIBE, Source.CLUSTER, None, FILTER, versions=(0, 2)),
         _cluster("cluster", O.DESCRIBE, versions=(3, 32767)),
     ), "v0-2 answer an empty result instead of an error."),
     Rule(36, "SaslAuthenticate", ()),

@@ -12,7 +12,8 @@ every check and answers as for a real creation. v5+ results carry the partition 
 replication factor and the topic's effective configs. ``timeout_ms`` is ignored: creation is
 synchronous. Topic ids are answered as zero, like Metadata.
 
-Not implemented: authorization (TOPIC_AUTHORIZATION_FAILED), create-topic policies, quotas
+Create on the Cluster or the topic, else TOPIC_AUTHORIZATION_FAILED (the authorization table).
+Not implemented: create-topic policies, quotas
 (THROTTLING_QUOTA_EXCEEDED).
 """
 
@@ -22,7 +23,7 @@ import logging
 import uuid
 from collections import Counter
 
-from rivven_kproto.broker.security.acls import Operation, ResourceType
+from rivven_kproto.broker.security.authorization_rules import rule
 from rivven_kproto.broker.topics import INTERNAL_TOPICS
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.create_topics import (
@@ -37,6 +38,7 @@ from rivven_kproto.server.context import RequestContext
 log = logging.getLogger(__name__)
 
 API_KEY = CreateTopicsRequest.API_KEY
+TOPIC = rule(API_KEY).check("topic")
 
 ZERO_UUID = uuid.UUID(int=0)
 
@@ -56,9 +58,8 @@ def handle(ctx: RequestContext, request: CreateTopicsRequest, version: int) -> C
                 )
             )
             continue
-        if not (ctx.allowed(Operation.CREATE, ResourceType.CLUSTER)
-                or ctx.allowed(Operation.CREATE, ResourceType.TOPIC, topic.name)):
-            results.append(_error(topic.name, Errors.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."))
+        if (refused := ctx.refusal(TOPIC, topic.name)) is not None:  # Create on the topic or the Cluster
+            results.append(_error(topic.name, refused, "Authorization failed."))
             continue
         try:
             results.append(_create(ctx, topic, version, request.validate_only))

@@ -135,7 +135,7 @@ def handle(ctx: RequestContext, request: ProduceRequest, version: int) -> Produc
 
 def answer(ctx: RequestContext, request: ProduceRequest, version: int) -> ProduceResponse:
     """The response Kafka would send (also built for acks=0, whose errors are only logged)."""
-    if version >= MIN_SERVED_VERSION and _has_transactional_records(request):
+    if version >= MIN_SERVED_VERSION and has_transactional_records(request):
         # Kafka: transactional records need a transactional id the client may write, authorizer
         # or not; without one they could join whichever producer's transaction they name.
         if request.transactional_id is None:
@@ -152,7 +152,7 @@ def answer(ctx: RequestContext, request: ProduceRequest, version: int) -> Produc
     return ProduceResponse(responses=responses, throttle_time_ms=0)
 
 
-def _has_transactional_records(request: ProduceRequest) -> bool:
+def has_transactional_records(request: ProduceRequest) -> bool:
     for topic_data in request.topic_data:
         for data in topic_data.partition_data:
             try:

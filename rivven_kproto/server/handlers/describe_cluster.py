@@ -5,8 +5,8 @@ holding the coordinator lease). We are a broker endpoint: a v1 request for
 controllers answers MISMATCHED_ENDPOINT_TYPE and an unknown endpoint type
 UNSUPPORTED_ENDPOINT_TYPE (INVALID_REQUEST in v0), as Kafka's brokers do.
 
-Not implemented: authorization (the authorized-operations bitfield, when asked for, grants what a
-Kafka broker without an authorizer grants), racks.
+No authorization check (Kafka makes none); the cluster authorized-operations bitfield, when asked
+for, is the client's. Not implemented: racks.
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ creating a "simple" group if none exists). Metadata longer than ``offset.metadat
 written to the coordinator log (and fsynced under ``fsync=always``) before the answer.
 v2-4's ``retention_time_ms`` sets an explicit expiry.
 
-Not implemented: authorization; transactional offsets arrive with TxnOffsetCommit.
+Read on the group, then on each topic (the authorization table). Transactional offsets arrive with
+TxnOffsetCommit.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ stored (or a rebalance, removal or fencing answers it with an error); the leader
 written to the coordinator log before anyone is answered. v5's protocol type and name are
 checked against the group's (INCONSISTENT_GROUP_PROTOCOL) and returned.
 
-Not implemented: authorization.
+Read on the group, else GROUP_AUTHORIZATION_FAILED (the authorization table).
 """
 
 from __future__ import annotations

@@ -53,7 +53,7 @@ CLUSTER = "kafka-cluster"
 SASL_PORT = re.compile(r"listener SASL_PLAINTEXT \(SASL_PLAINTEXT\) listening on [\d.]+:(\d+)")
 AUTH_ERRORS = frozenset({Errors.TOPIC_AUTHORIZATION_FAILED, Errors.GROUP_AUTHORIZATION_FAILED,
                          Errors.CLUSTER_AUTHORIZATION_FAILED, Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED})
-ERROR_FIELDS = frozenset({"error_code", "partition_error_code"})  # not topic_config_error_code (configs only)
+ERROR_FIELDS = frozenset({"error_code", "partition_error_code", "topic_config_error_code"})
 CHECKED = sorted(key for key, row in RULES.items() if row.checks)
 CASES = ("anonymous", "noacl", "denied", "granted")  # granted last: it may delete DeleteTopics' topic
 # The checks another branch (wip-leaks) makes the handlers follow: the DENY case refused by them

@@ -7,7 +7,9 @@ order; the first refused one decides the answer for the resource it names:
 
 - ``Scope.REQUEST``: the whole request is refused (a top-level error, or every entry carries it);
 - ``Scope.ENTRY``: only that entry (topic, partition, group, transactional id, config resource);
-- ``Scope.FILTER``: the entry is silently left out of the answer (Kafka's "list what you may see").
+- ``Scope.FILTER``: the entry is silently left out of the answer (Kafka's "list what you may see");
+- ``Scope.DETAILS``: the entry is answered, but what describes it is withheld behind the error
+  (CreateTopics' configs: ``topic_config_error_code``).
 
 A check applies only at ``versions`` (None: all) and only to the request shapes named in ``when``
 (empty: all), e.g. FindCoordinator's key type. ``alternatives`` allow instead (Create on the
@@ -31,6 +33,7 @@ class Scope(enum.Enum):
     REQUEST = "request"
     ENTRY = "entry"
     FILTER = "filter"
+    DETAILS = "details"
 
 
 class Source(enum.Enum):
@@ -165,7 +168,9 @@ RULES: dict[int, Rule] = _rules(
     Rule(18, "ApiVersions", ()),
     Rule(19, "CreateTopics", (
         Check("topic", T, O.CREATE, Source.TOPIC, TOPIC_DENIED, ENTRY, alternatives=CREATE_ON_CLUSTER),
-    ), "DescribeConfigs on the topic decides whether its configs are returned (v5+)."),
+        Check("configs", T, O.DESCRIBE_CONFIGS, Source.TOPIC, TOPIC_DENIED, Scope.DETAILS, versions=(5, 7)),
+    ), "v5+: without DescribeConfigs on the topic its configs, partition count and replication factor are "
+       "withheld (topic_config_error_code), as Kafka's controller."),
     Rule(20, "DeleteTopics", (
         Check("describe", T, O.DESCRIBE, Source.TOPIC, TOPIC_DENIED, ENTRY, alternatives=DELETE_ON_CLUSTER),
         _topic(O.DELETE, when=frozenset({"existing"}), alternatives=DELETE_ON_CLUSTER),

@@ -12,7 +12,9 @@ every check and answers as for a real creation. v5+ results carry the partition 
 replication factor and the topic's effective configs. ``timeout_ms`` is ignored: creation is
 synchronous. Topic ids are answered as zero, like Metadata.
 
-Create on the Cluster or the topic, else TOPIC_AUTHORIZATION_FAILED (the authorization table).
+Create on the Cluster or the topic, else TOPIC_AUTHORIZATION_FAILED (the authorization table); v5+
+without DescribeConfigs on the topic: no configs, partition count or replication factor, and
+``topic_config_error_code`` TOPIC_AUTHORIZATION_FAILED.
 Not implemented: create-topic policies, quotas
 (THROTTLING_QUOTA_EXCEEDED).
 """
@@ -38,7 +40,7 @@ from rivven_kproto.server.context import RequestContext
 log = logging.getLogger(__name__)
 
 API_KEY = CreateTopicsRequest.API_KEY
-TOPIC = rule(API_KEY).check("topic")
+TOPIC, CONFIGS = rule(API_KEY).check("topic"), rule(API_KEY).check("configs")
 
 ZERO_UUID = uuid.UUID(int=0)
 
@@ -100,7 +102,9 @@ def _create(
         log.info("created topic %s (%d partitions) for client %s", topic.name, partitions, ctx.client_id)
     topic_id = ZERO_UUID if created is None else created.meta.topic_id  # validate_only: Kafka's zero id
     result = CreatableTopicResult(name=topic.name, topic_id=topic_id, error_code=0, error_message=None)
-    if version >= 5:
+    if version >= 5 and (refused := ctx.refusal(CONFIGS, topic.name)) is not None:
+        result.topic_config_error_code = refused  # Kafka's controller: no configs without DescribeConfigs
+    elif version >= 5:
         result.num_partitions = partitions
         result.replication_factor = replicas
         result.configs = [

@@ -104,10 +104,13 @@ def _produce(v: int, n: Names) -> Shapes:
 
 
 def _fetch(v: int, n: Names) -> Shapes:
-    part = make(fetch.FetchPartition, v, partition=0, fetch_offset=0, partition_max_bytes=1024)
-    topics = [make(fetch.FetchTopic, v, topic=n.topic, partitions=[part])]
-    return [("", make(fetch.FetchRequest, v, replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=4096,
-                      topics=topics))]
+    """A consumer's fetch, and a follower's (replica id 1)."""
+    def request(replica_id: int) -> Any:
+        part = make(fetch.FetchPartition, v, partition=0, fetch_offset=0, partition_max_bytes=1024)
+        topics = [make(fetch.FetchTopic, v, topic=n.topic, partitions=[part])]
+        return make(fetch.FetchRequest, v, replica_id=replica_id, max_wait_ms=0, min_bytes=0, max_bytes=4096,
+                    topics=topics)
+    return [("", request(-1)), ("follower", request(1))]
 
 
 def _list_offsets(v: int, n: Names) -> Shapes:

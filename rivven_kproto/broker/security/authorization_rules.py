@@ -136,8 +136,9 @@ RULES: dict[int, Rule] = _rules(
        "advertised but answered UNSUPPORTED_VERSION before any check, as Kafka 4 (KAFKA-18659)."),
     Rule(1, "Fetch", (
         Check("follower", C, O.CLUSTER_ACTION, Source.CLUSTER, TOPIC_DENIED, REQUEST, when=frozenset({"follower"})),
-        _topic(O.READ),
-    ), "A follower's fetch (replica id >= 0) needs ClusterAction; a refusal gives each partition TOPIC_AUTHORIZATION_FAILED."),
+        _topic(O.READ, when=frozenset({""})),
+    ), "A follower's fetch (replica id >= 0) needs ClusterAction instead of Read on the topics; a refusal "
+       "gives each partition TOPIC_AUTHORIZATION_FAILED."),
     Rule(2, "ListOffsets", (_topic(O.DESCRIBE),)),
     Rule(3, "Metadata", (
         _topic(O.DESCRIBE, when=frozenset({"", "named"})),

@@ -120,10 +120,11 @@ def _list_offsets(v: int, n: Names) -> Shapes:
 
 
 def _metadata(v: int, n: Names) -> Shapes:
-    named = [make(metadata.MetadataRequestTopic, v, name=n.topic)]
-    shapes = [("named", make(metadata.MetadataRequest, v, topics=named, allow_auto_topic_creation=False))]
-    shapes.append(("all", make(metadata.MetadataRequest, v, topics=[] if v == 0 else None,
-                               allow_auto_topic_creation=False)))
+    def request(topics: Any) -> Any:
+        return make(metadata.MetadataRequest, v, topics=topics, allow_auto_topic_creation=False,
+                    include_cluster_authorized_operations=True)
+    shapes = [("named", request([make(metadata.MetadataRequestTopic, v, name=n.topic)]))]
+    shapes.append(("all", request([] if v == 0 else None)))
     return shapes
 
 

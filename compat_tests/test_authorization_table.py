@@ -23,7 +23,13 @@ from typing import Any
 import pytest
 
 from rivven_kproto.broker.security.authorization_rules import RULES, Check, Rule, Scope
-from rivven_kproto.codec.acls import Operation, PatternType, Permission, ResourceType
+from rivven_kproto.codec.acls import (
+    OPERATIONS_NOT_REQUESTED,
+    Operation,
+    PatternType,
+    Permission,
+    ResourceType,
+)
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.add_partitions_to_txn import (
     AddPartitionsToTxnRequest,
@@ -111,6 +117,7 @@ class Expected:
     present: str | None = None  # a name the answer must list
     absent: str | None = None  # a name the answer must not list
     deciding: Check | None = None
+    operations: bool | None = None  # cluster_authorized_operations shown (True) or withheld as 0 (False)
 
 
 def permitted(check: Check, allowed: set[Grant], denied: set[Grant]) -> bool:
@@ -132,10 +139,12 @@ def expect(row: Rule, version: int, shape: str, allowed: set[Grant], denied: set
         if not permitted(check, allowed, denied):
             if check.scope is Scope.FILTER:
                 return Expected(frozenset(), absent=token(row.api_key, check), deciding=check)
-            assert check.error is not None
+            if check.error is None:  # DETAILS without an error: the bit set is withheld
+                return Expected(frozenset(), deciding=check, operations=False)
             return Expected(frozenset({int(check.error)}), deciding=check)
     filtered = [c for c in applying if c.scope is Scope.FILTER]
-    return Expected(frozenset(), present=token(row.api_key, filtered[0]) if filtered else None)
+    shown = any(c.scope is Scope.DETAILS and c.error is None for c in applying) or None
+    return Expected(frozenset(), present=token(row.api_key, filtered[0]) if filtered else None, operations=shown)
 
 
 def principal_acls(case: str, row: Rule) -> tuple[set[Grant], set[Grant]]:
@@ -162,6 +171,19 @@ def observed(response: Any) -> tuple[frozenset[int], set[str]]:
     errors = frozenset(v for k, v in walk(response) if k in ERROR_FIELDS and v in AUTH_ERRORS)
     strings = {v for _, v in walk(response) if isinstance(v, str)}
     return errors, strings
+
+
+def operations_ok(response: Any, shown: bool | None) -> bool:
+    """The cluster's authorized-operations bit set: some bits when shown, 0 when withheld."""
+    values = [v for k, v in walk(response) if k == "cluster_authorized_operations"]
+    if shown is None or not values:
+        return True
+    return all(v not in (0, OPERATIONS_NOT_REQUESTED) for v in values) if shown else all(v == 0 for v in values)
+
+
+def cluster_operations(response: Any) -> str:
+    values = [v for k, v in walk(response) if k == "cluster_authorized_operations"]
+    return f", cluster operations {values}" if values else ""
 
 
 def all_errors(response: Any) -> set[str]:
@@ -337,14 +359,16 @@ def test_answers_follow_the_table(secured: Secured, key: int, case: str) -> None
             response = conn.call(request, version)
             errors, strings = observed(response)
             listed_ok = (want.present is None or want.present in strings) and (
-                want.absent is None or want.absent not in strings)
+                want.absent is None or want.absent not in strings) and operations_ok(response, want.operations)
             if errors != want.errors or not listed_ok:
                 wrong.append(f"v{version} {shape or 'plain'}: got {sorted(Errors(e).name for e in errors)}"
                              f"{' listing ' + repr(sorted(strings & {TOPIC, names(key).group, names(key).transactional_id}))}"
                              f", table: {sorted(Errors(e).name for e in want.errors)}"
                              f"{f' listing {want.present!r}' if want.present else ''}"
                              f"{f' without {want.absent!r}' if want.absent else ''}"
-                             f" (every error in the answer: {sorted(all_errors(response))})")
+                             f"{'' if want.operations is None else f' cluster operations shown: {want.operations}'}"
+                             f" (every error in the answer: {sorted(all_errors(response))}"
+                             f"{cluster_operations(response)})")
     assert not wrong, f"{row.name} as {case}:\n" + "\n".join(wrong)
 
 
@@ -375,3 +399,17 @@ def test_every_served_api_is_walked() -> None:
     """A served API the walk cannot send (no factory, not a login API) fails here."""
     assert sorted(set(HANDLERS) - set(FACTORIES) - LOGIN_APIS) == []
     assert sorted(set(HANDLERS) - set(RULES)) == []
+
+
+def test_cluster_operations_are_shown_only_with_describe_on_the_cluster(secured: Secured) -> None:
+    """``g24`` holds ClusterAction (AddPartitionsToTxn v4+), which implies no Describe: Kafka shows
+    it 0, not its ClusterAction bit; ``g29`` (Describe on the Cluster) sees its bits."""
+    for key in (60, 3):
+        for version in range(max(HANDLERS[key].versions.low, 8 if key == 3 else 0),
+                             min(HANDLERS[key].versions.high, 10 if key == 3 else 99) + 1):
+            request = FACTORIES[key](version, names(key))[0][1]
+            hidden = [v for k, v in walk(secured.connection("g24").call(request, version))
+                      if k == "cluster_authorized_operations"]
+            shown = [v for k, v in walk(secured.connection("g29").call(request, version))
+                     if k == "cluster_authorized_operations"]
+            assert hidden == [0] and shown == [1 << Operation.DESCRIBE], (key, version, hidden, shown)

@@ -8,8 +8,9 @@ order; the first refused one decides the answer for the resource it names:
 - ``Scope.REQUEST``: the whole request is refused (a top-level error, or every entry carries it);
 - ``Scope.ENTRY``: only that entry (topic, partition, group, transactional id, config resource);
 - ``Scope.FILTER``: the entry is silently left out of the answer (Kafka's "list what you may see");
-- ``Scope.DETAILS``: the entry is answered, but what describes it is withheld behind the error
-  (CreateTopics' configs: ``topic_config_error_code``).
+- ``Scope.DETAILS``: the entry is answered, but what describes it is withheld: behind the error
+  (CreateTopics' configs: ``topic_config_error_code``), or, without an error, as an empty
+  ``cluster_authorized_operations`` bit set (0).
 
 A check applies only at ``versions`` (None: all) and only to the request shapes named in ``when``
 (empty: all), e.g. FindCoordinator's key type. ``alternatives`` allow instead (Create on the
@@ -124,6 +125,10 @@ def _topic(operation: Operation, scope: Scope = ENTRY, **kw: object) -> Check:
     return Check("topic", T, operation, Source.TOPIC, TOPIC_DENIED, scope, **kw)  # type: ignore[arg-type]
 
 
+# Kafka's AuthHelper: the client's own rights on the cluster are shown only with Describe on it.
+CLUSTER_OPERATIONS_SHOWN = Check("cluster_operations", C, O.DESCRIBE, Source.CLUSTER, None, Scope.DETAILS)
+
+
 def _rules(*rules: Rule) -> dict[int, Rule]:
     return {r.api_key: r for r in rules}
 
@@ -145,7 +150,9 @@ RULES: dict[int, Rule] = _rules(
         Check("listed", T, O.DESCRIBE, Source.TOPIC, None, FILTER, when=frozenset({"all"})),
         Check("create", T, O.CREATE, Source.TOPIC, TOPIC_DENIED, ENTRY, when=frozenset({"auto_create"}),
               alternatives=CREATE_ON_CLUSTER),
-    ), "All-topics requests list only describable topics; cluster/topic authorized operations are bit sets, no refusal."),
+        Check("cluster_operations", C, O.DESCRIBE, Source.CLUSTER, None, Scope.DETAILS, versions=(8, 10)),
+    ), "All-topics requests list only describable topics; the cluster's authorized operations (v8-10, when asked "
+       "for) need Describe on the Cluster, else 0."),
     Rule(8, "OffsetCommit", (_group(O.READ), _topic(O.READ))),
     Rule(9, "OffsetFetch", (
         _group(O.DESCRIBE, ENTRY, Source.GROUPS),
@@ -218,7 +225,8 @@ RULES: dict[int, Rule] = _rules(
     Rule(47, "OffsetDelete", (_group(O.DELETE), _topic(O.READ))),
     Rule(50, "DescribeUserScramCredentials", (_cluster("cluster", O.DESCRIBE),)),
     Rule(51, "AlterUserScramCredentials", (_cluster("cluster", O.ALTER, ENTRY),)),
-    Rule(60, "DescribeCluster", (), "No refusal: cluster authorized operations are a bit set."),
+    Rule(60, "DescribeCluster", (CLUSTER_OPERATIONS_SHOWN,),
+         "No refusal; the cluster's authorized operations (when asked for) need Describe on the Cluster, else 0."),
     Rule(61, "DescribeProducers", (_topic(O.READ),)),
     Rule(65, "DescribeTransactions", (
         Check("transactional_id", X, O.DESCRIBE, Source.TRANSACTIONAL_IDS, TXN_DENIED, ENTRY),

@@ -55,6 +55,7 @@ log = logging.getLogger(__name__)
 
 API_KEY = MetadataRequest.API_KEY
 TOPIC = rule(API_KEY).check("topic")
+CLUSTER_SHOWN = rule(API_KEY).check("cluster_operations")
 LISTED = rule(API_KEY).check("listed")
 CREATE = rule(API_KEY).check("create")
 
@@ -157,7 +158,8 @@ def handle(ctx: RequestContext, request: MetadataRequest, version: int) -> Metad
             )
     cluster_operations = OPERATIONS_NOT_REQUESTED
     if 8 <= version <= 10 and request.include_cluster_authorized_operations:
-        cluster_operations = ctx.authorized_operations(ResourceType.CLUSTER, CLUSTER_NAME, CLUSTER_OPERATIONS)
+        cluster_operations = (ctx.authorized_operations(ResourceType.CLUSTER, CLUSTER_NAME, CLUSTER_OPERATIONS)
+                              if ctx.permits(CLUSTER_SHOWN) else 0)  # Kafka: only with Describe on the Cluster
     return MetadataResponse(
         throttle_time_ms=0,
         brokers=[MetadataResponseBroker(node_id=node, host=host, port=port, rack=None) for node, host, port in ctx.brokers()],

@@ -48,7 +48,8 @@ from .log.config import LogConfig
 from .producer_ids import ProducerIdAllocator
 from .remote_markers import RemoteMarker, RemoteMarkers
 from .security.acls import FILE_NAME as ACLS_FILE
-from .security.acls import Authorizer
+from .security.acls import Authorizer, Operation, ResourceType
+from .security.listeners import describe_listeners
 from .security.scram import FILE_NAME as SCRAM_FILE
 from .security.scram import ScramStore
 from .storage import Pulse, StorageError, is_native, open_storage
@@ -179,6 +180,12 @@ class Broker:
         for shard in self.cluster.shards_of(config.node_id):
             self.load_shard(shard, now_ms)
 
+    def _may_describe_topic(self, principal: str, client_host: str, topic: str) -> bool:
+        """The authorizer's Describe decision on a topic, for a KIP-848 member's regex."""
+        authorizer = self.authorizer
+        return authorizer is None or authorizer.authorize(
+            principal, client_host.lstrip("/"), Operation.DESCRIBE, ResourceType.TOPIC, topic)
+
     def _make_shard(self, shard: int) -> CoordinatorShard:
         """A shard's group and transaction coordinators, empty until loaded."""
         config, storage = self.config, self.storage
@@ -186,6 +193,8 @@ class Broker:
         groups = GroupCoordinator(None, config.groups, work=self.work,
                                   durable_log=storage.coordinator_log(groups_log, self.work, shard))
         groups.topic_view = lambda: {name: len(t.partitions) for name, t in self.topics.items()}
+        if self.authorizer is not None:
+            groups.topic_describable = self._may_describe_topic
         txn = TransactionCoordinator(
             storage.coordinator_log(txn_log, self.work, shard),
             self.producer_ids.allocate,
@@ -805,11 +814,10 @@ _KAFKA_LOG_DEFAULTS = log_config_strings(LogConfig())
 def _broker_settings(config: BrokerConfig) -> dict[str, tuple[ConfigType, str | None]]:
     """Broker configs we honour, by their Kafka names (``fsync`` is ours), as strings."""
     log_config = config.log
-    host, port = config.advertised
+    listeners = describe_listeners((config.primary_listener, *config.extra_listeners), config.advertised_host)
     long_max = str((1 << 63) - 1)
     return {
-        "listeners": (ConfigType.STRING, f"PLAINTEXT://{config.listen_host}:{config.listen_port}"),
-        "advertised.listeners": (ConfigType.STRING, f"PLAINTEXT://{host}:{port}"),
+        **{name: (ConfigType.STRING, value) for name, value in listeners.items()},
         "node.id": (ConfigType.INT, str(config.node_id)),
         "broker.id": (ConfigType.INT, str(config.node_id)),
         "log.dirs": (ConfigType.STRING, str(config.data_dir)),

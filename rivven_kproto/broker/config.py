@@ -25,7 +25,7 @@ from typing import Literal
 
 from rivven_kproto.codec.errors import KafkaError
 
-from .groups.config import GroupConfig
+from .groups.config import MIGRATION_POLICIES, GroupConfig
 from .log.config import LogConfig
 from .security.jaas import PLAIN_MODULE, SCRAM_MODULE, login_credentials, plain_users
 from .security.listeners import PROTOCOLS, Listener, ListenerError, build_listeners
@@ -296,7 +296,7 @@ def _apply(config: BrokerConfig, props: Mapping[str, str], *, warn_unknown: bool
     """Overlay Kafka-named properties on ``config``; unknown keys are ignored (with a warning, as Kafka)."""
     changes: dict[str, object] = {}
     log_props: dict[str, str] = {}
-    group_changes: dict[str, int] = {}
+    group_changes: dict[str, int | str] = {}
     security_changes: dict[str, object] = {}
     listener_changes: dict[str, dict[str, object]] = {}
     if "://" in props.get("listeners", ""):
@@ -403,6 +403,11 @@ def _apply(config: BrokerConfig, props: Mapping[str, str], *, warn_unknown: bool
             log_props.setdefault("retention.ms", str(_int(key, value) * factor))
         elif key in _BROKER_LOG_KEYS:
             log_props[_BROKER_LOG_KEYS[key]] = value
+        elif key == "group.consumer.migration.policy":
+            policy = value.strip().lower()
+            if policy not in MIGRATION_POLICIES:
+                raise ConfigError(f"{key} must be one of {', '.join(MIGRATION_POLICIES)}, got {value!r}")
+            group_changes["consumer_migration_policy"] = policy
         elif key in _GROUP_KEYS:
             name, unit, low = _GROUP_KEYS[key]
             group_changes[name] = _int(key, value, low) * unit

@@ -33,3 +33,15 @@ def test_bad_group_values(tmp_path: Path, key: str) -> None:
     props.write_text(f"{key}=0\n")
     with pytest.raises(ConfigError):
         load_config(props)
+
+
+def test_migration_policy(tmp_path: Path) -> None:
+    """group.consumer.migration.policy: Kafka's values (case-insensitive), bidirectional by default."""
+    assert GroupConfig().consumer_migration_policy == "bidirectional"
+    groups = load_config(None, {"KPROTO_GROUP_CONSUMER_MIGRATION_POLICY": "Upgrade"}).groups
+    assert (groups.consumer_migration_policy, groups.upgrade_enabled, groups.downgrade_enabled) == (
+        "upgrade", True, False)
+    props = tmp_path / "server.properties"
+    props.write_text("group.consumer.migration.policy=sideways\n")
+    with pytest.raises(ConfigError, match="disabled, upgrade, downgrade, bidirectional"):
+        load_config(props)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+MIGRATION_POLICIES = ("disabled", "upgrade", "downgrade", "bidirectional")
+
 
 @dataclass(frozen=True)
 class GroupConfig:
@@ -16,7 +18,18 @@ class GroupConfig:
     # KIP-848 consumer groups: the broker, not the client, sets these.
     consumer_session_timeout_ms: int = 45_000  # group.consumer.session.timeout.ms
     consumer_heartbeat_interval_ms: int = 5_000  # group.consumer.heartbeat.interval.ms
+    # KIP-848 online migration between classic and consumer groups: disabled, upgrade, downgrade
+    # or bidirectional (group.consumer.migration.policy).
+    consumer_migration_policy: str = "bidirectional"
     # How long a member that joined but never completed a rebalance may stay (Kafka's constant).
     new_member_join_timeout_ms: int = 300_000
     # Rewrite the log as a snapshot once it is this big and twice the last snapshot.
     compact_bytes: int = 8 * 1024 * 1024
+
+    @property
+    def upgrade_enabled(self) -> bool:
+        return self.consumer_migration_policy in ("upgrade", "bidirectional")
+
+    @property
+    def downgrade_enabled(self) -> bool:
+        return self.consumer_migration_policy in ("downgrade", "bidirectional")

@@ -13,10 +13,23 @@ from typing import TYPE_CHECKING
 
 from rivven_kproto.codec.errors import Errors, KafkaError
 
-from .api import ConsumerHeartbeat, ConsumerHeartbeatResult
-from .consumer_group import ConsumerGroup
+from .api import (
+    ConsumerHeartbeat,
+    ConsumerHeartbeatResult,
+    JoinParams,
+    JoinResult,
+    LeavingMember,
+    SyncParams,
+    SyncResult,
+)
+from .classic_members import ClassicMembers
+from .config import GroupConfig
+from .consumer_group import LEAVE_EPOCH, ConsumerGroup
 from .consumer_membership import ConsumerMembership
+from .consumer_protocol import PROTOCOL_TYPE
 from .group import ClassicGroup, GroupState
+from .membership import Membership, Tickets
+from .migration import ConsumerProtocolError, classic_to_consumer, consumer_to_classic
 from .offsets import BY_COMMIT_TIME, OffsetStore
 from .records import ConsumerGroupTombstone, GroupTombstone, OffsetTombstone, Record
 
@@ -28,6 +41,10 @@ class ConsumerGroups:
         groups: dict[str, ClassicGroup]
         consumer_groups: dict[str, ConsumerGroup]
         consumer: ConsumerMembership
+        classic_members: ClassicMembers
+        membership: Membership
+        tickets: Tickets
+        config: GroupConfig
         offsets: OffsetStore
         topic_view: Callable[[], Mapping[str, int]]
 
@@ -37,17 +54,95 @@ class ConsumerGroups:
         """ConsumerGroupHeartbeat: the change is logged before it is installed and answered."""
         group = self.consumer_groups.get(params.group_id)
         classic = self.groups.get(params.group_id)
+        upgraded = None
         if group is None and classic is not None and not _classic_convertible(classic, self.offsets.has_pending(classic.group_id)):
-            return ConsumerHeartbeatResult(Errors.GROUP_ID_NOT_FOUND,
-                                           message=f"Group {params.group_id} is not a consumer group.")
+            try:
+                group = upgraded = self._upgraded(classic, now_ms)
+            except KafkaError as exc:
+                return ConsumerHeartbeatResult(exc.error, message=exc.message)
         try:
             draft, result = self.consumer.heartbeat(group, params, now_ms)
-            if draft is not None:
+            if draft is not None and group is not None and params.member_epoch == LEAVE_EPOCH \
+                    and self._downgrade_due(group, draft):
+                self._downgrade(draft, group.group_epoch, now_ms)
+            elif draft is not None:
                 self._install(group, draft)
         except KafkaError as exc:
             return ConsumerHeartbeatResult(exc.error, params.member_id, params.member_epoch,
                                            message=exc.message)
+        if upgraded is not None and classic is not None:
+            self._upgrade_done(classic)
         return result
+
+    # -- online migration (KIP-848; see migration.py) ----------------------------------------------
+
+    def _upgraded(self, classic: ClassicGroup, now_ms: int) -> ConsumerGroup:
+        """The consumer group a classic group with members becomes (not yet logged), or Kafka's
+        GROUP_ID_NOT_FOUND when group.consumer.migration.policy or the group forbids it."""
+        not_consumer = KafkaError(Errors.GROUP_ID_NOT_FOUND, f"Group {classic.group_id} is not a consumer group.")
+        if not self.config.upgrade_enabled:
+            log.info("group %s: not upgraded to a consumer group: the online upgrade is disabled", classic.group_id)
+            raise not_consumer
+        if classic.protocol_type != PROTOCOL_TYPE or classic.is_(GroupState.DEAD) or not classic.members:
+            log.info("group %s: not upgraded: it does not use the consumer embedded protocol", classic.group_id)
+            raise not_consumer
+        try:
+            converted = classic_to_consumer(classic, now_ms)
+        except ConsumerProtocolError as exc:
+            raise KafkaError(Errors.GROUP_ID_NOT_FOUND, f"Cannot upgrade the classic group {classic.group_id} to "
+                                                        "consumer group because the embedded consumer protocol is "
+                                                        f"malformed: {exc}.") from None
+        converted.metadata = self.consumer.metadata_of(converted)
+        return converted
+
+    def _upgrade_done(self, classic: ClassicGroup) -> None:
+        """The conversion is logged: parked classic joins and syncs rejoin the consumer group."""
+        log.info("group %s: classic group upgraded online to a consumer group (%d classic members)",
+                 classic.group_id, len(classic.members))
+        for member in classic.members.values():
+            self.tickets.complete(member.join_ticket, JoinResult(Errors.REBALANCE_IN_PROGRESS, member.member_id))
+            self.tickets.complete(member.sync_ticket, SyncResult(Errors.REBALANCE_IN_PROGRESS))
+
+    def _downgrade_due(self, before: ConsumerGroup, after: ConsumerGroup) -> bool:
+        """The last consumer-protocol member left and classic members remain (Kafka's rule)."""
+        return (self.config.downgrade_enabled and bool(after.members)
+                and all(m.classic is not None for m in after.members.values())
+                and any(m.classic is None for m in before.members.values()))
+
+    def _downgrade(self, draft: ConsumerGroup, generation: int, now_ms: int) -> None:
+        """Log the consumer group's tombstone and the classic group in one entry, then rebalance."""
+        record = consumer_to_classic(draft, generation, now_ms)
+        self._write([ConsumerGroupTombstone(draft.group_id), record], replay=True)
+        classic = self.groups[draft.group_id]
+        for member in classic.members.values():
+            member.heartbeat_deadline = now_ms + member.session_timeout_ms
+        log.info("group %s: consumer group downgraded online to a classic group (%d members)",
+                 draft.group_id, len(classic.members))
+        self.membership.prepare_rebalance(classic, now_ms, f"downgrade of group {draft.group_id} to classic")
+
+    # -- classic-protocol members of a consumer group (see classic_members.py) --------------------
+
+    def _classic_join(self, group: ConsumerGroup, params: JoinParams, now_ms: int) -> JoinResult:
+        draft, result = self.classic_members.join(group, params, now_ms)
+        if draft is not None:
+            try:
+                self._install(group, draft)
+            except KafkaError as exc:
+                return JoinResult(exc.error, params.member_id)
+        return result
+
+    def _classic_sync(self, group: ConsumerGroup, params: SyncParams, now_ms: int) -> SyncResult:
+        return self.classic_members.sync(group, params, now_ms)
+
+    def _classic_leave(self, group: ConsumerGroup, members: list[LeavingMember]
+                       ) -> tuple[Errors, list[tuple[LeavingMember, Errors]]]:
+        draft, results = self.classic_members.leave(group, members)
+        if draft is not None:
+            try:
+                self._install(group, draft)
+            except KafkaError as exc:
+                return exc.error, []
+        return Errors.NONE, results
 
     def _install(self, group: ConsumerGroup | None, draft: ConsumerGroup) -> None:
         """Log the draft's record if the durable state changed, then install it (timers too)."""
@@ -77,7 +172,10 @@ class ConsumerGroups:
             draft = self.consumer.expire(consumer_group, now_ms)
             if draft is not None:
                 try:
-                    self._install(consumer_group, draft)
+                    if self._downgrade_due(consumer_group, draft):
+                        self._downgrade(draft, consumer_group.group_epoch, now_ms)
+                    else:
+                        self._install(consumer_group, draft)
                 except KafkaError:
                     log.warning("group %s: could not log expired members; retried next tick", consumer_group.group_id)
 

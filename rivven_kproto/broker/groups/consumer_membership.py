@@ -9,8 +9,9 @@ response) else FENCED_MEMBER_EPOCH. Each operation works on a draft of the group
 the coordinator logs the draft's record and installs it only once the log took it.
 
 A member asked to revoke partitions that has not done so within its rebalance timeout is removed,
-as a member whose session expired is. Not implemented: rack-aware assignment, classic-protocol members inside consumer groups (online
-migration), and the group size limit.
+as a member whose session expired is. Classic-protocol members inside a consumer group (online
+migration) are served by ``classic_members.py`` with the same drafts. Not implemented:
+rack-aware assignment and the group size limit.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from .consumer_group import (
     STATIC_LEAVE_EPOCH,
     ConsumerGroup,
     ConsumerMember,
+    Describable,
     InvalidRegex,
     compile_regex,
 )
@@ -76,9 +78,11 @@ def validate(p: ConsumerHeartbeat) -> None:
 
 
 class ConsumerMembership:
-    def __init__(self, config: GroupConfig, topics: TopicView) -> None:
+    def __init__(self, config: GroupConfig, topics: TopicView, describable: Callable[[], Describable | None] | None = None) -> None:
         self.config = config
         self.topics = topics
+        # The authorizer's Describe decision on topics (None: every topic may be described).
+        self.describable = describable or (lambda: None)
 
     def heartbeat(self, group: ConsumerGroup | None, p: ConsumerHeartbeat,
                   now: int) -> tuple[ConsumerGroup | None, ConsumerHeartbeatResult]:
@@ -154,7 +158,8 @@ class ConsumerMembership:
             return replace(existing, current=MemberAssignment()), False
         log.info("group %s: member %s (instance %s, client %s) joins", draft.group_id, member_id, p.instance_id,
                  p.client_id)
-        return ConsumerMember(member_id, p.instance_id, p.rack_id, p.client_id, p.client_host), True
+        return ConsumerMember(member_id, p.instance_id, p.rack_id, p.client_id, p.client_host,
+                              principal=p.principal), True
 
     def _leave(self, group: ConsumerGroup | None,
                p: ConsumerHeartbeat) -> tuple[ConsumerGroup | None, ConsumerHeartbeatResult]:
@@ -188,6 +193,16 @@ class ConsumerMembership:
 
     # -- assignment ---------------------------------------------------------------------------
 
+    def metadata_of(self, draft: ConsumerGroup, member: ConsumerMember | None = None) -> tuple[tuple[str, int], ...]:
+        return self._metadata(draft, member)
+
+    def assign_and_reconcile(self, draft: ConsumerGroup, member: ConsumerMember,
+                             owned: Mapping[str, frozenset[int]] | None) -> ConsumerMember:
+        """Compute the target if the group epoch moved past it, then move the member towards it."""
+        if draft.group_epoch > draft.target_epoch:
+            self._compute_target(draft)
+        return self._reconcile(draft, member, owned)
+
     def _metadata(self, draft: ConsumerGroup, member: ConsumerMember | None) -> tuple[tuple[str, int], ...]:
         """(topic, partition count) of every existing topic some member subscribes to."""
         topics = self.topics()
@@ -195,13 +210,15 @@ class ConsumerMembership:
         if member is not None:
             members[member.member_id] = member
         subscribed: set[str] = set()
+        describable = self.describable()
         for m in members.values():
-            subscribed |= m.subscribed(topics)
+            subscribed |= m.subscribed(topics, describable)
         return tuple((t, topics[t]) for t in sorted(subscribed))
 
     def _compute_target(self, draft: ConsumerGroup) -> None:
         counts = dict(draft.metadata)
-        subscriptions = {m.member_id: m.subscribed(counts) for m in draft.members.values()}
+        describable = self.describable()
+        subscriptions = {m.member_id: m.subscribed(counts, describable) for m in draft.members.values()}
         name = draft.preferred_assignor(UNIFORM)
         draft.target = dict(assign(name, subscriptions, counts, draft.target))
         draft.target_epoch = draft.group_epoch
@@ -277,6 +294,8 @@ def _updated(member: ConsumerMember, p: ConsumerHeartbeat) -> tuple[ConsumerMemb
         changes["client_id"] = p.client_id
     if p.client_host:
         changes["client_host"] = p.client_host
+    if p.principal:
+        changes["principal"] = p.principal
     if p.subscribed_topic_names is not None:
         changes["subscribed_names"] = tuple(sorted(set(p.subscribed_topic_names)))
     if p.subscribed_topic_regex is not None:
@@ -301,10 +320,11 @@ def validate_consumer_commit(group: ConsumerGroup, member_epoch: int, member_id:
     member = group.members.get(member_id)
     if member is None:
         raise KafkaError(Errors.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group.group_id}.")
-    if not transactional and version < 9:
+    classic = member.classic is not None  # a classic-protocol member commits as in a classic group
+    if not transactional and not classic and version < 9:
         raise KafkaError(Errors.UNSUPPORTED_VERSION,
                          "OffsetCommit version 9 or above must be used by members using the consumer group protocol")
     if member_epoch != member.member_epoch:
-        raise KafkaError(Errors.ILLEGAL_GENERATION if transactional else Errors.STALE_MEMBER_EPOCH,
+        raise KafkaError(Errors.ILLEGAL_GENERATION if transactional or classic else Errors.STALE_MEMBER_EPOCH,
                          f"The received member epoch {member_epoch} does not match the expected member epoch "
                          f"{member.member_epoch}.")

@@ -44,11 +44,12 @@ from .api import (
     SyncParams,
     SyncResult,
 )
+from .classic_members import ClassicMembers
 from .config import GroupConfig
 from .consumer_coordinator import ConsumerGroups
 from .consumer_group import GROUP_TYPE as CONSUMER_TYPE
 from .consumer_group import PROTOCOL_TYPE as CONSUMER_PROTOCOL_TYPE
-from .consumer_group import ConsumerGroup
+from .consumer_group import ConsumerGroup, Describable
 from .consumer_membership import ConsumerMembership, validate_consumer_commit
 from .consumer_protocol import PROTOCOL_TYPE
 from .group import ClassicGroup, GroupState
@@ -105,7 +106,10 @@ class GroupCoordinator(ConsumerGroups):
         self.consumer_groups: dict[str, ConsumerGroup] = {}
         # topic -> partition count; the broker sets it (the assignors need the topics).
         self.topic_view: Callable[[], Mapping[str, int]] = dict
-        self.consumer = ConsumerMembership(self.config, lambda: self.topic_view())
+        # (principal, client host, topic) -> may Describe; the broker sets it when it has an authorizer.
+        self.topic_describable: Describable | None = None
+        self.consumer = ConsumerMembership(self.config, lambda: self.topic_view(), lambda: self.topic_describable)
+        self.classic_members = ClassicMembers(self.config, self.consumer)
         self.log: DurableLog | Any = (
             durable_log if durable_log is not None
             else DurableLog(directory, "groups", work) if directory is not None else None
@@ -132,9 +136,10 @@ class GroupCoordinator(ConsumerGroups):
                 member.heartbeat_deadline = now_ms + member.session_timeout_ms
         for consumer_group in self.consumer_groups.values():
             for member_id in consumer_group.members:
-                consumer_group.deadlines[member_id] = now_ms + self.config.consumer_session_timeout_ms
-        log.info("group coordinator loaded %d groups and %d committed offsets from %d records",
-                 len(self.groups), sum(1 for _ in self.offsets.records()), count)
+                consumer_group.deadlines[member_id] = now_ms + consumer_group.session_timeout_ms(
+                    member_id, self.config.consumer_session_timeout_ms)
+        log.info("group coordinator loaded %d classic and %d consumer groups and %d committed offsets from %d records",
+                 len(self.groups), len(self.consumer_groups), sum(1 for _ in self.offsets.records()), count)
 
     def _apply(self, record: Record) -> None:
         if isinstance(record, OffsetRecord | OffsetTombstone | TxnOffsetRecord | TxnEndRecord):
@@ -223,9 +228,10 @@ class GroupCoordinator(ConsumerGroups):
     def join(self, params: JoinParams, now_ms: int) -> JoinResult | Awaiting:
         consumer_group = self.consumer_groups.get(params.group_id)
         if consumer_group is not None:
-            if consumer_group.members:
-                # Kafka without online migration: a classic member cannot join a consumer group.
-                return JoinResult(Errors.INCONSISTENT_GROUP_PROTOCOL, params.member_id)
+            if consumer_group.members:  # a classic member inside a consumer group (online migration)
+                if not params.group_id:
+                    return JoinResult(Errors.INVALID_GROUP_ID, params.member_id)
+                return self._classic_join(consumer_group, params, now_ms)
             try:  # an empty consumer group converts to a classic one (its offsets stay)
                 self._write([ConsumerGroupTombstone(params.group_id)], replay=True)
             except KafkaError as exc:
@@ -234,14 +240,23 @@ class GroupCoordinator(ConsumerGroups):
         return self.membership.join(params, now_ms)
 
     def sync(self, params: SyncParams, now_ms: int) -> SyncResult | Awaiting:
+        consumer_group = self.consumer_groups.get(params.group_id)
+        if consumer_group is not None:
+            return self._classic_sync(consumer_group, params, now_ms)
         return self.membership.sync(params, now_ms)
 
     def heartbeat(self, group_id: str, generation_id: int, member_id: str, instance_id: str | None,
                   now_ms: int) -> Errors:
+        consumer_group = self.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            return self.classic_members.heartbeat(consumer_group, generation_id, member_id, instance_id, now_ms)
         return self.membership.heartbeat(group_id, generation_id, member_id, instance_id, now_ms)
 
     def leave(self, group_id: str, members: list[LeavingMember],
               now_ms: int) -> tuple[Errors, list[tuple[LeavingMember, Errors]]]:
+        consumer_group = self.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            return self._classic_leave(consumer_group, members)
         return self.membership.leave(group_id, members, now_ms)
 
     def take_result(self, ticket: int) -> Result | None:

@@ -249,6 +249,10 @@ class Membership:
         if group.is_(PREPARING) and group.previous_state is not EMPTY and group.has_all_members_joined():
             self.complete_join(group, now)
 
+    def prepare_rebalance(self, group: ClassicGroup, now: int, reason: str) -> None:
+        """A rebalance the coordinator starts (a consumer group downgraded to this classic one)."""
+        self._maybe_prepare_rebalance_or_complete_join(group, now, reason)
+
     def _prepare_rebalance(self, group: ClassicGroup, now: int, reason: str) -> None:
         if group.is_(COMPLETING):
             self._reset_and_propagate(group, Errors.REBALANCE_IN_PROGRESS, now)

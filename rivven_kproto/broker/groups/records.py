@@ -21,10 +21,13 @@ Like Kafka's ``__consumer_offsets`` records, each one is keyed and self-containe
                    epoch, target assignment epoch, the subscribed topics' partition counts, and
                    every member (ids, client id/host, rebalance timeout, subscribed names and
                    regex, server assignor, reconciliation state, member and previous epochs,
-                   assigned partitions, partitions pending revocation, target assignment);
-                   it replaces a classic group of the same id (the conversion of an empty one)
+                   assigned partitions, partitions pending revocation, target assignment, the
+                   principal of its last heartbeat and, for a classic-protocol member, ``classic``:
+                   its session timeout and protocols); it replaces a classic group of the same id
+                   (an empty one, or the online upgrade of one with members: KIP-848 migration)
 ``consumer-group-delete``  tombstone of a consumer group (its offsets are tombstoned first when
-                   the group is deleted; a conversion to a classic group keeps them)
+                   the group is deleted; a conversion to a classic group keeps them: the online
+                   downgrade is this tombstone and the classic ``group`` record in one entry)
 
 A log entry carries the records of one operation, as a JSON array of objects with a ``"type"``
 field; bytes are base64 text. The ``txn-end`` records of one transaction (one per group) are one
@@ -111,6 +114,15 @@ Partitions = tuple[tuple[str, tuple[int, ...]], ...]  # (topic, sorted partition
 
 
 @dataclass(frozen=True)
+class ClassicMetadata:
+    """What a classic-protocol member of a consumer group joined with (KIP-848 online migration):
+    its session timeout and its protocols, which a downgrade back to a classic group needs."""
+
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+
+
+@dataclass(frozen=True)
 class ConsumerMemberRecord:
     member_id: str
     instance_id: str | None
@@ -127,6 +139,8 @@ class ConsumerMemberRecord:
     assigned: Partitions
     revoking: Partitions
     target: Partitions
+    classic: ClassicMetadata | None = None  # set for a member that speaks the classic protocol
+    principal: str = ""  # of the member's last heartbeat ("": a record from before it was kept)
 
 
 @dataclass(frozen=True)
@@ -179,7 +193,10 @@ def _consumer_member_json(m: ConsumerMemberRecord) -> dict[str, Any]:
         "subscribed_names": list(m.subscribed_names), "regex": m.regex, "server_assignor": m.server_assignor,
         "state": m.state, "member_epoch": m.member_epoch, "previous_epoch": m.previous_epoch,
         "assigned": _partitions_json(m.assigned), "revoking": _partitions_json(m.revoking),
-        "target": _partitions_json(m.target),
+        "target": _partitions_json(m.target), "principal": m.principal,
+        **({} if m.classic is None else {"classic": {
+            "session_timeout_ms": m.classic.session_timeout_ms,
+            "protocols": [[name, _b64(metadata)] for name, metadata in m.classic.protocols]}}),
     }
 
 
@@ -197,7 +214,16 @@ def _consumer_member(obj: dict[str, Any]) -> ConsumerMemberRecord:
         int(obj["rebalance_timeout_ms"]), tuple(str(t) for t in obj["subscribed_names"]), obj["regex"],
         obj["server_assignor"], str(obj["state"]), int(obj["member_epoch"]), int(obj["previous_epoch"]),
         _partitions(obj["assigned"]), _partitions(obj["revoking"]), _partitions(obj["target"]),
+        _classic(obj.get("classic")),
+        str(obj.get("principal", "")),
     )
+
+
+def _classic(obj: dict[str, Any] | None) -> ClassicMetadata | None:
+    if obj is None:
+        return None
+    return ClassicMetadata(int(obj["session_timeout_ms"]),
+                           tuple((str(name), _unb64(metadata)) for name, metadata in obj["protocols"]))
 
 
 def _to_json(record: Record) -> dict[str, Any]:

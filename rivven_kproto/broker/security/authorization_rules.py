@@ -158,7 +158,8 @@ RULES: dict[int, Rule] = _rules(
         _group(O.DESCRIBE, ENTRY, Source.GROUPS),
         _topic(O.DESCRIBE, when=frozenset({"", "named"})),
         Check("listed", T, O.DESCRIBE, Source.TOPIC, None, FILTER, when=frozenset({"all"})),
-    ), "v0-7: one group, a top-level error; v8+: per group."),
+    ), "v2-7: one group, a top-level error; v8+: per group; v0-1 have no top-level error, so a refused group's "
+       "error is put on every requested partition (Kafka 3.x; 4.x's coordinator path drops it with the topics)."),
     Rule(10, "FindCoordinator", (
         Check("group", G, O.DESCRIBE, Source.COORDINATOR_KEY, GROUP_DENIED, ENTRY, when=frozenset({"", "group"})),
         Check("transactional_id", X, O.DESCRIBE, Source.COORDINATOR_KEY, TXN_DENIED, ENTRY,

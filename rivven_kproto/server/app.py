@@ -19,9 +19,9 @@ import trio
 
 from rivven_kproto.broker.broker import Broker
 from rivven_kproto.broker.config import BrokerConfig, ConfigError
+from rivven_kproto.broker.security.authorization_rules import ENVELOPE
 from rivven_kproto.broker.security.principal_mapping import NoMatchingRule
 from rivven_kproto.broker.security.x500 import MalformedCertificate
-from rivven_kproto.codec.acls import Operation, ResourceType
 from rivven_kproto.codec.connection import (
     MIN_REQUEST_FRAME,
     ProtocolError,
@@ -33,7 +33,7 @@ from rivven_kproto.codec.connection import (
     encode_unsupported_api_versions,
     frame_api_key,
 )
-from rivven_kproto.codec.errors import Errors, KafkaError
+from rivven_kproto.codec.errors import KafkaError
 from rivven_kproto.codec.messages.envelope import EnvelopeRequest
 from rivven_kproto.codec.messages.fetch import FetchRequest
 from rivven_kproto.codec.messages.produce import ProduceRequest
@@ -375,10 +375,11 @@ class Server:
         Only a principal allowed ClusterAction on the cluster (a broker) may send one."""
         ctx = RequestContext(self.broker, self.config, wall_clock_ms(), event.header.client_id, client_host,
                              session=session)
-        if not ctx.allowed(Operation.CLUSTER_ACTION, ResourceType.CLUSTER):
+        refused = ctx.refusal(ENVELOPE.check("cluster"))
+        if refused is not None:
             self.warnings.warning("authorization", "an Envelope from %s (%s), who may not act for the cluster: refused",
                                   session.principal, client_host)
-            response = envelope_response(None, Errors.CLUSTER_AUTHORIZATION_FAILED)
+            response = envelope_response(None, refused)
         else:
             try:
                 inner = unwrap(cast(EnvelopeRequest, event.request), CONTROLLER_APIS)

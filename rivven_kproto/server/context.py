@@ -12,6 +12,7 @@ from rivven_kproto.broker.log.base import PartitionLogBase as PartitionLog
 from rivven_kproto.broker.log.region import FileRegion
 from rivven_kproto.broker.log.validation import RecordCheck
 from rivven_kproto.broker.security.acls import CLUSTER_NAME, Operation, ResourceType
+from rivven_kproto.broker.security.authorization_rules import Check, Source
 from rivven_kproto.broker.txn.coordinator import TransactionCoordinator
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.metadata import MetadataResponseTopic
@@ -94,6 +95,26 @@ class RequestContext:
             decision = self.decisions[key] = authorizer.authorize(
                 self.principal, self.client_host.lstrip("/"), operation, resource_type, name)
         return decision
+
+    def permits(self, check: Check, name: str = CLUSTER_NAME) -> bool:
+        """A check of the authorization table (broker/security/authorization_rules.py) for ``name``,
+        or one of its alternatives (e.g. Create on the Cluster instead of on the topic)."""
+        if self.allowed(check.operation, check.resource_type, name):
+            return True
+        for grant in check.alternatives:
+            if grant.source is Source.ANY_TOPIC:
+                if self.allowed_on_any_topic(grant.operation):
+                    return True
+            elif self.allowed(grant.operation, grant.resource_type, CLUSTER_NAME if grant.resource_type == ResourceType.CLUSTER else name):
+                return True
+        return False
+
+    def refusal(self, check: Check, name: str = CLUSTER_NAME) -> Errors | None:
+        """The table's error for a refused check (None when allowed): handlers answer with it."""
+        if self.permits(check, name):
+            return None
+        assert check.error is not None, f"{check.label} filters: use permits()"
+        return check.error
 
     def authorized_operations(self, resource_type: ResourceType, name: str, operations: tuple[Operation, ...]) -> int:
         """Kafka's ``authorized_operations`` bit set: bit ``op`` for each operation this client may do."""

@@ -23,7 +23,7 @@ from typing import Any
 import trio
 
 from rivven_kproto.broker.broker import Broker
-from rivven_kproto.broker.security.acls import Operation, ResourceType
+from rivven_kproto.broker.security.authorization_rules import Check
 from rivven_kproto.broker.topics import INTERNAL_TOPICS
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.fetch import FetchableTopicResponse, FetchRequest, FetchResponse
@@ -56,7 +56,7 @@ class Shape:
     response_index: str
     response_topic: Callable[[str, list[Any]], Any]  # a response topic entry (name, partitions)
     error: Callable[[int, Errors], Any]  # a partition's error answer
-    operation: Operation  # the client's right on the topic that forwarding needs
+    check: Check  # the client's right on the topic that forwarding needs (the authorization table's)
 
 
 SHAPES: dict[int, Shape] = {
@@ -64,16 +64,16 @@ SHAPES: dict[int, Shape] = {
         "topic_data", "name", "partition_data", "index", ProduceResponse, "responses", "name", "partition_responses",
         "index",
         lambda name, parts: TopicProduceResponse(name=name, partition_responses=parts),
-        produce.error_partition, Operation.WRITE),
+        produce.error_partition, produce.TOPIC),
     fetch.API_KEY: Shape(
         "topics", "topic", "partitions", "partition", FetchResponse, "responses", "topic", "partitions",
         "partition_index",
         lambda name, parts: FetchableTopicResponse(topic=name, partitions=parts),
-        fetch.error_partition, Operation.READ),
+        fetch.error_partition, fetch.TOPIC),
     list_offsets.API_KEY: Shape(
         "topics", "name", "partitions", "partition_index", ListOffsetsResponse, "topics", "name", "partitions",
         "partition_index", lambda name, parts: ListOffsetsTopicResponse(name=name, partitions=parts),
-        list_offsets.error_partition, Operation.DESCRIBE),
+        list_offsets.error_partition, list_offsets.TOPIC),
 }
 
 
@@ -135,9 +135,10 @@ def split(ctx: RequestContext, api_key: int, request: Request) -> Split | None:
 
 
 def _may_forward_request(ctx: RequestContext, request: Request) -> bool:
-    """A transactional Produce is forwarded only for a client allowed to write its transactional id."""
-    if isinstance(request, ProduceRequest) and request.transactional_id is not None:
-        return ctx.allowed(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id)
+    """A transactional Produce is forwarded only for a client allowed to write its transactional id
+    (else it is refused here, as a whole)."""
+    if isinstance(request, ProduceRequest) and produce.has_transactional_records(request):
+        return request.transactional_id is not None and ctx.permits(produce.TRANSACTIONAL_ID, request.transactional_id)
     return True
 
 
@@ -151,7 +152,7 @@ def _remote_leader(ctx: RequestContext, broker: Broker, shape: Shape, name: str,
     leader = broker.cluster.leader(topic.meta.topic_id, index, topic.meta.assigned(index))
     if leader == broker.cluster.self_id or broker.cluster.node(leader) is None:
         return None
-    if not ctx.allowed(shape.operation, ResourceType.TOPIC, name):
+    if not ctx.permits(shape.check, name):
         return None
     return leader
 

@@ -24,6 +24,7 @@ from rivven_kproto.broker.security.acls import (
     Permission,
     ResourceType,
 )
+from rivven_kproto.broker.security.authorization_rules import rule
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.create_acls import AclCreationResult, CreateAclsRequest, CreateAclsResponse
 from rivven_kproto.codec.messages.delete_acls import (
@@ -45,6 +46,8 @@ from ..context import RequestContext
 log = logging.getLogger(__name__)
 
 DISABLED = "No Authorizer is configured on the broker"
+# The checks of CreateAcls (30), DescribeAcls (29) and DeleteAcls (31), from the table.
+CREATE_CHECK, DESCRIBE_CHECK, DELETE_CHECK = (rule(key).check("cluster") for key in (30, 29, 31))
 NOT_CONTROLLER = "This broker is not the controller (brokers sharing a store: send ACL changes to the controller)"
 
 
@@ -55,8 +58,8 @@ def create(ctx: RequestContext, request: CreateAclsRequest, version: int) -> Cre
     authorizer = ctx.broker.authorizer
     if authorizer is None:
         return CreateAclsResponse(throttle_time_ms=0, results=[result(Errors.SECURITY_DISABLED, DISABLED)] * len(request.creations))
-    if not ctx.allowed(Operation.ALTER, ResourceType.CLUSTER):
-        return CreateAclsResponse(throttle_time_ms=0, results=[result(Errors.CLUSTER_AUTHORIZATION_FAILED)] * len(request.creations))
+    if (refused := ctx.refusal(CREATE_CHECK)) is not None:
+        return CreateAclsResponse(throttle_time_ms=0, results=[result(refused)] * len(request.creations))
     if not ctx.broker.cluster.is_coordinator:  # one writer of the shared ACLs: the controller
         return CreateAclsResponse(throttle_time_ms=0, results=[result(Errors.NOT_CONTROLLER, NOT_CONTROLLER)] * len(request.creations))
     results, valid = [], []
@@ -116,8 +119,8 @@ def describe(ctx: RequestContext, request: DescribeAclsRequest, version: int) ->
     authorizer = ctx.broker.authorizer
     if authorizer is None:
         return answer(Errors.SECURITY_DISABLED, DISABLED)
-    if not ctx.allowed(Operation.DESCRIBE, ResourceType.CLUSTER):
-        return answer(Errors.CLUSTER_AUTHORIZATION_FAILED)
+    if (refused := ctx.refusal(DESCRIBE_CHECK)) is not None:
+        return answer(refused)
     acl_filter = _filter(request)
     try:
         _check_filter(acl_filter)
@@ -142,8 +145,8 @@ def delete(ctx: RequestContext, request: DeleteAclsRequest, version: int) -> Del
     authorizer = ctx.broker.authorizer
     if authorizer is None:
         return DeleteAclsResponse(throttle_time_ms=0, filter_results=[failed(Errors.SECURITY_DISABLED, DISABLED)] * len(request.filters))
-    if not ctx.allowed(Operation.ALTER, ResourceType.CLUSTER):
-        return DeleteAclsResponse(throttle_time_ms=0, filter_results=[failed(Errors.CLUSTER_AUTHORIZATION_FAILED)] * len(request.filters))
+    if (refused := ctx.refusal(DELETE_CHECK)) is not None:
+        return DeleteAclsResponse(throttle_time_ms=0, filter_results=[failed(refused)] * len(request.filters))
     if not ctx.broker.cluster.is_coordinator:
         return DeleteAclsResponse(throttle_time_ms=0, filter_results=[failed(Errors.NOT_CONTROLLER, NOT_CONTROLLER)] * len(request.filters))
     filters: list[AclFilter] = []

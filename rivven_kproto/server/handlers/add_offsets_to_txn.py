@@ -5,7 +5,7 @@ adds the group itself)."""
 
 from __future__ import annotations
 
-from rivven_kproto.broker.security.acls import Operation, ResourceType
+from rivven_kproto.broker.security.authorization_rules import rule
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.add_offsets_to_txn import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
 
@@ -13,13 +13,14 @@ from ..context import RequestContext
 from .txn_errors import fenced_for_version
 
 API_KEY = 25
+TRANSACTIONAL_ID = rule(API_KEY).check("transactional_id")
+GROUP = rule(API_KEY).check("group")
 
 
 def handle(ctx: RequestContext, request: AddOffsetsToTxnRequest, version: int) -> AddOffsetsToTxnResponse:
-    if not ctx.allowed(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
-        return AddOffsetsToTxnResponse(error_code=Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-    if not ctx.allowed(Operation.READ, ResourceType.GROUP, request.group_id):
-        return AddOffsetsToTxnResponse(error_code=Errors.GROUP_AUTHORIZATION_FAILED)
+    refused = ctx.refusal(TRANSACTIONAL_ID, request.transactional_id) or ctx.refusal(GROUP, request.group_id)
+    if refused is not None:
+        return AddOffsetsToTxnResponse(error_code=refused)
     if not ctx.broker.coordinates(request.transactional_id):  # its shard is another broker's (or nobody's now): the client looks it up again
         return AddOffsetsToTxnResponse(error_code=Errors.NOT_COORDINATOR)
     error = ctx.txn_for(request.transactional_id).add_offsets(

@@ -13,7 +13,7 @@ that shard."""
 from __future__ import annotations
 
 from rivven_kproto.broker.coordinator_shards import GROUP_SHARD_TOPIC
-from rivven_kproto.broker.security.acls import Operation, ResourceType
+from rivven_kproto.broker.security.authorization_rules import rule
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.add_partitions_to_txn import (
     AddPartitionsToTxnPartitionResult,
@@ -29,6 +29,9 @@ from ..context import RequestContext
 from .txn_errors import ADD_PARTITIONS_ABORTABLE, abortable_for_version, fenced_for_version
 
 API_KEY = 24
+CLUSTER = rule(API_KEY).check("cluster")
+TRANSACTIONAL_ID = rule(API_KEY).check("transactional_id")
+TOPIC = rule(API_KEY).check("topic")
 
 
 BROKER_FORM = 4
@@ -45,11 +48,12 @@ def handle(ctx: RequestContext, request: AddPartitionsToTxnRequest, version: int
         except KafkaError:
             unknown.add((topic, index))
     errors: dict[tuple[str, int], Errors]
-    denied = {(t, p) for t, p in wanted if not ctx.allowed(Operation.WRITE, ResourceType.TOPIC, t)}
-    if not ctx.allowed(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, request.v3_and_below_transactional_id):
-        errors = dict.fromkeys(wanted, Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    denied = {(t, p): refused for t, p in wanted if (refused := ctx.refusal(TOPIC, t)) is not None}
+    txn_refused = ctx.refusal(TRANSACTIONAL_ID, request.v3_and_below_transactional_id)
+    if txn_refused is not None:
+        errors = dict.fromkeys(wanted, txn_refused)
     elif denied:
-        errors = {tp: Errors.TOPIC_AUTHORIZATION_FAILED if tp in denied else Errors.OPERATION_NOT_ATTEMPTED for tp in wanted}
+        errors = {tp: denied.get(tp, Errors.OPERATION_NOT_ATTEMPTED) for tp in wanted}
     elif not ctx.broker.coordinates(request.v3_and_below_transactional_id):  # another broker's shard
         errors = dict.fromkeys(wanted, Errors.NOT_COORDINATOR)
     elif unknown:
@@ -90,8 +94,8 @@ def _results(topics: list[AddPartitionsToTxnTopic], errors: dict[tuple[str, int]
 
 
 def _handle_batched(ctx: RequestContext, request: AddPartitionsToTxnRequest, version: int) -> AddPartitionsToTxnResponse:
-    if not ctx.allowed(Operation.CLUSTER_ACTION, ResourceType.CLUSTER):  # Kafka: inter-broker only
-        return AddPartitionsToTxnResponse(error_code=Errors.CLUSTER_AUTHORIZATION_FAILED)
+    if (refused := ctx.refusal(CLUSTER)) is not None:  # Kafka: inter-broker only
+        return AddPartitionsToTxnResponse(error_code=refused)
     results = [
         AddPartitionsToTxnResult(transactional_id=txn.transactional_id, topic_results=_results(txn.topics, _one(ctx, txn, version)))
         for txn in request.transactions

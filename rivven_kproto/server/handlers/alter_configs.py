@@ -14,7 +14,7 @@ Kafka answers for its static configs, a bad value INVALID_CONFIG. Another node i
 is not a number, is INVALID_REQUEST. Other resource types are INVALID_REQUEST ("Unknown resource
 type N"). Success answers a null message.
 
-Not implemented: authorization, alter-config policies, CLIENT_METRICS.
+Not implemented: alter-config policies, CLIENT_METRICS.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Protocol
 
-from rivven_kproto.broker.security.acls import Operation
 from rivven_kproto.broker.topics import validate_topic_name
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.alter_configs import (
@@ -65,7 +64,7 @@ def handle(ctx: RequestContext, request: AlterConfigsRequest, version: int) -> A
 
 
 def _alter(ctx: RequestContext, resource: AlterConfigsResource, validate_only: bool) -> None:
-    check_config_access(ctx, resource.resource_type, resource.resource_name, Operation.ALTER_CONFIGS)
+    check_config_access(ctx, API_KEY, resource.resource_type, resource.resource_name)
     if resource.resource_type == BROKER:
         check_broker_resource(ctx, resource.resource_name)
         configs = {config.name: config.value or "" for config in resource.configs}

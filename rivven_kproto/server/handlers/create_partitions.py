@@ -7,7 +7,7 @@ name as many distinct live brokers as the topic's replication factor, else
 INVALID_REPLICA_ASSIGNMENT (kept as CreateTopics keeps them). ``validate_only`` checks without creating;
 ``timeout_ms`` is ignored. Error messages are Kafka's; success answers a null message.
 
-Not implemented: authorization (TOPIC_AUTHORIZATION_FAILED), quotas.
+Alter on each topic, else TOPIC_AUTHORIZATION_FAILED (the authorization table). Not implemented: quotas.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 
-from rivven_kproto.broker.security.acls import Operation, ResourceType
+from rivven_kproto.broker.security.authorization_rules import rule
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.create_partitions import (
     CreatePartitionsRequest,
@@ -30,6 +30,7 @@ from .create_topics import check_replicas
 log = logging.getLogger(__name__)
 
 API_KEY = CreatePartitionsRequest.API_KEY
+TOPIC = rule(API_KEY).check("topic")
 
 
 def handle(ctx: RequestContext, request: CreatePartitionsRequest, version: int) -> CreatePartitionsResponse:
@@ -44,10 +45,8 @@ def handle(ctx: RequestContext, request: CreatePartitionsRequest, version: int) 
     for topic in request.topics:
         if counts[topic.name] > 1:
             continue
-        if not ctx.allowed(Operation.ALTER, ResourceType.TOPIC, topic.name):
-            results.append(CreatePartitionsTopicResult(
-                name=topic.name, error_code=int(Errors.TOPIC_AUTHORIZATION_FAILED), error_message=None
-            ))
+        if (refused := ctx.refusal(TOPIC, topic.name)) is not None:
+            results.append(CreatePartitionsTopicResult(name=topic.name, error_code=int(refused), error_message=None))
             continue
         if topic.name not in ctx.broker.topics:
             # Kafka's UnknownTopicOrPartitionException() carries no message.

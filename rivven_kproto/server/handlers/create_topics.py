@@ -14,7 +14,10 @@ every check and answers as for a real creation. v5+ results carry the partition 
 replication factor and the topic's effective configs. ``timeout_ms`` is ignored: creation is
 synchronous. Topic ids are answered as zero, like Metadata.
 
-Not implemented: authorization (TOPIC_AUTHORIZATION_FAILED), create-topic policies, quotas
+Create on the Cluster or the topic, else TOPIC_AUTHORIZATION_FAILED (the authorization table); v5+
+without DescribeConfigs on the topic: no configs, partition count or replication factor, and
+``topic_config_error_code`` TOPIC_AUTHORIZATION_FAILED.
+Not implemented: create-topic policies, quotas
 (THROTTLING_QUOTA_EXCEEDED).
 """
 
@@ -25,7 +28,7 @@ import uuid
 from collections import Counter
 from collections.abc import Sequence
 
-from rivven_kproto.broker.security.acls import Operation, ResourceType
+from rivven_kproto.broker.security.authorization_rules import rule
 from rivven_kproto.broker.topics import INTERNAL_TOPICS
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.create_topics import (
@@ -40,6 +43,7 @@ from rivven_kproto.server.context import RequestContext
 log = logging.getLogger(__name__)
 
 API_KEY = CreateTopicsRequest.API_KEY
+TOPIC, CONFIGS = rule(API_KEY).check("topic"), rule(API_KEY).check("configs")
 
 ZERO_UUID = uuid.UUID(int=0)
 
@@ -59,9 +63,8 @@ def handle(ctx: RequestContext, request: CreateTopicsRequest, version: int) -> C
                 )
             )
             continue
-        if not (ctx.allowed(Operation.CREATE, ResourceType.CLUSTER)
-                or ctx.allowed(Operation.CREATE, ResourceType.TOPIC, topic.name)):
-            results.append(_error(topic.name, Errors.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."))
+        if (refused := ctx.refusal(TOPIC, topic.name)) is not None:  # Create on the topic or the Cluster
+            results.append(_error(topic.name, refused, "Authorization failed."))
             continue
         try:
             results.append(_create(ctx, topic, version, request.validate_only))
@@ -104,7 +107,9 @@ def _create(
         log.info("created topic %s (%d partitions) for client %s", topic.name, partitions, ctx.client_id)
     topic_id = ZERO_UUID if created is None else created.meta.topic_id  # validate_only: Kafka's zero id
     result = CreatableTopicResult(name=topic.name, topic_id=topic_id, error_code=0, error_message=None)
-    if version >= 5:
+    if version >= 5 and (refused := ctx.refusal(CONFIGS, topic.name)) is not None:
+        result.topic_config_error_code = refused  # Kafka's controller: no configs without DescribeConfigs
+    elif version >= 5:
         result.num_partitions = partitions
         result.replication_factor = replicas
         result.configs = [

@@ -7,7 +7,7 @@ never races the timer that expires them.
 
 from __future__ import annotations
 
-from rivven_kproto.broker.security.acls import Operation, ResourceType
+from rivven_kproto.broker.security.authorization_rules import rule
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.delete_groups import (
     DeletableGroupResult,
@@ -18,11 +18,13 @@ from rivven_kproto.codec.messages.delete_groups import (
 from ..context import RequestContext
 
 API_KEY = DeleteGroupsRequest.API_KEY
+GROUP = rule(API_KEY).check("group")
 
 
 def handle(ctx: RequestContext, request: DeleteGroupsRequest, version: int) -> DeleteGroupsResponse:
-    allowed = [g for g in request.groups_names if ctx.allowed(Operation.DELETE, ResourceType.GROUP, g)]
-    denied = [(g, Errors.GROUP_AUTHORIZATION_FAILED) for g in request.groups_names if g not in allowed]
+    refusals = {g: ctx.refusal(GROUP, g) for g in request.groups_names}
+    allowed = [g for g in request.groups_names if refusals[g] is None]
+    denied = [(g, refused) for g, refused in refusals.items() if refused is not None]
     local = [g for g in allowed if ctx.broker.coordinates(g)]
     elsewhere = [(g, Errors.NOT_COORDINATOR) for g in allowed if g not in local]  # another broker's shard
     results: list[tuple[str, Errors]] = []

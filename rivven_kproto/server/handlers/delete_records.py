@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 
-from rivven_kproto.broker.security.acls import Operation, ResourceType
+from rivven_kproto.broker.security.authorization_rules import rule
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.delete_records import (
     DeleteRecordsPartition,
@@ -27,6 +27,7 @@ from rivven_kproto.server.context import RequestContext
 log = logging.getLogger(__name__)
 
 API_KEY = DeleteRecordsRequest.API_KEY
+TOPIC = rule(API_KEY).check("topic")
 
 INVALID_LOW_WATERMARK = -1
 
@@ -44,8 +45,8 @@ def handle(ctx: RequestContext, request: DeleteRecordsRequest, version: int) -> 
 def _delete(ctx: RequestContext, topic: str, wanted: DeleteRecordsPartition) -> DeleteRecordsPartitionResult:
     index = wanted.partition_index
     try:
-        if not ctx.allowed(Operation.DELETE, ResourceType.TOPIC, topic):
-            raise KafkaError(Errors.TOPIC_AUTHORIZATION_FAILED)
+        if (refused := ctx.refusal(TOPIC, topic)) is not None:
+            raise KafkaError(refused)
         partition = ctx.broker.partition(topic, index)
         policy = ctx.broker.topic(topic).meta.configs.get("cleanup.policy", "delete")
         if "delete" not in policy.split(","):

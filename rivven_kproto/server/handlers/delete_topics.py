@@ -8,7 +8,10 @@ UNKNOWN_TOPIC_OR_PARTITION, unknown ids UNKNOWN_TOPIC_ID (Metadata reports every
 practice every id is unknown; the stored id is still honoured). Deletion is synchronous and
 ``timeout_ms`` is ignored. Error messages (v5+) are Kafka's.
 
-Not implemented: authorization (TOPIC_AUTHORIZATION_FAILED), quotas.
+Authorization is Kafka's controller's (the table's row): a name the client may not Describe is
+TOPIC_AUTHORIZATION_FAILED whether it exists or not (existence is not revealed), then Delete on
+the topic (or on the Cluster); an id whose topic the client may not Describe is refused with a
+null name. Not implemented: quotas.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import logging
 import uuid
 from collections import Counter
 
-from rivven_kproto.broker.security.acls import Operation, ResourceType
+from rivven_kproto.broker.security.authorization_rules import rule
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.delete_topics import (
     DeletableTopicResult,
@@ -33,6 +36,7 @@ API_KEY = DeleteTopicsRequest.API_KEY
 
 ZERO_UUID = uuid.UUID(int=0)
 _NAME_MAPS_TO_ID = "The provided topic name maps to an ID that was already supplied."
+DESCRIBE, DELETE = rule(API_KEY).check("describe"), rule(API_KEY).check("topic")
 
 
 def handle(ctx: RequestContext, request: DeleteTopicsRequest, version: int) -> DeleteTopicsResponse:
@@ -52,8 +56,9 @@ def handle(ctx: RequestContext, request: DeleteTopicsRequest, version: int) -> D
         resolver.resolve(entry)
     results = resolver.results
     for name, topic_id in list(resolver.to_delete.items()):
-        if not ctx.allowed(Operation.DELETE, ResourceType.TOPIC, name):
-            results.append(_result(name, topic_id, Errors.TOPIC_AUTHORIZATION_FAILED))
+        refused = ctx.refusal(DELETE, name)
+        if refused is not None:
+            results.append(_result(name if ctx.permits(DESCRIBE, name) else None, topic_id, refused))
             continue
         ctx.broker.delete_topic(name)
         log.info("deleted topic %s for client %s", name, ctx.client_id)
@@ -65,6 +70,7 @@ class _Resolver:
     """Kafka's name/id bookkeeping: which entries are malformed, duplicated, unknown or deletable."""
 
     def __init__(self, ctx: RequestContext, entries: list[DeleteTopicState]) -> None:
+        self.ctx = ctx
         self.topics = ctx.broker.topics
         self.by_id = {topic.meta.topic_id: name for name, topic in self.topics.items()}
         self.names = Counter(e.name for e in entries if e.name is not None and e.topic_id == ZERO_UUID)
@@ -91,6 +97,8 @@ class _Resolver:
     def _by_name(self, name: str) -> None:
         if self.names[name] > 1:
             self._error(name, ZERO_UUID, Errors.INVALID_REQUEST, "Duplicate topic name.")
+        elif (refused := self.ctx.refusal(DESCRIBE, name)) is not None:
+            self._error(name, ZERO_UUID, refused)
         elif name not in self.topics:
             self._error(name, ZERO_UUID, Errors.UNKNOWN_TOPIC_OR_PARTITION)
         elif self.topics[name].meta.topic_id in self.ids:

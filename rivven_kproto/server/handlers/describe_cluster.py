@@ -5,13 +5,14 @@ holding the coordinator lease). We are a broker endpoint: a v1 request for
 controllers answers MISMATCHED_ENDPOINT_TYPE and an unknown endpoint type
 UNSUPPORTED_ENDPOINT_TYPE (INVALID_REQUEST in v0), as Kafka's brokers do.
 
-Not implemented: authorization (the authorized-operations bitfield, when asked for, grants what a
-Kafka broker without an authorizer grants), racks.
+No authorization check (Kafka makes none); the cluster authorized-operations bitfield, when asked
+for, is the client's. Not implemented: racks.
 """
 
 from __future__ import annotations
 
 from rivven_kproto.broker.security.acls import CLUSTER_NAME, ResourceType
+from rivven_kproto.broker.security.authorization_rules import rule
 from rivven_kproto.codec.acls import CLUSTER_OPERATIONS, OPERATIONS_NOT_REQUESTED
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.describe_cluster import (
@@ -22,6 +23,7 @@ from rivven_kproto.codec.messages.describe_cluster import (
 from rivven_kproto.server.context import RequestContext
 
 API_KEY = DescribeClusterRequest.API_KEY
+SHOWN = rule(API_KEY).check("cluster_operations")
 
 BROKER_ENDPOINT = 1
 CONTROLLER_ENDPOINT = 2
@@ -40,7 +42,8 @@ def handle(ctx: RequestContext, request: DescribeClusterRequest, version: int) -
         )
     operations = OPERATIONS_NOT_REQUESTED
     if request.include_cluster_authorized_operations:
-        operations = ctx.authorized_operations(ResourceType.CLUSTER, CLUSTER_NAME, CLUSTER_OPERATIONS)
+        operations = (ctx.authorized_operations(ResourceType.CLUSTER, CLUSTER_NAME, CLUSTER_OPERATIONS)
+                      if ctx.permits(SHOWN) else 0)  # Kafka: only with Describe on the Cluster
     return DescribeClusterResponse(
         throttle_time_ms=0,
         error_code=Errors.NONE,

@@ -16,12 +16,14 @@ INVALID_REQUEST with Kafka's message.
 A resource type Kafka does not know fails the whole request with INVALID_REQUEST (Kafka's
 behaviour); BROKER_LOGGER (8) and CLIENT_METRICS (16) are INVALID_REQUEST per resource.
 
-Not implemented: authorization, config documentation, BROKER_LOGGER and CLIENT_METRICS resources.
+DescribeConfigs on the topic, or on the Cluster for brokers (the authorization table).
+Not implemented: config documentation, BROKER_LOGGER and CLIENT_METRICS resources.
 """
 
 from __future__ import annotations
 
-from rivven_kproto.broker.security.acls import Operation, ResourceType
+from rivven_kproto.broker.security.acls import CLUSTER_NAME, ResourceType
+from rivven_kproto.broker.security.authorization_rules import rule
 from rivven_kproto.broker.topics import ConfigEntry, validate_topic_name
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.describe_configs import (
@@ -78,17 +80,21 @@ def handle(ctx: RequestContext, request: DescribeConfigsRequest, version: int) -
     return DescribeConfigsResponse(results=results)
 
 
-def check_config_access(ctx: RequestContext, resource_type: int, name: str, operation: Operation) -> None:
-    """Kafka: DescribeConfigs/AlterConfigs on the topic, or on the Cluster for broker resources."""
-    if resource_type == TOPIC and not ctx.allowed(operation, ResourceType.TOPIC, name):
-        raise KafkaError(Errors.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
-    if resource_type == BROKER and not ctx.allowed(operation, ResourceType.CLUSTER):
-        raise KafkaError(Errors.CLUSTER_AUTHORIZATION_FAILED, "Authorization failed.")
+def check_config_access(ctx: RequestContext, api_key: int, resource_type: int, name: str) -> None:
+    """The API's row of the authorization table: DescribeConfigs/AlterConfigs on the topic, or on
+    the Cluster for broker resources."""
+    label = {TOPIC: "topic", BROKER: "broker"}.get(resource_type)
+    if label is None:
+        return
+    check = rule(api_key).check(label)
+    refused = ctx.refusal(check, name if check.resource_type == ResourceType.TOPIC else CLUSTER_NAME)
+    if refused is not None:
+        raise KafkaError(refused, "Authorization failed.")
 
 
 def _describe(ctx: RequestContext, resource: DescribeConfigsResource) -> list[ConfigEntry]:
     name = resource.resource_name
-    check_config_access(ctx, resource.resource_type, name, Operation.DESCRIBE_CONFIGS)
+    check_config_access(ctx, API_KEY, resource.resource_type, name)
     if resource.resource_type == TOPIC:
         validate_topic_name(name)
         if name not in ctx.broker.topics:

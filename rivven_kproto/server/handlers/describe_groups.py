@@ -9,7 +9,8 @@ are every operation Kafka supports on a group, as a broker without an authorizer
 
 from __future__ import annotations
 
-from rivven_kproto.broker.security.acls import Operation, ResourceType
+from rivven_kproto.broker.security.acls import ResourceType
+from rivven_kproto.broker.security.authorization_rules import rule
 from rivven_kproto.codec.acls import GROUP_OPERATIONS
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.describe_groups import (
@@ -22,6 +23,7 @@ from rivven_kproto.codec.messages.describe_groups import (
 from ..context import RequestContext
 
 API_KEY = DescribeGroupsRequest.API_KEY
+GROUP = rule(API_KEY).check("group")
 # AclOperation codes Kafka supports on a group: READ 3, DELETE 6, DESCRIBE 8, DESCRIBE_CONFIGS 10,
 # ALTER_CONFIGS 11.
 NOT_REQUESTED = -(2**31)
@@ -32,9 +34,9 @@ def handle(ctx: RequestContext, request: DescribeGroupsRequest, version: int) ->
     groups = []
     for group_id in request.groups:
         operations = ctx.authorized_operations(ResourceType.GROUP, group_id, GROUP_OPERATIONS) if wanted else NOT_REQUESTED
-        if not ctx.allowed(Operation.DESCRIBE, ResourceType.GROUP, group_id):
+        if (refused := ctx.refusal(GROUP, group_id)) is not None:
             groups.append(DescribedGroup(
-                error_code=Errors.GROUP_AUTHORIZATION_FAILED, group_id=group_id, group_state="", protocol_type="",
+                error_code=refused, group_id=group_id, group_state="", protocol_type="",
                 protocol_data="", members=[], authorized_operations=operations,
             ))
             continue

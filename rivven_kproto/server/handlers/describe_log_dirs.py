@@ -11,7 +11,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from rivven_kproto.broker.security.acls import Operation, ResourceType
+from rivven_kproto.broker.security.authorization_rules import rule
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.describe_log_dirs import (
     DescribeLogDirsPartition,
@@ -23,13 +23,13 @@ from rivven_kproto.codec.messages.describe_log_dirs import (
 from rivven_kproto.server.context import RequestContext
 
 API_KEY = DescribeLogDirsRequest.API_KEY
+RULE = rule(API_KEY)
 
 
 def handle(ctx: RequestContext, request: DescribeLogDirsRequest, version: int) -> DescribeLogDirsResponse:
-    if not ctx.allowed(Operation.DESCRIBE, ResourceType.CLUSTER):
-        return DescribeLogDirsResponse(
-            throttle_time_ms=0, error_code=Errors.CLUSTER_AUTHORIZATION_FAILED, results=[]
-        )
+    (check,) = RULE.applying(version)  # v0-2: an empty answer; v3+: CLUSTER_AUTHORIZATION_FAILED
+    if not ctx.permits(check):
+        return DescribeLogDirsResponse(throttle_time_ms=0, error_code=check.error or Errors.NONE, results=[])
     broker = ctx.broker
     wanted: dict[str, set[int]] = {}
     if request.topics is None:

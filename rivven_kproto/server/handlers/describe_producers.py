@@ -3,7 +3,7 @@ open transaction, so a hanging transaction can be found (KIP-664)."""
 
 from __future__ import annotations
 
-from rivven_kproto.broker.security.acls import Operation, ResourceType
+from rivven_kproto.broker.security.authorization_rules import rule
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.describe_producers import (
     DescribeProducersRequest,
@@ -16,6 +16,7 @@ from rivven_kproto.codec.messages.describe_producers import (
 from ..context import RequestContext
 
 API_KEY = 61
+TOPIC = rule(API_KEY).check("topic")
 
 
 def handle(ctx: RequestContext, request: DescribeProducersRequest, version: int) -> DescribeProducersResponse:
@@ -24,8 +25,8 @@ def handle(ctx: RequestContext, request: DescribeProducersRequest, version: int)
         partitions = []
         for index in topic.partition_indexes:
             try:
-                if not ctx.allowed(Operation.READ, ResourceType.TOPIC, topic.name):
-                    raise KafkaError(Errors.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
+                if (refused := ctx.refusal(TOPIC, topic.name)) is not None:
+                    raise KafkaError(refused, "Authorization failed.")
                 log_ = ctx.broker.partition(topic.name, index)
             except KafkaError as exc:
                 partitions.append(PartitionResponse(partition_index=index, error_code=exc.error, error_message=exc.message))

@@ -14,7 +14,8 @@ listed topic carries its authorized operations. One node: each partition is led 
 from __future__ import annotations
 
 from rivven_kproto.broker.log.partition_log import LEADER_EPOCH
-from rivven_kproto.broker.security.acls import Operation, ResourceType
+from rivven_kproto.broker.security.acls import ResourceType
+from rivven_kproto.broker.security.authorization_rules import rule
 from rivven_kproto.broker.topics import INTERNAL_TOPICS, validate_topic_name
 from rivven_kproto.codec.acls import TOPIC_OPERATIONS
 from rivven_kproto.codec.errors import Errors, KafkaError
@@ -30,6 +31,8 @@ from rivven_kproto.codec.schema import ZERO_UUID
 from ..context import RequestContext
 
 API_KEY = DescribeTopicPartitionsRequest.API_KEY
+TOPIC = rule(API_KEY).check("topic")
+LISTED = rule(API_KEY).check("listed")
 MAX_REQUEST_PARTITION_SIZE_LIMIT = 2000  # Kafka's max.request.partition.size.limit default
 
 
@@ -45,8 +48,9 @@ def handle(ctx: RequestContext, request: DescribeTopicPartitionsRequest, version
             return DescribeTopicPartitionsResponse(throttle_time_ms=0, topics=[
                 _error_topic(Errors.INVALID_REQUEST, topic.name) for topic in request.topics
             ])
-    allowed = {name for name in names if ctx.allowed(Operation.DESCRIBE, ResourceType.TOPIC, name)}
-    refused = [] if fetch_all else [_error_topic(Errors.TOPIC_AUTHORIZATION_FAILED, name) for name in sorted(names - allowed)]
+    check = LISTED if fetch_all else TOPIC  # all topics: the others are left out; named: refused
+    allowed = {name for name in names if ctx.permits(check, name)}
+    refused = [_error_topic(check.error, name) for name in sorted(names - allowed)] if check.error else []
     first_index = cursor.partition_index if cursor is not None and cursor_topic in allowed else 0
     limit = min(MAX_REQUEST_PARTITION_SIZE_LIMIT, request.response_partition_limit)
     topics, next_cursor = _page(ctx, sorted(allowed), cursor_topic, first_index, limit, fetch_all)

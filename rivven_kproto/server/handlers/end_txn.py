@@ -13,7 +13,7 @@ semantics and the response carries the unchanged producer id and epoch.
 
 from __future__ import annotations
 
-from rivven_kproto.broker.security.acls import Operation, ResourceType
+from rivven_kproto.broker.security.authorization_rules import rule
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.end_txn import EndTxnRequest, EndTxnResponse
 
@@ -23,12 +23,13 @@ from .fetch import APPENDED
 from .txn_errors import END_TXN_V2, client_txn_version, fenced_for_version
 
 API_KEY = 26
+TRANSACTIONAL_ID = rule(API_KEY).check("transactional_id")
 MARKERS_WAIT_MS = 5_000  # at most this long for other leaders' markers; the transaction completes anyway
 
 
 def handle(ctx: RequestContext, request: EndTxnRequest, version: int) -> EndTxnResponse | Pending:
-    if not ctx.allowed(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
-        return EndTxnResponse(error_code=Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    if (refused := ctx.refusal(TRANSACTIONAL_ID, request.transactional_id)) is not None:
+        return EndTxnResponse(error_code=refused)
     if not ctx.broker.coordinates(request.transactional_id):  # its shard is another broker's (or nobody's now): the client looks it up again
         return EndTxnResponse(error_code=Errors.NOT_COORDINATOR)
     coordinator = ctx.txn_for(request.transactional_id)

@@ -42,7 +42,7 @@ from rivven_kproto.broker.broker import Broker
 from rivven_kproto.broker.log.base import ColdReadPlan, check_leader_epoch
 from rivven_kproto.broker.log.base import PartitionLogBase as PartitionLog
 from rivven_kproto.broker.log.region import FileRegion
-from rivven_kproto.broker.security.acls import Operation, ResourceType
+from rivven_kproto.broker.security.authorization_rules import rule
 from rivven_kproto.codec.enums import IsolationLevel
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.fetch import (
@@ -60,6 +60,14 @@ from rivven_kproto.server.txn_decisions import learn_decisions
 log = logging.getLogger(__name__)
 
 API_KEY = FetchRequest.API_KEY
+TOPIC, FOLLOWER = rule(API_KEY).check("topic"), rule(API_KEY).check("follower")
+
+
+def may_read(ctx: RequestContext, request: FetchRequest, topic: str) -> bool:
+    """Kafka's rule: a follower's fetch (replica id >= 0) needs ClusterAction, a consumer's Read on the topic."""
+    if request.replica_id >= 0:
+        return ctx.permits(FOLLOWER)
+    return ctx.permits(TOPIC, topic)
 APPENDED = "records-appended"  # the wake key of parked fetches: records or markers were appended
 
 # Fetch session epochs meaning "full request, no incremental session" (Kafka's FetchMetadata).
@@ -74,7 +82,7 @@ async def prepare(ctx: RequestContext, request: FetchRequest, limiter: trio.Capa
     budget = min(max(request.max_bytes, 0), ctx.config.fetch_max_bytes)
     reads: list[tuple[str, FetchPartition, PartitionLog]] = []
     for topic in request.topics:
-        if not ctx.allowed(Operation.READ, ResourceType.TOPIC, topic.topic):
+        if not may_read(ctx, request, topic.topic):
             continue
         for wanted in topic.partitions:
             try:
@@ -163,12 +171,12 @@ def fetch(ctx: RequestContext, request: FetchRequest, version: int) -> tuple[Fet
         partitions: list[PartitionData] = []
         for wanted in topic.partitions:
             max_bytes = min(max(wanted.partition_max_bytes, 0), remaining)
-            if readable.setdefault(topic.topic, ctx.allowed(Operation.READ, ResourceType.TOPIC, topic.topic)):
+            if readable.setdefault(topic.topic, may_read(ctx, request, topic.topic)):
                 prefetched = ctx.prefetched.pop((topic.topic, wanted.partition), None)
                 data = _read_partition(ctx.broker, topic.topic, wanted, max_bytes, isolation, min_one_batch=min_one_batch,
                                        prefetched=prefetched, zero_copy=ctx.zero_copy)
             else:
-                data = error_partition(wanted.partition, Errors.TOPIC_AUTHORIZATION_FAILED)
+                data = error_partition(wanted.partition, Errors.TOPIC_AUTHORIZATION_FAILED)  # both checks' error
             size = len(data.records or b"")
             if size:
                 min_one_batch = False

@@ -10,7 +10,7 @@ compat_tests/FINDINGS.rst).
 
 from __future__ import annotations
 
-from rivven_kproto.broker.security.acls import Operation, ResourceType
+from rivven_kproto.broker.security.authorization_rules import rule
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.find_coordinator import (
     Coordinator,
@@ -24,6 +24,7 @@ API_KEY = 10
 GROUP, TRANSACTION = 0, 1
 COORDINATED = {GROUP, TRANSACTION}
 KNOWN_KEY_TYPES = (GROUP, TRANSACTION)
+CHECKS = {GROUP: rule(API_KEY).check("group"), TRANSACTION: rule(API_KEY).check("transactional_id")}
 NOT_YET = "this broker does not coordinate keys of this type"
 
 
@@ -53,12 +54,8 @@ def handle(ctx: RequestContext, request: FindCoordinatorRequest, version: int) -
 
 def _answer(ctx: RequestContext, key_type: int, key: str) -> tuple[Errors, str | None, int, str, int]:
     error, message = _lookup(key_type)
-    if error == Errors.NONE and key_type == GROUP and not ctx.allowed(Operation.DESCRIBE, ResourceType.GROUP, key):
-        error, message = Errors.GROUP_AUTHORIZATION_FAILED, None
-    if error == Errors.NONE and key_type == TRANSACTION and not ctx.allowed(
-        Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key
-    ):
-        error, message = Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None
+    if error == Errors.NONE and (refused := ctx.refusal(CHECKS[key_type], key)) is not None:
+        error, message = refused, None
     if error != Errors.NONE:
         return error, message, -1, "", -1
     if not ctx.broker.claims.valid:  # its heartbeat is stale: its view of the shards may be too

@@ -7,13 +7,14 @@ static instance now owned by another member id), as Kafka.
 
 from __future__ import annotations
 
-from rivven_kproto.broker.security.acls import Operation, ResourceType
+from rivven_kproto.broker.security.authorization_rules import rule
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
 
 from ..context import RequestContext
 
 API_KEY = HeartbeatRequest.API_KEY
+GROUP = rule(API_KEY).check("group")
 
 
 # Every answer is one of a few (version, error) pairs: each is pinned (encoded once) and shared,
@@ -29,8 +30,8 @@ def _answer(error: int, version: int) -> HeartbeatResponse:
 
 
 def handle(ctx: RequestContext, request: HeartbeatRequest, version: int) -> HeartbeatResponse:
-    if not ctx.allowed(Operation.READ, ResourceType.GROUP, request.group_id):
-        return _answer(Errors.GROUP_AUTHORIZATION_FAILED, version)
+    if (refused := ctx.refusal(GROUP, request.group_id)) is not None:
+        return _answer(refused, version)
     if not ctx.broker.coordinates(request.group_id):  # its shard is another broker's (or nobody's now): the client looks it up again
         return _answer(Errors.NOT_COORDINATOR, version)
     error = ctx.groups_for(request.group_id).heartbeat(

@@ -14,7 +14,7 @@ BROKER resources: the same operations on the dynamic broker configs of the clust
 or this node (``broker/dynamic_configs.py``); a read-only key is INVALID_REQUEST "Cannot update
 these configs dynamically: Set(...)". BROKER_LOGGER and other resource types are INVALID_REQUEST.
 
-Not implemented: authorization, alter-config policies, BROKER_LOGGER (log4j levels) and
+Not implemented: alter-config policies, BROKER_LOGGER (log4j levels) and
 CLIENT_METRICS resources.
 """
 
@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import enum
 
-from rivven_kproto.broker.security.acls import Operation
 from rivven_kproto.broker.topics import TOPIC_CONFIGS, is_list_config
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.incremental_alter_configs import (
@@ -85,7 +84,7 @@ def handle(
 
 
 def _alter(ctx: RequestContext, resource: AlterConfigsResource, validate_only: bool) -> None:
-    check_config_access(ctx, resource.resource_type, resource.resource_name, Operation.ALTER_CONFIGS)
+    check_config_access(ctx, API_KEY, resource.resource_type, resource.resource_name)
     if resource.resource_type == BROKER:
         check_broker_resource(ctx, resource.resource_name)
         current = ctx.broker.dynamic.level(resource.resource_name)

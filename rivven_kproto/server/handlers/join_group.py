@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from rivven_kproto.broker.groups import Awaiting, JoinParams, JoinResult
 from rivven_kproto.broker.groups.api import Result
-from rivven_kproto.broker.security.acls import Operation, ResourceType
+from rivven_kproto.broker.security.authorization_rules import rule
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.join_group import (
     JoinGroupRequest,
@@ -28,6 +28,7 @@ from ..delayed import Pending
 from ._group_wait import park
 
 API_KEY = JoinGroupRequest.API_KEY
+GROUP = rule(API_KEY).check("group")
 
 
 def handle(ctx: RequestContext, request: JoinGroupRequest, version: int) -> JoinGroupResponse | Pending:
@@ -43,8 +44,8 @@ def handle(ctx: RequestContext, request: JoinGroupRequest, version: int) -> Join
         protocols=tuple((protocol.name, protocol.metadata) for protocol in request.protocols),
         require_known_member_id=version >= 4,
     )
-    if not ctx.allowed(Operation.READ, ResourceType.GROUP, request.group_id):
-        return _response(JoinResult(Errors.GROUP_AUTHORIZATION_FAILED, request.member_id), version)
+    if (refused := ctx.refusal(GROUP, request.group_id)) is not None:
+        return _response(JoinResult(refused, request.member_id), version)
     if not ctx.broker.coordinates(request.group_id):  # its shard is another broker's (or nobody's now): the client looks it up again
         return _response(JoinResult(Errors.NOT_COORDINATOR, request.member_id), version)
     outcome = ctx.groups_for(params.group_id).join(params, ctx.now_ms)

@@ -9,13 +9,14 @@ from __future__ import annotations
 import logging
 
 from rivven_kproto.broker.groups import LeavingMember
-from rivven_kproto.broker.security.acls import Operation, ResourceType
+from rivven_kproto.broker.security.authorization_rules import rule
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse, MemberResponse
 
 from ..context import RequestContext
 
 API_KEY = LeaveGroupRequest.API_KEY
+GROUP = rule(API_KEY).check("group")
 log = logging.getLogger(__name__)
 
 
@@ -27,8 +28,8 @@ def handle(ctx: RequestContext, request: LeaveGroupRequest, version: int) -> Lea
             log.info("group %s: members leaving with reasons %s", request.group_id, reasons)
     else:
         leaving = [LeavingMember(request.member_id, None)]
-    if not ctx.allowed(Operation.READ, ResourceType.GROUP, request.group_id):
-        return LeaveGroupResponse(throttle_time_ms=0, error_code=Errors.GROUP_AUTHORIZATION_FAILED, members=[])
+    if (refused := ctx.refusal(GROUP, request.group_id)) is not None:
+        return LeaveGroupResponse(throttle_time_ms=0, error_code=refused, members=[])
     if not ctx.broker.coordinates(request.group_id):  # its shard is another broker's (or nobody's now): the client looks it up again
         return LeaveGroupResponse(throttle_time_ms=0, error_code=Errors.NOT_COORDINATOR, members=[])
     error, results = ctx.groups_for(request.group_id).leave(request.group_id, leaving, ctx.now_ms)

@@ -2,17 +2,19 @@
 
 The state and type filters match case-insensitively. Groups are "classic" (JoinGroup) or
 "consumer" (KIP-848, protocol type "consumer", states Empty/Assigning/Reconciling/Stable).
+Only groups the client may Describe are listed, all of them with Describe on the Cluster (Kafka).
 """
 
 from __future__ import annotations
 
-from rivven_kproto.broker.security.acls import Operation, ResourceType
+from rivven_kproto.broker.security.authorization_rules import rule
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.list_groups import ListedGroup, ListGroupsRequest, ListGroupsResponse
 
 from ..context import RequestContext
 
 API_KEY = ListGroupsRequest.API_KEY
+LISTED = rule(API_KEY).check("group")
 
 
 def handle(ctx: RequestContext, request: ListGroupsRequest, version: int) -> ListGroupsResponse:
@@ -30,6 +32,6 @@ def handle(ctx: RequestContext, request: ListGroupsRequest, version: int) -> Lis
             )
             for coordinator in ctx.broker.group_coordinators()  # the shards this broker coordinates
             for g in coordinator.list_groups(states)
-            if (not types or g.group_type in types) and ctx.allowed(Operation.DESCRIBE, ResourceType.GROUP, g.group_id)
+            if (not types or g.group_type in types) and ctx.permits(LISTED, g.group_id)
         ],
     )

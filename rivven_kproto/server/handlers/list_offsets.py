@@ -21,7 +21,7 @@ import trio
 
 from rivven_kproto.broker.log.base import PartitionLogBase
 from rivven_kproto.broker.log.partition_log import LEADER_EPOCH, check_leader_epoch
-from rivven_kproto.broker.security.acls import Operation, ResourceType
+from rivven_kproto.broker.security.authorization_rules import rule
 from rivven_kproto.codec.enums import (
     EARLIEST,
     LATEST,
@@ -45,6 +45,7 @@ from rivven_kproto.server.txn_decisions import learn_decisions
 log = logging.getLogger(__name__)
 
 API_KEY = ListOffsetsRequest.API_KEY
+TOPIC = rule(API_KEY).check("topic")
 
 UNKNOWN = -1
 
@@ -53,7 +54,7 @@ async def prepare(ctx: RequestContext, request: ListOffsetsRequest, limiter: tri
     """Timestamp lookups an engine cannot answer from memory (PostgreSQL) run on a worker thread;
     at read_committed, the commit decisions the partitions wait for are learnt first."""
     planned: list[tuple[tuple[str, int], Callable[[], tuple[int, int] | None]]] = []
-    readable = [topic for topic in request.topics if ctx.allowed(Operation.DESCRIBE, ResourceType.TOPIC, topic.name)]
+    readable = [topic for topic in request.topics if ctx.permits(TOPIC, topic.name)]
     if request.isolation_level == READ_COMMITTED:  # (v0-1 decode it as 0: read_uncommitted)
         await learn_decisions(ctx.broker, _partitions(ctx, readable), limiter)
     for topic in readable:
@@ -111,8 +112,8 @@ def _list_offset(
     ctx: RequestContext, topic: str, wanted: ListOffsetsPartition, isolation: IsolationLevel, version: int
 ) -> ListOffsetsPartitionResponse:
     try:
-        if not ctx.allowed(Operation.DESCRIBE, ResourceType.TOPIC, topic):
-            raise KafkaError(Errors.TOPIC_AUTHORIZATION_FAILED)
+        if (refused := ctx.refusal(TOPIC, topic)) is not None:
+            raise KafkaError(refused)
         partition = ctx.broker.partition(topic, wanted.partition_index)
         check_leader_epoch(wanted.current_leader_epoch)
         fetchable = partition.visible_end(isolation)

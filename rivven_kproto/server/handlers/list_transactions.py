@@ -3,7 +3,7 @@ minimum running time (KIP-664, KIP-994). Unknown state names are echoed back, as
 
 from __future__ import annotations
 
-from rivven_kproto.broker.security.acls import Operation, ResourceType
+from rivven_kproto.broker.security.authorization_rules import rule
 from rivven_kproto.broker.txn.state import TxnState
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.list_transactions import (
@@ -15,6 +15,7 @@ from rivven_kproto.codec.messages.list_transactions import (
 from ..context import RequestContext
 
 API_KEY = 66
+LISTED = rule(API_KEY).check("transactional_id")
 _STATE_NAMES = {state.value for state in TxnState}
 
 
@@ -24,7 +25,7 @@ def handle(ctx: RequestContext, request: ListTransactionsRequest, version: int) 
     producers = set(request.producer_id_filters)
     listed = []
     for txn in (t for coordinator in ctx.broker.txn_coordinators() for t in coordinator.txns.values()):
-        if not ctx.allowed(Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, txn.transactional_id):
+        if not ctx.permits(LISTED, txn.transactional_id):
             continue  # Kafka leaves out ids the client may not describe
         if request.state_filters and txn.state.value not in states:
             continue

@@ -34,7 +34,8 @@ import trio
 
 from rivven_kproto.broker.broker import Topic
 from rivven_kproto.broker.log.partition_log import LEADER_EPOCH
-from rivven_kproto.broker.security.acls import CLUSTER_NAME, Operation, ResourceType
+from rivven_kproto.broker.security.acls import CLUSTER_NAME, ResourceType
+from rivven_kproto.broker.security.authorization_rules import rule
 from rivven_kproto.broker.topics import INTERNAL_TOPICS, validate_topic_name
 from rivven_kproto.codec.acls import CLUSTER_OPERATIONS, OPERATIONS_NOT_REQUESTED, TOPIC_OPERATIONS
 from rivven_kproto.codec.errors import Errors, KafkaError
@@ -53,6 +54,10 @@ from rivven_kproto.server.peers import create_topics
 log = logging.getLogger(__name__)
 
 API_KEY = MetadataRequest.API_KEY
+TOPIC = rule(API_KEY).check("topic")
+CLUSTER_SHOWN = rule(API_KEY).check("cluster_operations")
+LISTED = rule(API_KEY).check("listed")
+CREATE = rule(API_KEY).check("create")
 
 ZERO_TOPIC_ID = uuid.UUID(int=0)
 AUTO_CREATE_WAIT_S = 15.0  # how long a follower waits for the controller to create a topic
@@ -100,7 +105,7 @@ async def _ask_controller_to_create(ctx: RequestContext, request: MetadataReques
     names = list(dict.fromkeys(
         entry.name for entry in request.topics
         if entry.name is not None and entry.name not in broker.topics and entry.name not in INTERNAL_TOPICS
-        and _valid_name(entry.name) and ctx.allowed(Operation.DESCRIBE, ResourceType.TOPIC, entry.name)
+        and _valid_name(entry.name) and ctx.permits(TOPIC, entry.name)
         and _may_create(ctx, entry.name)))
     if not names:
         return
@@ -121,8 +126,8 @@ async def _ask_controller_to_create(ctx: RequestContext, request: MetadataReques
 
 
 def _may_create(ctx: RequestContext, name: str) -> bool:
-    """Auto-creation needs Create on the cluster or on the topic (Kafka)."""
-    return ctx.allowed(Operation.CREATE, ResourceType.CLUSTER) or ctx.allowed(Operation.CREATE, ResourceType.TOPIC, name)
+    """Auto-creation needs Create on the topic or on the cluster (Kafka)."""
+    return ctx.permits(CREATE, name)
 
 
 def _valid_name(name: str) -> bool:
@@ -139,7 +144,7 @@ def handle(ctx: RequestContext, request: MetadataRequest, version: int) -> Metad
     if all_topics:  # with an authorizer, topics the client may not Describe are left out, as Kafka
         topics = [
             describe_topic(ctx, topic) for name, topic in sorted(broker.topics.items())
-            if ctx.allowed(Operation.DESCRIBE, ResourceType.TOPIC, name)
+            if ctx.permits(LISTED, name)
         ]
     else:
         allow_create = ctx.config.auto_create_topics and request.allow_auto_topic_creation
@@ -153,7 +158,8 @@ def handle(ctx: RequestContext, request: MetadataRequest, version: int) -> Metad
             )
     cluster_operations = OPERATIONS_NOT_REQUESTED
     if 8 <= version <= 10 and request.include_cluster_authorized_operations:
-        cluster_operations = ctx.authorized_operations(ResourceType.CLUSTER, CLUSTER_NAME, CLUSTER_OPERATIONS)
+        cluster_operations = (ctx.authorized_operations(ResourceType.CLUSTER, CLUSTER_NAME, CLUSTER_OPERATIONS)
+                              if ctx.permits(CLUSTER_SHOWN) else 0)  # Kafka: only with Describe on the Cluster
     return MetadataResponse(
         throttle_time_ms=0,
         brokers=[MetadataResponseBroker(node_id=node, host=host, port=port, rack=None) for node, host, port in ctx.brokers()],
@@ -234,15 +240,15 @@ def _topic_by_id(ctx: RequestContext, topic_id: uuid.UUID) -> MetadataResponseTo
     topic = ctx.broker.topic_by_id(topic_id) if topic_id != ZERO_TOPIC_ID else None
     if topic is None:
         return _error_topic(Errors.UNKNOWN_TOPIC_ID, None, topic_id)
-    if not ctx.allowed(Operation.DESCRIBE, ResourceType.TOPIC, topic.name):
-        return _error_topic(Errors.TOPIC_AUTHORIZATION_FAILED, None, topic_id)
+    if (refused := ctx.refusal(TOPIC, topic.name)) is not None:
+        return _error_topic(refused, None, topic_id)
     return describe_topic(ctx, topic)
 
 
 def _named_topic(ctx: RequestContext, name: str, allow_create: bool) -> MetadataResponseTopic:
     topic = ctx.broker.topics.get(name)
-    if not ctx.allowed(Operation.DESCRIBE, ResourceType.TOPIC, name):
-        return _error_topic(Errors.TOPIC_AUTHORIZATION_FAILED, name)
+    if (refused := ctx.refusal(TOPIC, name)) is not None:
+        return _error_topic(refused, name)
     if topic is not None:
         return describe_topic(ctx, topic)
     allow_create = allow_create and _may_create(ctx, name)

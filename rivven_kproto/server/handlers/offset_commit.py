@@ -10,13 +10,14 @@ creating a "simple" group if none exists). Metadata longer than ``offset.metadat
 written to the coordinator log (and fsynced under ``fsync=always``) before the answer.
 v2-4's ``retention_time_ms`` sets an explicit expiry.
 
-Not implemented: authorization; transactional offsets arrive with TxnOffsetCommit.
+Read on the group, then on each topic (the authorization table). Transactional offsets arrive with
+TxnOffsetCommit.
 """
 
 from __future__ import annotations
 
 from rivven_kproto.broker.groups.api import CommitPartition
-from rivven_kproto.broker.security.acls import Operation, ResourceType
+from rivven_kproto.broker.security.authorization_rules import rule
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.offset_commit import (
     OffsetCommitRequest,
@@ -28,23 +29,25 @@ from rivven_kproto.codec.messages.offset_commit import (
 from ..context import RequestContext
 
 API_KEY = OffsetCommitRequest.API_KEY
+GROUP = rule(API_KEY).check("group")
+TOPIC = rule(API_KEY).check("topic")
 
 
 def handle(ctx: RequestContext, request: OffsetCommitRequest, version: int) -> OffsetCommitResponse:
     errors: dict[tuple[str, int], Errors] = {}
     to_commit: list[CommitPartition] = []
-    group_allowed = ctx.allowed(Operation.READ, ResourceType.GROUP, request.group_id)
+    group_refused = ctx.refusal(GROUP, request.group_id)
     here = ctx.broker.coordinates(request.group_id)  # not: another broker's shard, NOT_COORDINATOR
     for topic in request.topics:
         known = ctx.broker.topics.get(topic.name)
-        topic_allowed = ctx.allowed(Operation.READ, ResourceType.TOPIC, topic.name)
+        topic_refused = ctx.refusal(TOPIC, topic.name)
         for p in topic.partitions:
-            if not group_allowed:
-                errors[(topic.name, p.partition_index)] = Errors.GROUP_AUTHORIZATION_FAILED
+            if group_refused is not None:
+                errors[(topic.name, p.partition_index)] = group_refused
             elif not here:
                 errors[(topic.name, p.partition_index)] = Errors.NOT_COORDINATOR
-            elif not topic_allowed:
-                errors[(topic.name, p.partition_index)] = Errors.TOPIC_AUTHORIZATION_FAILED
+            elif topic_refused is not None:
+                errors[(topic.name, p.partition_index)] = topic_refused
             elif known is None or not 0 <= p.partition_index < len(known.partitions):
                 errors[(topic.name, p.partition_index)] = Errors.UNKNOWN_TOPIC_OR_PARTITION
             else:

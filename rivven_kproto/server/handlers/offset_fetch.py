@@ -11,7 +11,10 @@ member must ask at its current epoch (else the group answers UNKNOWN_MEMBER_ID o
 STALE_MEMBER_EPOCH); no member id and epoch -1 (admin clients) skip the check; classic groups
 ignore them, as Kafka does.
 
-Not implemented: authorization.
+Authorization (the table's row, as Kafka): Describe on the group, else GROUP_AUTHORIZATION_FAILED
+(v0-1 on every requested partition, which have no top-level error; v2-7 top-level; v8+ per
+group); requested topics the client may not Describe answer TOPIC_AUTHORIZATION_FAILED per
+partition; asking for all topics leaves those out silently.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from rivven_kproto.broker.groups.api import FetchedOffset
-from rivven_kproto.broker.security.acls import Operation, ResourceType
+from rivven_kproto.broker.security.authorization_rules import rule
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.offset_fetch import (
     OffsetFetchRequest,
@@ -36,23 +39,25 @@ from ..context import RequestContext
 API_KEY = OffsetFetchRequest.API_KEY
 
 Wanted = list[tuple[str, list[int]]] | None
+GROUP, TOPIC, LISTED = (rule(API_KEY).check(label) for label in ("group", "topic", "listed"))
+FIRST_WITH_TOP_LEVEL_ERROR = 2
 
 
 def handle(ctx: RequestContext, request: OffsetFetchRequest, version: int) -> OffsetFetchResponse:
     if version >= 8:
         groups = []
         for group in request.groups:
-            if not ctx.allowed(Operation.DESCRIBE, ResourceType.GROUP, group.group_id):
-                groups.append(OffsetFetchResponseGroup(
-                    group_id=group.group_id, error_code=Errors.GROUP_AUTHORIZATION_FAILED, topics=[]
-                ))
+            refused = ctx.refusal(GROUP, group.group_id)
+            if refused is not None:
+                groups.append(OffsetFetchResponseGroup(group_id=group.group_id, error_code=refused, topics=[]))
                 continue
             wanted: Wanted = None if group.topics is None else [(t.name, t.partition_indexes) for t in group.topics]
+            allowed, unauthorized = _split(ctx, wanted)
             try:
                 fetched = _describable(ctx, ctx.groups_for(group.group_id).fetch_offsets(
-                    group.group_id, wanted, require_stable=request.require_stable,
+                    group.group_id, allowed, require_stable=request.require_stable,
                     member_id=group.member_id if version >= 9 else None,
-                    member_epoch=group.member_epoch if version >= 9 else -1))
+                    member_epoch=group.member_epoch if version >= 9 else -1)) + unauthorized
             except KafkaError as exc:
                 groups.append(OffsetFetchResponseGroup(group_id=group.group_id, error_code=exc.error, topics=[]))
                 continue
@@ -65,13 +70,21 @@ def handle(ctx: RequestContext, request: OffsetFetchRequest, version: int) -> Of
                 ],
             ))
         return OffsetFetchResponse(throttle_time_ms=0, groups=groups)
-    if not ctx.allowed(Operation.DESCRIBE, ResourceType.GROUP, request.group_id):
-        return OffsetFetchResponse(throttle_time_ms=0, error_code=Errors.GROUP_AUTHORIZATION_FAILED, topics=[])
+    wanted = None if request.topics is None else [(t.name, t.partition_indexes) for t in request.topics]
+    refused = ctx.refusal(GROUP, request.group_id)
+    if refused is not None:
+        if version < FIRST_WITH_TOP_LEVEL_ERROR:  # no top-level error: every requested partition carries it
+            return OffsetFetchResponse(throttle_time_ms=0, topics=[
+                OffsetFetchResponseTopic(name=topic, partitions=[_partition(FetchedOffset(p, None, refused))
+                                                                 for p in partitions])
+                for topic, partitions in wanted or ()])
+        return OffsetFetchResponse(throttle_time_ms=0, error_code=refused, topics=[])
     if not ctx.broker.coordinates(request.group_id):  # another broker's shard (v0-1: see server/cluster.py)
         return OffsetFetchResponse(throttle_time_ms=0, error_code=Errors.NOT_COORDINATOR, topics=[])
-    wanted = None if request.topics is None else [(t.name, t.partition_indexes) for t in request.topics]
+    allowed, unauthorized = _split(ctx, wanted)
     stable = version >= 7 and request.require_stable
-    fetched = _describable(ctx, ctx.groups_for(request.group_id).fetch_offsets(request.group_id, wanted, require_stable=stable))
+    fetched = _describable(ctx, ctx.groups_for(request.group_id).fetch_offsets(
+        request.group_id, allowed, require_stable=stable)) + unauthorized
     return OffsetFetchResponse(
         throttle_time_ms=0,
         error_code=0,
@@ -82,9 +95,20 @@ def handle(ctx: RequestContext, request: OffsetFetchRequest, version: int) -> Of
     )
 
 
-def _describable(ctx: RequestContext, fetched: Any) -> Any:
-    """Topics the client may not Describe are left out of the answer (Kafka filters them)."""
-    return [(topic, offsets) for topic, offsets in fetched if ctx.allowed(Operation.DESCRIBE, ResourceType.TOPIC, topic)]
+def _split(ctx: RequestContext, wanted: Wanted) -> tuple[Wanted, list[tuple[str, list[FetchedOffset]]]]:
+    """The requested topics the client may Describe, and the others' partitions refused (Kafka's
+    unauthorized partitions: no offset, TOPIC_AUTHORIZATION_FAILED). All topics (None) stay None."""
+    if wanted is None:
+        return None, []
+    allowed = [(topic, partitions) for topic, partitions in wanted if ctx.permits(TOPIC, topic)]
+    refused = [(topic, [FetchedOffset(p, None, Errors.TOPIC_AUTHORIZATION_FAILED) for p in partitions])
+               for topic, partitions in wanted if not ctx.permits(TOPIC, topic)]
+    return allowed, refused
+
+
+def _describable(ctx: RequestContext, fetched: Any) -> list[Any]:
+    """Topics the client may not Describe are left out of an all-topics answer (Kafka filters them)."""
+    return [(topic, offsets) for topic, offsets in fetched if ctx.permits(LISTED, topic)]
 
 
 def _fields(fetched: FetchedOffset) -> tuple[int, int, str]:

@@ -19,6 +19,11 @@ verdict here.
 Every record is validated as Kafka's LogValidator does. :func:`prepare` does that work (and any
 recompression) before :func:`handle`, on a worker thread when a batch is compressed, large, to be
 recompressed or the compiled scanner is missing, so one client's batch never stalls the event loop.
+
+Authorization (the table's row, as Kafka): a request carrying transactional records needs a
+transactional id the client may Write, else every partition answers
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED (a transactional id with plain records is not checked);
+then Write on each topic, else that topic's partitions answer TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from collections.abc import Callable
 import trio
 
 from rivven_kproto.broker.log.validation import RecordCheck, RecordValidationError, prepare_client_records
-from rivven_kproto.broker.security.acls import Operation, ResourceType
+from rivven_kproto.broker.security.authorization_rules import rule
 from rivven_kproto.broker.topics import INTERNAL_TOPICS
 from rivven_kproto.broker.txn.coordinator import TransactionCoordinator
 from rivven_kproto.codec.compression import Compression
@@ -50,6 +55,7 @@ from ..log_limits import RateLimitedLog
 from .txn_errors import PRODUCE_ABORTABLE, PRODUCE_V2, abortable_for_version, client_txn_version
 
 API_KEY = 0
+TRANSACTIONAL_ID, TOPIC = rule(API_KEY).check("transactional_id"), rule(API_KEY).check("topic")
 DECODE_INLINE = True  # the bulk of a large Produce is record bytes, validated by ``prepare``
 MIN_SERVED_VERSION = 3
 log = logging.getLogger(__name__)
@@ -93,7 +99,7 @@ async def prepare(ctx: RequestContext, request: ProduceRequest, limiter: trio.Ca
 def _preparation(
     ctx: RequestContext, topic: str, data: PartitionProduceData
 ) -> tuple[PartitionKey, Preparation, bool] | None:
-    if topic in INTERNAL_TOPICS or not ctx.allowed(Operation.WRITE, ResourceType.TOPIC, topic):
+    if topic in INTERNAL_TOPICS or not ctx.permits(TOPIC, topic):
         return None  # refused by handle() anyway: no records are walked (or decompressed) for it
     try:
         config = ctx.broker.partition(topic, data.index).config
@@ -129,10 +135,14 @@ def handle(ctx: RequestContext, request: ProduceRequest, version: int) -> Produc
 
 def answer(ctx: RequestContext, request: ProduceRequest, version: int) -> ProduceResponse:
     """The response Kafka would send (also built for acks=0, whose errors are only logged)."""
-    if request.transactional_id is None and _has_transactional_records(request):
+    if version >= MIN_SERVED_VERSION and has_transactional_records(request):
         # Kafka: transactional records need a transactional id the client may write, authorizer
         # or not; without one they could join whichever producer's transaction they name.
-        return _refuse_all(request, Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        if request.transactional_id is None:
+            return _refuse_all(request, Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        refused = ctx.refusal(TRANSACTIONAL_ID, request.transactional_id)
+        if refused is not None:
+            return _refuse_all(request, refused)
     responses = []
     for topic_data in request.topic_data:
         partitions = [
@@ -142,7 +152,7 @@ def answer(ctx: RequestContext, request: ProduceRequest, version: int) -> Produc
     return ProduceResponse(responses=responses, throttle_time_ms=0)
 
 
-def _has_transactional_records(request: ProduceRequest) -> bool:
+def has_transactional_records(request: ProduceRequest) -> bool:
     for topic_data in request.topic_data:
         for data in topic_data.partition_data:
             try:
@@ -185,12 +195,9 @@ def _produce_partition(
         return error_partition(data.index, Errors.INVALID_REQUIRED_ACKS)
     if topic in INTERNAL_TOPICS:
         return error_partition(data.index, Errors.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {topic}")
-    if request.transactional_id is not None and not ctx.allowed(
-        Operation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id
-    ):
-        return error_partition(data.index, Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-    if not ctx.allowed(Operation.WRITE, ResourceType.TOPIC, topic):
-        return error_partition(data.index, Errors.TOPIC_AUTHORIZATION_FAILED)
+    refused = ctx.refusal(TOPIC, topic)
+    if refused is not None:
+        return error_partition(data.index, refused)
     try:
         log_ = ctx.broker.partition(topic, data.index)
         records = _single_batch(data.records)

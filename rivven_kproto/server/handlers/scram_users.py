@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 
-from rivven_kproto.broker.security.acls import Operation, ResourceType
+from rivven_kproto.broker.security.authorization_rules import rule
 from rivven_kproto.broker.security.scram import (
     MAX_ITERATIONS,
     MECHANISM_TYPES,
@@ -42,6 +42,8 @@ from ..context import RequestContext
 
 log = logging.getLogger(__name__)
 
+# The checks of DescribeUserScramCredentials (50) and AlterUserScramCredentials (51), from the table.
+DESCRIBE_CHECK, ALTER_CHECK = rule(50).check("cluster"), rule(51).check("cluster")
 DUPLICATE = "A user credential cannot be altered twice in the same request"
 DESCRIBE_DUPLICATE = "Cannot describe SCRAM credentials for the same user twice in a single request: "
 DESCRIBE_MISSING = "Attempt to describe a user credential that does not exist: "
@@ -51,10 +53,9 @@ DELETE_MISSING = "Attempt to delete a user credential that does not exist"
 def describe(
     ctx: RequestContext, request: DescribeUserScramCredentialsRequest, version: int
 ) -> DescribeUserScramCredentialsResponse:
-    if not ctx.allowed(Operation.DESCRIBE, ResourceType.CLUSTER):
-        return DescribeUserScramCredentialsResponse(
-            throttle_time_ms=0, error_code=Errors.CLUSTER_AUTHORIZATION_FAILED, error_message=None, results=[]
-        )
+    if (refused := ctx.refusal(DESCRIBE_CHECK)) is not None:
+        return DescribeUserScramCredentialsResponse(throttle_time_ms=0, error_code=refused, error_message=None,
+                                                    results=[])
     known = ctx.broker.scram.users()
     duplicated: dict[str, bool] = {}
     if not request.users:
@@ -84,11 +85,10 @@ def alter(
     def result(user: str, error: Errors, message: str | None = None) -> AlterUserScramCredentialsResult:
         return AlterUserScramCredentialsResult(user=user, error_code=error, error_message=message)
 
-    if not ctx.allowed(Operation.ALTER, ResourceType.CLUSTER):
+    if (refused := ctx.refusal(ALTER_CHECK)) is not None:
         users = [d.name for d in request.deletions] + [u.name for u in request.upsertions]
-        return AlterUserScramCredentialsResponse(
-            throttle_time_ms=0, results=[result(u, Errors.CLUSTER_AUTHORIZATION_FAILED) for u in dict.fromkeys(users)]
-        )
+        return AlterUserScramCredentialsResponse(throttle_time_ms=0,
+                                                 results=[result(u, refused) for u in dict.fromkeys(users)])
     if not ctx.broker.cluster.is_coordinator:  # one writer of the shared credentials: the controller
         users = [d.name for d in request.deletions] + [u.name for u in request.upsertions]
         return AlterUserScramCredentialsResponse(

@@ -5,14 +5,14 @@ stored (or a rebalance, removal or fencing answers it with an error); the leader
 written to the coordinator log before anyone is answered. v5's protocol type and name are
 checked against the group's (INCONSISTENT_GROUP_PROTOCOL) and returned.
 
-Not implemented: authorization.
+Read on the group, else GROUP_AUTHORIZATION_FAILED (the authorization table).
 """
 
 from __future__ import annotations
 
 from rivven_kproto.broker.groups import Awaiting, SyncParams, SyncResult
 from rivven_kproto.broker.groups.api import Result
-from rivven_kproto.broker.security.acls import Operation, ResourceType
+from rivven_kproto.broker.security.authorization_rules import rule
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 
@@ -21,6 +21,7 @@ from ..delayed import Pending
 from ._group_wait import park
 
 API_KEY = SyncGroupRequest.API_KEY
+GROUP = rule(API_KEY).check("group")
 
 
 def handle(ctx: RequestContext, request: SyncGroupRequest, version: int) -> SyncGroupResponse | Pending:
@@ -33,8 +34,8 @@ def handle(ctx: RequestContext, request: SyncGroupRequest, version: int) -> Sync
         protocol_name=request.protocol_name,
         assignments=tuple((a.member_id, a.assignment) for a in request.assignments),
     )
-    if not ctx.allowed(Operation.READ, ResourceType.GROUP, request.group_id):
-        return _response(SyncResult(Errors.GROUP_AUTHORIZATION_FAILED))
+    if (refused := ctx.refusal(GROUP, request.group_id)) is not None:
+        return _response(SyncResult(refused))
     if not ctx.broker.coordinates(request.group_id):  # its shard is another broker's (or nobody's now): the client looks it up again
         return _response(SyncResult(Errors.NOT_COORDINATOR))
     outcome = ctx.groups_for(params.group_id).sync(params, ctx.now_ms)

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from rivven_kproto.broker.faults import fault_point
 from rivven_kproto.broker.groups.api import CommitPartition
-from rivven_kproto.broker.security.acls import Operation, ResourceType
+from rivven_kproto.broker.security.authorization_rules import rule
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.txn_offset_commit import (
     TxnOffsetCommitRequest,
@@ -52,6 +52,9 @@ from .txn_errors import (
 )
 
 API_KEY = TxnOffsetCommitRequest.API_KEY
+TRANSACTIONAL_ID = rule(API_KEY).check("transactional_id")
+GROUP = rule(API_KEY).check("group")
+TOPIC = rule(API_KEY).check("topic")
 
 
 def handle(ctx: RequestContext, request: TxnOffsetCommitRequest, version: int) -> TxnOffsetCommitResponse:
@@ -59,21 +62,18 @@ def handle(ctx: RequestContext, request: TxnOffsetCommitRequest, version: int) -
     to_commit: list[CommitPartition] = []
     # Kafka's order: Write on the transactional id (the producer id is the id's: a client that may
     # not write it must not open or fence its transaction), Read on the group, Read on each topic.
-    txn_allowed = ctx.allowed(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id)
-    group_allowed = ctx.allowed(Operation.READ, ResourceType.GROUP, request.group_id)
+    first_refused = ctx.refusal(TRANSACTIONAL_ID, request.transactional_id) or ctx.refusal(GROUP, request.group_id)
     here = ctx.broker.coordinates(request.group_id)  # not: another broker's shard, NOT_COORDINATOR
     for topic in request.topics:
         known = ctx.broker.topics.get(topic.name)
-        topic_allowed = ctx.allowed(Operation.READ, ResourceType.TOPIC, topic.name)
+        topic_refused = ctx.refusal(TOPIC, topic.name)
         for p in topic.partitions:
-            if not txn_allowed:
-                errors[(topic.name, p.partition_index)] = Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-            elif not group_allowed:
-                errors[(topic.name, p.partition_index)] = Errors.GROUP_AUTHORIZATION_FAILED
+            if first_refused is not None:
+                errors[(topic.name, p.partition_index)] = first_refused
             elif not here:
                 errors[(topic.name, p.partition_index)] = Errors.NOT_COORDINATOR
-            elif not topic_allowed:
-                errors[(topic.name, p.partition_index)] = Errors.TOPIC_AUTHORIZATION_FAILED
+            elif topic_refused is not None:
+                errors[(topic.name, p.partition_index)] = topic_refused
             elif known is None or not 0 <= p.partition_index < len(known.partitions):
                 errors[(topic.name, p.partition_index)] = Errors.UNKNOWN_TOPIC_OR_PARTITION
             else:

@@ -7,6 +7,7 @@ marker with an epoch older than the producer's current one gets INVALID_PRODUCER
 on partition ``<shard>`` of ``__consumer_offsets`` is a transaction's end in the groups of a
 coordinator shard this broker holds (sent by the transaction's coordinator on another broker):
 the producer's pending offsets there are installed or dropped (NOT_COORDINATOR if not held here).
+It needs ClusterAction (brokers) or Alter (admins, KIP-664) on the Cluster, as Kafka.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import logging
 
 from rivven_kproto.broker.coordinator_shards import GROUP_SHARD_TOPIC, complete_producer
 from rivven_kproto.broker.faults import fault_active
-from rivven_kproto.broker.security.acls import Operation, ResourceType
+from rivven_kproto.broker.security.authorization_rules import rule
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.write_txn_markers import (
     WritableTxnMarkerPartitionResult,
@@ -30,21 +31,24 @@ from ..log_limits import RateLimitedLog
 from ..peers import PEER_CLIENT_PREFIX
 
 API_KEY = 27
+CLUSTER = rule(API_KEY).check("cluster")
 log = logging.getLogger(__name__)
 refusals = RateLimitedLog(log)
 
 
 def handle(ctx: RequestContext, request: WriteTxnMarkersRequest, version: int) -> WriteTxnMarkersResponse:
     results = []
-    allowed = ctx.allowed(Operation.CLUSTER_ACTION, ResourceType.CLUSTER)  # Kafka: inter-broker only
+    refused = ctx.refusal(CLUSTER)
+    allowed = refused is None
     if not allowed:  # one line a request, rate-limited: a client chooses how many markers it sends
-        refusals.warning("authorization", "WriteTxnMarkers refused for %s from %s: no ClusterAction on the cluster "
-                         "(%d markers)", ctx.principal, ctx.client_host.lstrip("/") or "?", len(request.markers))
+        refusals.warning("authorization", "WriteTxnMarkers refused for %s from %s: no ClusterAction (or Alter) on "
+                         "the cluster (%d markers)", ctx.principal, ctx.client_host.lstrip("/") or "?",
+                         len(request.markers))
     for marker in request.markers:
         if not allowed:
             results.append(WritableTxnMarkerResult(producer_id=marker.producer_id, topics=[
                 WritableTxnMarkerTopicResult(name=t.name, partitions=[
-                    WritableTxnMarkerPartitionResult(partition_index=i, error_code=Errors.CLUSTER_AUTHORIZATION_FAILED)
+                    WritableTxnMarkerPartitionResult(partition_index=i, error_code=refused)
                     for i in t.partition_indexes
                 ])
                 for t in marker.topics

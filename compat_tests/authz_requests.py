@@ -45,6 +45,7 @@ from rivven_kproto.codec.messages import (
     init_producer_id,
     join_group,
     leave_group,
+    list_config_resources,
     list_groups,
     list_offsets,
     list_transactions,
@@ -362,6 +363,10 @@ def _describe_topic_partitions(v: int, n: Names) -> Shapes:
             ("all", make(describe_topic_partitions.DescribeTopicPartitionsRequest, v, topics=[]))]
 
 
+def _list_config_resources(v: int, n: Names) -> Shapes:
+    return [("", make(list_config_resources.ListConfigResourcesRequest, v, resource_types=[2] if v >= 1 else []))]
+
+
 def _api_versions(v: int, n: Names) -> Shapes:
     return [("", make(api_versions.ApiVersionsRequest, v, client_software_name="authz",
                       client_software_version="1"))]
@@ -377,7 +382,7 @@ FACTORIES: dict[int, Factory] = {
     42: _delete_groups, 44: _incremental_alter_configs, 47: _offset_delete, 50: _describe_scram,
     51: _alter_scram, 60: _describe_cluster, 61: _describe_producers, 65: _describe_transactions,
     66: _list_transactions, 68: _consumer_group_heartbeat, 69: _consumer_group_describe,
-    75: _describe_topic_partitions,
+    74: _list_config_resources, 75: _describe_topic_partitions,
 }
 # SaslHandshake (17) and SaslAuthenticate (36) are the login itself: the test walks their
 # versions by logging in, not through a factory.

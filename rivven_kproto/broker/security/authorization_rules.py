@@ -244,6 +244,9 @@ RULES: dict[int, Rule] = _rules(
         _group(O.DESCRIBE, ENTRY, Source.GROUPS),
         Check("topic", T, O.DESCRIBE, Source.TOPIC, TOPIC_DENIED, ENTRY),
     ), "A group whose members are assigned topics the client may not Describe is refused."),
+    Rule(74, "ListConfigResources", (
+        _cluster("cluster", O.DESCRIBE_CONFIGS),
+    ), "Kafka 4.1 (KIP-1142): the whole answer is refused without DescribeConfigs on the Cluster."),
     Rule(75, "DescribeTopicPartitions", (
         _topic(O.DESCRIBE, when=frozenset({"", "named"})),
         Check("listed", T, O.DESCRIBE, Source.TOPIC, None, FILTER, when=frozenset({"all"})),

@@ -13,7 +13,7 @@ neither), and broker loggers (DescribeConfigs does not serve BROKER_LOGGER here)
 
 from __future__ import annotations
 
-from rivven_kproto.broker.security.acls import Operation, ResourceType
+from rivven_kproto.broker.security.authorization_rules import rule
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.list_config_resources import (
     CLIENT_METRICS,
@@ -25,14 +25,16 @@ from rivven_kproto.codec.messages.list_config_resources import (
 from ..context import RequestContext
 
 API_KEY = ListConfigResourcesRequest.API_KEY
+RULE = rule(API_KEY)
 
 TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 32
 SUPPORTED_V1 = (TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP)
 
 
 def handle(ctx: RequestContext, request: ListConfigResourcesRequest, version: int) -> ListConfigResourcesResponse:
-    if not ctx.allowed(Operation.DESCRIBE_CONFIGS, ResourceType.CLUSTER):
-        return _answer(Errors.CLUSTER_AUTHORIZATION_FAILED, [])
+    (check,) = RULE.applying(version)
+    if not ctx.permits(check):
+        return _answer(check.error or Errors.NONE, [])
     supported = SUPPORTED_V1 if version >= 1 else (CLIENT_METRICS,)
     wanted = set(request.resource_types) or set(supported)
     if not wanted <= set(supported):

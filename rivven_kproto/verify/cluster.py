@@ -34,6 +34,7 @@ from .faults import BrokerCommand, CuttingProxy
 log = logging.getLogger(__name__)
 
 MEET_TIMEOUT_S = 120.0
+START_ATTEMPTS = 5  # ports tried per broker at start
 WATCH_INTERVAL_S = 0.5
 ASK_TIMEOUT_S = 3.0
 # As the compat tests' brokers (compat_tests/test_eos.py): the pollers' sessions may be short, and
@@ -73,22 +74,40 @@ class Cluster:
         env = {k: v for k, v in os.environ.items() if not k.startswith("KPROTO_")}
         env.update(BROKER_ENV)
         for node in range(1, self.size + 1):
-            port = _free_port()
-            proxy = CuttingProxy("127.0.0.1:0", f"127.0.0.1:{port}")
-            self.proxies[node] = proxy
-            command = shlex.join([
-                sys.executable, "-m", "rivven_kproto", "serve", "--storage", self.database.url, "--node-id", str(node),
-                "--listen", f"127.0.0.1:{port}", "--advertised-listener", proxy.address,
-                "--data-dir", str(self.work_dir / f"n{node}-data"),
-            ])
-            broker = BrokerCommand(command, f"127.0.0.1:{port}", str(self.work_dir / f"n{node}.log"), env)
-            self.brokers[node] = broker
-            broker.start()
+            self._start_node(node, env)
         self.wait_met()
         log.info("cluster of %d up on %s (database %s)", self.size, self.bootstrap, self.database.url)
         self._watchdog = threading.Thread(target=self._watch, name="verify-eos-watchdog", daemon=True)
         self._watchdog.start()
         return self
+
+    def _start_node(self, node: int, env: dict[str, str]) -> None:
+        """Start broker ``node`` behind a new proxy on a free port; a port another process took
+        between the probe and the broker's bind (others run on the machine) gets a new one."""
+        log_path = self.work_dir / f"n{node}.log"
+        for _ in range(START_ATTEMPTS):
+            port = _free_port()
+            proxy = CuttingProxy("127.0.0.1:0", f"127.0.0.1:{port}")
+            command = shlex.join([
+                sys.executable, "-m", "rivven_kproto", "serve", "--storage", self.database.url, "--node-id", str(node),
+                "--listen", f"127.0.0.1:{port}", "--advertised-listener", proxy.address,
+                "--data-dir", str(self.work_dir / f"n{node}-data"),
+            ])
+            broker = BrokerCommand(command, f"127.0.0.1:{port}", str(log_path), env)
+            logged = log_path.stat().st_size if log_path.exists() else 0
+            broker.start()  # returns once the port answers: possibly another process's
+            deadline = time.monotonic() + MEET_TIMEOUT_S
+            while time.monotonic() < deadline and broker.process is not None and broker.process.poll() is None:
+                with open(log_path, "rb") as text:
+                    text.seek(logged)
+                    if b"listening on" in text.read():
+                        self.proxies[node], self.brokers[node] = proxy, broker
+                        return
+                time.sleep(0.1)
+            proxy.close()
+            broker.kill()
+            log.warning("node %d did not start on port %d (see %s); trying another port", node, port, log_path)
+        raise RuntimeError(f"node {node} did not start in {START_ATTEMPTS} attempts (see {log_path})")
 
     def _database_dir(self) -> Path:
         """``work_dir``/postgres, or (as root, when the postgres user cannot get through

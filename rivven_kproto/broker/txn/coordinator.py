@@ -460,7 +460,8 @@ class TransactionCoordinator:
             warned = self._marker_warned_ms.get(txn.transactional_id)
             if retried and (warned is None or now_ms - warned >= MARKER_WARNING_INTERVAL_MS):
                 self._marker_warned_ms[txn.transactional_id] = now_ms
-                log.warning("%d markers of %s not written yet; retrying", len(failed), txn.transactional_id)
+                log.warning("%d markers of %s not written yet (%s); retrying", len(failed), txn.transactional_id,
+                            ", ".join(f"{topic}-{index}" for topic, index in sorted(failed)[:4]))
             else:
                 log.debug("%d markers of %s not written yet; will retry", len(failed), txn.transactional_id)
             self.unwritten[txn.transactional_id] = failed

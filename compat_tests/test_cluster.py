@@ -111,7 +111,10 @@ def described_by(broker: BrokerProcess, topics: list[str] | None = None) -> Meta
 
 
 def all_see(brokers: dict[int, BrokerProcess], nodes: set[int], topic: str | None = None) -> bool:
-    """Every live broker lists exactly ``nodes`` (and describes ``topic``)."""
+    """Every live broker lists ``nodes`` and no other live broker (and describes ``topic``, every
+    partition led by one of ``nodes``). A broker that died may stay listed: it is for a minute
+    after its last heartbeat, leading nothing (registry.LISTED_AFTER_LOSS_S)."""
+    running = {node for node, broker in brokers.items() if broker.alive()}
     for broker in brokers.values():
         if not broker.alive():
             continue
@@ -119,9 +122,12 @@ def all_see(brokers: dict[int, BrokerProcess], nodes: set[int], topic: str | Non
             answer = described_by(broker, [topic] if topic else None)
         except OSError:
             return False
-        if {b.node_id for b in answer.brokers} != nodes:
+        listed = {b.node_id for b in answer.brokers}
+        if not nodes <= listed or (listed - nodes) & running:
             return False
         if topic is not None and (not answer.topics or answer.topics[0].error_code != 0):
+            return False
+        if topic is not None and any(p.leader_id not in nodes for p in answer.topics[0].partitions):
             return False
     return True
 

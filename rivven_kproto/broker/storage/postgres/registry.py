@@ -18,6 +18,9 @@ from typing import Any
 import psycopg
 
 SESSION_TIMEOUT_S = 9.0  # Kafka's broker.session.timeout.ms default: no heartbeat for this long is not live
+# A broker that lost its lock (killed, paused past its session, cut off) stays listed to clients for
+# this long after its last heartbeat, leading and coordinating nothing: see departed_nodes.
+LISTED_AFTER_LOSS_S = 60.0
 FORGET_AFTER_S = 3600.0  # a row this stale is removed when any broker registers
 SERVING, STANDBY, COORDINATOR = "serving", "standby", "coordinator"
 NODE_LOCK_CLASS = 0x6B70  # advisory lock (class, node id): held by the broker serving as that node
@@ -103,14 +106,16 @@ def live_nodes(conn: psycopg.Connection[Any]) -> list[tuple[int, str, int, str, 
 
 
 def departed_nodes(conn: psycopg.Connection[Any], live: set[int]) -> list[tuple[int, str, int]]:
-    """Brokers whose session has not expired but that hold no lock now (killed, or cut off from
-    the database): (node id, host, port). Kafka lists a broker until its session times out, and
-    clients rely on it: librdkafka decommissions a broker that leaves the metadata, and a request
-    waiting for that broker as its cached coordinator then waits for good (librdkafka#5511)."""
+    """Brokers that hold no lock now (killed, paused past their session, cut off from the
+    database) but heartbeated within LISTED_AFTER_LOSS_S: (node id, host, port). They stay in
+    Metadata, leading nothing. Kafka drops a broker once its session times out; librdkafka then
+    decommissions its handle, and a request waiting for that broker as its cached coordinator
+    waits until some other broker changes state (librdkafka#5511, the timeout unchecked: #5456):
+    a broker back within the minute finds its clients' handles still alive instead."""
     rows = conn.execute(
         "SELECT DISTINCT ON (node_id) node_id, host, port FROM kproto_brokers WHERE role <> 'standby'"
         " AND heartbeat_at >= now() - make_interval(secs => %s) ORDER BY node_id, heartbeat_at DESC",
-        (SESSION_TIMEOUT_S,)
+        (LISTED_AFTER_LOSS_S,)
     ).fetchall()
     return [(int(n), str(h), int(p)) for n, h, p in rows if int(n) not in live]
 

@@ -24,10 +24,12 @@ from collections.abc import Callable
 
 import trio
 
-from rivven_kproto.broker.broker import COORDINATOR_EPOCH, Broker
+from rivven_kproto.broker import follow
+from rivven_kproto.broker.broker import Broker
 from rivven_kproto.broker.cluster import Node, catalog_digest
 from rivven_kproto.broker.coordinator_shards import GROUP_SHARD_TOPIC
-from rivven_kproto.broker.remote_markers import RemoteMarker
+from rivven_kproto.broker.markers.remote import RemoteMarker
+from rivven_kproto.broker.markers.writer import COORDINATOR_EPOCH
 from rivven_kproto.broker.storage import CoordinationLost, Pulse, StorageError
 from rivven_kproto.codec.connection import ProtocolError, RequestEvent
 from rivven_kproto.codec.messages.envelope import EnvelopeResponse
@@ -121,10 +123,10 @@ class ClusterFollower:
             # this broker leads them still); its shards' locks were checked by the heartbeat (lost
             # ones stop the broker).
             lost = await trio.to_thread.run_sync(broker.storage.claims_lost, broker.led_logs())
-            broker.fence(lost)
+            follow.fence(broker, lost)
         # The documents the controller changed, read before adopting the pulse (this broker does
         # not write them meanwhile: it is not the controller, or it refuses such changes).
-        reload = broker.documents_to_reload(pulse)
+        reload = follow.documents_to_reload(broker, pulse)
         if reload:
             try:
                 contents = await trio.to_thread.run_sync(self._read_documents, reload)
@@ -132,7 +134,7 @@ class ClusterFollower:
                 self.warnings.warning("documents", "cannot read %s: %s (read again at the next heartbeat)",
                                       ", ".join(reload), exc)
             else:
-                broker.reload_documents(contents, pulse.documents)
+                follow.reload_documents(broker, contents, pulse.documents)
         members = tuple(node.node_id for node in pulse.nodes)
         if members != self._members:
             # Act on a change of the live brokers only once two heartbeats agree: while brokers
@@ -140,10 +142,10 @@ class ClusterFollower:
             # their partitions here and back (each move fences the other's writes).
             self._members = members
             return False
-        wanted = broker.apply_pulse(pulse)
+        wanted = follow.apply_pulse(broker, pulse)
         if wanted:
-            opened = await trio.to_thread.run_sync(broker.open_partitions, wanted, wall_clock_ms())
-            broker.install(opened)
+            opened = await trio.to_thread.run_sync(follow.open_partitions, broker, wanted, wall_clock_ms())
+            follow.install(broker, opened)
         return True
 
     async def _acknowledge_catalog(self) -> None:
@@ -235,10 +237,10 @@ class ClusterFollower:
         """Send the markers the coordinator asked for, grouped by leader, and complete what they finish."""
         broker = self.broker
         while True:
-            if not broker.remote_markers.pending:
+            if not broker.markers.remote.pending:
                 await trio.sleep(MARKER_POLL_S)
                 continue
-            taken = broker.remote_markers.take()
+            taken = broker.markers.remote.take()
             # A marker goes out only once its transaction's PrepareCommit/PrepareAbort is durable
             # (appended before the marker was asked for): a coordinator that dies before that
             # must not leave markers of a decision it never logged.
@@ -255,7 +257,7 @@ class ClusterFollower:
                     continue
                 topic = broker.topics.get(marker.topic)
                 if topic is None:
-                    broker.remote_markers.finish(marker, True)  # deleted meanwhile: needs no marker
+                    broker.markers.remote.finish(marker, True)  # deleted meanwhile: needs no marker
                     continue
                 leader = broker.cluster.leader(topic.meta.topic_id, marker.partition)
                 if leader == broker.cluster.self_id:
@@ -271,7 +273,7 @@ class ClusterFollower:
                     else:
                         nursery.start_soon(self._send, node, markers, results)
             for marker, written in results.items():
-                broker.remote_markers.finish(marker, written)
+                broker.markers.remote.finish(marker, written)
             if not all(results.values()):
                 await trio.sleep(MARKER_RETRY_S)  # then asked for again, by the retry below
             if broker.coordinating:

@@ -25,7 +25,7 @@ import psycopg
 from rivven_kproto.broker.durable.log import MAGIC, MAX_ENTRY, frame, scan
 from rivven_kproto.broker.durable.work import BlockingWork, submit
 
-from .partition import PgCommit
+from .commit import PgCommit
 
 if TYPE_CHECKING:
     from .store import PostgresStorage
@@ -72,7 +72,7 @@ class PgDurableLog:
     def _read(self) -> tuple[list[bytes], int, int, int]:
         """The snapshot's payloads then the entries after it; snapshot bytes, entry bytes, next seq."""
         snapshot_size = size = 0
-        with self.storage.connection() as conn:
+        with self.storage.pool.connection() as conn:
             snapshot = conn.execute(
                 "SELECT seq, payloads FROM kproto_coordinator_snapshots WHERE name = %s", (self.name,)
             ).fetchone()
@@ -113,7 +113,7 @@ class PgDurableLog:
         storage, shard = self.storage, self.shard
 
         def write(conn: psycopg.Connection) -> None:
-            storage.check_shard_lease(conn, shard)
+            storage.leases.check_shard_lease(conn, shard)
             with conn.cursor() as cursor:
                 rows = [item for item in items if not isinstance(item, _Decision)]
                 if rows:
@@ -137,7 +137,7 @@ class PgDurableLog:
         self.snapshot_size = len(data)
 
         def write_snapshot() -> None:
-            with self.storage.connection() as conn, conn.transaction():
+            with self.storage.pool.connection() as conn, conn.transaction():
                 conn.execute(
                     "INSERT INTO kproto_coordinator_snapshots (name, seq, payloads) VALUES (%s, %s, %s)"
                     " ON CONFLICT (name) DO UPDATE SET seq = EXCLUDED.seq, payloads = EXCLUDED.payloads"

@@ -38,12 +38,13 @@ from .groups import GroupCoordinator
 from .log.base import PartitionLogBase
 from .log.config import LogConfig
 from .markers.writer import MarkerWriter
+from .membership import Pulse
 from .producer_ids import ProducerIdAllocator
 from .security.acls import FILE_NAME as ACLS_FILE
 from .security.acls import Authorizer
 from .security.scram import FILE_NAME as SCRAM_FILE
 from .security.scram import ScramStore
-from .storage import Pulse, is_native, open_storage
+from .storage import is_native, open_storage
 from .topics import (
     ConfigEntry,
     TopicMeta,
@@ -110,15 +111,17 @@ class Broker:
     def _open(self, config: BrokerConfig, now_ms: int) -> None:
         self.work = BlockingWork(inline=True)  # until a server's flusher takes the file work over
         self.unflushed: set[PartitionLogBase] = set()  # written by the broker itself (markers) since the last flush
-        self.storage = open_storage(config.storage, self.data_dir, standby=config.storage_standby,
-                                    node=(config.node_id, *config.advertised), assign_node_id=config.assign_node_id,
-                                    start_wait_s=config.storage_start_wait_ms / 1000)
-        if self.storage.assigned_node_id is not None:  # no --node-id: the shared store gave one
-            config = self.config = dataclasses.replace(config, node_id=self.storage.assigned_node_id)
+        # Partitions, coordinator logs and documents; apart, who this broker is in the cluster.
+        self.storage, self.membership = open_storage(
+            config.storage, self.data_dir, standby=config.storage_standby, node=(config.node_id, *config.advertised),
+            assign_node_id=config.assign_node_id, start_wait_s=config.storage_start_wait_ms / 1000)
+        if self.membership.assigned_node_id is not None:  # no --node-id: the shared store gave one
+            config = self.config = dataclasses.replace(config, node_id=self.membership.assigned_node_id)
             log.info("serving as node %d (assigned by the %s store)", config.node_id, self.storage.kind)
         try:
             self._load(config, now_ms)
         except BaseException:
+            self.membership.close()
             self.storage.close()
             raise
 
@@ -129,8 +132,9 @@ class Broker:
         self.cluster = ClusterView.alone(config.node_id, *config.advertised)
         # What this broker leads and coordinates holds while its heartbeat is fresh (see claims):
         # the first heartbeat confirms it from the time it started.
-        self.claims = ClaimsLease(storage.session_timeout_s, storage.heartbeat_interval_s)
-        pulse = storage.heartbeat(*config.advertised)
+        membership = self.membership
+        self.claims = ClaimsLease(membership.session_timeout_s, membership.heartbeat_interval_s)
+        pulse = membership.heartbeat(*config.advertised)
         if pulse is not None:
             self.cluster = self.view_of(pulse)
         self.store = TopicStore(storage.document("topics.json"), self.work)
@@ -562,6 +566,7 @@ class Broker:
                 partition.close()
         for shard in self.shards.values():
             shard.close()
+        self.membership.close()
         self.storage.close()
         if self.lock is not None:
             self.lock.release()

@@ -15,9 +15,10 @@ from .broker import FOLLOWED_DOCUMENTS, Broker, Topic
 from .dynamic_configs import FILE_NAME as DYNAMIC_CONFIGS_FILE
 from .log.base import PartitionLogBase
 from .log.config import LogConfig
+from .membership import Pulse
 from .security.acls import FILE_NAME as ACLS_FILE
 from .security.scram import FILE_NAME as SCRAM_FILE
-from .storage import Pulse, StorageError
+from .storage import StorageError
 from .topics import TopicMeta
 
 log = logging.getLogger(__name__)

@@ -116,7 +116,7 @@ class Server:
         # Brokers sharing a store: heartbeats, leadership, the catalog, the coordinator's remote markers.
         self.follower = (
             ClusterFollower(broker, self.durability, config.advertised, self.notify_append, self.warnings)
-            if broker.storage.heartbeat_interval_s is not None else None
+            if broker.membership.heartbeat_interval_s is not None else None
         )
 
     # -- appends wake fetch long-polls --------------------------------------------------------
@@ -411,9 +411,9 @@ class Server:
             nursery.start_soon(self._group_loop)
             if self.metrics is not None:
                 nursery.start_soon(self._loop_lag)
-            if self.follower is not None and self.broker.storage.heartbeat_interval_s is not None:
+            if self.follower is not None and self.broker.membership.heartbeat_interval_s is not None:
                 # A shared store: this broker's registration, the cluster's leadership, remote markers.
-                nursery.start_soon(self.follower.heartbeat_loop, self.broker.storage.heartbeat_interval_s)
+                nursery.start_soon(self.follower.heartbeat_loop, self.broker.membership.heartbeat_interval_s)
                 nursery.start_soon(self.follower.marker_loop)
 
     async def _retention_loop(self) -> None:

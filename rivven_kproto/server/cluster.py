@@ -30,7 +30,8 @@ from rivven_kproto.broker.cluster import Node, catalog_digest
 from rivven_kproto.broker.coordinator_shards import GROUP_SHARD_TOPIC
 from rivven_kproto.broker.markers.remote import RemoteMarker
 from rivven_kproto.broker.markers.writer import COORDINATOR_EPOCH
-from rivven_kproto.broker.storage import CoordinationLost, Pulse, StorageError
+from rivven_kproto.broker.membership import Pulse
+from rivven_kproto.broker.storage import CoordinationLost, StorageError
 from rivven_kproto.codec.connection import ProtocolError, RequestEvent
 from rivven_kproto.codec.messages.envelope import EnvelopeResponse
 
@@ -87,7 +88,7 @@ class ClusterFollower:
         while True:
             started = claims.clock()
             try:
-                pulse = await trio.to_thread.run_sync(self.broker.storage.heartbeat, host, port, self.peer_endpoint)
+                pulse = await trio.to_thread.run_sync(self.broker.membership.heartbeat, host, port, self.peer_endpoint)
             except CoordinationLost:
                 raise
             except StorageError as exc:
@@ -122,7 +123,7 @@ class ClusterFollower:
             # ClaimsLease.recheck_s). Those are let go of below (and read again from the store if
             # this broker leads them still); its shards' locks were checked by the heartbeat (lost
             # ones stop the broker).
-            lost = await trio.to_thread.run_sync(broker.storage.claims_lost, broker.led_logs())
+            lost = await trio.to_thread.run_sync(broker.membership.claims_lost, broker.led_logs())
             follow.fence(broker, lost)
         # The documents the controller changed, read before adopting the pulse (this broker does
         # not write them meanwhile: it is not the controller, or it refuses such changes).
@@ -153,7 +154,7 @@ class ClusterFollower:
         if broker.catalog_seen is not None and not broker.cluster.is_coordinator:
             digest = catalog_digest(broker.catalog_seen)
             if digest != self.acknowledged:
-                await trio.to_thread.run_sync(broker.storage.acknowledge_catalog, digest)
+                await trio.to_thread.run_sync(broker.membership.acknowledge_catalog, digest)
                 self.acknowledged = digest
 
     async def _follow_shards(self) -> None:
@@ -178,7 +179,7 @@ class ClusterFollower:
             finally:
                 # Also when that commit failed (its requests were never answered): a shard this
                 # broker no longer serves must not stay locked where no broker can take it.
-                await trio.to_thread.run_sync(broker.storage.release_shard, shard)
+                await trio.to_thread.run_sync(broker.membership.release_shard, shard)
         loaded = False
         try:
             for shard in cluster.shards_of(cluster.self_id):
@@ -205,7 +206,7 @@ class ClusterFollower:
             while True:
                 digests = self.broker.store.digests_since(saves_before)
                 try:
-                    lagging = await trio.to_thread.run_sync(self.broker.storage.catalog_lagging, digests)
+                    lagging = await trio.to_thread.run_sync(self.broker.membership.catalog_lagging, digests)
                 except StorageError as exc:
                     self.warnings.warning("catalog", "cannot tell whether the brokers applied the catalog: %s", exc)
                     lagging = [-1]

@@ -19,6 +19,7 @@ from rivven_kproto.broker.config import BrokerConfig
 from rivven_kproto.broker.coordinator_shards import GROUP_SHARD_TOPIC, GroupsPending, log_names
 from rivven_kproto.broker.groups.api import CommitPartition
 from rivven_kproto.broker.storage import CoordinationLost
+from rivven_kproto.broker.storage.postgres.membership import PgMembership
 from rivven_kproto.broker.storage.postgres.store import COORDINATOR_SHARDS, PostgresStorage
 
 NOW = 1_700_000_000_000
@@ -122,13 +123,14 @@ def test_a_shard_log_write_needs_the_shards_lock(postgres_url: str) -> None:
     storage = PostgresStorage(postgres_url, node=(1, "127.0.0.1", 1))
     other = PostgresStorage(postgres_url, node=(2, "127.0.0.1", 2))
     try:
-        storage.heartbeat("127.0.0.1", 1)  # the first heartbeat takes the free shards it is preferred for
+        membership = PgMembership(storage)
+        membership.heartbeat("127.0.0.1", 1)  # the first heartbeat takes the free shards it is preferred for
         assert storage.leases.shards_held and owners(storage) == {s: 1 for s in storage.leases.shards_held}
         held = min(storage.leases.shards_held)
         log_ = storage.coordinator_log(f"groups/{held}", None, held)  # type: ignore[arg-type]
         log_.append(b"entry")
         storage.commit([log_.begin_sync()])  # type: ignore[list-item]
-        storage.release_shard(held)
+        membership.release_shard(held)
         assert held not in owners(storage)
         log_.append(b"fenced")
         with pytest.raises(CoordinationLost):
@@ -159,7 +161,7 @@ def holding_a_shard(postgres_url: str) -> Iterator[tuple[PostgresStorage, int]]:
     """Node 1 alone on the database, and a coordinator shard it took with its first heartbeat."""
     storage = PostgresStorage(postgres_url, node=(1, "127.0.0.1", 1))
     try:
-        storage.heartbeat("127.0.0.1", 1)
+        PgMembership(storage).heartbeat("127.0.0.1", 1)
         yield storage, min(storage.leases.shards_held)
     finally:
         storage.close()

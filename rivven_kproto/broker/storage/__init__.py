@@ -17,11 +17,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..durable.log import DurableLog
-from ..durable.work import BlockingWork, Document, RetryRound
+from ..durable.work import BlockingWork, Document
 from ..log.base import PartitionLogBase
 from ..log.config import LogConfig
 from ..membership import AloneMembership, ClusterMembership
 from ..producer_ids import BlockSource
+from .errors import CoordinationLost, DatabaseInUse, StorageConflict, StorageError, StorageUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -29,31 +30,6 @@ log = logging.getLogger(__name__)
 # START_RETRY_S for START_WAIT_S before the broker gives up.
 START_WAIT_S = 60.0
 START_RETRY_S = 1.0
-
-
-class StorageError(RuntimeError):
-    """The storage engine cannot be used (start-up reports it in one line)."""
-
-
-class StorageUnavailable(StorageError, RetryRound):
-    """The store cannot be reached now (a database restart or failover): the flusher retries the
-    round; a request that reads the store gets KAFKA_STORAGE_ERROR (retriable), as an I/O error."""
-
-    transient = True  # False: waiting will not help (a wrong password, no such database)
-
-
-class StorageConflict(StorageError):
-    """A partition's end moved in the store under this broker: another writer claimed it."""
-
-    item: Any = None  # the round's item (a partition's commit) that found it
-
-
-class DatabaseInUse(StorageError):
-    """Another broker holds this database (or this node id of it)."""
-
-
-class CoordinationLost(StorageError):
-    """This broker held the coordinator lease, lost it and another broker took it: it must stop."""
 
 
 class Storage(Protocol):
@@ -131,3 +107,9 @@ def open_storage(
                 log.warning("%s; trying again (for up to %.0f s from start)", exc, start_wait_s)
                 time.sleep(START_RETRY_S)
     raise ValueError(f"unknown storage {url!r}: expected postgresql://USER[:PASSWORD]@HOST[:PORT]/DB")
+
+
+__all__ = [
+    "CoordinationLost", "DatabaseInUse", "Storage", "StorageConflict", "StorageError", "StorageUnavailable",
+    "is_native", "open_storage",
+]

@@ -15,7 +15,7 @@ from typing import Any
 
 import psycopg
 
-from .. import StorageConflict
+from ..errors import StorageConflict
 from .pool import PgPool
 
 log = logging.getLogger(__name__)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import psycopg
 
@@ -26,9 +26,7 @@ from rivven_kproto.broker.durable.log import MAGIC, MAX_ENTRY, frame, scan
 from rivven_kproto.broker.durable.work import BlockingWork, submit
 
 from .commit import PgCommit
-
-if TYPE_CHECKING:
-    from .store import PostgresStorage
+from .engine import PgEngine
 
 
 @dataclass(frozen=True)
@@ -47,7 +45,7 @@ class _Decision:
 
 
 class PgDurableLog:
-    def __init__(self, storage: PostgresStorage, name: str, work: BlockingWork | None = None, shard: int = 0) -> None:
+    def __init__(self, storage: PgEngine, name: str, work: BlockingWork | None = None, shard: int = 0) -> None:
         self.storage = storage
         self.name = name
         self.shard = shard  # the coordinator shard whose lock every write of this log checks

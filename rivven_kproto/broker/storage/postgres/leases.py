@@ -20,7 +20,7 @@ import time
 import psycopg
 
 from ...cluster import ranked_for_shard
-from .. import CoordinationLost, DatabaseInUse
+from ..errors import CoordinationLost, DatabaseInUse
 from .node_ids import lowest_free_node_id, try_node_lock
 from .pool import CONNECT_TIMEOUT_S, PgPool, unavailable_on_error
 from .registry import NODE_LOCK_CLASS, Registration

@@ -16,7 +16,7 @@ from rivven_kproto.broker.log.base import PartitionLogBase
 
 from ...cluster import Node
 from ...membership import Pulse
-from .. import StorageUnavailable
+from ..errors import StorageUnavailable
 from .leases import HEARTBEAT_S
 from .partition import PgPartitionLog
 from .registry import (

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import psycopg
 
-from .. import DatabaseInUse
+from ..errors import DatabaseInUse
 from .registry import NODE_LOCK_CLASS
 
 MAX_ASSIGNED_NODE_ID = 65535  # node ids tried when the database assigns one

@@ -31,7 +31,6 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import psycopg
 
@@ -39,16 +38,14 @@ from rivven_kproto.broker.durable.work import BlockingWork, submit
 from rivven_kproto.broker.log.base import Batches, PartitionLogBase, ReadResult
 from rivven_kproto.broker.log.config import LogConfig
 from rivven_kproto.broker.log.producer_state import ProducerStateManager
-from rivven_kproto.broker.storage import StorageConflict
 from rivven_kproto.codec.enums import MAX_TIMESTAMP, IsolationLevel
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.records.batch import HEADER_SIZE, parse_header
 
+from ..errors import StorageConflict
 from .commit import PgCommit
+from .engine import PgEngine
 from .queries import take_batches
-
-if TYPE_CHECKING:
-    from .store import PostgresStorage
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +88,7 @@ class _Batch:
 class PgColdRead:
     """A Fetch read from the database, prepared on the loop and run on a worker thread."""
 
-    storage: PostgresStorage
+    storage: PgEngine
     key: tuple[uuid.UUID, int]
     offset: int
     max_bytes: int
@@ -107,7 +104,7 @@ class PgColdRead:
 
 class PgPartitionLog(PartitionLogBase):
     def __init__(
-        self, storage: PostgresStorage, topic_id: uuid.UUID, topic: str, index: int, config: LogConfig, now_ms: int,
+        self, storage: PgEngine, topic_id: uuid.UUID, topic: str, index: int, config: LogConfig, now_ms: int,
         work: BlockingWork | None,
     ) -> None:
         name = f"{topic}-{index}"
@@ -134,7 +131,7 @@ class PgPartitionLog(PartitionLogBase):
 
     @classmethod
     def open(
-        cls, storage: PostgresStorage, topic_id: uuid.UUID, topic: str, index: int, config: LogConfig, now_ms: int,
+        cls, storage: PgEngine, topic_id: uuid.UUID, topic: str, index: int, config: LogConfig, now_ms: int,
         work: BlockingWork | None, *, new: bool,
     ) -> PgPartitionLog:
         """A partition of a topic just created starts empty; an existing one is loaded (start-up)."""

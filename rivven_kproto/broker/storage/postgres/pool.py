@@ -15,7 +15,7 @@ from typing import Any
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from .. import StorageUnavailable
+from ..errors import StorageUnavailable
 
 POOL_SIZE = 8
 CONNECT_TIMEOUT_S = 10.0

@@ -22,7 +22,7 @@ import psycopg
 from rivven_kproto.broker.durable.work import BlockingWork, Document, submit
 from rivven_kproto.broker.log.config import LogConfig
 
-from .. import StorageConflict, StorageUnavailable
+from ..errors import StorageConflict, StorageUnavailable
 from .commit import PgCommit, commit_round
 from .coordinator_log import PgDurableLog
 from .leases import PgLeases

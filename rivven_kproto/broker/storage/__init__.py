@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..durable.flush import FlushItem
 from ..durable.log import DurableLog
 from ..durable.work import BlockingWork, Document
 from ..log.base import PartitionLogBase
@@ -59,7 +60,7 @@ class Storage(Protocol):
         """DeleteTopics, for a partition another broker leads: its data goes with a job."""
         ...
 
-    def sync(self, pending: list[Any]) -> None:
+    def sync(self, pending: list[FlushItem]) -> None:
         """Worker thread: make what a round captured durable (fsyncs, or one database commit)."""
         ...
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..descriptors import log_file_budget
 from ..durable.files import write_atomic
-from ..durable.flush import sync_all
+from ..durable.flush import FlushItem, native_items, sync_all
 from ..durable.log import DurableLog
 from ..durable.work import BlockingWork, Document
 from ..file_modes import make_private_dir
@@ -65,8 +65,8 @@ class NativeStorage:
             # Renamed now; the files go when the broker next starts (remove_deleted), off this path.
             directory.rename(directory.with_name(f"{directory.name}.{uuid.uuid4().hex}{DELETED_SUFFIX}"))
 
-    def sync(self, pending: list[Any]) -> None:
-        sync_all(pending)
+    def sync(self, pending: list[FlushItem]) -> None:
+        sync_all(native_items(pending))
 
     def drop_partition(self, topic_id: Any, index: int, work: BlockingWork) -> None:
         """Never called: alone, this broker leads every partition."""

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
+
+from rivven_kproto.broker.durable.flush import FlushItem
 
 from ..errors import StorageConflict
 from .pool import PgPool
@@ -23,7 +25,8 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class PgCommit:
-    """One log's part of a round's database transaction (the flusher's ``PendingFlush``)."""
+    """One log's part of a round's database transaction (a ``FlushItem``, as the native log's
+    ``PendingFlush`` is)."""
 
     write: object  # Callable[[psycopg.Connection], None]
     end_offset: int = 0
@@ -32,10 +35,19 @@ class PgCommit:
     synced: bool = False
     fenced: bool = False  # another broker claimed the partition: these writes were refused
     seconds: float = 0.0
-    parent: None = None
 
     def release(self) -> None:
         pass
+
+
+def pg_items(items: Iterable[FlushItem]) -> list[PgCommit]:
+    """The round's items as this engine's (another engine's item here would be a wiring error)."""
+    commits: list[PgCommit] = []
+    for item in items:
+        if not isinstance(item, PgCommit):
+            raise TypeError(f"the PostgreSQL engine cannot commit {type(item).__name__}")
+        commits.append(item)
+    return commits
 
 
 def commit_round(pool: PgPool, items: list[PgCommit]) -> None:

@@ -22,10 +22,11 @@ from typing import Any
 
 import psycopg
 
+from rivven_kproto.broker.durable.flush import FlushItem
 from rivven_kproto.broker.durable.log import MAGIC, MAX_ENTRY, frame, scan
 from rivven_kproto.broker.durable.work import BlockingWork, submit
 
-from .commit import PgCommit
+from .commit import PgCommit, pg_items
 from .engine import PgEngine
 
 
@@ -124,8 +125,9 @@ class PgDurableLog:
 
         return PgCommit(write, kind=self.name, items=items)
 
-    def abandon_sync(self, pending: PgCommit) -> None:
+    def abandon_sync(self, item: FlushItem) -> None:
         """A round that failed: its entries go again, first."""
+        (pending,) = pg_items([item])
         self._pending = pending.items + self._pending
 
     def roll(self, snapshot: Iterable[bytes], *, now: bool = False) -> None:

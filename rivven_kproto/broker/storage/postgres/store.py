@@ -15,15 +15,15 @@ import base64
 import logging
 import uuid
 from pathlib import Path
-from typing import Any
 
 import psycopg
 
+from rivven_kproto.broker.durable.flush import FlushItem
 from rivven_kproto.broker.durable.work import BlockingWork, Document, submit
 from rivven_kproto.broker.log.config import LogConfig
 
 from ..errors import StorageConflict, StorageUnavailable
-from .commit import PgCommit, commit_round
+from .commit import PgCommit, commit_round, pg_items
 from .coordinator_log import PgDurableLog
 from .leases import PgLeases
 from .partition import PgPartitionLog
@@ -171,8 +171,8 @@ class PostgresStorage:
         key = (topic_id, index)
         submit(work, lambda: self.queries.delete_partition(key))
 
-    def sync(self, pending: list[Any]) -> None:
-        self.commit(pending)
+    def sync(self, pending: list[FlushItem]) -> None:
+        self.commit(pg_items(pending))
 
     def commit(self, items: list[PgCommit]) -> None:
         """One database transaction for every log's writes of a round."""

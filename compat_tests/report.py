@@ -6,13 +6,14 @@ Without ``--bootstrap`` a fresh rivven_kproto broker process is started on a tem
 directory and stopped afterwards; with it, the matrix runs against that broker, whatever it is (the
 scenarios use the Kafka protocol only; they create their own uniquely named topics and leave them).
 Writes ``results.rst`` and ``results.json`` to ``--out`` (default ``compat_tests/matrix``).
-``--write-baseline`` records the passing cells for the CI gate (``compat_tests/test_matrix.py``);
-``--update-readme`` puts the table into README.rst's "Compatibility matrix" section.
+``--write-baseline`` records the passing cells for the CI gate (``compat_tests/test_matrix.py``).
+The documentation's "Compatibility matrix" page includes ``compat_tests/matrix/results.rst`` as it is,
+so a run with the default ``--out`` updates the page.
 
 ``--cluster`` runs the "3 brokers on PostgreSQL" view instead (the rows and clients of
 ``compat_tests/test_matrix_cluster.py``, against three fresh brokers on a throwaway PostgreSQL
-server) and writes ``results-cluster.rst``/``.json``; with ``--update-readme`` its table goes into
-the README block after the matrix.
+server) and writes ``results-cluster.rst``/``.json``, which the documentation's cluster matrix page
+includes.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from pathlib import Path
 
 from .matrix import baseline, render, secured
 from .matrix.model import BY_ID
-from .matrix.runner import ROOT, Report, run_matrix
+from .matrix.runner import Report, run_matrix
 
 DEFAULT_OUT = Path(__file__).parent / "matrix"
 
@@ -101,7 +102,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--write-baseline", action="store_true", help="record the passing cells as the CI baseline"
     )
-    parser.add_argument("--update-readme", action="store_true", help="put the table into README.rst")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     parser.add_argument(
         "--cluster", action="store_true",
@@ -109,8 +109,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     partial = bool(args.clients or args.capabilities)
-    if partial and (args.write_baseline or args.update_readme):
-        parser.error("--write-baseline and --update-readme need the whole matrix")
+    if partial and args.write_baseline:
+        parser.error("--write-baseline needs the whole matrix")
     if args.cluster and (partial or args.bootstrap or args.write_baseline):
         parser.error("--cluster runs its own rows and clients on its own brokers, and has no baseline")
 
@@ -126,10 +126,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.write_baseline:
         baseline.write(report)
         print(f"wrote {baseline.BASELINE} ({len(report.passing())} passing cells)", file=sys.stderr)
-    if args.update_readme:
-        markers = (render.CLUSTER_README_START, render.CLUSTER_README_END) if args.cluster else ()
-        render.update_readme(ROOT / "README.rst", rst.read_text(), *markers)
-        print("updated README.rst", file=sys.stderr)
     return 0
 
 

@@ -165,6 +165,11 @@ def test_acls_allow_then_deleting_them_denies_again(cluster: Cluster) -> None:
     assert [(b.name, b.operation) for b in deleted] == [("ord", AclOperation.WRITE)]
     error = produce(cluster.config("alice"), "orders")
     assert error is not None and error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    # Who changed the ACLs, and how, is in the log (#37 item 13).
+    log_text = cluster.broker.log_text()
+    assert re.search(r"ACLs created by User:admin: .*name=alice-group", log_text), log_text[-2000:]
+    assert re.search(r"ACLs deleted by User:admin: \(pattern=ResourcePattern\(resourceType=TOPIC, name=ord, "
+                     r"patternType=PREFIXED\), entry=\(principal=User:alice, host=\*, operation=WRITE", log_text)
 
 
 def test_authorized_operations_are_the_clients_own(cluster: Cluster) -> None:

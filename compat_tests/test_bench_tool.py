@@ -13,9 +13,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+import pytest
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from tools.bench import brokers, fetch_shape, workloads
+from tools.bench import acl_broker, brokers, fetch_shape, workloads
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -87,6 +88,44 @@ def test_a_tiny_bench_run_reports_every_workload(tmp_path: Path) -> None:
     assert document["summary"]["produce-8p"]["vs_null"]["per_round"]
     assert any(goal["goal"].startswith("produce-8p") for goal in document["goals"])
     assert "produce-8p" in run.stdout and "rivven_kproto" in run.stdout
+
+
+def test_the_acl_peer_decides_every_request_from_its_1000_acls() -> None:
+    """``--peer acl``: our broker with an authorizer and 1,000 ACLs. The workloads' client (no
+    super user) produces to a ``bench-`` topic through the prefixed ALLOWs, and is refused a topic
+    outside the prefix and one under a prefixed DENY among the fillers."""
+    running = brokers.Running(brokers.peer("acl"), 0)
+    try:
+        assert running.notes == {"acls": acl_broker.ACL_COUNT}
+        figures = workloads.produce(running.bootstrap, "bench-acl", 500, 2)
+        assert figures.messages == 500
+        for refused in ("elsewhere", "bench-secret-6-topic"):
+            with pytest.raises(KafkaException) as raised:
+                workloads.create_topic(running.bootstrap, refused, 1)
+            assert raised.value.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED, refused
+    finally:
+        running.stop()
+
+
+def test_a_tiny_acl_bench_run_puts_both_runs_side_by_side(tmp_path: Path) -> None:
+    """The done-when of issue #37: produce and transactions without an authorizer and with 1,000
+    ACLs, in one table, with the goal judged from the per-round ratios (not asserted here)."""
+    out = tmp_path / "bench.json"
+    selected = ["produce-8p", "transactions"]
+    run = subprocess.run(
+        [sys.executable, "-m", "tools.bench", "--peer", "acl", "--no-limit", "--rounds", "1", "--messages", "2000",
+         "--transactions", "20", "--workloads", ",".join(selected), "--json", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=240,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    document = json.loads(out.read_text())
+    plain, authorized = document["rounds"]["rivven_kproto"][0], document["rounds"]["rivven_kproto-acl"][0]
+    assert authorized["idle"]["acls"] == 1000 and "acls" not in plain["idle"]
+    for figures in (plain, authorized):
+        assert figures["produce-8p"]["messages"] == 2000 and figures["transactions"]["messages"] == 200
+    assert [g["goal"].split(":")[0] for g in document["goals"]] == selected
+    assert all("1,000 ACLs" in g["goal"] and g["met"] is not None for g in document["goals"])
+    assert "rivven_kproto-acl" in run.stdout
 
 
 def test_a_tiny_curves_run_charts_both_curves(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ that start no JVM, so that it costs CI a few minutes rather than the whole matri
 that passes against the single broker (``matrix/baseline.json``) must pass here too, unless it is
 listed in :data:`KNOWN_FAILURES` with the broker problem that makes it fail.
 
-``python -m compat_tests.report --cluster`` runs the same cells and puts the table into README.rst.
+``python -m compat_tests.report --cluster`` runs the same cells and writes the table the docs include.
 """
 
 from __future__ import annotations

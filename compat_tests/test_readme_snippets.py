@@ -1,13 +1,17 @@
-"""README.rst's snippets run as written against a real broker (#16 item 4).
+"""The README's and the documentation's snippets run as written against a real broker (#16 item 4, #41).
 
-Each block is taken from the README itself, so the test fails when the README changes into
-something that does not run. The only substitution is the broker's address: ``localhost:9092``
-becomes the test broker's ``host:port``. Shell blocks run in a directory whose ``kproto-data`` is
-the broker's data directory, so ``kproto log verify ./kproto-data`` reads the live log.
+Each block is taken from README.rst or docs/**/*.rst itself, so the test fails when a page changes
+into something that does not run. The only substitution is the broker's address:
+``localhost:9092`` becomes the test broker's ``host:port``. Shell blocks run in a directory whose
+``kproto-data`` is the broker's data directory, so ``kproto log verify ./kproto-data`` reads the
+live log. Every block that is a command or a program (``sh``, ``python``, ``javascript``) is either
+run by a test here (:data:`RUN`) or listed with the reason it is not (:data:`NOT_RUN`): a new block
+that is neither fails :func:`test_every_runnable_block_is_run_or_excused`.
 """
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import socket
@@ -16,6 +20,7 @@ import sys
 import textwrap
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -23,21 +28,128 @@ import pytest
 from .broker_process import BrokerProcess
 from .txn_helpers import consume, create_topics, values
 
-README = Path(__file__).resolve().parents[1] / "README.rst"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.rst"
+DOCS = ROOT / "docs"
 NODE_DIR = Path(__file__).resolve().parent / "node"
 RUN_TIMEOUT_S = 120
 BLOCK = re.compile(r"^( *)\.\. code-block:: (\w+)\n\n((?:\1   .*\n|[ \t]*\n)+)", re.MULTILINE)
+RUNNABLE = {"sh", "bash", "console", "shell", "python", "pycon", "javascript", "js"}
+README_COMMANDS = ("pip install . && kproto serve\n", "bash .ci/run\n")
+
+# (language, a string only that block contains) -> the test or fixture of this module that runs it.
+RUN: dict[tuple[str, str], str] = {
+    ("python", "consumer.subscribe([\"quickstart\"])"): "test_readme_quickstart",
+    ("sh", "kproto consume quickstart --from-beginning -e"): "test_readme_quickstart",
+    ("sh", "kproto cluster info"): "test_cli_quickstart",
+    ("sh", "--transactional-id demo-writer"): "test_transactions_quickstart",
+    ("sh", "kproto groups list --state Stable"): "test_groups_snippet",
+    ("sh", "kcat -b localhost:9092"): "test_client_quickstarts",
+    ("python", "# confluent-kafka"): "test_client_quickstarts",
+    ("javascript", "kafkajs"): "test_client_quickstarts",
+    ("python", "from rivven_kproto.testing import broker"): "test_testing_helper_snippet",
+    ("sh", "python -m trustme"): "secure_walkthrough",
+    ("sh", "--command-config admin.properties"): "test_security_walkthrough_admin_and_clients",
+    ("python", "sasl_plain_username"): "test_security_walkthrough_admin_and_clients",
+    ("python", "kafka.sasl.jaas.config"): "test_security_walkthrough_admin_and_clients",
+    ("python", "spark = with_kafka_source(SparkSession.builder).getOrCreate()"): "test_spark_snippets",
+    ("python", ".writeStream.format(\"parquet\")"): "test_spark_snippets",
+    ("python", ".option(\"topic\", \"orders-upper\")"): "test_spark_sink_snippet",
+    ("sh", "kproto cluster members"): "test_cluster_members_snippet",
+}
+# (language, marker) -> why the block is not run here, and what runs the same thing instead.
+NOT_RUN: dict[tuple[str, str], str] = {
+    ("sh", "pip install . && kproto serve"): "the install and start every test relies on: tox installs this checkout "
+                                             "and every compat test starts kproto serve",
+    ("sh", "bash .ci/run"): "the CI command itself, whose run includes this test",
+    ("sh", "python -m compat_tests.report"): "the whole matrix (about 13 minutes); compat_tests/test_matrix.py runs it "
+                                             "in CI",
+    ("sh", "sudo -u postgres createuser"): "needs root and a system PostgreSQL; test_cluster.py starts brokers with "
+                                           "--storage and --node-id on a throwaway server",
+    ("sh", "pip install '.[spark]'"): "installs from PyPI; the test environment has the spark extra",
+    ("sh", "kproto verify-eos --bootstrap"): "a 100-transaction run; compat_tests/test_verify_eos.py runs a short one",
+    ("sh", "kproto verify-eos --cluster 3"): "3 minutes on a PostgreSQL pair; compat_tests/test_verify_eos_cluster.py "
+                                             "runs a short one",
+    ("sh", "python -m tools.fuzz"): "10^6 inputs per target; tests/tools/test_fuzz.py runs 5,000 per target",
+}
 
 
-def blocks() -> list[tuple[str, str]]:
-    """(language, code) of every code block, dedented."""
-    return [(m.group(2), textwrap.dedent(m.group(3)).strip() + "\n") for m in BLOCK.finditer(README.read_text())]
+@dataclass(frozen=True)
+class Block:
+    """One ``.. code-block::`` of a page: where it is, its language and its code, dedented."""
+
+    path: Path
+    language: str
+    code: str
+
+
+def pages() -> list[Path]:
+    return [README, *sorted(DOCS.rglob("*.rst"))]
+
+
+def blocks() -> list[Block]:
+    """Every code block of the README and of the documentation, in page order."""
+    return [Block(path, m.group(2), textwrap.dedent(m.group(3)).strip() + "\n")
+            for path in pages() for m in BLOCK.finditer(path.read_text())]
 
 
 def block(language: str, marker: str) -> str:
-    found = [code for lang, code in blocks() if lang == language and marker in code]
-    assert len(found) == 1, f"expected one {language} block containing {marker!r} in README.rst, found {len(found)}"
-    return found[0]
+    found = [b for b in blocks() if b.language == language and marker in b.code]
+    where = ", ".join(str(b.path.relative_to(ROOT)) for b in found)
+    assert len(found) == 1, f"expected one {language} block containing {marker!r} in the docs, found {len(found)} ({where})"
+    return found[0].code
+
+
+def docs_text() -> str:
+    """The prose of every page, for the commands named inline (``kproto serve ...``)."""
+    return "\n".join(path.read_text() for path in pages())
+
+
+def test_the_block_parser_sees_the_docs() -> None:
+    languages = [b.language for b in blocks()]
+    assert languages.count("sh") >= 10 and "python" in languages and "javascript" in languages
+    assert {b.path.parent for b in blocks()} >= {ROOT, DOCS, DOCS / "operating"}
+
+
+def test_the_readme_starts_with_its_two_commands() -> None:
+    """``pip install . && kproto serve`` and ``bash .ci/run`` stay the README's first commands, and the
+    README stays a short entry point (#41: 1,500 lines)."""
+    readme = [b.code for b in blocks() if b.path == README]
+    assert tuple(readme[:2]) == README_COMMANDS
+    assert len(README.read_text().splitlines()) < 150
+
+
+def _strings_of(name: str) -> set[str] | None:
+    """The string constants of this module's function ``name`` (None when there is no such function)."""
+    for node in ast.walk(ast.parse(Path(__file__).read_text())):
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            return {c.value for c in ast.walk(node) if isinstance(c, ast.Constant) and isinstance(c.value, str)}
+    return None
+
+
+def test_every_runnable_block_is_run_or_excused() -> None:
+    """A command or program block must match exactly one entry of RUN or NOT_RUN; each RUN entry's
+    test or fixture must name the block's marker (so it really takes that block), and no entry may
+    be left over from a block that is gone."""
+    entries = {**RUN, **NOT_RUN}
+    problems = []
+    used: set[tuple[str, str]] = set()
+    for b in blocks():
+        if b.language not in RUNNABLE:
+            continue
+        matches = [key for key in entries if key[0] == b.language and key[1] in b.code]
+        used.update(matches)
+        if len(matches) != 1:
+            first = b.code.splitlines()[0]
+            problems.append(f"{b.path.relative_to(ROOT)}: {b.language} block {first!r} matches {len(matches)} entries")
+    problems += [f"entry {key} matches no block" for key in entries if key not in used]
+    for (_, marker), name in RUN.items():
+        strings = _strings_of(name)
+        if strings is None:
+            problems.append(f"{name} (runs {marker!r}) is not a function of this module")
+        elif marker not in strings:
+            problems.append(f"{name} does not take the block {marker!r}")
+    assert not problems, "\n".join(problems)
 
 
 @pytest.fixture(scope="module")
@@ -56,9 +168,16 @@ def run(command: list[str], workdir: Path, bootstrap: str, stdin: str | None = N
     return result
 
 
-def test_the_block_parser_sees_the_readme() -> None:
-    languages = [language for language, _ in blocks()]
-    assert languages.count("sh") >= 5 and "python" in languages and "javascript" in languages
+def test_readme_quickstart(readme_broker: tuple[BrokerProcess, Path]) -> None:
+    """The README's 30-second quickstart: confluent-kafka writes a record to a topic that does not
+    exist yet and reads it back through a consumer group; then the CLI block reads and writes it."""
+    broker, workdir = readme_broker
+    python = block("python", "consumer.subscribe([\"quickstart\"])").replace("localhost:9092", broker.bootstrap)
+    result = run([sys.executable, "-c", python], workdir, broker.bootstrap)
+    assert "b'k1' b'hello, kafka'" in result.stdout
+    cli = block("sh", "kproto consume quickstart --from-beginning -e").replace("localhost:9092", broker.bootstrap)
+    result = run(["bash", "-euo", "pipefail", "-c", cli], workdir, broker.bootstrap)
+    assert "hello, kafka" in result.stdout and "quickstart" in result.stdout
 
 
 def test_cli_quickstart(readme_broker: tuple[BrokerProcess, Path]) -> None:
@@ -68,12 +187,14 @@ def test_cli_quickstart(readme_broker: tuple[BrokerProcess, Path]) -> None:
     assert "k1=hello" in result.stdout and "k2=world" in result.stdout
 
 
-def test_transactions_quickstart_first_lines(readme_broker: tuple[BrokerProcess, Path]) -> None:
-    """The lines that need no earlier state (the abort example names a made-up offset)."""
+def test_transactions_quickstart(readme_broker: tuple[BrokerProcess, Path]) -> None:
+    """The transactions block but its last line (the abort example names a made-up offset): a
+    transaction written, read back read_committed, listed, described and checked for hanging ones."""
     broker, workdir = readme_broker
-    code = "\n".join(line for line in block("sh", "--transactional-id demo-writer").splitlines()[:3])
-    result = run(["bash", "-euo", "pipefail", "-c", code], workdir, broker.bootstrap)
-    assert "a\nb\n" in result.stdout
+    lines = block("sh", "--transactional-id demo-writer").splitlines()
+    assert lines[-1].startswith("kproto txns abort")
+    result = run(["bash", "-euo", "pipefail", "-c", "\n".join(lines[:-1])], workdir, broker.bootstrap)
+    assert "a\nb\n" in result.stdout and "demo-writer" in result.stdout
 
 
 def test_client_quickstarts(readme_broker: tuple[BrokerProcess, Path]) -> None:
@@ -118,8 +239,8 @@ def secure_walkthrough(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tup
     secure = workdir / "secure"
     assert "admin-secret" not in (secure / "data" / "meta" / "scram.json").read_text()
     serve = re.search(r"``(kproto serve --config server.properties --data-dir ./data)``",
-                      README.read_text().replace("\n", " ").replace("--data-dir\n", "--data-dir "))
-    assert serve is not None, "the Security section names the broker command"
+                      docs_text().replace("\n", " "))
+    assert serve is not None, "the Security page names the broker command"
     log_path = workdir / "broker.log"
     with log_path.open("wb") as log:
         broker = subprocess.Popen(serve.group(1).split(), cwd=secure, stdout=log, stderr=subprocess.STDOUT,
@@ -150,7 +271,7 @@ def test_security_walkthrough_admin_and_clients(secure_walkthrough: tuple[Path, 
     assert "b'order-1'" in done.stdout
     spark = block("python", "kafka.sasl.jaas.config").replace("9093", port)
     # As test_spark.py: Spark's Python workers find pyspark_kafka_py in the checkout (editable installs).
-    paths = [str(README.parent), *(p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p)]
+    paths = [str(ROOT), *(p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p)]
     spark_env = {**env, "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": os.pathsep.join(paths)}
     done = subprocess.run([sys.executable, "-c", spark], cwd=secure, capture_output=True, text=True,
                           timeout=RUN_TIMEOUT_S * 2, env=spark_env)
@@ -215,7 +336,7 @@ def run_spark_python(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     """README Spark code in a Python process of its own, as a user runs it (the package on the
     path for Spark's Python workers too); it must succeed."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("KPROTO_")}
-    paths = [str(README.parent), *(p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p)]
+    paths = [str(ROOT), *(p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p)]
     env.update(PYSPARK_PYTHON=sys.executable, PYTHONPATH=os.pathsep.join(paths))
     done = subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True,
                           timeout=RUN_TIMEOUT_S * 2, env=env)
@@ -227,7 +348,7 @@ def test_monitoring_snippet(tmp_path: Path) -> None:
     """The scrape job's target is where ``kproto serve --metrics`` (as the README writes it) answers."""
     import urllib.request
 
-    text = README.read_text()
+    text = docs_text()
     flag = re.search(r"``kproto serve --metrics ([\d.]+:\d+)``", text)
     target = re.search(r'targets: \["([\d.]+:\d+)"\]', block("yaml", "scrape_configs"))
     assert flag is not None and target is not None and flag.group(1) == target.group(1)

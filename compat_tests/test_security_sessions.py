@@ -1,14 +1,17 @@
 """Issue #17 (part): per-listener security settings, mTLS principals through
 ``ssl.principal.mapping.rules``, SASL with bare v0 tokens, Kafka's bound on unauthenticated frames,
-and re-authentication (KIP-368, ``connections.max.reauth.ms``), against a real broker.
+and re-authentication (KIP-368, ``connections.max.reauth.ms``), and certificate DNs spelled as Java
+prints them (#37 item 3), against a real broker.
 
-One broker, ACLs on, three listeners: SASL_PLAINTEXT (PLAIN users alice and bob, a SCRAM user carol;
-sessions of 1.5 s), INTERNAL (SASL_PLAINTEXT with its own PLAIN user ops only) and MTLS (SSL with
-required client certificates made by trustme, mapped to names by a rule; no DEFAULT rule).
+One broker, ACLs on, four listeners: SASL_PLAINTEXT (PLAIN users alice and bob, a SCRAM user carol;
+sessions of 1.5 s), INTERNAL (SASL_PLAINTEXT with its own PLAIN user ops only), MTLS (SSL with
+required client certificates made by trustme, mapped to names by a rule; no DEFAULT rule) and CERTS
+(SSL with required client certificates, the DEFAULT mapping: the principal is the DN).
 """
 
 from __future__ import annotations
 
+import datetime
 import re
 import socket
 import struct
@@ -23,7 +26,20 @@ from typing import Any
 import pytest
 import trustme
 from confluent_kafka import KafkaError, KafkaException, Producer
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    ConfigResource,
+    NewTopic,
+    ResourcePatternType,
+    ResourceType,
+)
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 from scramp import ScramClient
 
 from rivven_kproto.codec.errors import Errors
@@ -63,6 +79,27 @@ class Broker:
                 "ssl.ca.location": str(self.ca_file), "ssl.certificate.location": str(cert_file),
                 "ssl.key.location": str(key_file)}
 
+    def certs(self, subject: x509.Name, stem: str) -> dict[str, Any]:
+        """A client of the CERTS listener whose certificate has exactly ``subject`` (trustme always
+        adds an O and an OU, so the certificate is made with cryptography and signed by the CA)."""
+        ca_key = serialization.load_pem_private_key(self.ca.private_key_pem.bytes(), password=None)
+        ca_cert = x509.load_pem_x509_certificate(self.ca.cert_pem.bytes())
+        key = ec.generate_private_key(ec.SECP256R1())
+        now = datetime.datetime.now(datetime.UTC)
+        cert = (
+            x509.CertificateBuilder().subject_name(subject).issuer_name(ca_cert.subject)
+            .public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(hours=1)).not_valid_after(now + datetime.timedelta(days=1))
+            .sign(ca_key, hashes.SHA256())  # type: ignore[arg-type]
+        )
+        key_file, cert_file = self.base / f"{stem}.key", self.base / f"{stem}.pem"
+        key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                               serialization.NoEncryption()))
+        cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+        return {"bootstrap.servers": self.address("CERTS"), "security.protocol": "SSL",
+                "ssl.ca.location": str(self.ca_file), "ssl.certificate.location": str(cert_file),
+                "ssl.key.location": str(key_file)}
+
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
@@ -75,10 +112,10 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
     ops = PLAIN.format('user_ops="ops-pw"')
     config = base / "server.properties"
     config.write_text(
-        "listeners=SASL_PLAINTEXT://127.0.0.1:0,INTERNAL://127.0.0.1:0,MTLS://127.0.0.1:0\n"
-        "listener.security.protocol.map=SASL_PLAINTEXT:SASL_PLAINTEXT,INTERNAL:SASL_PLAINTEXT,MTLS:SSL\n"
+        "listeners=SASL_PLAINTEXT://127.0.0.1:0,INTERNAL://127.0.0.1:0,MTLS://127.0.0.1:0,CERTS://127.0.0.1:0\n"
+        "listener.security.protocol.map=SASL_PLAINTEXT:SASL_PLAINTEXT,INTERNAL:SASL_PLAINTEXT,MTLS:SSL,CERTS:SSL\n"
         "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\n"
-        "super.users=User:alice;User:bob;User:client-one\n"
+        "super.users=User:alice;User:bob;User:client-one;User:CN=admin,O=corp\n"
         "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256\n"
         f"sasl.jaas.config={users}\n"
         f"listener.name.sasl_plaintext.connections.max.reauth.ms={SESSION_MS}\n"
@@ -88,6 +125,9 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
         f"listener.name.mtls.ssl.truststore.type=PEM\nlistener.name.mtls.ssl.truststore.location={ca_file}\n"
         "listener.name.mtls.ssl.client.auth=required\n"
         "listener.name.mtls.ssl.principal.mapping.rules=RULE:^CN=([^,]*),OU=[^,]*,O=Example$/$1/L\n"
+        f"listener.name.certs.ssl.keystore.type=PEM\nlistener.name.certs.ssl.keystore.location={keystore}\n"
+        f"listener.name.certs.ssl.truststore.type=PEM\nlistener.name.certs.ssl.truststore.location={ca_file}\n"
+        "listener.name.certs.ssl.client.auth=required\n"
         "connection.failed.authentication.delay.ms=0\n"
         "kproto.metrics.max.age.ms=0\n"
     )
@@ -95,7 +135,7 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
                             ["--config", str(config), "--metrics", "127.0.0.1:0"]).start()
     try:
         result = Broker(process, ca, ca_file, base)
-        assert set(result.ports) == {"SASL_PLAINTEXT", "INTERNAL", "MTLS"}, process.log_text()
+        assert set(result.ports) == {"SASL_PLAINTEXT", "INTERNAL", "MTLS", "CERTS"}, process.log_text()
         yield result
     finally:
         assert process.stop() == 0
@@ -148,6 +188,40 @@ def test_mtls_principals_come_from_the_mapping_rules(broker: Broker) -> None:
     with pytest.raises(KafkaException):
         AdminClient(broker.mtls("stranger", "Elsewhere")).list_topics(timeout=5)
     assert "No rules apply to CN=stranger,OU=team,O=Elsewhere" in broker.process.log_text()
+
+
+def test_a_comma_in_a_common_name_is_escaped_not_a_second_rdn(broker: Broker) -> None:
+    """#37 item 3: one CN ``admin,O=corp`` is the principal ``User:CN=admin\\,O\\=corp`` (Java's
+    spelling), not the super user ``User:CN=admin,O=corp``."""
+    impostor = broker.certs(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "admin,O=corp")]), "impostor")
+    admin = AdminClient(broker.sasl("SASL_PLAINTEXT", "alice", "alice-pw"))
+    admin.create_topics([NewTopic("certs-topic", 1, 1)])["certs-topic"].result(TIMEOUT_S)
+    [denied] = produce(impostor, "certs-topic")
+    assert denied is not None and denied.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED, denied
+    # The ACLs of the escaped principal are the ones that apply to it.
+    escaped = "User:CN=admin\\,O\\=corp"
+    acls = [AclBinding(ResourceType.TOPIC, "certs-topic", ResourcePatternType.LITERAL, escaped, "*", operation,
+                       AclPermissionType.ALLOW) for operation in (AclOperation.WRITE, AclOperation.DESCRIBE)]
+    for future in admin.create_acls(acls).values():
+        future.result(TIMEOUT_S)
+    assert produce(impostor, "certs-topic") == [None]
+    # The real super user (two RDNs: O=corp, CN=admin) still is one.
+    real = x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "corp"), x509.NameAttribute(NameOID.COMMON_NAME, "admin")])
+    assert produce(broker.certs(real, "real-admin"), "certs-topic-2") == [None]
+
+
+def test_describe_configs_reports_every_listener(broker: Broker) -> None:
+    """#37 item 13: a broker's listeners, as an admin client reads them (was: the first, as PLAINTEXT)."""
+    admin = AdminClient(broker.sasl("SASL_PLAINTEXT", "alice", "alice-pw"))
+    resource = ConfigResource(ConfigResource.Type.BROKER, "0")
+    configs = admin.describe_configs([resource])[resource].result(TIMEOUT_S)
+    listeners = configs["listeners"].value.split(",")
+    assert [item.split("://")[0] for item in listeners] == ["SASL_PLAINTEXT", "INTERNAL", "MTLS", "CERTS"]
+    assert listeners[0] == "SASL_PLAINTEXT://127.0.0.1:0"  # as configured (Kafka too reports port 0 so)
+    assert configs["listener.security.protocol.map"].value == (
+        "SASL_PLAINTEXT:SASL_PLAINTEXT,INTERNAL:SASL_PLAINTEXT,MTLS:SSL,CERTS:SSL")
+    assert [item.split("://")[0] for item in configs["advertised.listeners"].value.split(",")] == [
+        "SASL_PLAINTEXT", "INTERNAL", "MTLS", "CERTS"]
 
 
 def raw_frame(sock: socket.socket, payload: bytes) -> None:

@@ -41,7 +41,7 @@ from .markers.writer import MarkerWriter
 from .membership import Pulse
 from .producer_ids import ProducerIdAllocator
 from .security.acls import FILE_NAME as ACLS_FILE
-from .security.acls import Authorizer
+from .security.acls import Authorizer, Operation, ResourceType
 from .security.scram import FILE_NAME as SCRAM_FILE
 from .security.scram import ScramStore
 from .storage import is_native, open_storage
@@ -169,6 +169,12 @@ class Broker:
         for shard in self.cluster.shards_of(config.node_id):
             self.load_shard(shard, now_ms)
 
+    def _may_describe_topic(self, principal: str, client_host: str, topic: str) -> bool:
+        """The authorizer's Describe decision on a topic, for a KIP-848 member's regex."""
+        authorizer = self.authorizer
+        return authorizer is None or authorizer.authorize(
+            principal, client_host.lstrip("/"), Operation.DESCRIBE, ResourceType.TOPIC, topic)
+
     def _make_shard(self, shard: int) -> CoordinatorShard:
         """A shard's group and transaction coordinators, empty until loaded."""
         config, storage = self.config, self.storage
@@ -176,6 +182,8 @@ class Broker:
         groups = GroupCoordinator(None, config.groups, work=self.work,
                                   durable_log=storage.coordinator_log(groups_log, self.work, shard))
         groups.topic_view = lambda: {name: len(t.partitions) for name, t in self.topics.items()}
+        if self.authorizer is not None:
+            groups.topic_describable = self._may_describe_topic
         txn = TransactionCoordinator(
             storage.coordinator_log(txn_log, self.work, shard),
             self.producer_ids.allocate,
@@ -570,4 +578,3 @@ class Broker:
         self.storage.close()
         if self.lock is not None:
             self.lock.release()
-

@@ -12,6 +12,7 @@ from typing import Protocol
 from .config import BrokerConfig
 from .dynamic_configs import CLUSTER_DEFAULT, TOPIC_KEY_OF, DynamicBrokerConfigs
 from .log.config import LogConfig
+from .security.listeners import describe_listeners
 from .topics import (
     TOPIC_CONFIG_DEFAULTS,
     ConfigEntry,
@@ -115,11 +116,10 @@ _KAFKA_LOG_DEFAULTS = log_config_strings(LogConfig())
 def _broker_settings(config: BrokerConfig) -> dict[str, tuple[ConfigType, str | None]]:
     """Broker configs we honour, by their Kafka names (``fsync`` is ours), as strings."""
     log_config = config.log
-    host, port = config.advertised
+    listeners = describe_listeners((config.primary_listener, *config.extra_listeners), config.advertised_host)
     long_max = str((1 << 63) - 1)
     return {
-        "listeners": (ConfigType.STRING, f"PLAINTEXT://{config.listen_host}:{config.listen_port}"),
-        "advertised.listeners": (ConfigType.STRING, f"PLAINTEXT://{host}:{port}"),
+        **{name: (ConfigType.STRING, value) for name, value in listeners.items()},
         "node.id": (ConfigType.INT, str(config.node_id)),
         "broker.id": (ConfigType.INT, str(config.node_id)),
         "log.dirs": (ConfigType.STRING, str(config.data_dir)),

@@ -20,6 +20,7 @@ import trio
 from rivven_kproto.broker.broker import Broker
 from rivven_kproto.broker.config import BrokerConfig, ConfigError
 from rivven_kproto.broker.security.principal_mapping import NoMatchingRule
+from rivven_kproto.broker.security.x500 import MalformedCertificate
 from rivven_kproto.codec.acls import Operation, ResourceType
 from rivven_kproto.codec.connection import (
     MIN_REQUEST_FRAME,
@@ -183,8 +184,8 @@ class Server:
                 stream = secured
             try:
                 session = Session.open(runtime, self.config, self.broker, stream)
-            except NoMatchingRule as exc:
-                self.warnings.warning("tls", "refusing the TLS client %s on %s: %s (ssl.principal.mapping.rules)", peer, runtime.listener.name, exc)
+            except (NoMatchingRule, MalformedCertificate) as exc:
+                self.warnings.warning("tls", "refusing the TLS client %s on %s: %s", peer, runtime.listener.name, exc)
                 self._count_auth_failure(listener_name, "TLS")
                 return
             while not self.stopping:

@@ -75,6 +75,9 @@ class RequestContext:
     # Metadata naming many topics: the answers by name, built by ``prepare`` a slice per event-loop
     # turn so that other clients are served meanwhile (see handlers/metadata.py).
     metadata_answers: dict[str, MetadataResponseTopic] = field(default_factory=dict)
+    # The authorizer's decisions made for this request: Produce asks about a topic once per
+    # partition, twice (prepare, then handle); Kafka decides once per topic.
+    decisions: dict[tuple[Operation, ResourceType, str], bool] = field(default_factory=dict)
 
     @property
     def principal(self) -> str:
@@ -85,7 +88,12 @@ class RequestContext:
         authorizer = self.broker.authorizer
         if authorizer is None:
             return True
-        return authorizer.authorize(self.principal, self.client_host.lstrip("/"), operation, resource_type, name)
+        key = (operation, resource_type, name)
+        decision = self.decisions.get(key)
+        if decision is None:
+            decision = self.decisions[key] = authorizer.authorize(
+                self.principal, self.client_host.lstrip("/"), operation, resource_type, name)
+        return decision
 
     def authorized_operations(self, resource_type: ResourceType, name: str, operations: tuple[Operation, ...]) -> int:
         """Kafka's ``authorized_operations`` bit set: bit ``op`` for each operation this client may do."""

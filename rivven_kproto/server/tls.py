@@ -6,6 +6,7 @@ import ssl
 
 from rivven_kproto.broker.config import ConfigError, SecurityConfig
 from rivven_kproto.broker.security.pem import load_inline_chain
+from rivven_kproto.broker.security.x500 import subject_dn
 
 _VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
 
@@ -36,18 +37,12 @@ def server_context(security: SecurityConfig) -> ssl.SSLContext:
 
 
 def peer_dn(stream_ssl_object: ssl.SSLObject | None) -> str | None:
-    """The subject DN of an mTLS client's certificate as Kafka reads it (RFC 2253 order), or None."""
+    """The subject DN of an mTLS client's certificate as Kafka reads it (Java's RFC 2253 spelling),
+    or None without one; MalformedCertificate when it cannot be read."""
     if stream_ssl_object is None:
         return None
-    certificate = stream_ssl_object.getpeercert()
-    if not certificate:
-        return None
-    parts = [f"{_SHORT.get(k, k)}={v}" for rdn in reversed(certificate.get("subject", ())) for k, v in rdn]
-    return ",".join(parts)
-
-
-_SHORT = {"commonName": "CN", "organizationName": "O", "organizationalUnitName": "OU", "countryName": "C",
-          "localityName": "L", "stateOrProvinceName": "ST"}
+    certificate = stream_ssl_object.getpeercert(binary_form=True)
+    return None if not certificate else subject_dn(certificate)
 
 
 def client_context(security: SecurityConfig) -> ssl.SSLContext:

@@ -47,12 +47,33 @@ def linear_authorize(acls: list[AclBinding], allow_if_no_acl: bool, principal: s
     return False
 
 
-def linear_any_topic(acls: list[AclBinding], principal: str, host: str, operation: Operation) -> bool:
-    if principal == SUPER:
+def linear_any_topic(acls: list[AclBinding], allow_if_no_acl: bool, principal: str, host: str,
+                     operation: Operation) -> bool:
+    """Kafka's ``authorizeByResourceType`` spelled out: the operation allowed on a topic nobody
+    names, or an ALLOW (of the operation or All) on some topic pattern that no DENY covers."""
+    if linear_authorize(acls, allow_if_no_acl, principal, host, operation, ResourceType.TOPIC, "hardcode"):
         return True
-    return any(acl.resource_type == ResourceType.TOPIC and acl.permission == Permission.ALLOW
-               and acl.operation in (operation, Operation.ALL) and acl.principal in (principal, "User:*")
-               and acl.host in (host, WILDCARD) for acl in acls)
+    mine = [acl for acl in acls if acl.resource_type == ResourceType.TOPIC and acl.principal in (principal, "User:*")
+            and acl.host in (host, WILDCARD) and acl.operation in (operation, Operation.ALL)]
+    denies = [acl for acl in mine if acl.permission == Permission.DENY]
+    allows = [acl for acl in mine if acl.permission == Permission.ALLOW]
+
+    def everything(acl: AclBinding) -> bool:
+        return acl.pattern_type == PatternType.LITERAL and acl.resource_name == WILDCARD
+
+    if any(everything(d) for d in denies):
+        return False
+    if any(everything(a) for a in allows):
+        return True
+
+    def cancelled(allow: AclBinding) -> bool:
+        return any(
+            (d.pattern_type == allow.pattern_type == PatternType.LITERAL and d.resource_name == allow.resource_name)
+            or (d.pattern_type == PatternType.PREFIXED and d.resource_name != ""
+                and allow.resource_name.startswith(d.resource_name))
+            for d in denies)
+
+    return any(not cancelled(a) for a in allows)
 
 
 names = st.text(alphabet="ab*", min_size=0, max_size=4)
@@ -77,7 +98,32 @@ def test_the_index_decides_as_the_linear_scan(tmp_path_factory: object, acls: li
     for principal, host, operation, resource_type, name in asked:
         expected = linear_authorize(acls, allow_if_no_acl, principal, host, operation, resource_type, name)
         assert auth.authorize(principal, host, operation, resource_type, name) == expected, (principal, host, operation, resource_type, name)
-        assert auth.authorize_any_topic(principal, host, operation) == linear_any_topic(acls, principal, host, operation)
+        assert auth.authorize_any_topic(principal, host, operation) == linear_any_topic(
+            acls, allow_if_no_acl, principal, host, operation)
+
+
+def test_write_on_some_topic_counts_denies_as_kafka_does(tmp_path: Path) -> None:
+    """Issue #37 item 9: an ALLOW that a DENY cancels is no longer "Write on some topic"."""
+    def acl(name: str, pattern: PatternType, permission: Permission) -> AclBinding:
+        return AclBinding(ResourceType.TOPIC, name, pattern, "User:ivan", "*", Operation.WRITE, permission)
+
+    auth = Authorizer(tmp_path, [], False)
+    cases = [
+        ([acl("t", PatternType.LITERAL, Permission.ALLOW)], True),
+        ([acl("t", PatternType.LITERAL, Permission.ALLOW), acl("t", PatternType.LITERAL, Permission.DENY)], False),
+        ([acl("t-1", PatternType.LITERAL, Permission.ALLOW), acl("t-", PatternType.PREFIXED, Permission.DENY)], False),
+        ([acl("t-", PatternType.PREFIXED, Permission.ALLOW), acl("t-", PatternType.LITERAL, Permission.DENY)], True),
+        ([acl("u", PatternType.LITERAL, Permission.ALLOW), acl("t-", PatternType.PREFIXED, Permission.DENY)], True),
+        ([acl("*", PatternType.LITERAL, Permission.ALLOW), acl("t", PatternType.LITERAL, Permission.DENY)], True),
+        ([acl("u", PatternType.LITERAL, Permission.ALLOW), acl("*", PatternType.LITERAL, Permission.DENY)], False),
+    ]
+    for acls, expected in cases:
+        auth.reload(_stored(acls))
+        assert auth.authorize_any_topic("User:ivan", "10.0.0.1", Operation.WRITE) is expected, acls
+    # allow.everyone.if.no.acl.found: a topic no ACL matches could be written, as in Kafka.
+    auth = Authorizer(tmp_path, [], True)
+    auth.reload(_stored([acl("t", PatternType.LITERAL, Permission.DENY)]))
+    assert auth.authorize_any_topic("User:ivan", "10.0.0.1", Operation.WRITE)
 
 
 def test_prefix_walk_finds_every_prefix_among_many(tmp_path: Path) -> None:

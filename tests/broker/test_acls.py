@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from rivven_kproto.broker.security.acls import (
+    DECISIONS_KEPT,
     AclBinding,
     AclError,
     AclFilter,
@@ -99,3 +100,17 @@ def test_filters_any_and_match(tmp_path: Path) -> None:
 def test_invalid_bindings_are_refused_with_kafkas_reason(binding: AclBinding, reason: str) -> None:
     with pytest.raises(AclError, match=reason):
         binding.validate()
+
+
+def test_remembered_decisions_follow_acl_changes_and_stay_bounded(tmp_path: Path) -> None:
+    """Decisions are remembered per ACL version: a deleted ALLOW stops allowing at once, and a
+    client asking about endless names does not grow the memory past its bound."""
+    auth = authorizer(tmp_path, acl("orders", Operation.WRITE))
+    assert allowed(auth, Operation.WRITE) and allowed(auth, Operation.WRITE)  # the second from memory
+    auth.delete([AclFilter(ResourceType.TOPIC, "orders", PatternType.LITERAL, None, None, Operation.ANY, Permission.ANY)])
+    assert not allowed(auth, Operation.WRITE)
+    auth.create([acl("orders", Operation.WRITE)])
+    assert allowed(auth, Operation.WRITE)
+    for i in range(DECISIONS_KEPT + 10):
+        allowed(auth, Operation.READ, f"t-{i}")
+    assert len(auth.decided) <= DECISIONS_KEPT

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from rivven_kproto.broker.broker import Broker
-from rivven_kproto.broker.config import BrokerConfig
+from rivven_kproto.broker.config import BrokerConfig, load_config
 from rivven_kproto.broker.log.config import LogConfig
 from rivven_kproto.broker.topics import (
     TOPIC_CONFIG_DEFAULTS,
@@ -397,3 +397,44 @@ def test_a_topic_whose_partitions_fail_to_open_is_not_created(tmp_path: Path) ->
     broker.storage.open_partition = real_open  # type: ignore[method-assign]
     assert broker.create_topic("many", 8, 1, {}, 1000) is not None  # the name is free again
     broker.close()
+
+
+def test_describe_broker_configs_reports_every_listener(tmp_path: Path) -> None:
+    """#37 item 13: all the listeners, their advertised addresses and protocols, in Kafka's spelling
+    (was: the first listener only, always as PLAINTEXT)."""
+    properties = tmp_path / "server.properties"
+    properties.write_text(
+        "listeners=EXTERNAL://127.0.0.1:9092,INTERNAL://[::1]:9093,CLIENT://:9094\n"
+        "listener.security.protocol.map=EXTERNAL:SASL_PLAINTEXT,INTERNAL:SSL,CLIENT:PLAINTEXT\n"
+        "advertised.listeners=EXTERNAL://kafka.example:19092,CLIENT://client.example:19094\n"
+        f"log.dirs={tmp_path / 'data'}\n"
+    )
+    broker = Broker(load_config(properties), NOW)
+    try:
+        entries = entries_by_name(broker.describe_broker_configs())
+    finally:
+        broker.close()
+    values = {name: (entries[name].value, entries[name].source, entries[name].read_only)
+              for name in ("listeners", "advertised.listeners", "listener.security.protocol.map")}
+    static = ConfigSource.STATIC_BROKER_CONFIG
+    assert values == {
+        "listeners": ("EXTERNAL://127.0.0.1:9092,INTERNAL://[::1]:9093,CLIENT://0.0.0.0:9094", static, True),
+        # INTERNAL has no advertised address of its own: the broker's advertised host (the first
+        # listener's) with its own port, as the server advertises it.
+        "advertised.listeners": (
+            "EXTERNAL://kafka.example:19092,INTERNAL://kafka.example:9093,CLIENT://client.example:19094", static, True),
+        "listener.security.protocol.map": ("EXTERNAL:SASL_PLAINTEXT,INTERNAL:SSL,CLIENT:PLAINTEXT", static, True),
+    }
+
+
+def test_describe_broker_configs_default_listener(tmp_path: Path) -> None:
+    broker = Broker(BrokerConfig(data_dir=tmp_path), NOW)
+    try:
+        entries = entries_by_name(broker.describe_broker_configs())
+    finally:
+        broker.close()
+    assert (entries["listeners"].value, entries["listeners"].source) == (
+        "PLAINTEXT://127.0.0.1:9092", ConfigSource.DEFAULT_CONFIG)
+    assert entries["listener.security.protocol.map"].value == (
+        "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT")  # Kafka's default
+    assert entries["advertised.listeners"].value == "PLAINTEXT://localhost:9092"

@@ -852,3 +852,25 @@ def test_a_commit_decision_is_recorded_with_prepare_and_dropped_with_complete(tm
         assert s.coord.end_txn(TID, pid, next_epoch, False, NOW + 2) == Errors.NONE
     assert s.state().state is TxnState.COMPLETE_ABORT
     assert log_.decisions == [(pid, epoch), (pid, None)]
+
+
+def test_a_marker_lost_while_another_is_unwritten_is_written_again(tmp_path: Path) -> None:
+    """#36 (verify-eos cluster seed 11): T1's marker was appended here, T2's leader was still being
+    asked, and the round carrying T1's marker was refused (another broker claimed T1's log). The
+    transaction was then among the unwritten ones, not those awaiting the round, so the loss was
+    ignored: once T2's leader answered, the abort completed with no marker on T1, and the
+    producer's next COMMIT there published the aborted records."""
+    s = Setup(tmp_path)
+    s.coord.complete_after_sync = True  # as the server sets it on a shared store
+    pid, epoch = s.ready()
+    s.coord.add_partitions(TID, pid, epoch, [T1, T2], NOW)
+    s.markers.failing = {T2}
+    assert s.coord.end_txn(TID, pid, epoch, False, NOW) == Errors.NONE
+    assert s.coord.unwritten[TID] == {T2}
+    s.coord.complete_synced([], NOW, frozenset({(f"{T1[0]}-{T1[1]}", pid)}))  # T1's round refused
+    s.markers.failing = set()
+    s.coord.retry_unwritten(NOW)  # T2's leader answered
+    assert set(s.markers.calls[-1][3]) == {T1, T2}
+    assert TID in s.coord.awaiting_sync  # completes with the next round that makes both durable
+    s.coord.complete_synced(s.coord.take_awaiting(), NOW)
+    assert s.state().state is TxnState.COMPLETE_ABORT

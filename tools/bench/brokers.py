@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,10 @@ class Target:
     env: dict[str, str] = field(default_factory=dict)
     limit_only: bool = False  # the null broker runs the produce and consume workloads only
     secured: bool = False  # also serves SSL and SASL_SSL listeners ({config} names their settings)
+    config_text: str | None = None  # else: the properties file {config} names (not secured targets)
+    # Run once the broker is ready, before any workload (e.g. load ACLs); what it returns is
+    # recorded with the round's idle figures.
+    after_start: Callable[[Running], dict[str, Any]] | None = None
 
 
 def ours(profile_dir: Path | None = None) -> Target:
@@ -71,6 +76,10 @@ def ours(profile_dir: Path | None = None) -> Target:
 def peer(spec: str) -> Target:
     if spec == "postgresql":
         return postgresql_peer()
+    if spec == "acl":
+        from .acl_broker import target  # noqa: PLC0415 - it builds on this module
+
+        return target()
     if spec == "tansu":
         binary = tansu_binary()
         return Target("tansu", [
@@ -120,6 +129,8 @@ class Running:
         self.log_path = Path(self.data.name) / "broker.log"
         port = free_port()
         config = self._secured_config() if target.secured else Path(self.data.name) / "none.properties"
+        if target.config_text is not None:
+            config.write_text(target.config_text)
         args = [part.format(port=port, data=Path(self.data.name) / "data", round=round_, config=config)
                 for part in target.command]
         self._log = self.log_path.open("wb")
@@ -144,6 +155,13 @@ class Running:
                              "ssl.ca.location": ca, "sasl.mechanism": "PLAIN", "sasl.username": BENCH_USER,
                              "sasl.password": BENCH_PASSWORD},
             }
+        self.notes: dict[str, Any] = {}
+        if target.after_start is not None:
+            try:
+                self.notes = target.after_start(self)
+            except BaseException:
+                self.stop()
+                raise
 
     def _secured_ports(self) -> dict[bytes, bytes]:
         deadline = time.monotonic() + READY_TIMEOUT_S

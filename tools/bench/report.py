@@ -7,6 +7,11 @@ from typing import Any
 
 OURS = "rivven_kproto"
 NULL = "null"
+ACL_PEER = "rivven_kproto-acl"  # ours with an authorizer and 1,000 ACLs (``--peer acl``)
+# "No slowdown beyond noise": the authorized run's median rate at least this share of the plain
+# run's, or within the plain run's own spread (its slowest round against its median) when that is
+# wider, as it is on a busy machine.
+ACL_NOISE = 0.9
 
 
 def _median(values: list[float]) -> float | None:
@@ -43,9 +48,12 @@ def summarize(results: dict[str, list[dict[str, Any]]], peer: str | None) -> dic
     return summary
 
 
-def goals(summary: dict[str, Any], peer: str | None) -> list[tuple[str, str, bool | None]]:
+def goals(summary: dict[str, Any], peer: str | None,
+          results: dict[str, list[dict[str, Any]]] | None = None) -> list[tuple[str, str, bool | None]]:
     """(goal, measured, met) for the goals of the benchmarks issue; None when not measurable."""
     out: list[tuple[str, str, bool | None]] = []
+    if peer == ACL_PEER:
+        return acl_goals(results or {})
 
     def get(workload: str, broker: str, key: str) -> float | None:
         value = summary.get(workload, {}).get(broker, {}).get(key)
@@ -90,6 +98,23 @@ def goals(summary: dict[str, Any], peer: str | None) -> list[tuple[str, str, boo
             ours_peak, peer_peak = max(a for a, _ in peaks), max(b for _, b in peaks)  # type: ignore[type-var]
             out.append(("peak RSS <= 2x peer", f"{ours_peak:.0f} vs {peer_peak:.0f} MiB",
                         ours_peak <= 2 * peer_peak))  # type: ignore[operator]
+    return out
+
+
+def acl_goals(results: dict[str, list[dict[str, Any]]]) -> list[tuple[str, str, bool | None]]:
+    """Issue #37's done-when: with an authorizer and 1,000 ACLs, no slowdown beyond noise
+    against no authorizer, for every workload run (msgs/s, medians of the rounds)."""
+    out: list[tuple[str, str, bool | None]] = []
+    plain, authorized = results.get(OURS, []), results.get(ACL_PEER, [])
+    for name in [n for n in (plain[0] if plain else {}) if n != "idle"]:
+        base, acl = _values(plain, name, "msgs_per_s"), _values(authorized, name, "msgs_per_s")
+        base_median, acl_median = _median(base), _median(acl)
+        if not base_median or acl_median is None:
+            continue
+        share, spread = acl_median / base_median, min(base) / base_median
+        out.append((f"{name}: with 1,000 ACLs >= {ACL_NOISE}x the rate without an authorizer, or within its spread",
+                    f"{share:.2f}x (the plain run's slowest round: {spread:.2f}x its median)",
+                    share >= min(ACL_NOISE, spread)))
     return out
 
 

@@ -91,7 +91,7 @@ def run_round(target: Target, round_: int, selected: list[str], settings: Settin
     try:
         time.sleep(0.5)
         idle = usage(running.pid)
-        results["idle"] = {"rss_mib": round(idle.rss_mib, 1)}
+        results["idle"] = {"rss_mib": round(idle.rss_mib, 1), **running.notes}
         names = [name for name in selected if not target.limit_only or name in LIMIT_WORKLOADS]
         names = [name for name in names if name not in SECURED_WORKLOADS or target.secured]
         names = [name for name in names if name != "produce-8p-scraped" or running.metrics_url]

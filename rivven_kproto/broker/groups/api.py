@@ -139,6 +139,7 @@ class ConsumerHeartbeat:
     client_id: str = ""
     client_host: str = ""
     version: int = 1
+    principal: str = "User:ANONYMOUS"  # whose Describe ACLs a regex subscription resolves with
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ in the group's record;
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from .assignors import Assignment
@@ -44,6 +44,10 @@ def compile_regex(pattern: str) -> re.Pattern[str]:
         raise InvalidRegex(f"{pattern!r} is not a valid regular expression: {exc}") from None
 
 
+# (principal, client host, topic) -> whether the principal may Describe the topic; None: no authorizer.
+Describable = Callable[[str, str, str], bool]
+
+
 def freeze(assignment: Mapping[str, frozenset[int]]) -> Partitions:
     return tuple((topic, tuple(sorted(parts))) for topic, parts in sorted(assignment.items()) if parts)
 
@@ -65,23 +69,33 @@ class ConsumerMember:
     server_assignor: str | None = None
     current: MemberAssignment = field(default_factory=MemberAssignment)
     classic: ClassicMetadata | None = None  # a classic-protocol member (online migration)
+    principal: str = ""  # of its last heartbeat: its regex resolves to the topics this one may Describe
 
     @property
     def member_epoch(self) -> int:
         return self.current.member_epoch
 
-    def subscribed(self, topics: Iterable[str]) -> frozenset[str]:
-        """The existing topics this member subscribes to, by name or by its regex."""
+    def subscribed(self, topics: Iterable[str], describable: Describable | None = None) -> frozenset[str]:
+        """The existing topics this member subscribes to, by name or by its regex. As Kafka 4.0
+        (KAFKA-18813), a regex matches only topics the member's principal may Describe; names were
+        checked when the member sent them (ConsumerGroupHeartbeat refuses names it may not)."""
         names = set(self.subscribed_names)
         pattern = compile_regex(self.regex) if self.regex else None
-        return frozenset(t for t in topics if t in names or (pattern is not None and pattern.fullmatch(t)))
+        found = set()
+        for t in topics:
+            if t in names:
+                found.add(t)
+            elif pattern is not None and pattern.fullmatch(t) and (
+                    describable is None or describable(self.principal, self.client_host, t)):
+                found.add(t)
+        return frozenset(found)
 
     def to_record(self, target: Assignment) -> ConsumerMemberRecord:
         c = self.current
         return ConsumerMemberRecord(
             self.member_id, self.instance_id, self.rack_id, self.client_id, self.client_host,
             self.rebalance_timeout_ms, self.subscribed_names, self.regex, self.server_assignor, c.state,
-            c.member_epoch, c.previous_epoch, freeze(c.assigned), freeze(c.revoking), freeze(target), self.classic,
+            c.member_epoch, c.previous_epoch, freeze(c.assigned), freeze(c.revoking), freeze(target), self.classic, self.principal,
         )
 
 
@@ -177,7 +191,7 @@ class ConsumerGroup:
             current = MemberAssignment(m.state, m.member_epoch, m.previous_epoch, thaw(m.assigned), thaw(m.revoking))
             group.members[m.member_id] = ConsumerMember(
                 m.member_id, m.instance_id, m.rack_id, m.client_id, m.client_host, m.rebalance_timeout_ms,
-                m.subscribed_names, m.regex, m.server_assignor, current, m.classic,
+                m.subscribed_names, m.regex, m.server_assignor, current, m.classic, m.principal,
             )
             group.target[m.member_id] = thaw(m.target)
         return group

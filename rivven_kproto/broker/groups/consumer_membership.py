@@ -31,6 +31,7 @@ from .consumer_group import (
     STATIC_LEAVE_EPOCH,
     ConsumerGroup,
     ConsumerMember,
+    Describable,
     InvalidRegex,
     compile_regex,
 )
@@ -77,9 +78,11 @@ def validate(p: ConsumerHeartbeat) -> None:
 
 
 class ConsumerMembership:
-    def __init__(self, config: GroupConfig, topics: TopicView) -> None:
+    def __init__(self, config: GroupConfig, topics: TopicView, describable: Callable[[], Describable | None] | None = None) -> None:
         self.config = config
         self.topics = topics
+        # The authorizer's Describe decision on topics (None: every topic may be described).
+        self.describable = describable or (lambda: None)
 
     def heartbeat(self, group: ConsumerGroup | None, p: ConsumerHeartbeat,
                   now: int) -> tuple[ConsumerGroup | None, ConsumerHeartbeatResult]:
@@ -155,7 +158,8 @@ class ConsumerMembership:
             return replace(existing, current=MemberAssignment()), False
         log.info("group %s: member %s (instance %s, client %s) joins", draft.group_id, member_id, p.instance_id,
                  p.client_id)
-        return ConsumerMember(member_id, p.instance_id, p.rack_id, p.client_id, p.client_host), True
+        return ConsumerMember(member_id, p.instance_id, p.rack_id, p.client_id, p.client_host,
+                              principal=p.principal), True
 
     def _leave(self, group: ConsumerGroup | None,
                p: ConsumerHeartbeat) -> tuple[ConsumerGroup | None, ConsumerHeartbeatResult]:
@@ -206,13 +210,15 @@ class ConsumerMembership:
         if member is not None:
             members[member.member_id] = member
         subscribed: set[str] = set()
+        describable = self.describable()
         for m in members.values():
-            subscribed |= m.subscribed(topics)
+            subscribed |= m.subscribed(topics, describable)
         return tuple((t, topics[t]) for t in sorted(subscribed))
 
     def _compute_target(self, draft: ConsumerGroup) -> None:
         counts = dict(draft.metadata)
-        subscriptions = {m.member_id: m.subscribed(counts) for m in draft.members.values()}
+        describable = self.describable()
+        subscriptions = {m.member_id: m.subscribed(counts, describable) for m in draft.members.values()}
         name = draft.preferred_assignor(UNIFORM)
         draft.target = dict(assign(name, subscriptions, counts, draft.target))
         draft.target_epoch = draft.group_epoch
@@ -288,6 +294,8 @@ def _updated(member: ConsumerMember, p: ConsumerHeartbeat) -> tuple[ConsumerMemb
         changes["client_id"] = p.client_id
     if p.client_host:
         changes["client_host"] = p.client_host
+    if p.principal:
+        changes["principal"] = p.principal
     if p.subscribed_topic_names is not None:
         changes["subscribed_names"] = tuple(sorted(set(p.subscribed_topic_names)))
     if p.subscribed_topic_regex is not None:

@@ -49,7 +49,7 @@ from .config import GroupConfig
 from .consumer_coordinator import ConsumerGroups
 from .consumer_group import GROUP_TYPE as CONSUMER_TYPE
 from .consumer_group import PROTOCOL_TYPE as CONSUMER_PROTOCOL_TYPE
-from .consumer_group import ConsumerGroup
+from .consumer_group import ConsumerGroup, Describable
 from .consumer_membership import ConsumerMembership, validate_consumer_commit
 from .consumer_protocol import PROTOCOL_TYPE
 from .group import ClassicGroup, GroupState
@@ -106,7 +106,9 @@ class GroupCoordinator(ConsumerGroups):
         self.consumer_groups: dict[str, ConsumerGroup] = {}
         # topic -> partition count; the broker sets it (the assignors need the topics).
         self.topic_view: Callable[[], Mapping[str, int]] = dict
-        self.consumer = ConsumerMembership(self.config, lambda: self.topic_view())
+        # (principal, client host, topic) -> may Describe; the broker sets it when it has an authorizer.
+        self.topic_describable: Describable | None = None
+        self.consumer = ConsumerMembership(self.config, lambda: self.topic_view(), lambda: self.topic_describable)
         self.classic_members = ClassicMembers(self.config, self.consumer)
         self.log: DurableLog | Any = (
             durable_log if durable_log is not None
@@ -279,14 +281,14 @@ class GroupCoordinator(ConsumerGroups):
         for _ in range(MAX_TIMER_ROUNDS):
             due: list[tuple[int, int, str, str, str]] = []
             for group in self.groups.values():
-                for seq, (kind, member_id, deadline) in enumerate(_timers(group)):
+                for seq, (kind, member_id, deadline) in enumerate(group.timers()):
                     if deadline <= now_ms:
                         due.append((deadline, seq, group.group_id, kind, member_id))
             if not due:
                 break
             for deadline, _, group_id, kind, member_id in sorted(due):
                 target = self.groups.get(group_id)
-                if target is not None and _still_due(target, kind, member_id, deadline):
+                if target is not None and target.still_due(kind, member_id, deadline):
                     self._fire(target, kind, member_id, now_ms)
         self._expire_consumer_members(now_ms)
         if now_ms - self._last_expiry_ms >= self.config.offsets_retention_check_interval_ms:
@@ -574,27 +576,3 @@ class GroupCoordinator(ConsumerGroups):
                     error = exc.error
             results.append((group_id, error))
         return results
-
-
-def _timers(group: ClassicGroup) -> Iterable[tuple[str, str, int]]:
-    for member in group.members.values():
-        if member.heartbeat_deadline is not None:
-            yield "member", member.member_id, member.heartbeat_deadline
-    for member_id, deadline in group.pending_members.items():
-        yield "member", member_id, deadline
-    if group.join_deadline is not None:
-        yield "join", "", group.join_deadline
-    if group.sync_deadline is not None:
-        yield "sync", "", group.sync_deadline
-
-
-def _still_due(group: ClassicGroup, kind: str, member_id: str, deadline: int) -> bool:
-    """A timer fired earlier in the same tick may have moved or cancelled this one."""
-    if kind == "member":
-        member = group.members.get(member_id)
-        if member is not None:
-            return member.heartbeat_deadline == deadline
-        return group.pending_members.get(member_id) == deadline
-    if kind == "join":
-        return group.join_deadline == deadline
-    return group.sync_deadline == deadline

@@ -21,10 +21,10 @@ Like Kafka's ``__consumer_offsets`` records, each one is keyed and self-containe
                    epoch, target assignment epoch, the subscribed topics' partition counts, and
                    every member (ids, client id/host, rebalance timeout, subscribed names and
                    regex, server assignor, reconciliation state, member and previous epochs,
-                   assigned partitions, partitions pending revocation, target assignment and,
-                   for a classic-protocol member, ``classic``: its session timeout and protocols);
-                   it replaces a classic group of the same id (an empty one, or the online
-                   upgrade of one with members: KIP-848 migration)
+                   assigned partitions, partitions pending revocation, target assignment, the
+                   principal of its last heartbeat and, for a classic-protocol member, ``classic``:
+                   its session timeout and protocols); it replaces a classic group of the same id
+                   (an empty one, or the online upgrade of one with members: KIP-848 migration)
 ``consumer-group-delete``  tombstone of a consumer group (its offsets are tombstoned first when
                    the group is deleted; a conversion to a classic group keeps them: the online
                    downgrade is this tombstone and the classic ``group`` record in one entry)
@@ -140,6 +140,7 @@ class ConsumerMemberRecord:
     revoking: Partitions
     target: Partitions
     classic: ClassicMetadata | None = None  # set for a member that speaks the classic protocol
+    principal: str = ""  # of the member's last heartbeat ("": a record from before it was kept)
 
 
 @dataclass(frozen=True)
@@ -192,7 +193,7 @@ def _consumer_member_json(m: ConsumerMemberRecord) -> dict[str, Any]:
         "subscribed_names": list(m.subscribed_names), "regex": m.regex, "server_assignor": m.server_assignor,
         "state": m.state, "member_epoch": m.member_epoch, "previous_epoch": m.previous_epoch,
         "assigned": _partitions_json(m.assigned), "revoking": _partitions_json(m.revoking),
-        "target": _partitions_json(m.target),
+        "target": _partitions_json(m.target), "principal": m.principal,
         **({} if m.classic is None else {"classic": {
             "session_timeout_ms": m.classic.session_timeout_ms,
             "protocols": [[name, _b64(metadata)] for name, metadata in m.classic.protocols]}}),
@@ -214,6 +215,7 @@ def _consumer_member(obj: dict[str, Any]) -> ConsumerMemberRecord:
         obj["server_assignor"], str(obj["state"]), int(obj["member_epoch"]), int(obj["previous_epoch"]),
         _partitions(obj["assigned"]), _partitions(obj["revoking"]), _partitions(obj["target"]),
         _classic(obj.get("classic")),
+        str(obj.get("principal", "")),
     )
 
 

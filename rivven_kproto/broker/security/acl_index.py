@@ -16,7 +16,7 @@ from bisect import bisect_right
 from collections.abc import Iterable
 from typing import Protocol
 
-from rivven_kproto.codec.acls import Operation, PatternType, Permission, ResourceType
+from rivven_kproto.codec.acls import Operation, PatternType, Permission
 
 
 class AclBinding(Protocol):
@@ -42,6 +42,8 @@ WILDCARD_PRINCIPAL = "User:*"
 
 # (operation, permission, host): what a decision needs of an ACL once its resource and principal match.
 IndexedAcl = tuple[int, int, str]
+# (operation, permission, host, pattern type, resource name).
+TypedAcl = tuple[int, int, str, int, str]
 
 
 class ResourceIndex:
@@ -85,13 +87,14 @@ class AclIndex:
     def __init__(self, acls: Iterable[AclBinding]) -> None:
         self.by_principal: dict[str, ResourceIndex] = {}
         self.everyone = ResourceIndex()
-        # ALLOW ACLs on topics, by principal: Kafka's "the operation on some topic" check.
-        self.topic_allows: dict[str, list[IndexedAcl]] = {}
+        # Every ACL by (principal, resource type), patterns kept: Kafka's "the operation on some
+        # resource of the type" check (``allowed_on_some``).
+        self.by_type: dict[tuple[str, int], list[TypedAcl]] = {}
         for acl in acls:
             self.by_principal.setdefault(acl.principal, ResourceIndex()).add(acl)
             self.everyone.add(acl)
-            if acl.resource_type == ResourceType.TOPIC and acl.permission == Permission.ALLOW:
-                self.topic_allows.setdefault(acl.principal, []).append((acl.operation, acl.permission, acl.host))
+            self.by_type.setdefault((acl.principal, int(acl.resource_type)), []).append(
+                (int(acl.operation), int(acl.permission), acl.host, int(acl.pattern_type), acl.resource_name))
         for index in (*self.by_principal.values(), self.everyone):
             index.seal()
 
@@ -119,6 +122,37 @@ class AclIndex:
                     elif acl_operation in allowing:
                         allowed = True
         return True if allowed else None
+
+    def allowed_on_some(self, principal: str, host: str, operation: Operation, resource_type: int) -> bool:
+        """Kafka's rule for "the operation on some resource of this type", over the ACLs of this
+        principal (or ``User:*``) and host for the operation or ALL: a literal DENY of ``*``
+        refuses; a literal ALLOW of ``*`` allows; else some other ALLOW must stand, not cancelled
+        by a literal DENY of the same name (literal ALLOWs only) nor by a prefixed DENY of a
+        prefix of its name."""
+        asked = int(operation)
+        deny_literal: set[str] = set()
+        deny_prefixed: set[str] = set()
+        allowing: list[tuple[bool, str]] = []  # (literal, name)
+        anything = False
+        who = (principal,) if principal == WILDCARD_PRINCIPAL else (principal, WILDCARD_PRINCIPAL)
+        for someone in who:
+            for acl_operation, permission, acl_host, pattern, name in self.by_type.get((someone, resource_type), ()):
+                if (acl_host != host and acl_host != WILDCARD) or (acl_operation != asked and acl_operation != _ALL):
+                    continue
+                literal = pattern != _PREFIXED
+                if permission == _DENY:
+                    if literal and name == WILDCARD:
+                        return False
+                    (deny_literal if literal else deny_prefixed).add(name)
+                elif literal and name == WILDCARD:
+                    anything = True
+                else:
+                    allowing.append((literal, name))
+        if anything:
+            return True
+        return any(not (literal and name in deny_literal)
+                   and not any(name[:end] in deny_prefixed for end in range(1, len(name) + 1))
+                   for literal, name in allowing)
 
     def any_matches(self, resource_type: int, name: str) -> bool:
         """Whether any ACL, of anyone, applies to the resource."""
@@ -160,6 +194,7 @@ def _common_length(a: str, b: str) -> int:
 # Plain ints: enum member lookups cost more than the rest of a decision.
 _ALL = int(Operation.ALL)
 _DENY = int(Permission.DENY)
+_PREFIXED = int(PatternType.PREFIXED)
 _IMPLIED_BY: dict[int, tuple[int, ...]] = {
     int(Operation.DESCRIBE): tuple(int(op) for op in (Operation.DESCRIBE, Operation.READ, Operation.WRITE,
                                                       Operation.DELETE, Operation.ALTER, Operation.ALL)),

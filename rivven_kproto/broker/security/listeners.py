@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+# Kafka's default listener.security.protocol.map, as its DescribeConfigs spells it.
+DEFAULT_PROTOCOL_MAP = "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT"
 
 
 class ListenerError(ValueError):
@@ -77,3 +79,26 @@ def build_listeners(props: Mapping[str, str]) -> tuple[Listener, ...]:
     if not listeners:
         raise ListenerError("listeners is empty")
     return tuple(listeners)
+
+
+def listener_uri(name: str, host: str, port: int) -> str:
+    """``NAME://HOST:PORT``, an IPv6 host in brackets (Kafka's spelling of a listener)."""
+    return f"{name}://[{host}]:{port}" if ":" in host else f"{name}://{host}:{port}"
+
+
+def describe_listeners(listeners: tuple[Listener, ...], default_advertised_host: str) -> dict[str, str]:
+    """``listeners``, ``advertised.listeners`` and ``listener.security.protocol.map`` as a broker
+    with these listeners describes them: every listener; each advertised as the broker does (its
+    own advertised address, else the broker's advertised host with its port); the protocol map
+    Kafka's default when every listener is named after its protocol, else the listeners' own."""
+    advertised = [
+        listener_uri(lis.name, lis.advertised_host or default_advertised_host, lis.advertised_port or lis.port)
+        for lis in listeners
+    ]
+    standard = all(lis.name == lis.protocol for lis in listeners)
+    return {
+        "listeners": ",".join(listener_uri(lis.name, lis.host, lis.port) for lis in listeners),
+        "advertised.listeners": ",".join(advertised),
+        "listener.security.protocol.map": DEFAULT_PROTOCOL_MAP if standard else ",".join(
+            f"{lis.name}:{lis.protocol}" for lis in listeners),
+    }

@@ -495,13 +495,18 @@ class TransactionCoordinator:
         first, whether appended before this round or while it ran (then the transaction waits
         for the next round, and is not among ``synced``): written again, by the new leader."""
         if lost:
-            for transactional_id, txn in list(self.awaiting_sync.items()):
+            # Awaiting this round, or still waiting for other leaders' answers (then the lost
+            # markers join those: completing once the others answered would leave them unwritten).
+            for transactional_id in [*self.awaiting_sync, *self.unwritten]:
+                txn = self.txns.get(transactional_id)
+                if txn is None or not txn.state.is_prepare:
+                    continue
                 missing = {tp for tp in txn.partitions if (f"{tp[0]}-{tp[1]}", txn.producer_id) in lost}
                 if missing:
                     log.warning("%d markers of %s were lost with partitions another broker took; writing them again",
                                 len(missing), transactional_id)
-                    del self.awaiting_sync[transactional_id]
-                    self.unwritten[transactional_id] = missing
+                    self.awaiting_sync.pop(transactional_id, None)
+                    self.unwritten[transactional_id] = self.unwritten.get(transactional_id, set()) | missing
         for txn in synced:
             if self.awaiting_sync.get(txn.transactional_id) is txn:
                 del self.awaiting_sync[txn.transactional_id]

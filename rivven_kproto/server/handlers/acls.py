@@ -3,12 +3,17 @@
 Without an authorizer every one answers SECURITY_DISABLED. Creating or deleting needs Alter on
 the Cluster, describing needs Describe on the Cluster (CLUSTER_AUTHORIZATION_FAILED otherwise).
 An invalid binding or filter is INVALID_REQUEST with Kafka's reason; a change is durable before
-it is answered and applies to the next request of every connection.
+it is answered and applies to the next request of every connection. Every request that changes
+ACLs leaves one INFO line: who changed them and the bindings created or deleted (as SCRAM
+credential changes do), so that the log answers "who granted this".
 """
 
 from __future__ import annotations
 
+import enum
+import logging
 from collections import defaultdict
+from collections.abc import Iterable
 
 from rivven_kproto.broker.security.acls import (
     AclBinding,
@@ -16,6 +21,7 @@ from rivven_kproto.broker.security.acls import (
     AclFilter,
     Operation,
     PatternType,
+    Permission,
     ResourceType,
 )
 from rivven_kproto.codec.errors import Errors
@@ -35,6 +41,8 @@ from rivven_kproto.codec.messages.describe_acls import (
 )
 
 from ..context import RequestContext
+
+log = logging.getLogger(__name__)
 
 DISABLED = "No Authorizer is configured on the broker"
 NOT_CONTROLLER = "This broker is not the controller (brokers sharing a store: send ACL changes to the controller)"
@@ -65,7 +73,26 @@ def create(ctx: RequestContext, request: CreateAclsRequest, version: int) -> Cre
         valid.append(binding)
         results.append(result(Errors.NONE))
     authorizer.create(valid)
+    if valid:
+        log.info("ACLs created by %s: %s", ctx.principal, describe_bindings(valid))
     return CreateAclsResponse(throttle_time_ms=0, results=results)
+
+
+def describe_bindings(bindings: Iterable[AclBinding]) -> str:
+    """Bindings as Kafka's ``AclBinding.toString`` spells them, comma-separated."""
+    return ", ".join(
+        f"(pattern=ResourcePattern(resourceType={_name(ResourceType, b.resource_type)}, name={b.resource_name}, "
+        f"patternType={_name(PatternType, b.pattern_type)}), entry=(principal={b.principal}, host={b.host}, "
+        f"operation={_name(Operation, b.operation)}, permissionType={_name(Permission, b.permission)}))"
+        for b in bindings
+    )
+
+
+def _name(kind: type[enum.IntEnum], value: int) -> str:
+    try:
+        return kind(value).name
+    except ValueError:
+        return str(value)
 
 
 def _filter(f: DescribeAclsRequest | DeleteAclsFilter) -> AclFilter:
@@ -130,7 +157,11 @@ def delete(ctx: RequestContext, request: DeleteAclsRequest, version: int) -> Del
             continue
         filters.append(acl_filter)
         results.append(None)
-    removed = iter(authorizer.delete(filters))
+    removed_per_filter = authorizer.delete(filters)
+    every_removed = list(dict.fromkeys(acl for acls in removed_per_filter for acl in acls))  # once, if two filters match
+    if every_removed:
+        log.info("ACLs deleted by %s: %s", ctx.principal, describe_bindings(every_removed))
+    removed = iter(removed_per_filter)
     final = []
     for entry in results:
         if entry is not None:

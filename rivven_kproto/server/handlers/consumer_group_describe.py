@@ -4,6 +4,9 @@ its current and target assignment (topic ids and names).
 An unknown group, or a classic one, answers GROUP_ID_NOT_FOUND, as Kafka does. Authorized
 operations are computed as for DescribeGroups; v1's member type is 1 for a consumer-protocol
 member and 0 for a classic-protocol one (a classic group upgraded online, KIP-848 migration).
+
+As Kafka 4.0 (KAFKA-18813), a group with a member assigned (or to be assigned) a partition of a
+topic the caller may not Describe answers TOPIC_AUTHORIZATION_FAILED instead of naming the topic.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ API_KEY = ConsumerGroupDescribeRequest.API_KEY
 NOT_REQUESTED = -(2**31)
 CONSUMER_MEMBER = 1
 CLASSIC_MEMBER = 0
+HIDDEN_TOPICS = "The group has described topic(s) that the client is not authorized to describe."
 
 
 def handle(ctx: RequestContext, request: ConsumerGroupDescribeRequest, version: int) -> ConsumerGroupDescribeResponse:
@@ -49,6 +53,11 @@ def handle(ctx: RequestContext, request: ConsumerGroupDescribeRequest, version: 
             message = (f"Group {group_id} is not a consumer group." if group_id in coordinator.groups
                        else f"Group {group_id} not found.")
             groups.append(_error(group_id, Errors.GROUP_ID_NOT_FOUND, message))
+            continue
+        named = {topic for m in group.members.values() for topic in m.current.assigned}
+        named |= {topic for target in group.target.values() for topic in target}
+        if not all(ctx.allowed(Operation.DESCRIBE, ResourceType.TOPIC, topic) for topic in named):
+            groups.append(_error(group_id, Errors.TOPIC_AUTHORIZATION_FAILED, HIDDEN_TOPICS))
             continue
         groups.append(DescribedConsumerGroup(
             error_code=Errors.NONE, group_id=group_id, group_state=group.state, group_epoch=group.group_epoch,

@@ -5,7 +5,9 @@ Partitions travel as topic ids on the wire and as names in the coordinator: owne
 topic id the broker does not know are left out, as Kafka does. v0 lets the coordinator generate
 the member id of a joining member that sent none; v1 members bring their own.
 
-Not implemented: topic authorization of the subscription (the group READ permission is checked).
+Authorization as Kafka 4.0 (KAFKA-18813): Read on the group; subscribed topic names the member's
+principal may not Describe answer TOPIC_AUTHORIZATION_FAILED (the heartbeat changes nothing); a
+regex resolves only to the topics that principal may Describe (the coordinator filters it).
 """
 
 from __future__ import annotations
@@ -31,16 +33,20 @@ def handle(ctx: RequestContext, request: ConsumerGroupHeartbeatRequest, version:
     if not ctx.allowed(Operation.READ, ResourceType.GROUP, request.group_id):
         return ConsumerGroupHeartbeatResponse(throttle_time_ms=0, error_code=Errors.GROUP_AUTHORIZATION_FAILED,
                                               member_epoch=-1, heartbeat_interval_ms=0)
+    names = request.subscribed_topic_names
+    if names and not all(ctx.allowed(Operation.DESCRIBE, ResourceType.TOPIC, name) for name in set(names)):
+        return ConsumerGroupHeartbeatResponse(throttle_time_ms=0, error_code=Errors.TOPIC_AUTHORIZATION_FAILED,
+                                              member_epoch=0, heartbeat_interval_ms=0)
     if not ctx.broker.coordinates(request.group_id):  # its shard is another broker's (or nobody's now): the client looks it up again
         return ConsumerGroupHeartbeatResponse(throttle_time_ms=0, error_code=Errors.NOT_COORDINATOR,
                                               member_epoch=-1, heartbeat_interval_ms=0)
     topics = ctx.broker.topics
-    names = {t.meta.topic_id: name for name, t in topics.items()}
+    by_id = {t.meta.topic_id: name for name, t in topics.items()}
     owned: dict[str, frozenset[int]] | None = None
     if request.topic_partitions is not None:
         owned = {}
         for tp in request.topic_partitions:
-            name = names.get(tp.topic_id)
+            name = by_id.get(tp.topic_id)
             if name is not None and tp.partitions:
                 owned[name] = owned.get(name, frozenset()) | frozenset(tp.partitions)
     params = ConsumerHeartbeat(
@@ -57,6 +63,7 @@ def handle(ctx: RequestContext, request: ConsumerGroupHeartbeatRequest, version:
         client_id=ctx.client_id or "",
         client_host=ctx.client_host,
         version=version,
+        principal=ctx.principal,
     )
     result = ctx.groups_for(params.group_id).consumer_heartbeat(params, ctx.now_ms)
     if result.error is not Errors.NONE:

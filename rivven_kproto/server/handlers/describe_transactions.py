@@ -1,4 +1,8 @@
-"""DescribeTransactions (65), v0: the coordinator's view of transactional ids (KIP-664)."""
+"""DescribeTransactions (65), v0: the coordinator's view of transactional ids (KIP-664).
+
+As Kafka, the partitions of topics the caller may not Describe are left out of a transaction's
+answer (issue #37 item 9): Describe on the transactional id does not reveal the topic names.
+"""
 
 from __future__ import annotations
 
@@ -49,6 +53,7 @@ def handle(ctx: RequestContext, request: DescribeTransactionsRequest, version: i
         by_topic: dict[str, list[int]] = defaultdict(list)
         for topic, index in sorted(txn.partitions):
             by_topic[topic].append(index)
+        visible = {t: p for t, p in by_topic.items() if ctx.allowed(Operation.DESCRIBE, ResourceType.TOPIC, t)}
         states.append(
             TransactionState(
                 error_code=Errors.NONE,
@@ -58,7 +63,7 @@ def handle(ctx: RequestContext, request: DescribeTransactionsRequest, version: i
                 transaction_start_time_ms=txn.start_ms if txn.state is TxnState.ONGOING else -1,
                 producer_id=txn.producer_id,
                 producer_epoch=txn.producer_epoch,
-                topics=[TopicData(topic=t, partitions=p) for t, p in by_topic.items()],
+                topics=[TopicData(topic=t, partitions=p) for t, p in visible.items()],
             )
         )
     return DescribeTransactionsResponse(transaction_states=states)

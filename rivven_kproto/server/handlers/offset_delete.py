@@ -4,7 +4,8 @@ Top-level errors as Kafka: GROUP_ID_NOT_FOUND for an unknown group, NON_EMPTY_GR
 group that does not use the consumer protocol. For an active consumer group each topic its
 members subscribe to (read from the consumer-protocol subscriptions of the current generation)
 answers GROUP_SUBSCRIBED_TO_TOPIC; the others are deleted. Deleting an offset that does not exist
-succeeds.
+succeeds. As Kafka, the caller needs Delete on the group and Read on each topic: the partitions of
+a topic it may not Read answer TOPIC_AUTHORIZATION_FAILED and keep their offsets.
 """
 
 from __future__ import annotations
@@ -24,11 +25,17 @@ API_KEY = OffsetDeleteRequest.API_KEY
 
 
 def handle(ctx: RequestContext, request: OffsetDeleteRequest, version: int) -> OffsetDeleteResponse:
-    wanted = [(t.name, [p.partition_index for p in t.partitions]) for t in request.topics]
     if not ctx.allowed(Operation.DELETE, ResourceType.GROUP, request.group_id):
         return OffsetDeleteResponse(error_code=Errors.GROUP_AUTHORIZATION_FAILED, throttle_time_ms=0, topics=[])
     if not ctx.broker.coordinates(request.group_id):  # its shard is another broker's (or nobody's now): the client looks it up again
         return OffsetDeleteResponse(error_code=Errors.NOT_COORDINATOR, throttle_time_ms=0, topics=[])
+    wanted, refused = [], []
+    for t in request.topics:
+        partitions = [p.partition_index for p in t.partitions]
+        if ctx.allowed(Operation.READ, ResourceType.TOPIC, t.name):
+            wanted.append((t.name, partitions))
+        else:
+            refused.append((t.name, [(p, Errors.TOPIC_AUTHORIZATION_FAILED) for p in partitions]))
     try:
         results = ctx.groups_for(request.group_id).delete_offsets(request.group_id, wanted)
     except KafkaError as exc:
@@ -41,6 +48,6 @@ def handle(ctx: RequestContext, request: OffsetDeleteRequest, version: int) -> O
                 name=topic,
                 partitions=[OffsetDeleteResponsePartition(partition_index=p, error_code=e) for p, e in partitions],
             )
-            for topic, partitions in results
+            for topic, partitions in [*refused, *results]
         ],
     )

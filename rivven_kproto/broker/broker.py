@@ -18,54 +18,38 @@ from __future__ import annotations
 import dataclasses
 import logging
 import uuid
-from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from rivven_kproto.codec.errors import Errors, KafkaError
 
+from . import config_descriptions
 from .claims import ClaimsLease
 from .cluster import ClusterView, Node, shard_of
 from .config import BrokerConfig
-from .coordinator_shards import (
-    GROUP_SHARD_TOPIC,
-    REMOTE_MARKER_EPOCH,
-    CoordinatorShard,
-    GroupsPending,
-    complete_producer,
-    log_names,
-)
+from .coordinator_shards import CoordinatorShard, log_names
 from .datadir_lock import DataDirLock
 from .descriptors import check_room_for_partitions
 from .durable.work import BlockingWork, run_all
-from .dynamic_configs import CLUSTER_DEFAULT, DynamicBrokerConfigs
 from .dynamic_configs import FILE_NAME as DYNAMIC_CONFIGS_FILE
-from .dynamic_keys import TOPIC_SYNONYMS
-from .dynamic_keys import config_type as dynamic_config_type
-from .dynamic_keys import is_sensitive as dynamic_config_sensitive
-from .faults import fault_point
+from .dynamic_configs import DynamicBrokerConfigs
 from .file_modes import make_private_dir, warn_if_loose
 from .groups import GroupCoordinator
 from .log.base import PartitionLogBase
 from .log.config import LogConfig
+from .markers.writer import MarkerWriter
+from .membership import Pulse
 from .producer_ids import ProducerIdAllocator
-from .remote_markers import RemoteMarker, RemoteMarkers
 from .security.acls import FILE_NAME as ACLS_FILE
 from .security.acls import Authorizer, Operation, ResourceType
-from .security.listeners import describe_listeners
 from .security.scram import FILE_NAME as SCRAM_FILE
 from .security.scram import ScramStore
-from .storage import Pulse, StorageError, is_native, open_storage
+from .storage import is_native, open_storage
 from .topics import (
-    TOPIC_CONFIG_DEFAULTS,
     ConfigEntry,
-    ConfigSource,
-    ConfigSynonym,
-    ConfigType,
     TopicMeta,
     TopicStore,
     collision_key,
-    describe_topic_configs,
     validate_topic_config_values,
     validate_topic_name,
 )
@@ -77,7 +61,6 @@ MAX_PARTITIONS = 10_000
 CLOSE_THREADS = 8  # partitions closed at once at shutdown (each fsyncs its files)
 # Documents the controller writes and the other brokers of a shared store re-read when they change.
 FOLLOWED_DOCUMENTS = (ACLS_FILE, SCRAM_FILE, DYNAMIC_CONFIGS_FILE)
-COORDINATOR_EPOCH = 0  # one broker: the coordinator never moves
 
 
 @dataclass
@@ -128,15 +111,17 @@ class Broker:
     def _open(self, config: BrokerConfig, now_ms: int) -> None:
         self.work = BlockingWork(inline=True)  # until a server's flusher takes the file work over
         self.unflushed: set[PartitionLogBase] = set()  # written by the broker itself (markers) since the last flush
-        self.storage = open_storage(config.storage, self.data_dir, standby=config.storage_standby,
-                                    node=(config.node_id, *config.advertised), assign_node_id=config.assign_node_id,
-                                    start_wait_s=config.storage_start_wait_ms / 1000)
-        if self.storage.assigned_node_id is not None:  # no --node-id: the shared store gave one
-            config = self.config = dataclasses.replace(config, node_id=self.storage.assigned_node_id)
+        # Partitions, coordinator logs and documents; apart, who this broker is in the cluster.
+        self.storage, self.membership = open_storage(
+            config.storage, self.data_dir, standby=config.storage_standby, node=(config.node_id, *config.advertised),
+            assign_node_id=config.assign_node_id, start_wait_s=config.storage_start_wait_ms / 1000)
+        if self.membership.assigned_node_id is not None:  # no --node-id: the shared store gave one
+            config = self.config = dataclasses.replace(config, node_id=self.membership.assigned_node_id)
             log.info("serving as node %d (assigned by the %s store)", config.node_id, self.storage.kind)
         try:
             self._load(config, now_ms)
         except BaseException:
+            self.membership.close()
             self.storage.close()
             raise
 
@@ -147,10 +132,11 @@ class Broker:
         self.cluster = ClusterView.alone(config.node_id, *config.advertised)
         # What this broker leads and coordinates holds while its heartbeat is fresh (see claims):
         # the first heartbeat confirms it from the time it started.
-        self.claims = ClaimsLease(storage.session_timeout_s, storage.heartbeat_interval_s)
-        pulse = storage.heartbeat(*config.advertised)
+        membership = self.membership
+        self.claims = ClaimsLease(membership.session_timeout_s, membership.heartbeat_interval_s)
+        pulse = membership.heartbeat(*config.advertised)
         if pulse is not None:
-            self.cluster = self._view(pulse)
+            self.cluster = self.view_of(pulse)
         self.store = TopicStore(storage.document("topics.json"), self.work)
         self.producer_ids = ProducerIdAllocator(storage.producer_id_blocks(), work=self.work)
         self.scram = ScramStore(storage.document(SCRAM_FILE), self.work)
@@ -161,23 +147,23 @@ class Broker:
             if config.authorizer_enabled
             else None
         )
-        self.remote_markers = RemoteMarkers()
         self.catalog_seen = pulse.catalog if pulse is not None else None
         # The digests of the followed documents as loaded above (the pulse was read before them:
         # a change in between is seen as one at the next heartbeat, and read again).
         self.documents_seen = {name: pulse.documents.get(name) for name in FOLLOWED_DOCUMENTS} if pulse else {}
         self.topics: dict[str, Topic] = {}
         for meta in self.store.topics.values():
-            topic = Topic(meta, self._log_config(meta.configs))
+            topic = Topic(meta, self.log_config_of(meta.configs))
             for index in range(meta.partitions):
                 led = self.cluster.leads(meta.topic_id, index, meta.assigned(index))
                 topic.partitions.append(
-                    self._open_partition(meta, index, topic.log_config, now_ms, new=False) if led else None)
+                    self.open_partition(meta, index, topic.log_config, now_ms, new=False) if led else None)
             self.topics[meta.name] = topic
         # The coordinator shards this broker serves (see coordinator_shards), loaded from the
         # store; alone (the native log): the one shard, always.
         self.shard_count = storage.coordinator_shards
         self.shards: dict[int, CoordinatorShard] = {}
+        self.markers = MarkerWriter(self.topics, self.shards, self.shard_of, self.unflushed)
         self._dropped_appends = 0  # coordinator log entries of shards handed over (``coordinator_writes``)
         self.shards_dropped = 0  # coordinator shards handed over or lost so far (parked group requests re-check)
         for shard in self.cluster.shards_of(config.node_id):
@@ -201,13 +187,13 @@ class Broker:
         txn = TransactionCoordinator(
             storage.coordinator_log(txn_log, self.work, shard),
             self.producer_ids.allocate,
-            self.write_markers,
+            self.markers.write_markers,
             max_timeout_ms=config.transaction_max_timeout_ms,
             id_expiration_ms=config.transactional_id_expiration_ms,
         )
         # Transactional offsets become visible (or are dropped) with their transaction; the groups
         # are loaded first so that recovery can finish transactions that hold offsets.
-        txn.complete_groups = self.complete_groups
+        txn.complete_groups = self.markers.complete_groups
         return CoordinatorShard(shard, groups, txn)
 
     def read_shard(self, shard: int) -> CoordinatorShard:
@@ -244,7 +230,7 @@ class Broker:
             self._dropped_appends += dropped.appended
             # Its transactions' markers are the next holder's now; an acknowledgement left here
             # would count for a later transaction of the producer should the shard come back.
-            self.remote_markers.forget(dropped.txn.by_producer.keys())
+            self.markers.remote.forget(dropped.txn.by_producer.keys())
             log.info("node %d no longer coordinates shard %d", self.config.node_id, shard)
         return dropped
 
@@ -290,136 +276,19 @@ class Broker:
         """The transaction coordinator here that knows this producer id (None: no shard held here does)."""
         return next((txn for txn in self.txn_coordinators() if producer_id in txn.by_producer), None)
 
-    def complete_groups(self, producer_id: int, group_ids: Iterable[str], commit: bool) -> None:
-        """A transaction's completion in the groups it carried offsets of: by their shard's
-        coordinator here, or a marker to the broker holding their shard (GroupsPending until it
-        acknowledged; the transaction coordinator retries)."""
-        by_shard: dict[int, list[str]] = {}
-        for group_id in group_ids:
-            by_shard.setdefault(self.shard_of(group_id), []).append(group_id)
-        pending = []
-        for shard, ids in sorted(by_shard.items()):
-            local = self.shards.get(shard)
-            if local is not None:
-                local.groups.complete_transaction(producer_id, ids, commit)
-                continue
-            marker = RemoteMarker(producer_id, REMOTE_MARKER_EPOCH, commit, GROUP_SHARD_TOPIC, shard)
-            if not self.remote_markers.written(marker):
-                pending.append(shard)
-        if pending:
-            raise GroupsPending(f"producer {producer_id}'s offsets in group shards {pending} are not completed yet")
-
-    def _view(self, pulse: Pulse) -> ClusterView:
+    def view_of(self, pulse: Pulse) -> ClusterView:
+        """The cluster as a heartbeat's pulse shows it (this broker in it, even before it is seen)."""
         nodes = pulse.nodes
         if all(node.node_id != self.config.node_id for node in nodes):  # not seen yet: it is alive
             nodes = (*nodes, Node(self.config.node_id, *self.config.advertised))
         return ClusterView(self.config.node_id, tuple(sorted(nodes, key=lambda n: n.node_id)), pulse.coordinator_id,
                            self.storage.coordinator_shards, dict(pulse.shard_owners), pulse.departed)
 
-    # -- the cluster (several brokers on one store) ---------------------------------------------
-
-    def apply_pulse(self, pulse: Pulse) -> list[tuple[TopicMeta, int, LogConfig]]:
-        """On the loop, after a heartbeat: adopt the live brokers and (unless this broker writes
-        it) the topic catalog; let go of partitions another broker leads now (their writes still
-        commit with the next round, unless that broker claimed them first). Returns the partitions
-        this broker leads now and has not opened: ``open_partitions`` (off the loop), then ``install``."""
-        self.cluster = self._view(pulse)
-        if not self.cluster.is_coordinator and pulse.catalog is not None and pulse.catalog != self.catalog_seen:
-            self._adopt_catalog(self.store.parse(pulse.catalog))
-            self.catalog_seen = pulse.catalog
-        wanted: list[tuple[TopicMeta, int, LogConfig]] = []
-        for topic in self.topics.values():
-            for index, partition in enumerate(topic.partitions):
-                led = self.cluster.leads(topic.meta.topic_id, index, topic.meta.assigned(index))
-                if partition is not None and (partition.fenced or not led):
-                    log.info("node %d no longer leads %s-%d", self.config.node_id, topic.name, index)
-                    topic.partitions[index] = partition = None
-                if partition is None and led:
-                    wanted.append((topic.meta, index, topic.log_config))
-        return wanted
+    # -- the cluster (several brokers on one store; following it: see follow.py) ---------------
 
     def led_logs(self) -> list[PartitionLogBase]:
         """The logs of every partition this broker leads (as far as it knows)."""
         return [partition for topic in self.topics.values() for partition in topic.led()]
-
-    def fence(self, lost: list[PartitionLogBase]) -> None:
-        """Partitions another broker claimed in the store while this one's claims had lapsed:
-        served no more (``apply_pulse`` lets go of them, and opens again those this broker leads,
-        reading them from the store)."""
-        for partition in lost:
-            log.warning("node %d: %s was claimed by another broker meanwhile; its log here is stale",
-                        self.config.node_id, partition.name)
-            partition.fenced = True
-
-    def open_partitions(self, wanted: list[tuple[TopicMeta, int, LogConfig]], now_ms: int) -> list[
-            tuple[TopicMeta, int, PartitionLogBase]]:
-        """Worker thread: load (and claim) partitions from the store; nothing of the loop's is touched."""
-        opened = []
-        for meta, index, log_config in wanted:
-            try:
-                opened.append((meta, index, self._open_partition(meta, index, log_config, now_ms, new=False)))
-            except (OSError, StorageError):
-                log.exception("opening %s-%d failed; retried at the next heartbeat", meta.name, index)
-        return opened
-
-    def install(self, opened: list[tuple[TopicMeta, int, PartitionLogBase]]) -> None:
-        """On the loop: serve the partitions just opened that this broker still leads."""
-        for meta, index, partition in opened:
-            topic = self.topics.get(meta.name)
-            if (topic is None or topic.meta.topic_id != meta.topic_id or index >= len(topic.partitions)
-                    or topic.partitions[index] is not None
-                    or not self.cluster.leads(meta.topic_id, index, topic.meta.assigned(index))):
-                continue
-            topic.partitions[index] = partition
-            log.info("node %d leads %s-%d from offset %d", self.config.node_id, meta.name, index,
-                     partition.log_end_offset)
-
-    def _adopt_catalog(self, metas: dict[str, TopicMeta]) -> None:
-        """Another broker (the controller) changed the topic catalog: follow it."""
-        log.info("node %d follows the controller's topic catalog (%d topics)", self.config.node_id, len(metas))
-        for name, topic in list(self.topics.items()):
-            meta = metas.get(name)
-            if meta is None or meta.topic_id != topic.meta.topic_id:
-                del self.topics[name]
-                log.info("topic %s was deleted by the controller", name)
-        for name, meta in metas.items():
-            existing = self.topics.get(name)
-            if existing is None:
-                self.topics[name] = Topic(meta, self._log_config(meta.configs), [None] * meta.partitions)
-                continue
-            topic = existing
-            if meta.partitions > len(topic.partitions):
-                topic.partitions.extend([None] * (meta.partitions - len(topic.partitions)))
-            if meta.configs != topic.meta.configs:
-                topic.log_config = self._log_config(meta.configs)
-                for partition in topic.led():
-                    partition.config = topic.log_config
-            topic.meta = meta
-        self.store.topics = dict(metas)
-
-    def documents_to_reload(self, pulse: Pulse) -> list[str]:
-        """The ACLs, SCRAM credentials and dynamic broker configs the controller changed since this
-        broker last read them (their digests differ). The controller itself never reloads: it
-        writes them, and the store may not have its latest change yet."""
-        if self.cluster.is_coordinator:
-            return []
-        return [name for name in FOLLOWED_DOCUMENTS if pulse.documents.get(name) != self.documents_seen.get(name)]
-
-    def reload_documents(self, contents: dict[str, bytes | None], digests: Mapping[str, str]) -> None:
-        """On the loop: follow the controller's changes (read off the loop as ``contents``), so
-        that a revoked ACL or a deleted user stops working here too, at the next heartbeat."""
-        if self.cluster.is_coordinator:
-            return  # took the lease meanwhile: its own copies are the truth from now on
-        for name, data in contents.items():
-            if name == ACLS_FILE and self.authorizer is not None:
-                self.authorizer.reload(data)
-            elif name == SCRAM_FILE:
-                self.scram.reload(data)
-            elif name == DYNAMIC_CONFIGS_FILE:
-                self.dynamic.reload(data)
-                self._apply_log_defaults()
-            self.documents_seen[name] = digests.get(name)
-            log.info("node %d follows the controller's %s", self.config.node_id, name)
 
     def _flush_unflushed(self, now_ms: int) -> None:
         """At load only (nothing is served yet): make the markers recovery wrote durable."""
@@ -427,9 +296,10 @@ class Broker:
             partition.flush(now_ms)
         self.unflushed.clear()
 
-    def _open_partition(
+    def open_partition(
         self, meta: TopicMeta, index: int, log_config: LogConfig, now_ms: int, *, new: bool = True
     ) -> PartitionLogBase:
+        """Open (and, on a shared store, claim) a partition's log from the engine."""
         return self.storage.open_partition(meta.topic_id, meta.name, index, log_config, now_ms, self.work, new=new)
 
     def _open_new_partitions(self, topic: Topic, count: int, now_ms: int) -> None:
@@ -440,7 +310,7 @@ class Broker:
         try:
             for index in range(first, count):
                 led = self.cluster.leads(topic.meta.topic_id, index, topic.meta.assigned(index))
-                topic.partitions.append(self._open_partition(topic.meta, index, topic.log_config, now_ms) if led else None)
+                topic.partitions.append(self.open_partition(topic.meta, index, topic.log_config, now_ms) if led else None)
         except OSError as exc:
             opened = topic.partitions[first:]
             del topic.partitions[first:]
@@ -455,7 +325,8 @@ class Broker:
             raise KafkaError(Errors.UNKNOWN_SERVER_ERROR,
                              f"Creating partitions of {topic.name} failed ({exc.strerror or exc}); none were created.") from None
 
-    def _log_config(self, overrides: dict[str, str]) -> LogConfig:
+    def log_config_of(self, overrides: dict[str, str]) -> LogConfig:
+        """A topic's log settings: its overrides over the broker's log defaults in force."""
         return LogConfig.from_topic_config(overrides, self.log_defaults)
 
     def _dynamic_log_defaults(self) -> LogConfig:
@@ -471,14 +342,14 @@ class Broker:
             self.dynamic.check(values, self.config.log, name)
             return
         self.dynamic.replace(name, values, self.config.log)
-        self._apply_log_defaults()
+        self.apply_log_defaults()
         log.info("dynamic broker configs of %s now %s", name or "the cluster default", values)
 
-    def _apply_log_defaults(self) -> None:
+    def apply_log_defaults(self) -> None:
         """The dynamic broker configs changed: topics without their own override follow at once."""
         self.log_defaults = self._dynamic_log_defaults()
         for topic in self.topics.values():
-            topic.log_config = self._log_config(topic.meta.configs)
+            topic.log_config = self.log_config_of(topic.meta.configs)
             for partition in topic.led():
                 partition.config = topic.log_config
 
@@ -519,7 +390,7 @@ class Broker:
     def validate_topic_configs(self, configs: dict[str, str]) -> LogConfig:
         """Kafka's topic-config validation (names, types, ranges; INVALID_CONFIG), then the log's."""
         validate_topic_config_values(configs)
-        return self._log_config(configs)
+        return self.log_config_of(configs)
 
     def check_new_topic_name(self, name: str) -> None:
         """CreateTopics' name checks in Kafka's order: legal, not taken, no '.'/'_' collision."""
@@ -657,63 +528,15 @@ class Broker:
 
     def topic_config_description(self, overrides: dict[str, str], *, canonical: bool = True) -> list[ConfigEntry]:
         """What a topic with these overrides would report; CreateTopics passes canonical=False."""
-        static_values = log_config_strings(self.config.log)
-        static = {key: value for key, value in static_values.items() if _KAFKA_LOG_DEFAULTS.get(key) != value}
-        effective = log_config_strings(self.log_defaults)
-        dynamic = {TOPIC_SYNONYMS[key]: chain for key, chain in self._dynamic_synonyms().items() if key in TOPIC_SYNONYMS}
-        # Dynamic values of the configs the log does not act on (min.insync.replicas, ...) are
-        # still the topics' values, as Kafka describes them.
-        unapplied = {key: chain[0].value for key, chain in dynamic.items() if key not in effective and chain[0].value}
-        return describe_topic_configs(overrides, {**TOPIC_CONFIG_DEFAULTS, **unapplied, **effective}, static,
-                                      canonical=canonical, dynamic=dynamic)
-
-    def _dynamic_synonyms(self) -> dict[str, list[ConfigSynonym]]:
-        """Per broker key, its dynamic synonyms in precedence order (this node, then the default):
-        the head of the chain both a broker's and a topic's description report."""
-        chain: dict[str, list[ConfigSynonym]] = {}
-        for level, source in ((str(self.config.node_id), ConfigSource.DYNAMIC_BROKER_CONFIG),
-                              (CLUSTER_DEFAULT, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)):
-            for key, value in self.dynamic.level(level).items():
-                chain.setdefault(key, []).append(ConfigSynonym(key, value, source))
-        return chain
+        return config_descriptions.topic_config_description(self, overrides, canonical=canonical)
 
     def describe_broker_configs(self) -> list[ConfigEntry]:
-        """The broker settings we honour, sorted by name (Kafka's describe of a broker id).
-
-        The log defaults are dynamic (not read-only): their chain is this node's dynamic value,
-        the cluster default, the static setting (where it differs from our default), the default;
-        the value and source are the chain's first. Everything else is read-only.
-        """
-        current = _broker_settings(self.config)
-        default = _broker_settings(BrokerConfig())
-        # Ours, read from the store: group and transactional ids hash to this many coordinator shards.
-        current["coordinator.shards"] = default["coordinator.shards"] = (ConfigType.INT, str(self.shard_count))
-        dynamic = self._dynamic_synonyms()
-        for name in dynamic.keys() - current.keys():  # accepted dynamically, acted on nowhere here
-            current[name] = default[name] = (dynamic_config_type(name) or ConfigType.STRING, None)
-        entries = []
-        for name in sorted(current):
-            config_type, value = current[name]
-            default_value = default[name][1]
-            synonyms = list(dynamic.get(name, ()))
-            if value != default_value:
-                synonyms.append(ConfigSynonym(name, value, ConfigSource.STATIC_BROKER_CONFIG))
-            if default_value is not None:
-                synonyms.append(ConfigSynonym(name, default_value, ConfigSource.DEFAULT_CONFIG))
-            source = synonyms[0].source if synonyms else ConfigSource.DEFAULT_CONFIG
-            value = synonyms[0].value if synonyms else value
-            entries.append(_broker_entry(name, value, source, config_type, dynamic_config_type(name) is None,
-                                         tuple(synonyms)))
-        return entries
+        """DescribeConfigs of this broker (see config_descriptions)."""
+        return config_descriptions.describe_broker_configs(self)
 
     def describe_cluster_default_configs(self) -> list[ConfigEntry]:
-        """The broker resource "": only the cluster-wide dynamic defaults that are set (Kafka's answer)."""
-        source = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
-        return [
-            _broker_entry(name, value, source, dynamic_config_type(name) or ConfigType.STRING, False,
-                          (ConfigSynonym(name, value, source),))
-            for name, value in sorted(self.dynamic.level(CLUSTER_DEFAULT).items())
-        ]
+        """DescribeConfigs of the broker resource "" (the cluster-wide dynamic defaults)."""
+        return config_descriptions.describe_cluster_default_configs(self)
 
     # -- housekeeping -------------------------------------------------------------------------
 
@@ -723,50 +546,6 @@ class Broker:
     def apply_retention(self, now_ms: int) -> None:
         for partition in self.all_partitions():
             partition.apply_retention(now_ms)
-
-    def write_markers(
-        self, producer_id: int, producer_epoch: int, commit: bool, partitions: Iterable[tuple[str, int]], now_ms: int
-    ) -> set[tuple[str, int]]:
-        """Write a COMMIT/ABORT marker to each partition; returns those that failed (to retry).
-
-        A partition whose topic was deleted meanwhile needs no marker and counts as written.
-        """
-        failed: set[tuple[str, int]] = set()
-        for written, (topic, index) in enumerate(partitions, start=1):
-            if topic == GROUP_SHARD_TOPIC:  # a group shard the transaction committed offsets in (V2)
-                if not self._mark_group_shard(producer_id, producer_epoch, commit, index):
-                    failed.add((topic, index))
-                continue
-            owner = self.topics.get(topic)
-            if owner is None or not 0 <= index < len(owner.partitions):
-                continue
-            log_ = owner.partitions[index]
-            if log_ is None or log_.fenced:  # led by another broker: it writes the marker (WriteTxnMarkers)
-                key = RemoteMarker(producer_id, producer_epoch, commit, topic, index)
-                if not self.remote_markers.written(key):
-                    failed.add((topic, index))
-                continue
-            try:
-                log_.append_marker(producer_id, producer_epoch, commit, COORDINATOR_EPOCH, now_ms)
-                self.unflushed.add(log_)
-            except (KafkaError, OSError):
-                log.exception("writing a transaction marker to %s-%d failed", topic, index)
-                failed.add((topic, index))
-            fault_point(f"txn-after-marker-{written}")
-        return failed
-
-    def _mark_group_shard(self, producer_id: int, producer_epoch: int, commit: bool, shard: int) -> bool:
-        """A transaction's marker on a group shard: its groups' pending offsets of the producer
-        installed or dropped, here or by the shard's holder (WriteTxnMarkers); True once done."""
-        local = self.shards.get(shard)
-        if local is None:
-            return self.remote_markers.written(RemoteMarker(producer_id, producer_epoch, commit, GROUP_SHARD_TOPIC, shard))
-        try:
-            complete_producer(local.groups, producer_id, commit)
-        except OSError:
-            log.exception("completing producer %d's offsets in coordinator shard %d failed", producer_id, shard)
-            return False
-        return True
 
     def expire_producers(self, now_ms: int) -> int:
         """Drop idempotent producers idle past ``producer.id.expiration.ms``."""
@@ -803,69 +582,7 @@ class Broker:
                 partition.close()
         for shard in self.shards.values():
             shard.close()
+        self.membership.close()
         self.storage.close()
         if self.lock is not None:
             self.lock.release()
-
-
-def log_config_strings(config: LogConfig) -> dict[str, str]:
-    long_max = str((1 << 63) - 1)
-    return {
-        "segment.bytes": str(config.segment_bytes),
-        "segment.ms": str(config.segment_ms),
-        "retention.ms": str(config.retention_ms),
-        "retention.bytes": str(config.retention_bytes),
-        "max.message.bytes": str(config.max_message_bytes),
-        "index.interval.bytes": str(config.index_interval_bytes),
-        "flush.messages": long_max if config.flush_messages is None else str(config.flush_messages),
-        "flush.ms": long_max if config.flush_ms is None else str(config.flush_ms),
-        "message.timestamp.type": config.message_timestamp_type,
-    }
-
-
-# Kafka's own defaults for the log settings (its LogConfig), to tell a static broker override
-# (log.segment.bytes=... in server.properties) from a default when describing topic configs.
-_KAFKA_LOG_DEFAULTS = log_config_strings(LogConfig())
-
-
-def _broker_entry(name: str, value: str | None, source: ConfigSource, config_type: ConfigType, read_only: bool,
-                  synonyms: tuple[ConfigSynonym, ...]) -> ConfigEntry:
-    """A broker config as DescribeConfigs reports it: a password's value (and its synonyms') null."""
-    if not dynamic_config_sensitive(name):
-        return ConfigEntry(name, value, source, config_type, read_only=read_only, synonyms=synonyms)
-    hidden = tuple(ConfigSynonym(s.name, None, s.source) for s in synonyms)
-    return ConfigEntry(name, None, source, config_type, read_only=read_only, sensitive=True, synonyms=hidden)
-
-
-def _broker_settings(config: BrokerConfig) -> dict[str, tuple[ConfigType, str | None]]:
-    """Broker configs we honour, by their Kafka names (``fsync`` is ours), as strings."""
-    log_config = config.log
-    listeners = describe_listeners((config.primary_listener, *config.extra_listeners), config.advertised_host)
-    long_max = str((1 << 63) - 1)
-    return {
-        **{name: (ConfigType.STRING, value) for name, value in listeners.items()},
-        "node.id": (ConfigType.INT, str(config.node_id)),
-        "broker.id": (ConfigType.INT, str(config.node_id)),
-        "log.dirs": (ConfigType.STRING, str(config.data_dir)),
-        "num.partitions": (ConfigType.INT, str(config.num_partitions)),
-        "default.replication.factor": (ConfigType.INT, str(config.default_replication_factor)),
-        "auto.create.topics.enable": (ConfigType.BOOLEAN, str(config.auto_create_topics).lower()),
-        "delete.topic.enable": (ConfigType.BOOLEAN, str(config.delete_topic_enable).lower()),
-        "fsync": (ConfigType.STRING, config.fsync),
-        "log.flush.interval.ms": (ConfigType.LONG, str(config.flush_interval_ms)),
-        "log.flush.interval.messages": (
-            ConfigType.LONG,
-            long_max if log_config.flush_messages is None else str(log_config.flush_messages),
-        ),
-        "log.retention.check.interval.ms": (ConfigType.LONG, str(config.retention_check_interval_ms)),
-        "socket.request.max.bytes": (ConfigType.INT, str(config.socket_request_max_bytes)),
-        "connections.max.idle.ms": (ConfigType.LONG, str(config.connections_max_idle_ms)),
-        "log.segment.bytes": (ConfigType.INT, str(log_config.segment_bytes)),
-        "log.roll.ms": (ConfigType.LONG, str(log_config.segment_ms)),
-        "log.retention.ms": (ConfigType.LONG, str(log_config.retention_ms)),
-        "log.retention.bytes": (ConfigType.LONG, str(log_config.retention_bytes)),
-        "message.max.bytes": (ConfigType.INT, str(log_config.max_message_bytes)),
-        "log.index.interval.bytes": (ConfigType.INT, str(log_config.index_interval_bytes)),
-        "log.message.timestamp.type": (ConfigType.STRING, log_config.message_timestamp_type),
-        "log.cleanup.policy": (ConfigType.LIST, "compact" if log_config.compact else "delete"),
-    }

@@ -7,12 +7,10 @@ out it stops accepting, lets in-flight requests finish, flushes and marks a clea
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import logging
 import time
-from collections.abc import Iterator
 from typing import Any, cast
 
 import trio
@@ -40,6 +38,7 @@ from rivven_kproto.codec.messages.produce import ProduceRequest
 from rivven_kproto.codec.messages.txn_offset_commit import TxnOffsetCommitRequest
 from rivven_kproto.codec.splice import Frame
 
+from . import duties
 from .cluster import CONTROLLER_APIS, ClusterFollower, coordinator_key
 from .connection_limits import (
     ACCEPT_RETRY_S,
@@ -74,8 +73,6 @@ log = logging.getLogger(__name__)
 
 RECEIVE_SIZE = 256 * 1024
 SHUTDOWN_GRACE_S = 5.0
-GROUP_TIMER_MAX_WAIT_S = 1.0  # the group loop looks again at least this often (shards loaded meanwhile)
-GROUP_TIMER_RETRY_S = 0.002  # and at most this often
 # The group APIs that arm timers: JoinGroup, Heartbeat, LeaveGroup, SyncGroup, ConsumerGroupHeartbeat.
 GROUP_TIMER_APIS = frozenset({11, 12, 13, 14, 68})
 CPU_THREADS = 2
@@ -83,7 +80,6 @@ CPU_THREADS = 2
 # their responses encoded, on a worker thread: tens of thousands of array elements cost Python time.
 OFFLOAD_FRAME_BYTES = 64 * 1024
 TLS_HANDSHAKE_TIMEOUT_S = 10.0
-LAG_TICK_S = 0.1
 
 
 class Server:
@@ -121,7 +117,7 @@ class Server:
         # Brokers sharing a store: heartbeats, leadership, the catalog, the coordinator's remote markers.
         self.follower = (
             ClusterFollower(broker, self.durability, config.advertised, self.notify_append, self.warnings)
-            if broker.storage.heartbeat_interval_s is not None else None
+            if broker.membership.heartbeat_interval_s is not None else None
         )
 
     # -- appends wake fetch long-polls --------------------------------------------------------
@@ -414,79 +410,19 @@ class Server:
     async def background(self) -> None:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self.durability.run)
-            nursery.start_soon(self._retention_loop)
-            nursery.start_soon(self._transaction_loop)
-            nursery.start_soon(self._group_loop)
+            nursery.start_soon(duties.retention_loop, self)
+            nursery.start_soon(duties.transaction_loop, self)
+            nursery.start_soon(duties.group_loop, self)
             if self.metrics is not None:
-                nursery.start_soon(self._loop_lag)
-            if self.follower is not None and self.broker.storage.heartbeat_interval_s is not None:
+                nursery.start_soon(duties.loop_lag, self.metrics)
+            if self.follower is not None and self.broker.membership.heartbeat_interval_s is not None:
                 # A shared store: this broker's registration, the cluster's leadership, remote markers.
-                nursery.start_soon(self.follower.heartbeat_loop, self.broker.storage.heartbeat_interval_s)
+                nursery.start_soon(self.follower.heartbeat_loop, self.broker.membership.heartbeat_interval_s)
                 nursery.start_soon(self.follower.marker_loop)
-
-    async def _retention_loop(self) -> None:
-        while True:
-            await trio.sleep(self.config.retention_check_interval_ms / 1000)
-            now = wall_clock_ms()
-            with self._surviving_shortage("retention"):
-                self.broker.apply_retention(now)
-                self.broker.expire_producers(now)
-
-    async def _transaction_loop(self) -> None:
-        """Transaction timeouts and marker retries are the coordinator's clock-driven duties."""
-        while True:
-            await trio.sleep(self.config.transaction_check_interval_ms / 1000)
-            changed = False
-            for txn in self.broker.txn_coordinators():
-                counters = txn.counters
-                before = (counters.committed, counters.aborted)
-                with self._surviving_shortage("transactions"):
-                    txn.tick(wall_clock_ms())
-                changed = changed or (counters.committed, counters.aborted) != before
-            if changed:
-                self.notify_append()  # markers moved last stable offsets: wake read_committed fetches
-
-    async def _group_loop(self) -> None:
-        """Session, join and sync timeouts and offset expiry are the group coordinator's clock:
-        a timer per deadline (Kafka's timing wheel), not a periodic tick. The loop fires what is
-        due, then sleeps until the earliest deadline, or until a group request may have armed an
-        earlier one (``group_timers_moved``), and at most GROUP_TIMER_MAX_WAIT_S."""
-        while True:
-            self._group_timers_moved = trio.Event()
-            for groups in self.broker.group_coordinators():
-                with self._surviving_shortage("groups"):
-                    groups.tick(wall_clock_ms())
-            self.wake_groups()
-            deadlines = [groups.next_deadline() for groups in self.broker.group_coordinators()]
-            wait_s = GROUP_TIMER_MAX_WAIT_S
-            if deadlines:
-                # Still due right after the tick: fell due meanwhile, or could not fire (a log
-                # write failed): looked at again shortly, never in a busy loop.
-                wait_s = min(wait_s, max(GROUP_TIMER_RETRY_S, (min(deadlines) - wall_clock_ms()) / 1000))
-            with trio.move_on_after(wait_s):
-                await self._group_timers_moved.wait()
 
     def group_timers_moved(self) -> None:
         """A group request may have armed a timer earlier than the one the group loop sleeps for."""
         self._group_timers_moved.set()
-
-    async def _loop_lag(self) -> None:
-        """How late a 100 ms tick wakes: any blocking call on the loop shows here."""
-        assert self.metrics is not None
-        while True:
-            before = trio.current_time()
-            await trio.sleep(LAG_TICK_S)
-            self.metrics.event_loop_lag.observe(max(0.0, trio.current_time() - before - LAG_TICK_S))
-
-    @contextlib.contextmanager
-    def _surviving_shortage(self, duty: str) -> Iterator[None]:
-        """A background duty out of descriptors or memory logs (rate-limited) and retries next tick."""
-        try:
-            yield
-        except OSError as exc:
-            if exc.errno not in RESOURCE_ERRNOS:
-                raise
-            self.warnings.warning(duty, "%s postponed: %s", duty, exc.strerror)
 
     async def drain(self) -> None:
         """Stop reading new requests; wait (bounded) for in-flight ones to finish."""

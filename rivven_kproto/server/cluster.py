@@ -24,11 +24,14 @@ from collections.abc import Callable
 
 import trio
 
-from rivven_kproto.broker.broker import COORDINATOR_EPOCH, Broker
+from rivven_kproto.broker import follow
+from rivven_kproto.broker.broker import Broker
 from rivven_kproto.broker.cluster import Node, catalog_digest
 from rivven_kproto.broker.coordinator_shards import GROUP_SHARD_TOPIC
-from rivven_kproto.broker.remote_markers import RemoteMarker
-from rivven_kproto.broker.storage import CoordinationLost, Pulse, StorageError
+from rivven_kproto.broker.markers.remote import RemoteMarker
+from rivven_kproto.broker.markers.writer import COORDINATOR_EPOCH
+from rivven_kproto.broker.membership import Pulse
+from rivven_kproto.broker.storage import CoordinationLost, StorageError
 from rivven_kproto.codec.connection import ProtocolError, RequestEvent
 from rivven_kproto.codec.messages.envelope import EnvelopeResponse
 
@@ -85,7 +88,7 @@ class ClusterFollower:
         while True:
             started = claims.clock()
             try:
-                pulse = await trio.to_thread.run_sync(self.broker.storage.heartbeat, host, port, self.peer_endpoint)
+                pulse = await trio.to_thread.run_sync(self.broker.membership.heartbeat, host, port, self.peer_endpoint)
             except CoordinationLost:
                 raise
             except StorageError as exc:
@@ -120,11 +123,11 @@ class ClusterFollower:
             # ClaimsLease.recheck_s). Those are let go of below (and read again from the store if
             # this broker leads them still); its shards' locks were checked by the heartbeat (lost
             # ones stop the broker).
-            lost = await trio.to_thread.run_sync(broker.storage.claims_lost, broker.led_logs())
-            broker.fence(lost)
+            lost = await trio.to_thread.run_sync(broker.membership.claims_lost, broker.led_logs())
+            follow.fence(broker, lost)
         # The documents the controller changed, read before adopting the pulse (this broker does
         # not write them meanwhile: it is not the controller, or it refuses such changes).
-        reload = broker.documents_to_reload(pulse)
+        reload = follow.documents_to_reload(broker, pulse)
         if reload:
             try:
                 contents = await trio.to_thread.run_sync(self._read_documents, reload)
@@ -132,7 +135,7 @@ class ClusterFollower:
                 self.warnings.warning("documents", "cannot read %s: %s (read again at the next heartbeat)",
                                       ", ".join(reload), exc)
             else:
-                broker.reload_documents(contents, pulse.documents)
+                follow.reload_documents(broker, contents, pulse.documents)
         members = tuple(node.node_id for node in pulse.nodes)
         if members != self._members:
             # Act on a change of the live brokers only once two heartbeats agree: while brokers
@@ -140,10 +143,10 @@ class ClusterFollower:
             # their partitions here and back (each move fences the other's writes).
             self._members = members
             return False
-        wanted = broker.apply_pulse(pulse)
+        wanted = follow.apply_pulse(broker, pulse)
         if wanted:
-            opened = await trio.to_thread.run_sync(broker.open_partitions, wanted, wall_clock_ms())
-            broker.install(opened)
+            opened = await trio.to_thread.run_sync(follow.open_partitions, broker, wanted, wall_clock_ms())
+            follow.install(broker, opened)
         return True
 
     async def _acknowledge_catalog(self) -> None:
@@ -151,7 +154,7 @@ class ClusterFollower:
         if broker.catalog_seen is not None and not broker.cluster.is_coordinator:
             digest = catalog_digest(broker.catalog_seen)
             if digest != self.acknowledged:
-                await trio.to_thread.run_sync(broker.storage.acknowledge_catalog, digest)
+                await trio.to_thread.run_sync(broker.membership.acknowledge_catalog, digest)
                 self.acknowledged = digest
 
     async def _follow_shards(self) -> None:
@@ -176,7 +179,7 @@ class ClusterFollower:
             finally:
                 # Also when that commit failed (its requests were never answered): a shard this
                 # broker no longer serves must not stay locked where no broker can take it.
-                await trio.to_thread.run_sync(broker.storage.release_shard, shard)
+                await trio.to_thread.run_sync(broker.membership.release_shard, shard)
         loaded = False
         try:
             for shard in cluster.shards_of(cluster.self_id):
@@ -203,7 +206,7 @@ class ClusterFollower:
             while True:
                 digests = self.broker.store.digests_since(saves_before)
                 try:
-                    lagging = await trio.to_thread.run_sync(self.broker.storage.catalog_lagging, digests)
+                    lagging = await trio.to_thread.run_sync(self.broker.membership.catalog_lagging, digests)
                 except StorageError as exc:
                     self.warnings.warning("catalog", "cannot tell whether the brokers applied the catalog: %s", exc)
                     lagging = [-1]
@@ -235,10 +238,10 @@ class ClusterFollower:
         """Send the markers the coordinator asked for, grouped by leader, and complete what they finish."""
         broker = self.broker
         while True:
-            if not broker.remote_markers.pending:
+            if not broker.markers.remote.pending:
                 await trio.sleep(MARKER_POLL_S)
                 continue
-            taken = broker.remote_markers.take()
+            taken = broker.markers.remote.take()
             # A marker goes out only once its transaction's PrepareCommit/PrepareAbort is durable
             # (appended before the marker was asked for): a coordinator that dies before that
             # must not leave markers of a decision it never logged.
@@ -255,7 +258,7 @@ class ClusterFollower:
                     continue
                 topic = broker.topics.get(marker.topic)
                 if topic is None:
-                    broker.remote_markers.finish(marker, True)  # deleted meanwhile: needs no marker
+                    broker.markers.remote.finish(marker, True)  # deleted meanwhile: needs no marker
                     continue
                 leader = broker.cluster.leader(topic.meta.topic_id, marker.partition,
                                                 topic.meta.assigned(marker.partition))
@@ -272,7 +275,7 @@ class ClusterFollower:
                     else:
                         nursery.start_soon(self._send, node, markers, results)
             for marker, written in results.items():
-                broker.remote_markers.finish(marker, written)
+                broker.markers.remote.finish(marker, written)
             if not all(results.values()):
                 await trio.sleep(MARKER_RETRY_S)  # then asked for again, by the retry below
             if broker.coordinating:

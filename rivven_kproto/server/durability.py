@@ -27,7 +27,7 @@ import trio
 
 from rivven_kproto.broker.broker import Broker
 from rivven_kproto.broker.config import BrokerConfig
-from rivven_kproto.broker.durable.flush import PendingFlush
+from rivven_kproto.broker.durable.flush import FlushItem
 from rivven_kproto.broker.durable.log import DurableLog
 from rivven_kproto.broker.durable.work import Job, run_all
 from rivven_kproto.broker.log.base import PartitionLogBase as PartitionLog
@@ -51,7 +51,7 @@ def wall_clock_ms() -> int:
     return int(time.time() * 1000)
 
 
-def _sync_then_work(storage: Storage, pending: list[PendingFlush], jobs: list[Job]) -> None:
+def _sync_then_work(storage: Storage, pending: list[FlushItem], jobs: list[Job]) -> None:
     """Worker thread: make what the round captured durable (fsyncs, or one database commit),
     then run the queued file work in order."""
     storage.sync(pending)
@@ -110,10 +110,10 @@ class Durability:
         while self._completed < target:
             await self._completed_event.wait()
 
-    def _capture(self, now: int, only_due: bool) -> tuple[list[tuple[PartitionLog, PendingFlush]],
-                                                         list[tuple[DurableLog, PendingFlush]]]:
-        partitions: list[tuple[PartitionLog, PendingFlush]] = []
-        logs: list[tuple[DurableLog, PendingFlush]] = []
+    def _capture(self, now: int, only_due: bool) -> tuple[list[tuple[PartitionLog, FlushItem]],
+                                                         list[tuple[DurableLog, FlushItem]]]:
+        partitions: list[tuple[PartitionLog, FlushItem]] = []
+        logs: list[tuple[DurableLog, FlushItem]] = []
         try:
             for partition in list(self.broker.unflushed):
                 flush_ms = partition.config.flush_ms
@@ -179,7 +179,7 @@ class Durability:
             self.after_commit()
         # Markers refused with a log another broker claimed (appended before or during this round).
         lost = frozenset((partition.name, producer_id) for partition, flush in partitions
-                         if getattr(flush, "fenced", False) for producer_id in partition.lost_markers)
+                         if flush.fenced for producer_id in partition.lost_markers)
         for shard, txns in completing:
             if self.broker.shards.get(shard.index) is shard:  # not handed over meanwhile
                 shard.txn.complete_synced(txns, now, lost)

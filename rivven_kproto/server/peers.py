@@ -29,7 +29,7 @@ from scramp import ScramException
 
 from rivven_kproto.broker.cluster import Node
 from rivven_kproto.broker.config import InterBrokerClient
-from rivven_kproto.broker.remote_markers import RemoteMarker
+from rivven_kproto.broker.markers.remote import RemoteMarker
 from rivven_kproto.broker.security.sasl_client import ClientSecurity, sasl_conversation
 from rivven_kproto.codec.connection import encode_request
 from rivven_kproto.codec.errors import Errors

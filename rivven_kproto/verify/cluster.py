@@ -85,6 +85,7 @@ class Cluster:
         """Start broker ``node`` behind a new proxy on a free port; a port another process took
         between the probe and the broker's bind (others run on the machine) gets a new one."""
         log_path = self.work_dir / f"n{node}.log"
+        assert self.database is not None
         for _ in range(START_ATTEMPTS):
             port = _free_port()
             proxy = CuttingProxy("127.0.0.1:0", f"127.0.0.1:{port}")

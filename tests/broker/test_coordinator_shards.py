@@ -19,6 +19,7 @@ from rivven_kproto.broker.config import BrokerConfig
 from rivven_kproto.broker.coordinator_shards import GROUP_SHARD_TOPIC, GroupsPending, log_names
 from rivven_kproto.broker.groups.api import CommitPartition
 from rivven_kproto.broker.storage import CoordinationLost
+from rivven_kproto.broker.storage.postgres.membership import PgMembership
 from rivven_kproto.broker.storage.postgres.store import COORDINATOR_SHARDS, PostgresStorage
 
 NOW = 1_700_000_000_000
@@ -77,13 +78,13 @@ def test_a_groups_completion_goes_to_its_shards_holder_as_a_marker(broker: Broke
     broker.shard_count = 4  # as if the store had four shards and this broker held shard 0 only
     local = next(f"g{i}" for i in range(100) if shard_of(f"g{i}", 4) == 0)
     remote = next(f"g{i}" for i in range(100) if shard_of(f"g{i}", 4) == 3)
-    broker.complete_groups(5, [local], True)  # completed here (nothing pending: nothing logged)
+    broker.markers.complete_groups(5, [local], True)  # completed here (nothing pending: nothing logged)
     with pytest.raises(GroupsPending):
-        broker.complete_groups(5, [local, remote], True)
-    (marker,) = broker.remote_markers.take()
+        broker.markers.complete_groups(5, [local, remote], True)
+    (marker,) = broker.markers.remote.take()
     assert (marker.topic, marker.partition, marker.producer_id, marker.commit) == (GROUP_SHARD_TOPIC, 3, 5, True)
-    broker.remote_markers.finish(marker, True)  # the holder acknowledged it
-    broker.complete_groups(5, [local, remote], True)
+    broker.markers.remote.finish(marker, True)  # the holder acknowledged it
+    broker.markers.complete_groups(5, [local, remote], True)
     assert broker.group_coordinator(remote) is None and broker.group_coordinator(local) is not None
 
 
@@ -114,21 +115,22 @@ def test_a_database_of_the_single_coordinator_version_is_one_shard(postgres_url:
 
 
 def owners(storage: PostgresStorage) -> dict[int, int]:
-    with storage.connection() as conn:
-        return storage.shard_owners(conn)
+    with storage.pool.connection() as conn:
+        return storage.leases.shard_owners(conn)
 
 
 def test_a_shard_log_write_needs_the_shards_lock(postgres_url: str) -> None:
     storage = PostgresStorage(postgres_url, node=(1, "127.0.0.1", 1))
     other = PostgresStorage(postgres_url, node=(2, "127.0.0.1", 2))
     try:
-        storage.heartbeat("127.0.0.1", 1)  # the first heartbeat takes the free shards it is preferred for
-        assert storage.shards_held and owners(storage) == {s: 1 for s in storage.shards_held}
-        held = min(storage.shards_held)
+        membership = PgMembership(storage)
+        membership.heartbeat("127.0.0.1", 1)  # the first heartbeat takes the free shards it is preferred for
+        assert storage.leases.shards_held and owners(storage) == {s: 1 for s in storage.leases.shards_held}
+        held = min(storage.leases.shards_held)
         log_ = storage.coordinator_log(f"groups/{held}", None, held)  # type: ignore[arg-type]
         log_.append(b"entry")
         storage.commit([log_.begin_sync()])  # type: ignore[list-item]
-        storage.release_shard(held)
+        membership.release_shard(held)
         assert held not in owners(storage)
         log_.append(b"fenced")
         with pytest.raises(CoordinationLost):
@@ -145,13 +147,13 @@ def test_a_marker_on_a_group_shard_completes_its_offsets_here_or_asks_its_holder
     groups = broker.shards[0].groups
     groups.commit_txn_offsets(local, 5, 0, -1, "", None, [CommitPartition("t", 0, 42, -1, "")], NOW)
     assert groups.offsets.pending_producers(local) == {5}
-    failed = broker.write_markers(5, 0, True, [(GROUP_SHARD_TOPIC, 0), (GROUP_SHARD_TOPIC, 3)], NOW)
+    failed = broker.markers.write_markers(5, 0, True, [(GROUP_SHARD_TOPIC, 0), (GROUP_SHARD_TOPIC, 3)], NOW)
     assert failed == {(GROUP_SHARD_TOPIC, 3)}  # shard 3 is another broker's: asked for
     assert not groups.offsets.pending_producers(local) and groups.offsets.get(local, "t", 0) is not None
-    (marker,) = broker.remote_markers.take()
+    (marker,) = broker.markers.remote.take()
     assert (marker.topic, marker.partition, marker.producer_epoch) == (GROUP_SHARD_TOPIC, 3, 0)
-    broker.remote_markers.finish(marker, True)
-    assert broker.write_markers(5, 0, True, [(GROUP_SHARD_TOPIC, 3)], NOW) == set()
+    broker.markers.remote.finish(marker, True)
+    assert broker.markers.write_markers(5, 0, True, [(GROUP_SHARD_TOPIC, 3)], NOW) == set()
 
 
 @contextlib.contextmanager
@@ -159,8 +161,8 @@ def holding_a_shard(postgres_url: str) -> Iterator[tuple[PostgresStorage, int]]:
     """Node 1 alone on the database, and a coordinator shard it took with its first heartbeat."""
     storage = PostgresStorage(postgres_url, node=(1, "127.0.0.1", 1))
     try:
-        storage.heartbeat("127.0.0.1", 1)
-        yield storage, min(storage.shards_held)
+        PgMembership(storage).heartbeat("127.0.0.1", 1)
+        yield storage, min(storage.leases.shards_held)
     finally:
         storage.close()
 
@@ -217,18 +219,18 @@ def test_an_acknowledgement_does_not_outlive_the_coordinators_tenure(broker: Bro
     error, pid, _ = broker.shards[0].txn.init_producer_id("app", 60_000, -1, -1, NOW)
     assert error.name == "NONE"
     with pytest.raises(GroupsPending):
-        broker.complete_groups(pid, [remote], True)
-    (marker,) = broker.remote_markers.take()
+        broker.markers.complete_groups(pid, [remote], True)
+    (marker,) = broker.markers.remote.take()
     if answered == "before":
-        broker.remote_markers.finish(marker, True)
+        broker.markers.remote.finish(marker, True)
     dropped = broker.drop_shard(0)  # handed over before the transaction took the acknowledgement
     assert dropped is not None
     dropped.close()
     if answered == "after":
-        broker.remote_markers.finish(marker, True)
+        broker.markers.remote.finish(marker, True)
     broker.shard_count = 1  # (the native log's names, to load it again)
     broker.load_shard(0, NOW)  # the shard comes back; the producer's next transaction commits
     broker.shard_count = 4
     with pytest.raises(GroupsPending):
-        broker.complete_groups(pid, [remote], True)
-    assert broker.remote_markers.take() == [marker]  # asked for again, not taken as written
+        broker.markers.complete_groups(pid, [remote], True)
+    assert broker.markers.remote.take() == [marker]  # asked for again, not taken as written

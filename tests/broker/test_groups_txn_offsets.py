@@ -364,7 +364,7 @@ def fault(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
 
 
 def test_broker_wires_the_group_coordinator(node: Node) -> None:
-    assert node.broker.txn.complete_groups == node.broker.complete_groups  # routed by the groups' shard
+    assert node.broker.txn.complete_groups == node.broker.markers.complete_groups  # routed by the groups' shard
 
 
 @pytest.mark.parametrize("commit_it", [True, False])

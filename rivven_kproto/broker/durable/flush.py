@@ -36,6 +36,21 @@ class FileWrite(Protocol):
         """The flush did not complete: the write is owed again."""
         ...
 
+
+class FlushItem(Protocol):
+    """One log's part of a flush round, whichever engine makes it durable (``PendingFlush``: the
+    native log's fsyncs; ``PgCommit``: its rows in the round's database transaction)."""
+
+    kind: str  # what is synced ("segment", or a coordinator log's name), for the metrics
+    synced: bool  # made durable by the round
+    seconds: float  # how long the round's sync took
+    fenced: bool  # refused: another broker claimed the partition (a shared store only)
+
+    def release(self) -> None:
+        """Give back what the item holds (descriptors) when it is not synced after all."""
+        ...
+
+
 logger = logging.getLogger(__name__)
 
 
@@ -54,6 +69,7 @@ class PendingFlush:
     kind: str = "segment"  # what is synced ("segment", or a coordinator log's name), for the metrics
     synced: bool = False
     seconds: float = 0.0  # how long ``sync`` took
+    fenced: bool = False  # a directory nobody else writes is never claimed away
 
     def sync(self) -> None:
         """Make the writes, fsync and close the duplicated descriptors, fsync the named files (and
@@ -87,6 +103,16 @@ class PendingFlush:
         for fd in self.descriptors:
             os.close(fd)
         self.descriptors = []
+
+
+def native_items(items: Iterable[FlushItem]) -> list[PendingFlush]:
+    """The round's items as the native log's (a database commit here would be a wiring error)."""
+    pending: list[PendingFlush] = []
+    for item in items:
+        if not isinstance(item, PendingFlush):
+            raise TypeError(f"the native log cannot sync {type(item).__name__}")
+        pending.append(item)
+    return pending
 
 
 def sync_all(pending: Iterable[PendingFlush]) -> None:

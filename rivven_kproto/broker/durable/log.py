@@ -39,7 +39,7 @@ from pathlib import Path
 import xxhash
 
 from .files import TMP_SUFFIX, fsync, fsync_dir, write_atomic
-from .flush import PendingFlush
+from .flush import FlushItem, PendingFlush, native_items
 from .work import BlockingWork, Job, submit
 
 log = logging.getLogger(__name__)
@@ -232,8 +232,9 @@ class DurableLog:
         self._dirty = self._dir_dirty = False
         return pending
 
-    def abandon_sync(self, pending: PendingFlush) -> None:
+    def abandon_sync(self, item: FlushItem) -> None:
         """A captured sync that could not run: its descriptors wait for the next one."""
+        (pending,) = native_items([item])
         self._retired.extend(pending.descriptors)
         pending.descriptors = []
         self._dirty = True

@@ -54,7 +54,7 @@ from .consumer_membership import ConsumerMembership, validate_consumer_commit
 from .consumer_protocol import PROTOCOL_TYPE
 from .group import ClassicGroup, GroupState
 from .membership import Membership, Tickets, validate_member
-from .offsets import BY_COMMIT_TIME, OffsetStore
+from .offsets import BY_COMMIT_TIME, OffsetStore, utf16_length
 from .records import (
     ConsumerGroupRecord,
     ConsumerGroupTombstone,
@@ -74,11 +74,6 @@ log = logging.getLogger(__name__)
 
 MAX_TIMER_ROUNDS = 16
 SNAPSHOT_CHUNK = 1000  # records per snapshot entry: entries stay far below the log's size bound
-
-
-def _utf16_length(text: str) -> int:
-    """Java's ``String.length()``, which Kafka compares with offset.metadata.max.bytes."""
-    return len(text.encode("utf-16-le")) // 2
 
 
 class GroupCoordinator(ConsumerGroups):
@@ -298,7 +293,7 @@ class GroupCoordinator(ConsumerGroups):
         the server sleeps until it (a timer per deadline, not a periodic tick)."""
         earliest = self._last_expiry_ms + self.config.offsets_retention_check_interval_ms
         for group in self.groups.values():
-            for _, _, deadline in _timers(group):
+            for _, _, deadline in group.timers():
                 earliest = min(earliest, deadline)
         for consumer_group in self.consumer_groups.values():
             for deadline in (*consumer_group.deadlines.values(), *consumer_group.revoke_deadlines.values()):
@@ -310,14 +305,14 @@ class GroupCoordinator(ConsumerGroups):
             due: list[tuple[int, int, str, str, str]] = []
             for group_id in group_ids:
                 group = self.groups.get(group_id)
-                for seq, (kind, member_id, deadline) in enumerate(_timers(group) if group is not None else ()):
+                for seq, (kind, member_id, deadline) in enumerate(group.timers() if group is not None else ()):
                     if deadline <= now_ms:
                         due.append((deadline, seq, group_id, kind, member_id))
             if not due:
                 break
             for deadline, _, group_id, kind, member_id in sorted(due):
                 target = self.groups.get(group_id)
-                if target is not None and _still_due(target, kind, member_id, deadline):
+                if target is not None and target.still_due(kind, member_id, deadline):
                     self._fire(target, kind, member_id, now_ms)
 
     def _fire(self, group: ClassicGroup, kind: str, member_id: str, now_ms: int) -> None:
@@ -360,7 +355,7 @@ class GroupCoordinator(ConsumerGroups):
         errors, records = [], []
         for p in partitions:
             metadata = p.metadata or ""
-            if _utf16_length(metadata) > self.config.offset_metadata_max_bytes:
+            if utf16_length(metadata) > self.config.offset_metadata_max_bytes:
                 errors.append(Errors.OFFSET_METADATA_TOO_LARGE)
                 continue
             errors.append(Errors.NONE)
@@ -428,7 +423,7 @@ class GroupCoordinator(ConsumerGroups):
         records: list[Record] = []
         for p in partitions:
             metadata = p.metadata or ""
-            if _utf16_length(metadata) > self.config.offset_metadata_max_bytes:
+            if utf16_length(metadata) > self.config.offset_metadata_max_bytes:
                 errors.append(Errors.OFFSET_METADATA_TOO_LARGE)
                 continue
             errors.append(Errors.NONE)
@@ -601,27 +596,3 @@ class GroupCoordinator(ConsumerGroups):
                     error = exc.error
             results.append((group_id, error))
         return results
-
-
-def _timers(group: ClassicGroup) -> Iterable[tuple[str, str, int]]:
-    for member in group.members.values():
-        if member.heartbeat_deadline is not None:
-            yield "member", member.member_id, member.heartbeat_deadline
-    for member_id, deadline in group.pending_members.items():
-        yield "member", member_id, deadline
-    if group.join_deadline is not None:
-        yield "join", "", group.join_deadline
-    if group.sync_deadline is not None:
-        yield "sync", "", group.sync_deadline
-
-
-def _still_due(group: ClassicGroup, kind: str, member_id: str, deadline: int) -> bool:
-    """A timer fired earlier in the same tick may have moved or cancelled this one."""
-    if kind == "member":
-        member = group.members.get(member_id)
-        if member is not None:
-            return member.heartbeat_deadline == deadline
-        return group.pending_members.get(member_id) == deadline
-    if kind == "join":
-        return group.join_deadline == deadline
-    return group.sync_deadline == deadline

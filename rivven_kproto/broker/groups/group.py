@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from .consumer_protocol import PROTOCOL_TYPE, ConsumerProtocolError, subscription_topics
@@ -280,3 +281,26 @@ class ClassicGroup:
         group.leader_id = record.leader_id if record.leader_id in group.members else group.leader_id
         group.subscribed_topics = group.compute_subscribed_topics()
         return group
+
+    def timers(self) -> Iterator[tuple[str, str, int]]:
+        """Its deadlines, for the coordinator's ``tick``: (kind, member id, deadline)."""
+        for member in self.members.values():
+            if member.heartbeat_deadline is not None:
+                yield "member", member.member_id, member.heartbeat_deadline
+        for member_id, deadline in self.pending_members.items():
+            yield "member", member_id, deadline
+        if self.join_deadline is not None:
+            yield "join", "", self.join_deadline
+        if self.sync_deadline is not None:
+            yield "sync", "", self.sync_deadline
+
+    def still_due(self, kind: str, member_id: str, deadline: int) -> bool:
+        """A timer fired earlier in the same tick may have moved or cancelled this one."""
+        if kind == "member":
+            member = self.members.get(member_id)
+            if member is not None:
+                return member.heartbeat_deadline == deadline
+            return self.pending_members.get(member_id) == deadline
+        if kind == "join":
+            return self.join_deadline == deadline
+        return self.sync_deadline == deadline

@@ -195,3 +195,8 @@ class OffsetStore:
                 if now_ms - base >= retention_ms:
                     out.append(key)
         return out
+
+
+def utf16_length(text: str) -> int:
+    """Java's ``String.length()``, which Kafka compares with offset.metadata.max.bytes."""
+    return len(text.encode("utf-16-le")) // 2

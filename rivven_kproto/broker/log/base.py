@@ -8,10 +8,12 @@ native segment files (``partition_log.PartitionLog``) or PostgreSQL rows
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from rivven_kproto.broker.durable.flush import FlushItem
 from rivven_kproto.broker.log.config import LogConfig
 from rivven_kproto.broker.log.producer_state import AbortedTxn, BatchMeta, ProducerStateManager
 from rivven_kproto.broker.log.region import FileRegion
@@ -104,8 +106,9 @@ def exact_record(data: bytes, log_start: int, wanted: Callable[[int], bool]) -> 
     return None
 
 
-class PartitionLogBase:
-    """Append, mark and read one partition; the engine stores and reads the bytes."""
+class PartitionLogBase(ABC):
+    """Append, mark and read one partition; the engine stores and reads the bytes (its abstract
+    methods: a subclass that lacks one cannot be made)."""
 
     def __init__(self, name: str, config: LogConfig, producers: ProducerStateManager, now_ms: int) -> None:
         self.name = name  # "<topic>-<partition>", for messages
@@ -127,44 +130,49 @@ class PartitionLogBase:
     # -- what an engine provides -----------------------------------------------------------------
 
     @property
+    @abstractmethod
     def log_end_offset(self) -> int:
         """The next offset to assign."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _check_open(self) -> None:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _write(self, buf: bytes | bytearray, batches: Batches, max_timestamp: int, now_ms: int) -> None:
         """Store validated, stamped batches at the log end (raise KafkaError to refuse)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def read(
         self, offset: int, max_bytes: int, *, upper_bound: int | None = None, min_one_batch: bool = True
     ) -> ReadResult:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _advance_log_start(self, offset: int) -> None:
         """Hide (and eventually delete) the offsets below ``offset``."""
-        raise NotImplementedError
 
     @property
+    @abstractmethod
     def closed(self) -> bool:
-        raise NotImplementedError
+        ...
 
     @property
+    @abstractmethod
     def size_bytes(self) -> int:
-        raise NotImplementedError
+        ...
 
     @property
+    @abstractmethod
     def segment_base_offsets(self) -> list[int]:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def plan_cold_read(
         self, offset: int, max_bytes: int, isolation: IsolationLevel, *, zero_copy: bool = False
     ) -> ColdReadPlan | None:
         """A Fetch read worth a worker thread, or None to read inline (``zero_copy``: the plan
         may return a :class:`FileRegion`, see :meth:`read_region`)."""
-        raise NotImplementedError
 
     def read_region(
         self, offset: int, max_bytes: int, *, upper_bound: int, min_one_batch: bool
@@ -173,35 +181,42 @@ class PartitionLogBase:
         None when the engine has no files or the read is too small to gain from it."""
         return None
 
+    @abstractmethod
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def max_timestamp_offset(self) -> tuple[int, int] | None:
-        raise NotImplementedError
+        ...
 
     def plan_offset_lookup(self, timestamp: int) -> Callable[[], tuple[int, int] | None] | None:
         """ListOffsets by ``timestamp`` (or -3, the largest) as a function for a worker thread,
         or None when the lookup is cheap enough to run inline (the native log's indexes)."""
         return None
 
+    @abstractmethod
     def apply_retention(self, now_ms: int) -> int:
-        raise NotImplementedError
+        ...
 
-    def begin_flush(self) -> Any:
+    @abstractmethod
+    def begin_flush(self) -> FlushItem:
         """Capture what the flusher must make durable (``PendingFlush`` or a database commit)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def finish_flush(self, pending: Any, now_ms: int | None = None) -> None:
-        raise NotImplementedError
+        """Back on the loop: apply the outcome of the item this log's ``begin_flush`` returned."""
 
+    @abstractmethod
     def flush(self, now_ms: int | None = None) -> None:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def close(self) -> None:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def delete(self) -> None:
-        raise NotImplementedError
+        ...
 
     # -- shared rules ----------------------------------------------------------------------------
 
@@ -215,8 +230,9 @@ class PartitionLogBase:
         return self.log_end_offset - self.recovery_point
 
     @property
+    @abstractmethod
     def recovery_point(self) -> int:
-        raise NotImplementedError
+        """Offsets below it are durable (the engine's last completed flush)."""
 
     def append(
         self,
@@ -352,6 +368,7 @@ class PartitionLogBase:
 
     def learn_committed(self, producer_id: int, epoch: int, first_offset: int) -> None:
         """The open transaction (as ``undecided_transactions`` named it) is decided committed."""
+        return None  # an engine whose markers are all written locally never waits for a decision
 
     @property
     def high_watermark(self) -> int:

@@ -14,12 +14,28 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from rivven_kproto.codec.acls import Operation, PatternType, Permission
 
-if TYPE_CHECKING:
-    from rivven_kproto.broker.security.acls import AclBinding
+
+class AclBinding(Protocol):
+    """What the index reads of an ACL (``acls.AclBinding``; a protocol: acls.py imports this module)."""
+
+    @property
+    def resource_type(self) -> int: ...
+    @property
+    def resource_name(self) -> str: ...
+    @property
+    def pattern_type(self) -> int: ...
+    @property
+    def principal(self) -> str: ...
+    @property
+    def host(self) -> str: ...
+    @property
+    def operation(self) -> int: ...
+    @property
+    def permission(self) -> int: ...
 
 WILDCARD = "*"
 WILDCARD_PRINCIPAL = "User:*"

@@ -4,23 +4,26 @@
 ``postgresql``: the same state in a PostgreSQL database (``--storage postgresql://...``), so that a
 broker holds nothing the database does not (see ``postgres/``). The broker asks its engine for
 documents, coordinator logs, producer id blocks and partition logs; the server's flusher asks it
-to make a round's writes durable (``sync``). Handlers never see which engine runs.
+to make a round's writes durable (``sync``). Handlers never see which engine runs. Who this broker
+is in a cluster (heartbeats, claims, shard hand-over, catalog acknowledgements) is not storage:
+``open_storage`` returns it beside the engine, as a ``ClusterMembership`` (broker/membership.py).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..cluster import Node
+from ..durable.flush import FlushItem
 from ..durable.log import DurableLog
-from ..durable.work import BlockingWork, Document, RetryRound
+from ..durable.work import BlockingWork, Document
 from ..log.base import PartitionLogBase
 from ..log.config import LogConfig
+from ..membership import AloneMembership, ClusterMembership
 from ..producer_ids import BlockSource
+from .errors import CoordinationLost, DatabaseInUse, StorageConflict, StorageError, StorageUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -30,54 +33,9 @@ START_WAIT_S = 60.0
 START_RETRY_S = 1.0
 
 
-class StorageError(RuntimeError):
-    """The storage engine cannot be used (start-up reports it in one line)."""
-
-
-class StorageUnavailable(StorageError, RetryRound):
-    """The store cannot be reached now (a database restart or failover): the flusher retries the
-    round; a request that reads the store gets KAFKA_STORAGE_ERROR (retriable), as an I/O error."""
-
-    transient = True  # False: waiting will not help (a wrong password, no such database)
-
-
-class StorageConflict(StorageError):
-    """A partition's end moved in the store under this broker: another writer claimed it."""
-
-    item: Any = None  # the round's item (a partition's commit) that found it
-
-
-class DatabaseInUse(StorageError):
-    """Another broker holds this database (or this node id of it)."""
-
-
-class CoordinationLost(StorageError):
-    """This broker held the coordinator lease, lost it and another broker took it: it must stop."""
-
-
-@dataclass(frozen=True)
-class Pulse:
-    """What a shared store says at a heartbeat: the live brokers, the coordinator, the catalog,
-    and a digest of every other document (ACLs, SCRAM credentials, dynamic broker configs), so
-    that a broker re-reads only what the controller changed since it last looked."""
-
-    nodes: tuple[Node, ...]
-    coordinator_id: int | None
-    catalog: bytes | None  # the topic catalog document as stored now
-    documents: dict[str, str] = field(default_factory=dict)  # name -> digest of its stored bytes
-    shard_owners: dict[int, int] = field(default_factory=dict)  # coordinator shard -> the node holding its lock
-    # Brokers gone from the live set whose session has not expired yet: still listed to clients
-    # (as Kafka lists a broker until its session times out), leading and coordinating nothing.
-    departed: tuple[Node, ...] = ()
-
-
 class Storage(Protocol):
     kind: str
     acknowledge_after_commit: bool  # every acknowledged write waits for its round's commit
-    heartbeat_interval_s: float | None  # how often ``heartbeat`` runs (None: never)
-    # After this long without a heartbeat the others count this broker dead and take its claims (None: alone).
-    session_timeout_s: float | None
-    assigned_node_id: int | None  # the node id the store gave this broker (None: the configured one)
     descriptors_per_partition: int  # open files an idle partition holds
     closes_in_parallel: bool  # Broker.close may close partitions on several threads at once
     coordinator_shards: int  # how many coordinator shards group and transactional ids hash to
@@ -102,30 +60,8 @@ class Storage(Protocol):
         """DeleteTopics, for a partition another broker leads: its data goes with a job."""
         ...
 
-    def sync(self, pending: list[Any]) -> None:
+    def sync(self, pending: list[FlushItem]) -> None:
         """Worker thread: make what a round captured durable (fsyncs, or one database commit)."""
-        ...
-
-    def heartbeat(self, host: str, port: int, peer: tuple[str, int] | None = None) -> Pulse | None:
-        """Worker thread: tell the store this broker (advertised at host:port, its inter-broker
-        listener at ``peer``) is alive; a shared store answers with the brokers serving it (None:
-        this broker is alone)."""
-        ...
-
-    def acknowledge_catalog(self, digest: str) -> None:
-        """Worker thread: this broker applied the topic catalog with this digest (a shared store)."""
-        ...
-
-    def catalog_lagging(self, digests: list[str]) -> list[int]:
-        """Worker thread: live brokers that have applied none of the catalogs with these digests yet."""
-        ...
-
-    def claims_lost(self, logs: list[PartitionLogBase]) -> list[PartitionLogBase]:
-        """Worker thread: those of these logs another writer claimed in the store since they opened."""
-        ...
-
-    def release_shard(self, shard: int) -> None:
-        """Worker thread: this broker handed the coordinator shard over (its writes are durable)."""
         ...
 
     def committed_decisions(self, producer_ids: list[int]) -> dict[int, int]:
@@ -144,23 +80,26 @@ def is_native(url: str | None) -> bool:
 def open_storage(
     url: str | None, data_dir: Path, *, standby: bool = False, node: tuple[int, str, int] | None = None,
     assign_node_id: bool = False, start_wait_s: float = START_WAIT_S,
-) -> Storage:
+) -> tuple[Storage, ClusterMembership]:
     """The engine a ``--storage`` value names (None: the native log in ``data_dir``); ``standby``:
     wait for the database's serving broker to stop instead of failing; ``node``: this broker's
     node id and advertised address, for a shared store's registry of brokers; ``assign_node_id``:
     a shared store picks the node id (``assigned_node_id``), the native log keeps ``node``'s;
-    ``start_wait_s``: how long a database that is not up yet is waited for."""
+    ``start_wait_s``: how long a database that is not up yet is waited for. Returned with the
+    engine: the cluster membership it implements (the native log: a broker alone)."""
     if url is None or is_native(url):
         from .native import NativeStorage
 
-        return NativeStorage(data_dir)
+        return NativeStorage(data_dir), AloneMembership()
     if url.startswith(("postgresql://", "postgres://")):
+        from .postgres.membership import PgMembership
         from .postgres.store import PostgresStorage
 
         deadline = time.monotonic() + start_wait_s
         while True:
             try:
-                return PostgresStorage(url, standby=standby, node=node, assign_node_id=assign_node_id)
+                storage = PostgresStorage(url, standby=standby, node=node, assign_node_id=assign_node_id)
+                return storage, PgMembership(storage)
             except StorageUnavailable as exc:
                 # A database starting up, restarting or failing over: wait for it, as a Kafka
                 # broker waits for its controllers, rather than exit.
@@ -169,3 +108,9 @@ def open_storage(
                 log.warning("%s; trying again (for up to %.0f s from start)", exc, start_wait_s)
                 time.sleep(START_RETRY_S)
     raise ValueError(f"unknown storage {url!r}: expected postgresql://USER[:PASSWORD]@HOST[:PORT]/DB")
+
+
+__all__ = [
+    "CoordinationLost", "DatabaseInUse", "Storage", "StorageConflict", "StorageError", "StorageUnavailable",
+    "is_native", "open_storage",
+]

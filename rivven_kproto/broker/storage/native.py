@@ -10,11 +10,10 @@ from typing import Any
 
 from ..descriptors import log_file_budget
 from ..durable.files import write_atomic
-from ..durable.flush import sync_all
+from ..durable.flush import FlushItem, native_items, sync_all
 from ..durable.log import DurableLog
 from ..durable.work import BlockingWork, Document
 from ..file_modes import make_private_dir
-from ..log.base import PartitionLogBase
 from ..log.config import LogConfig
 from ..log.descriptor_cache import DescriptorCache
 from ..log.directory import DELETED_SUFFIX, remove_deleted
@@ -28,9 +27,6 @@ class NativeStorage:
     # Segment files share one bounded descriptor cache (log/descriptor_cache.py): a partition holds none.
     descriptors_per_partition = 0
     closes_in_parallel = True  # partitions share no state but the descriptor cache (locked)
-    heartbeat_interval_s: float | None = None  # one process owns the directory: nobody to tell
-    session_timeout_s: float | None = None  # nobody takes anything from it
-    assigned_node_id: int | None = None  # alone: the configured node id (default 0) stands
     coordinator_shards = 1  # alone: one shard, whose logs are meta/groups and meta/txn as always
 
     def __init__(self, data_dir: Path) -> None:
@@ -69,27 +65,11 @@ class NativeStorage:
             # Renamed now; the files go when the broker next starts (remove_deleted), off this path.
             directory.rename(directory.with_name(f"{directory.name}.{uuid.uuid4().hex}{DELETED_SUFFIX}"))
 
-    def sync(self, pending: list[Any]) -> None:
-        sync_all(pending)
-
-    def heartbeat(self, host: str, port: int, peer: tuple[str, int] | None = None) -> None:
-        """Alone: there is no one to tell (the broker leads and coordinates everything)."""
-
-    def claims_lost(self, logs: list[PartitionLogBase]) -> list[PartitionLogBase]:
-        """Alone: nobody else writes its partitions."""
-        return []
+    def sync(self, pending: list[FlushItem]) -> None:
+        sync_all(native_items(pending))
 
     def drop_partition(self, topic_id: Any, index: int, work: BlockingWork) -> None:
         """Never called: alone, this broker leads every partition."""
-
-    def acknowledge_catalog(self, digest: str) -> None:
-        """Alone: nobody waits for it."""
-
-    def catalog_lagging(self, digests: list[str]) -> list[int]:
-        return []
-
-    def release_shard(self, shard: int) -> None:
-        """Alone: the one shard is never handed over."""
 
     def committed_decisions(self, producer_ids: list[int]) -> dict[int, int]:
         """Never asked: this process writes every marker of its logs itself."""

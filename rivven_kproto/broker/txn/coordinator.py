@@ -452,16 +452,15 @@ class TransactionCoordinator:
         todo = self.unwritten.get(txn.transactional_id, set(txn.partitions))
         failed = self.write_markers(txn.producer_id, txn.producer_epoch, commit, sorted(todo), now_ms)
         if failed:
-            # The first attempt leaves the markers of partitions other brokers lead unwritten
-            # (their leaders are asked): only a retry that still finds some is worth a warning.
-            # Retries come every fraction of a second while a leader is unreachable: warn once
-            # per MARKER_WARNING_INTERVAL_MS for each transaction.
+            # The first attempt leaves the markers of partitions other brokers lead unwritten (their
+            # leaders are asked): only a retry that still finds some is worth a warning, once per
+            # MARKER_WARNING_INTERVAL_MS for each transaction (retries come every fraction of a second).
             retried = txn.transactional_id in self.unwritten
             warned = self._marker_warned_ms.get(txn.transactional_id)
             if retried and (warned is None or now_ms - warned >= MARKER_WARNING_INTERVAL_MS):
                 self._marker_warned_ms[txn.transactional_id] = now_ms
                 log.warning("%d markers of %s not written yet (%s); retrying", len(failed), txn.transactional_id,
-                            ", ".join(f"{topic}-{index}" for topic, index in sorted(failed)[:4]))
+                            sorted(failed)[:4])
             else:
                 log.debug("%d markers of %s not written yet; will retry", len(failed), txn.transactional_id)
             self.unwritten[txn.transactional_id] = failed

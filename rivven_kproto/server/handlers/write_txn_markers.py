@@ -39,13 +39,12 @@ refusals = RateLimitedLog(log)
 def handle(ctx: RequestContext, request: WriteTxnMarkersRequest, version: int) -> WriteTxnMarkersResponse:
     results = []
     refused = ctx.refusal(CLUSTER)
-    allowed = refused is None
-    if not allowed:  # one line a request, rate-limited: a client chooses how many markers it sends
+    if refused is not None:  # one line a request, rate-limited: a client chooses how many markers it sends
         refusals.warning("authorization", "WriteTxnMarkers refused for %s from %s: no ClusterAction (or Alter) on "
                          "the cluster (%d markers)", ctx.principal, ctx.client_host.lstrip("/") or "?",
                          len(request.markers))
     for marker in request.markers:
-        if not allowed:
+        if refused is not None:
             results.append(WritableTxnMarkerResult(producer_id=marker.producer_id, topics=[
                 WritableTxnMarkerTopicResult(name=t.name, partitions=[
                     WritableTxnMarkerPartitionResult(partition_index=i, error_code=refused)

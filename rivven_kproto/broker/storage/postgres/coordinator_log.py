@@ -18,17 +18,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import psycopg
 
+from rivven_kproto.broker.durable.flush import FlushItem
 from rivven_kproto.broker.durable.log import MAGIC, MAX_ENTRY, frame, scan
 from rivven_kproto.broker.durable.work import BlockingWork, submit
 
-from .partition import PgCommit
-
-if TYPE_CHECKING:
-    from .store import PostgresStorage
+from .commit import PgCommit, pg_items
+from .engine import PgEngine
 
 
 @dataclass(frozen=True)
@@ -47,7 +46,7 @@ class _Decision:
 
 
 class PgDurableLog:
-    def __init__(self, storage: PostgresStorage, name: str, work: BlockingWork | None = None, shard: int = 0) -> None:
+    def __init__(self, storage: PgEngine, name: str, work: BlockingWork | None = None, shard: int = 0) -> None:
         self.storage = storage
         self.name = name
         self.shard = shard  # the coordinator shard whose lock every write of this log checks
@@ -72,7 +71,7 @@ class PgDurableLog:
     def _read(self) -> tuple[list[bytes], int, int, int]:
         """The snapshot's payloads then the entries after it; snapshot bytes, entry bytes, next seq."""
         snapshot_size = size = 0
-        with self.storage.connection() as conn:
+        with self.storage.pool.connection() as conn:
             snapshot = conn.execute(
                 "SELECT seq, payloads FROM kproto_coordinator_snapshots WHERE name = %s", (self.name,)
             ).fetchone()
@@ -113,7 +112,7 @@ class PgDurableLog:
         storage, shard = self.storage, self.shard
 
         def write(conn: psycopg.Connection) -> None:
-            storage.check_shard_lease(conn, shard)
+            storage.leases.check_shard_lease(conn, shard)
             with conn.cursor() as cursor:
                 rows = [item for item in items if not isinstance(item, _Decision)]
                 if rows:
@@ -126,8 +125,9 @@ class PgDurableLog:
 
         return PgCommit(write, kind=self.name, items=items)
 
-    def abandon_sync(self, pending: PgCommit) -> None:
+    def abandon_sync(self, item: FlushItem) -> None:
         """A round that failed: its entries go again, first."""
+        (pending,) = pg_items([item])
         self._pending = pending.items + self._pending
 
     def roll(self, snapshot: Iterable[bytes], *, now: bool = False) -> None:
@@ -137,7 +137,7 @@ class PgDurableLog:
         self.snapshot_size = len(data)
 
         def write_snapshot() -> None:
-            with self.storage.connection() as conn, conn.transaction():
+            with self.storage.pool.connection() as conn, conn.transaction():
                 conn.execute(
                     "INSERT INTO kproto_coordinator_snapshots (name, seq, payloads) VALUES (%s, %s, %s)"
                     " ON CONFLICT (name) DO UPDATE SET seq = EXCLUDED.seq, payloads = EXCLUDED.payloads"

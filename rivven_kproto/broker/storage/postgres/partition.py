@@ -28,10 +28,9 @@ from __future__ import annotations
 import bisect
 import logging
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 import psycopg
 
@@ -39,13 +38,14 @@ from rivven_kproto.broker.durable.work import BlockingWork, submit
 from rivven_kproto.broker.log.base import Batches, PartitionLogBase, ReadResult
 from rivven_kproto.broker.log.config import LogConfig
 from rivven_kproto.broker.log.producer_state import ProducerStateManager
-from rivven_kproto.broker.storage import StorageConflict
 from rivven_kproto.codec.enums import MAX_TIMESTAMP, IsolationLevel
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.records.batch import HEADER_SIZE, parse_header
 
-if TYPE_CHECKING:
-    from .store import PostgresStorage
+from ..errors import StorageConflict
+from .commit import PgCommit
+from .engine import PgEngine
+from .queries import take_batches
 
 log = logging.getLogger(__name__)
 
@@ -84,28 +84,11 @@ class _Batch:
     data: bytes
 
 
-def take_batches(
-    batches: Iterable[tuple[int, bytes]], max_bytes: int, upper_bound: int | None, min_one_batch: bool
-) -> bytes:
-    """Whole batches in offset order, none at or past ``upper_bound``, within ``max_bytes`` (the
-    first one whole with ``min_one_batch``): what the native log's read returns."""
-    parts: list[bytes] = []
-    used = 0
-    for base_offset, data in batches:
-        if upper_bound is not None and base_offset >= upper_bound:
-            break
-        if used + len(data) > max_bytes and not (min_one_batch and not parts):
-            break
-        parts.append(data)
-        used += len(data)
-    return b"".join(parts)
-
-
 @dataclass
 class PgColdRead:
     """A Fetch read from the database, prepared on the loop and run on a worker thread."""
 
-    storage: PostgresStorage
+    storage: PgEngine
     key: tuple[uuid.UUID, int]
     offset: int
     max_bytes: int
@@ -113,7 +96,7 @@ class PgColdRead:
     files: list[tuple[int, int]] = field(default_factory=list)  # ColdRead's shape: none here
 
     def run(self) -> bytes:
-        return self.storage.read_batches(self.key, self.offset, self.max_bytes, self.upper_bound, True)
+        return self.storage.queries.read_batches(self.key, self.offset, self.max_bytes, self.upper_bound, True)
 
     def release(self) -> None:
         pass
@@ -121,7 +104,7 @@ class PgColdRead:
 
 class PgPartitionLog(PartitionLogBase):
     def __init__(
-        self, storage: PostgresStorage, topic_id: uuid.UUID, topic: str, index: int, config: LogConfig, now_ms: int,
+        self, storage: PgEngine, topic_id: uuid.UUID, topic: str, index: int, config: LogConfig, now_ms: int,
         work: BlockingWork | None,
     ) -> None:
         name = f"{topic}-{index}"
@@ -148,7 +131,7 @@ class PgPartitionLog(PartitionLogBase):
 
     @classmethod
     def open(
-        cls, storage: PostgresStorage, topic_id: uuid.UUID, topic: str, index: int, config: LogConfig, now_ms: int,
+        cls, storage: PgEngine, topic_id: uuid.UUID, topic: str, index: int, config: LogConfig, now_ms: int,
         work: BlockingWork | None, *, new: bool,
     ) -> PgPartitionLog:
         """A partition of a topic just created starts empty; an existing one is loaded (start-up)."""
@@ -158,7 +141,7 @@ class PgPartitionLog(PartitionLogBase):
         return partition
 
     def _load(self) -> None:
-        with self.storage.connection() as conn, conn.transaction():
+        with self.storage.pool.connection() as conn, conn.transaction():
             row = conn.execute(_CLAIM, (*self.key, self.writer)).fetchone()
             assert row is not None
             self._log_start_offset, self._next_offset = row
@@ -283,8 +266,8 @@ class PgPartitionLog(PartitionLogBase):
             rows = ((b.base_offset, b.data) for b in self._cache[i:])
             return ReadResult(take_batches(rows, max_bytes, upper_bound, min_one_batch), start, end)
         # Older than the cache: ListOffsets by timestamp comes here (Fetch reads it off the loop).
-        self.storage.check_available()
-        return ReadResult(self.storage.read_batches(self.key, offset, max_bytes, upper_bound, min_one_batch), start, end)
+        self.storage.pool.check_available()
+        return ReadResult(self.storage.queries.read_batches(self.key, offset, max_bytes, upper_bound, min_one_batch), start, end)
 
     def plan_cold_read(
         self, offset: int, max_bytes: int, isolation: IsolationLevel, *, zero_copy: bool = False
@@ -305,7 +288,7 @@ class PgPartitionLog(PartitionLogBase):
         key = self.key
 
         def delete_below() -> None:
-            self._retained = (offset, self.storage.delete_below(key, offset))
+            self._retained = (offset, self.storage.queries.delete_below(key, offset))
 
         submit(self.work, delete_below)
 
@@ -329,7 +312,7 @@ class PgPartitionLog(PartitionLogBase):
         key, start, limit = self.key, self._log_start_offset, self._committed_end
 
         def retain() -> None:
-            new_start, freed = self.storage.retain(key, start, limit, cutoff, excess)
+            new_start, freed = self.storage.queries.retain(key, start, limit, cutoff, excess)
             if new_start > start:
                 self._retained = (new_start, freed)
 
@@ -351,18 +334,18 @@ class PgPartitionLog(PartitionLogBase):
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """As Kafka's time index search (control batches count too), over committed batches."""
         self._check_open()
-        self.storage.check_available()
-        return self.storage.offset_lookup(self.key, self.log_start_offset, timestamp)
+        self.storage.pool.check_available()
+        return self.storage.queries.offset_lookup(self.key, self.log_start_offset, timestamp)
 
     def max_timestamp_offset(self) -> tuple[int, int] | None:
         self._check_open()
-        self.storage.check_available()
-        return self.storage.offset_lookup(self.key, self.log_start_offset, MAX_TIMESTAMP)
+        self.storage.pool.check_available()
+        return self.storage.queries.offset_lookup(self.key, self.log_start_offset, MAX_TIMESTAMP)
 
     def plan_offset_lookup(self, timestamp: int) -> Callable[[], tuple[int, int] | None] | None:
         self._check_open()
         storage, key, start = self.storage, self.key, self.log_start_offset
-        return lambda: storage.offset_lookup(key, start, timestamp)
+        return lambda: storage.queries.offset_lookup(key, start, timestamp)
 
     # -- durability -------------------------------------------------------------------------------
 
@@ -438,21 +421,4 @@ class PgPartitionLog(PartitionLogBase):
         """DeleteTopics: the rows go with a job (the topic id is never reused)."""
         self._closed = True
         key = self.key
-        submit(self.work, lambda: self.storage.delete_partition(key))
-
-
-@dataclass
-class PgCommit:
-    """One log's part of a round's database transaction (the flusher's ``PendingFlush``)."""
-
-    write: object  # Callable[[psycopg.Connection], None]
-    end_offset: int = 0
-    items: list[Any] = field(default_factory=list)  # what the commit carries (batches, log entries)
-    kind: str = "segment"
-    synced: bool = False
-    fenced: bool = False  # another broker claimed the partition: these writes were refused
-    seconds: float = 0.0
-    parent: None = None
-
-    def release(self) -> None:
-        pass
+        submit(self.work, lambda: self.storage.queries.delete_partition(key))

@@ -1,7 +1,7 @@
 """Transaction markers the coordinator needs on partitions that other brokers lead.
 
 The coordinator writes a marker itself on the partitions its broker leads; for the others
-``Broker.write_markers`` asks here, and the server sends the leader a WriteTxnMarkers request
+``MarkerWriter.write`` asks here, and the server sends the leader a WriteTxnMarkers request
 (as Kafka's coordinator does) and reports the answer. The coordinator's usual retry (each of its
 ticks, and at once when an answer arrives) then finds the marker written and completes the
 transaction once every marker is.

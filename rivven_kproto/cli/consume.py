@@ -74,6 +74,38 @@ def format_record(template: str, record: ConsumedRecord, render: Render = text) 
     )
 
 
+NULL_BYTES = NULL.encode()
+
+
+class _Output:
+    """Records rendered since the last poll, written to stdout together.
+
+    Plain values (the default text rendering) stay bytes and are decoded once per poll: decoding
+    the joined values escapes undecodable bytes exactly as decoding each value would.
+    """
+
+    def __init__(self, raw_values: bool) -> None:
+        self.raw_values = raw_values
+        self.values: list[bytes] = []
+        self.lines: list[str] = []
+
+    def flush(self) -> int:
+        """Write what is pending; how many records that was."""
+        count = len(self.values) + len(self.lines)
+        if not count:
+            return 0
+        if self.values:
+            text_out = b"\n".join(self.values).decode("utf-8", errors="backslashreplace")
+            self.values.clear()
+        else:
+            text_out = "\n".join(self.lines)
+            self.lines.clear()
+        stream = click.get_text_stream("stdout")
+        stream.write(text_out + "\n")
+        stream.flush()
+        return count
+
+
 def _shown(render: Render, data: bytes | None) -> str:
     shown = render(data)
     return NULL if shown is None else shown
@@ -137,22 +169,29 @@ def consume(
     render = BINARY[binary]
     delivered = 0
     consumed_to: dict[int, int] = {}  # the next offset after the last record shown, per partition
+    output = _Output(raw_values=line_template is None and not as_json and binary == "text")
 
     def show(record: ConsumedRecord) -> None:
-        nonlocal delivered
         if line_template is not None:
-            click.echo(format_record(line_template, record, render))
+            output.lines.append(format_record(line_template, record, render))
         elif as_json:
-            click.echo(json.dumps(record_json(record, render), sort_keys=True, separators=(",", ":")))
+            output.lines.append(json.dumps(record_json(record, render), sort_keys=True, separators=(",", ":")))
+        elif output.raw_values:
+            output.values.append(NULL_BYTES if record.value is None else record.value)
         else:
-            click.echo(_shown(render, record.value))
-        delivered += 1
+            output.lines.append(_shown(render, record.value))
         consumed_to[record.partition] = record.offset + 1
+
+    def flush() -> None:
+        """Print what the last poll delivered in one write (one syscall per fetch, not per record)."""
+        nonlocal delivered
+        delivered += output.flush()
 
     async def operation(client: KafkaClient) -> int:
         consumer = Consumer(client, topic, isolation_level=ISOLATION[isolation])
         await consumer.assign(list(partitions) or None, start)
-        return await consumer.run(show, max_records=count, idle_timeout=idle_timeout, stop_at_end=exit_at_end)
+        return await consumer.run(show, max_records=count, idle_timeout=idle_timeout, stop_at_end=exit_at_end,
+                                  on_poll=flush)
 
     async def as_member(client: KafkaClient) -> int:
         """Ctrl-C is taken as a signal, not a KeyboardInterrupt that could land inside the final
@@ -226,7 +265,8 @@ def consume(
             nursery.start_soon(commit_periodically)
             if consumer.positions:
                 remaining = None if count is None else count - delivered
-                await consumer.run(show, max_records=remaining, idle_timeout=idle_timeout, stop_at_end=exit_at_end)
+                await consumer.run(show, max_records=remaining, idle_timeout=idle_timeout, stop_at_end=exit_at_end,
+                                   on_poll=flush)
             elif not exit_at_end:  # no partition for this member (more members than partitions): wait
                 await trio.sleep_forever()
             nursery.cancel_scope.cancel()

@@ -35,7 +35,9 @@ from .client import KafkaClient, TopicInfo
 from .errors import ClientError, KafkaResponseError, check
 
 FETCH_MIN_VERSION = 4  # isolation level and aborted transactions
-PARTITION_MAX_BYTES = 1024 * 1024
+# Larger than Kafka's 1 MiB max.partition.fetch.bytes: this consumer fetches, then prints, with no
+# prefetch in the background, so a bulk read (``consume -e``) wants few, large round trips.
+PARTITION_MAX_BYTES = 8 * 1024 * 1024
 MAX_PARTITION_MAX_BYTES = 64 * 1024 * 1024
 RESPONSE_MAX_BYTES = 50 * 1024 * 1024
 MAX_WAIT_MS = 500
@@ -43,7 +45,7 @@ MAX_WAIT_MS = 500
 StartAt = int | str  # an offset, "earliest" or "latest"
 
 
-@dataclass
+@dataclass(slots=True)
 class ConsumedRecord:
     topic: str
     partition: int
@@ -160,7 +162,7 @@ class Consumer:
             return []
         aborted = [(a.producer_id, a.first_offset) for a in data.aborted_transactions or ()]
         out = [
-            ConsumedRecord(self.topic, partition, offset, timestamp, record.key, record.value, list(record.headers))
+            ConsumedRecord(self.topic, partition, offset, timestamp, record.key, record.value, record.headers)
             for offset, timestamp, record in visible_records(batches, aborted, read_committed)
             if offset >= position
         ]
@@ -175,9 +177,11 @@ class Consumer:
         max_records: int | None = None,
         idle_timeout: float | None = None,
         stop_at_end: bool = False,
+        on_poll: Callable[[], None] | None = None,
     ) -> int:
         """Poll until ``max_records`` were delivered, nothing new arrived for ``idle_timeout`` s, or
-        (``stop_at_end``) every partition was read up to its end; else follow until cancelled."""
+        (``stop_at_end``) every partition was read up to its end; else follow until cancelled.
+        ``on_poll`` runs after each poll's records were handed over (to flush buffered output)."""
         delivered = 0
         last_progress = trio.current_time()
         while max_records is None or delivered < max_records:
@@ -195,6 +199,8 @@ class Consumer:
                     break
                 on_record(record)
                 delivered += 1
+            if on_poll is not None:
+                on_poll()
             if stop_at_end and self.at_end():
                 break
         return delivered

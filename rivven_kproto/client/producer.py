@@ -27,7 +27,7 @@ from rivven_kproto.codec.messages.produce import (
     ProduceResponse,
     TopicProduceData,
 )
-from rivven_kproto.codec.records.records import Record, build_batch
+from rivven_kproto.codec.records.records import Record, build_batch, build_values_batch
 
 from .client import KafkaClient, TopicInfo
 from .errors import check
@@ -130,6 +130,20 @@ def _to_batch_record(index: int, record: ProducerRecord, base_timestamp: int) ->
     return Record(index, delta, record.key, record.value, record.headers)  # headers are only read
 
 
+@dataclass
+class _Values:
+    """A batch's worth of unkeyed records given by their values (encoded without Record objects)."""
+
+    values: Sequence[bytes]
+    headers: list[tuple[str, bytes | None]]
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+
+Batch = list[Record] | _Values
+
+
 class Producer:
     """Sends records of one topic; keeps the topic's layout and the sticky partition between calls."""
 
@@ -181,28 +195,59 @@ class Producer:
             return []
         info = await self._layout()
         assigned = self._assign(info, records)
-        results: list[PartitionResult] = []
-        # One request per leader and round; a partition whose records need several batches takes several rounds.
-        pending: dict[int, list[list[Record]]] = {}
+        pending: dict[int, list[Batch]] = {}
         timestamp = _now_ms()
         for partition, items in assigned.items():
             pending[partition] = [
                 [_to_batch_record(i, r, timestamp) for i, r in enumerate(run)]
                 for run in split_batches(items, self.max_batch_bytes)
             ]
+        return await self._send_pending(info, pending, timestamp)
+
+    async def send_values(
+        self, values: Sequence[bytes], headers: Sequence[tuple[str, bytes | None]] = (), partition: int | None = None
+    ) -> list[PartitionResult]:
+        """Produce unkeyed records with these values (and the same headers) to ``partition`` or the
+        sticky one, as :meth:`send` would, without a ProducerRecord per value: the bulk path of
+        ``kproto produce`` (a record's cost is then its Record and its encoding)."""
+        if not values:
+            return []
+        info = await self._layout()
+        if partition is None:
+            partition = info.partitions[self._sticky % len(info.partitions)].partition
+            self._sticky += 1
+        else:
+            info.partition(partition)  # raises for a partition the topic lacks
+        header_list = list(headers)
+        overhead = RECORD_FRAMING_BOUND + sum(HEADER_FRAMING_BOUND + 4 * len(k) + len(v or b"") for k, v in header_list)
+        runs: list[Batch] = []
+        start, size = 0, 0
+        for index, length in enumerate(map(len, values)):
+            if index > start and size + overhead + length > self.max_batch_bytes:
+                runs.append(_Values(values[start:index], header_list))
+                start, size = index, 0
+            size += overhead + length
+        runs.append(_Values(values[start:], header_list))
+        return await self._send_pending(info, {partition: runs}, _now_ms())
+
+    async def _send_pending(
+        self, info: TopicInfo, pending: dict[int, list[Batch]], timestamp: int
+    ) -> list[PartitionResult]:
+        results: list[PartitionResult] = []
+        # One request per leader and round; a partition whose records need several batches takes several rounds.
         if self.transaction is not None:
             await self.transaction.add_partitions(self.topic, sorted(pending))
         while pending:
             round_batches = {p: batches.pop(0) for p, batches in pending.items()}
             pending = {p: batches for p, batches in pending.items() if batches}
-            by_leader: dict[int, dict[int, list[Record]]] = defaultdict(dict)
+            by_leader: dict[int, dict[int, Batch]] = defaultdict(dict)
             for partition, batch_records in round_batches.items():
                 by_leader[info.partition(partition).leader][partition] = batch_records
             for leader, partitions in sorted(by_leader.items()):
                 results.extend(await self._send_to(leader, partitions, timestamp))
         return sorted(results, key=lambda r: (r.partition, r.base_offset))
 
-    async def _send_to(self, leader: int, partitions: dict[int, list[Record]], timestamp: int) -> list[PartitionResult]:
+    async def _send_to(self, leader: int, partitions: dict[int, Batch], timestamp: int) -> list[PartitionResult]:
         data = []
         for partition, batch_records in sorted(partitions.items()):  # offset deltas already 0..n-1
             data.append(PartitionProduceData(index=partition, records=self._batch(partition, batch_records, timestamp)))
@@ -232,19 +277,18 @@ class Producer:
                 results.append(PartitionResult(answer.index, answer.base_offset, counts.get(answer.index, 0)))
         return results
 
-    def _batch(self, partition: int, records: list[Record], timestamp: int) -> bytes:
+    def _batch(self, partition: int, records: Batch, timestamp: int) -> bytes:
         txn = self.transaction
-        if txn is None:
-            return build_batch(records, compression=self.compression, base_timestamp=timestamp)
-        return build_batch(
-            records,
-            compression=self.compression,
-            base_timestamp=timestamp,
-            producer_id=txn.producer_id,
-            producer_epoch=txn.producer_epoch,
-            base_sequence=txn.next_sequence(self.topic, partition, len(records)),
-            is_transactional=True,
-        )
+        fenced = {} if txn is None else {
+            "producer_id": txn.producer_id,
+            "producer_epoch": txn.producer_epoch,
+            "base_sequence": txn.next_sequence(self.topic, partition, len(records)),
+            "is_transactional": True,
+        }
+        if isinstance(records, _Values):
+            return build_values_batch(records.values, records.headers, compression=self.compression,
+                                      base_timestamp=timestamp, **fenced)
+        return build_batch(records, compression=self.compression, base_timestamp=timestamp, **fenced)
 
 
 def _now_ms() -> int:

@@ -28,6 +28,7 @@ import struct
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import starmap
 
 import crc32c
 
@@ -112,9 +113,14 @@ class RecordBatch(BatchAttributes):
         return self.base_timestamp + record.timestamp_delta
 
     def iter_absolute(self) -> Iterator[tuple[int, int, Record]]:
-        """Yield (offset, timestamp, record) for each record."""
-        for record in self.records:
-            yield self.offset_of(record), self.timestamp_of(record), record
+        """Yield (offset, timestamp, record) for each record (as offset_of and timestamp_of say,
+        with the batch's fields read once: consumers call this for every record they fetch)."""
+        base_offset = self.base_offset
+        if self.timestamp_type == 1:
+            timestamp = self.max_timestamp
+            return ((base_offset + r.offset_delta, timestamp, r) for r in self.records)
+        base_timestamp = self.base_timestamp
+        return ((base_offset + r.offset_delta, base_timestamp + r.timestamp_delta, r) for r in self.records)
 
 
 # --- decoding -------------------------------------------------------------------------------------
@@ -185,7 +191,30 @@ def decode_batches(
     return batches
 
 
+try:  # the compiled twin (setup.py builds it when a C compiler is present); identical records
+    from rivven_kproto.codec.records._decode import decode as _compiled_decode
+except ImportError:  # pragma: no cover - depends on the build
+    _compiled_decode = None
+
+DECODER_COMPILED = _compiled_decode is not None
+
+
 def _decode_records(data: memoryview, count: int) -> list[Record]:
+    """The records of a payload: compiled when available (a large fetch then does no per-field
+    Python work); on malformed input the Python decoder runs to name the fault."""
+    if _compiled_decode is not None:
+        try:
+            return list(starmap(Record, _compiled_decode(data, count)))
+        except ValueError:
+            pass
+    records = decode_records_python(data, count)
+    if _compiled_decode is not None:  # the twins disagree: never guess which one is right
+        raise RecordFormatError("malformed records (the compiled decoder refused them)")
+    return records
+
+
+def decode_records_python(data: memoryview, count: int) -> list[Record]:
+    """The records of a payload, decoded in Python (the reference of the compiled twin)."""
     if count > len(data) // MIN_RECORD_SIZE:
         raise RecordFormatError(f"record count {count} impossible in {len(data)} bytes")
     records = []
@@ -278,6 +307,45 @@ def encode_records(records: Sequence[Record]) -> bytes:
     if _compiled_encode is not None:
         return bytes(_compiled_encode(records))
     return encode_records_python(records)
+
+
+try:
+    from rivven_kproto.codec.records._encode import encode_values as _compiled_encode_values
+except ImportError:  # pragma: no cover - depends on the build
+    _compiled_encode_values = None
+
+
+def encode_values(values: Sequence[bytes | None], headers: Sequence[Header] = ()) -> bytes:
+    """The records section of unkeyed records numbered from 0 (timestamp delta 0) with these values
+    and each these headers: the bytes of :func:`encode_records` of those Records, without them."""
+    if _compiled_encode_values is not None:
+        return bytes(_compiled_encode_values(values, headers))
+    header_list = list(headers)
+    return encode_records_python([Record(i, 0, None, value, header_list) for i, value in enumerate(values)])
+
+
+def build_values_batch(
+    values: Sequence[bytes | None],
+    headers: Sequence[Header] = (),
+    *,
+    compression: int = Compression.NONE,
+    base_timestamp: int,
+    producer_id: int = NO_PRODUCER_ID,
+    producer_epoch: int = NO_PRODUCER_EPOCH,
+    base_sequence: int = NO_SEQUENCE,
+    is_transactional: bool = False,
+) -> bytes:
+    """:func:`build_batch` of unkeyed records with these values (offset deltas 0.., timestamp delta 0)."""
+    attributes = int(codec_of(compression)) | (TRANSACTIONAL_MASK if is_transactional else 0)
+    payload = encode_values(values, headers)
+    codec = codec_of(compression)
+    if codec is not Compression.NONE:
+        payload = compress(codec, payload)
+    return assemble_batch(
+        base_offset=0, partition_leader_epoch=-1, attributes=attributes, last_offset_delta=max(len(values) - 1, 0),
+        base_timestamp=base_timestamp, max_timestamp=base_timestamp, producer_id=producer_id,
+        producer_epoch=producer_epoch, base_sequence=base_sequence, records_count=len(values), payload=payload,
+    )
 
 
 def _put_nullable_bytes(out: bytearray, data: bytes | None) -> None:

@@ -27,7 +27,7 @@ import trio
 
 from rivven_kproto.client import KafkaClient
 from rivven_kproto.client import groups as group_admin
-from rivven_kproto.client.consumer import ConsumedRecord, Consumer, StartAt
+from rivven_kproto.client.consumer import ConsumedRecord, Consumer, StartAt, ValueRecord
 from rivven_kproto.client.membership import GroupMembership
 from rivven_kproto.codec.enums import READ_COMMITTED, READ_UNCOMMITTED
 
@@ -176,11 +176,17 @@ def consume(
             output.lines.append(format_record(line_template, record, render))
         elif as_json:
             output.lines.append(json.dumps(record_json(record, render), sort_keys=True, separators=(",", ":")))
-        elif output.raw_values:
-            output.values.append(NULL_BYTES if record.value is None else record.value)
         else:
             output.lines.append(_shown(render, record.value))
         consumed_to[record.partition] = record.offset + 1
+
+    def show_value(record: ValueRecord) -> None:
+        """The bulk path (plain values): the consumer hands over (partition, offset, value) only."""
+        partition, offset, value = record
+        output.values.append(NULL_BYTES if value is None else value)
+        consumed_to[partition] = offset + 1
+
+    on_record: Callable[[Any], None] = show_value if output.raw_values else show
 
     def flush() -> None:
         """Print what the last poll delivered in one write (one syscall per fetch, not per record)."""
@@ -190,8 +196,8 @@ def consume(
     async def operation(client: KafkaClient) -> int:
         consumer = Consumer(client, topic, isolation_level=ISOLATION[isolation])
         await consumer.assign(list(partitions) or None, start)
-        return await consumer.run(show, max_records=count, idle_timeout=idle_timeout, stop_at_end=exit_at_end,
-                                  on_poll=flush)
+        return await consumer.run(on_record, max_records=count, idle_timeout=idle_timeout, stop_at_end=exit_at_end,
+                                  on_poll=flush, values=output.raw_values)
 
     async def as_member(client: KafkaClient) -> int:
         """Ctrl-C is taken as a signal, not a KeyboardInterrupt that could land inside the final
@@ -265,8 +271,8 @@ def consume(
             nursery.start_soon(commit_periodically)
             if consumer.positions:
                 remaining = None if count is None else count - delivered
-                await consumer.run(show, max_records=remaining, idle_timeout=idle_timeout, stop_at_end=exit_at_end,
-                                   on_poll=flush)
+                await consumer.run(on_record, max_records=remaining, idle_timeout=idle_timeout, stop_at_end=exit_at_end,
+                                   on_poll=flush, values=output.raw_values)
             elif not exit_at_end:  # no partition for this member (more members than partitions): wait
                 await trio.sleep_forever()
             nursery.cancel_scope.cancel()

@@ -20,7 +20,6 @@ import trio
 from rich.console import Console, RenderableType
 from rich.table import Table
 
-from rivven_kproto.broker.config import ConfigError, read_properties
 from rivven_kproto.client import ClientError, KafkaClient
 from rivven_kproto.client.security import ClientSecurity, from_properties
 
@@ -65,6 +64,9 @@ def client_security(options: Settings) -> ClientSecurity | None:
     """TLS/SASL settings from ``--command-config`` (Kafka's client properties file)."""
     if options.command_config is None:
         return None
+    # The broker's config module, imported only when asked: every verb's start-up pays for it otherwise.
+    from rivven_kproto.broker.config import ConfigError, read_properties
+
     try:
         return from_properties(read_properties(options.command_config))
     except (ValueError, ConfigError, OSError) as exc:

@@ -48,9 +48,12 @@ def test_a_wide_column_does_not_squeeze_the_others_to_nothing() -> None:
 
 
 def _groups(command: click.Group, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
-    """Every group of the command tree (the top level included), found by walking it."""
+    """Every group of the command tree (the top level included), found by walking it as click
+    does (the top level loads its verbs lazily)."""
     found = [path]
-    for name, sub in sorted(command.commands.items()):
+    ctx = click.Context(command, info_name=" ".join(("kproto", *path)))
+    for name in command.list_commands(ctx):
+        sub = command.get_command(ctx, name)
         if isinstance(sub, click.Group):
             found += _groups(sub, (*path, name))
     return found
@@ -71,3 +74,25 @@ def test_the_walk_finds_every_group() -> None:
     assert {"topics", "groups", "acls", "users", "txns", "configs", "cluster", "log", "producers"} <= {
         path[0] for path in _groups(main) if path
     }
+
+
+def test_serve_offers_the_brokers_fsync_policies() -> None:
+    """``serve --fsync`` lists its choices without importing the broker (start-up time)."""
+    from rivven_kproto.broker.config import FSYNC_POLICIES
+    from rivven_kproto.cli.main import FSYNC_CHOICES
+
+    assert FSYNC_CHOICES == FSYNC_POLICIES
+
+
+def test_a_verb_imports_only_its_own_module() -> None:
+    """``kproto produce`` starts without the broker or the other verbs (#41 bulk speed)."""
+    import subprocess
+    import sys
+
+    probe = ("import sys; from rivven_kproto.cli.main import main; "
+             "main.get_command(None, 'produce'); "
+             "print(sorted(m for m in sys.modules if m.startswith(('rivven_kproto.broker.config', 'rivven_kproto.cli.'))))")
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert "rivven_kproto.cli.produce" in loaded
+    for absent in ("rivven_kproto.broker.config", "rivven_kproto.cli.verify_eos", "rivven_kproto.cli.users"):
+        assert absent not in loaded, loaded

@@ -48,6 +48,7 @@ from .batch import (
     TRANSACTIONAL_MASK,
     BatchAttributes,
     BatchFormatError,
+    BatchHeader,
     compute_crc,
     parse_header,
 )
@@ -134,6 +135,67 @@ def decode_batch(
     max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
 ) -> RecordBatch:
     """Decode the complete batch at ``pos``, decompressing its records as its attributes say."""
+    header, payload = _checked_payload(buf, pos, verify_crc, max_decompressed_size)
+    records = _decode_records(payload, header.records_count)
+    return RecordBatch(
+        base_offset=header.base_offset,
+        partition_leader_epoch=header.partition_leader_epoch,
+        magic=header.magic,
+        crc=header.crc,
+        attributes=header.attributes,
+        last_offset_delta=header.last_offset_delta,
+        base_timestamp=header.base_timestamp,
+        max_timestamp=header.max_timestamp,
+        producer_id=header.producer_id,
+        producer_epoch=header.producer_epoch,
+        base_sequence=header.base_sequence,
+        records=records,
+    )
+
+
+RecordTuple = tuple[int, int, bytes | None, bytes | None, list[Header], int]
+
+
+def decode_batch_tuples(
+    buf: bytes | bytearray | memoryview,
+    pos: int = 0,
+    *,
+    verify_crc: bool = True,
+    max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
+) -> tuple[BatchHeader, list[RecordTuple]]:
+    """:func:`decode_batch` with its records as tuples (offset_delta, timestamp_delta, key, value,
+    headers, attributes), the fields of :class:`Record`: a consumer of a large fetch then makes no
+    Record object per record. Same checks, same errors."""
+    header, payload = _checked_payload(buf, pos, verify_crc, max_decompressed_size)
+    count = header.records_count
+    if _compiled_decode is not None:
+        try:
+            return header, _compiled_decode(payload, count)
+        except ValueError:
+            pass
+    records = _decode_records(payload, count)  # raises the precise error
+    return header, [(r.offset_delta, r.timestamp_delta, r.key, r.value, r.headers, r.attributes) for r in records]
+
+
+def iter_batch_positions(buf: bytes | bytearray | memoryview) -> Iterator[tuple[int, BatchHeader]]:
+    """(position, header) of every complete batch in ``buf``, as :func:`decode_batches` walks them
+    (a partial trailing batch is ignored, a too-short batch length refused)."""
+    pos = 0
+    end = len(buf)
+    while end - pos >= HEADER_SIZE:
+        header = parse_header(buf, pos)
+        if header.batch_length < MIN_BATCH_LENGTH:
+            raise RecordFormatError(f"batch length {header.batch_length} below the minimum at byte {pos}")
+        if pos + header.size > end:
+            return
+        yield pos, header
+        pos += header.size
+
+
+def _checked_payload(
+    buf: bytes | bytearray | memoryview, pos: int, verify_crc: bool, max_decompressed_size: int
+) -> tuple[BatchHeader, memoryview]:
+    """The header and (decompressed) records section of the complete batch at ``pos``, checked."""
     if pos < 0 or len(buf) - pos < HEADER_SIZE:
         raise RecordFormatError(f"truncated batch header at byte {pos}")
     header = parse_header(buf, pos)
@@ -151,21 +213,7 @@ def decode_batch(
     codec = codec_of(header.compression)
     if codec is not Compression.NONE:
         payload = memoryview(decompress(codec, payload, max_decompressed_size))
-    records = _decode_records(payload, header.records_count)
-    return RecordBatch(
-        base_offset=header.base_offset,
-        partition_leader_epoch=header.partition_leader_epoch,
-        magic=header.magic,
-        crc=header.crc,
-        attributes=header.attributes,
-        last_offset_delta=header.last_offset_delta,
-        base_timestamp=header.base_timestamp,
-        max_timestamp=header.max_timestamp,
-        producer_id=header.producer_id,
-        producer_epoch=header.producer_epoch,
-        base_sequence=header.base_sequence,
-        records=records,
-    )
+    return header, payload
 
 
 def decode_batches(

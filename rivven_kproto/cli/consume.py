@@ -27,7 +27,7 @@ import trio
 
 from rivven_kproto.client import KafkaClient
 from rivven_kproto.client import groups as group_admin
-from rivven_kproto.client.consumer import ConsumedRecord, Consumer, StartAt, ValueRecord
+from rivven_kproto.client.consumer import ConsumedRecord, Consumer, StartAt, ValueChunk
 from rivven_kproto.client.membership import GroupMembership
 from rivven_kproto.codec.enums import READ_COMMITTED, READ_UNCOMMITTED
 
@@ -95,7 +95,8 @@ class _Output:
         if not count:
             return 0
         if self.values:
-            text_out = b"\n".join(self.values).decode("utf-8", errors="backslashreplace")
+            values = self.values if None not in self.values else [NULL_BYTES if v is None else v for v in self.values]
+            text_out = b"\n".join(values).decode("utf-8", errors="backslashreplace")
             self.values.clear()
         else:
             text_out = "\n".join(self.lines)
@@ -169,7 +170,8 @@ def consume(
     render = BINARY[binary]
     delivered = 0
     consumed_to: dict[int, int] = {}  # the next offset after the last record shown, per partition
-    output = _Output(raw_values=line_template is None and not as_json and binary == "text")
+    # The bulk path (whole batches of values, see Consumer.run) prints plain values without -n.
+    output = _Output(raw_values=line_template is None and not as_json and binary == "text" and count is None)
 
     def show(record: ConsumedRecord) -> None:
         if line_template is not None:
@@ -180,13 +182,13 @@ def consume(
             output.lines.append(_shown(render, record.value))
         consumed_to[record.partition] = record.offset + 1
 
-    def show_value(record: ValueRecord) -> None:
-        """The bulk path (plain values): the consumer hands over (partition, offset, value) only."""
-        partition, offset, value = record
-        output.values.append(NULL_BYTES if value is None else value)
-        consumed_to[partition] = offset + 1
+    def show_values(chunk: ValueChunk) -> None:
+        """The bulk path (plain values): the consumer hands over a batch's values at a time."""
+        partition, last_offset, values = chunk
+        output.values.extend(values)
+        consumed_to[partition] = last_offset + 1
 
-    on_record: Callable[[Any], None] = show_value if output.raw_values else show
+    on_record: Callable[[Any], None] = show_values if output.raw_values else show
 
     def flush() -> None:
         """Print what the last poll delivered in one write (one syscall per fetch, not per record)."""

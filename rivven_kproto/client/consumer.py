@@ -34,6 +34,7 @@ from rivven_kproto.codec.records.records import (
     RecordFormatError,
     decode_batch,
     decode_batch_tuples,
+    decode_batch_values,
     iter_batch_positions,
 )
 from rivven_kproto.codec.records.visibility import Visibility
@@ -51,7 +52,8 @@ RESPONSE_MAX_BYTES = 50 * 1024 * 1024
 MAX_WAIT_MS = 500
 
 StartAt = int | str  # an offset, "earliest" or "latest"
-ValueRecord = tuple[int, int, bytes | None]  # (partition, offset, value): what ``run(values=True)`` hands over
+# (partition, offset of the last, values): what ``run(values=True)`` hands over, a batch's worth at a time
+ValueChunk = tuple[int, int, list[bytes | None]]
 
 
 @dataclass(slots=True)
@@ -121,7 +123,7 @@ class Consumer:
 
     async def poll(self, max_wait_ms: int = MAX_WAIT_MS, *, values: bool = False) -> list[Any]:
         """One Fetch per leader; the records now visible past each position (as ConsumedRecord, or
-        with ``values`` as ValueRecord tuples: the bulk path of ``kproto consume``)."""
+        with ``values`` as ValueChunks: the bulk path of ``kproto consume``)."""
         records: list[Any] = []
         for leader, partitions in self._by_leader(self.positions).items():
             response = await self._fetch(leader, partitions, max_wait_ms)
@@ -173,11 +175,13 @@ class Consumer:
                 next_offset = header.next_offset
                 if not visibility.shows(header, lambda: _is_abort_marker(decode_batch(raw, pos))):  # noqa: B023 - called at once
                     continue
+                if values:
+                    shown, last = decode_batch_values(raw, pos, position)
+                    if shown:
+                        out.append((partition, last, shown))
+                    continue
                 base_offset = header.base_offset
                 _, tuples = decode_batch_tuples(raw, pos)
-                if values:
-                    out += [(partition, base_offset + t[0], t[3]) for t in tuples if base_offset + t[0] >= position]
-                    continue
                 log_append = header.timestamp_type == 1
                 base_timestamp = header.max_timestamp if log_append else header.base_timestamp
                 out += [
@@ -207,7 +211,9 @@ class Consumer:
         """Poll until ``max_records`` were delivered, nothing new arrived for ``idle_timeout`` s, or
         (``stop_at_end``) every partition was read up to its end; else follow until cancelled.
         ``on_poll`` runs after each poll's records were handed over (to flush buffered output);
-        with ``values`` ``on_record`` gets ValueRecord tuples instead of ConsumedRecord."""
+        with ``values`` ``on_record`` gets a ValueChunk (a batch's values) instead of each ConsumedRecord."""
+        if values and max_records is not None:
+            raise ValueError("values=True hands over whole batches: no max_records")
         delivered = 0
         last_progress = trio.current_time()
         while max_records is None or delivered < max_records:
@@ -220,7 +226,11 @@ class Consumer:
             records = await self.poll(0 if stop_at_end else max(wait_ms, 0), values=values)
             if records:
                 last_progress = trio.current_time()
-            for record in records:
+            if values:  # whole batches (no max_records here: a cut batch's last offset is unknown)
+                for chunk in records:
+                    on_record(chunk)
+                    delivered += len(chunk[2])
+            for record in records if not values else ():
                 if max_records is not None and delivered >= max_records:
                     break
                 on_record(record)

@@ -82,3 +82,48 @@ def test_decode_batch_uses_either_and_names_faults() -> None:
     assert records_module.decode_batch(batch).records == records
     with pytest.raises(RecordFormatError, match="bytes left after"):
         records_module._decode_records(memoryview(encode_records_python(records) + b"\x00"), 3)
+
+
+def values_answer(batch: bytes, first: int) -> tuple[list[bytes | None], int] | type[Exception]:
+    try:
+        return records_module.decode_batch_values(batch, 0, first)
+    except RecordFormatError:
+        return RecordFormatError
+
+
+def reference_values(batch: bytes, first: int) -> tuple[list[bytes | None], int] | type[Exception]:
+    try:
+        decoded = records_module.decode_batch(batch)
+    except RecordFormatError:
+        return RecordFormatError
+    kept = [r for r in decoded.records if decoded.base_offset + r.offset_delta >= first]
+    return [r.value for r in kept], max((decoded.base_offset + r.offset_delta for r in kept), default=-1)
+
+
+batch_record = st.builds(
+    Record,
+    offset_delta=st.integers(-2, 20),
+    timestamp_delta=st.integers(0, 10_000),
+    key=st.none() | st.binary(max_size=20),
+    value=st.none() | st.binary(max_size=50),
+    headers=st.lists(st.tuples(st.text(max_size=5), st.none() | st.binary(max_size=5)), max_size=2),
+)
+
+
+@given(st.lists(batch_record, max_size=12), st.integers(-3, 15), st.integers(0, 1000), st.data())
+def test_batch_values_are_the_values_decode_batch_gives(records: list[Record], first_delta: int, base: int,
+                                                        data: st.DataObject) -> None:
+    """The bulk consume path (values only, compiled or not) reads and refuses what decode_batch does."""
+    batch = bytearray(records_module.build_batch(records, base_offset=base, base_timestamp=1))
+    if records and data.draw(st.booleans()):  # damaged inside the records, CRC fixed up
+        at = data.draw(st.integers(61, len(batch) - 1))
+        batch[at] = data.draw(st.integers(0, 255))
+        batch[17:21] = records_module.compute_crc(batch, 0, len(batch)).to_bytes(4, "big")
+    expected = reference_values(bytes(batch), base + first_delta)
+    assert values_answer(bytes(batch), base + first_delta) == expected
+    saved = records_module._compiled_decode_values
+    records_module._compiled_decode_values = None
+    try:
+        assert values_answer(bytes(batch), base + first_delta) == expected
+    finally:
+        records_module._compiled_decode_values = saved

@@ -177,6 +177,31 @@ def decode_batch_tuples(
     return header, [(r.offset_delta, r.timestamp_delta, r.key, r.value, r.headers, r.attributes) for r in records]
 
 
+def decode_batch_values(
+    buf: bytes | bytearray | memoryview,
+    pos: int,
+    first_offset: int,
+    *,
+    verify_crc: bool = True,
+    max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
+) -> tuple[list[bytes | None], int]:
+    """The values of the batch at ``pos`` from ``first_offset`` on, and the offset of the last one
+    (-1: none): :func:`decode_batch` checked the same, for a reader that prints values only (no
+    object per key, header or record)."""
+    header, payload = _checked_payload(buf, pos, verify_crc, max_decompressed_size)
+    first_delta = first_offset - header.base_offset
+    count = header.records_count
+    if _compiled_decode_values is not None:
+        try:
+            values, last_delta = _compiled_decode_values(payload, count, min(max(first_delta, -(1 << 63)), (1 << 63) - 1))
+            return values, header.base_offset + last_delta if values else -1
+        except ValueError:
+            pass
+    records = _decode_records(payload, count)  # raises the precise error
+    kept = [r for r in records if r.offset_delta >= first_delta]
+    return [r.value for r in kept], max((header.base_offset + r.offset_delta for r in kept), default=-1)
+
+
 def iter_batch_positions(buf: bytes | bytearray | memoryview) -> Iterator[tuple[int, BatchHeader]]:
     """(position, header) of every complete batch in ``buf``, as :func:`decode_batches` walks them
     (a partial trailing batch is ignored, a too-short batch length refused)."""
@@ -243,6 +268,11 @@ try:  # the compiled twin (setup.py builds it when a C compiler is present); ide
     from rivven_kproto.codec.records._decode import decode as _compiled_decode
 except ImportError:  # pragma: no cover - depends on the build
     _compiled_decode = None
+
+try:
+    from rivven_kproto.codec.records._decode import decode_values as _compiled_decode_values
+except ImportError:  # pragma: no cover - depends on the build
+    _compiled_decode_values = None
 
 DECODER_COMPILED = _compiled_decode is not None
 

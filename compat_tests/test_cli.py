@@ -283,6 +283,30 @@ def test_cli_habits_of_kafka_users(broker: BrokerProcess, topic_name: str, tmp_p
         assert own.stop() == 0
 
 
+def test_bulk_consume_prints_values_as_they_are_and_commits(broker: BrokerProcess, topic_name: str) -> None:
+    """The bulk path of ``consume`` (plain values, whole fetches in one write, #41): null as
+    ``null``, undecodable bytes escaped, escape sequences left alone (as kafka-console-consumer and
+    kcat print them), and as a group member it commits where it stopped."""
+    from confluent_kafka import Producer
+
+    b = broker.bootstrap
+    ok(b, "topics", "create", topic_name, "--partitions", "1")
+    producer = Producer({"bootstrap.servers": b})
+    for value in (b"a", None, b"\xffz", b"\x1b[31mred"):
+        producer.produce(topic_name, value=value, partition=0)
+    assert producer.flush(30) == 0
+    read = kproto(b, "consume", topic_name, "--from-beginning", "-e", output="table")
+    assert read.returncode == 0, read.stderr
+    assert read.stdout.split("\n") == ["a", "null", "\\xffz", "\x1b[31mred", ""]
+    assert read.stderr.strip() == "Processed a total of 4 messages"
+    member = kproto(b, "consume", topic_name, "--group", f"{topic_name}-g", "--from-beginning", "-e", output="table")
+    assert member.returncode == 0 and member.stdout.count("\n") == 4, member
+    producer.produce(topic_name, value=b"after", partition=0)
+    assert producer.flush(30) == 0
+    again = kproto(b, "consume", topic_name, "--group", f"{topic_name}-g", "-e", output="table")
+    assert again.returncode == 0 and again.stdout == "after\n", again
+
+
 def test_log_verify_finds_a_flipped_byte(tmp_path: Path) -> None:
     own = BrokerProcess(tmp_path / "data", tmp_path / "broker.log").start()
     topic = "verify-me"

@@ -19,8 +19,9 @@ from __future__ import annotations
 import base64
 import json
 import signal
+import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import click
 import trio
@@ -86,7 +87,7 @@ class _Output:
 
     def __init__(self, raw_values: bool) -> None:
         self.raw_values = raw_values
-        self.values: list[bytes] = []
+        self.values: list[bytes | None] = []
         self.lines: list[str] = []
 
     def flush(self) -> int:
@@ -95,15 +96,15 @@ class _Output:
         if not count:
             return 0
         if self.values:
-            values = self.values if None not in self.values else [NULL_BYTES if v is None else v for v in self.values]
+            values: list[bytes] = (cast(list[bytes], self.values) if None not in self.values
+                                   else [NULL_BYTES if v is None else v for v in self.values])
             text_out = b"\n".join(values).decode("utf-8", errors="backslashreplace")
             self.values.clear()
         else:
             text_out = "\n".join(self.lines)
             self.lines.clear()
-        stream = click.get_text_stream("stdout")
-        stream.write(text_out + "\n")
-        stream.flush()
+        sys.stdout.write(text_out + "\n")
+        sys.stdout.flush()
         return count
 
 

@@ -27,6 +27,7 @@ from rivven_kproto.codec.messages.produce import (
     ProduceResponse,
     TopicProduceData,
 )
+from rivven_kproto.codec.records.batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE
 from rivven_kproto.codec.records.records import Record, build_batch, build_values_batch
 
 from .client import KafkaClient, TopicInfo
@@ -279,16 +280,16 @@ class Producer:
 
     def _batch(self, partition: int, records: Batch, timestamp: int) -> bytes:
         txn = self.transaction
-        fenced = {} if txn is None else {
-            "producer_id": txn.producer_id,
-            "producer_epoch": txn.producer_epoch,
-            "base_sequence": txn.next_sequence(self.topic, partition, len(records)),
-            "is_transactional": True,
-        }
+        pid, epoch, sequence = NO_PRODUCER_ID, NO_PRODUCER_EPOCH, NO_SEQUENCE
+        if txn is not None:
+            pid, epoch = txn.producer_id, txn.producer_epoch
+            sequence = txn.next_sequence(self.topic, partition, len(records))
         if isinstance(records, _Values):
             return build_values_batch(records.values, records.headers, compression=self.compression,
-                                      base_timestamp=timestamp, **fenced)
-        return build_batch(records, compression=self.compression, base_timestamp=timestamp, **fenced)
+                                      base_timestamp=timestamp, producer_id=pid, producer_epoch=epoch,
+                                      base_sequence=sequence, is_transactional=txn is not None)
+        return build_batch(records, compression=self.compression, base_timestamp=timestamp, producer_id=pid,
+                           producer_epoch=epoch, base_sequence=sequence, is_transactional=txn is not None)
 
 
 def _now_ms() -> int:

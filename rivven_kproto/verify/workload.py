@@ -41,6 +41,7 @@ log = logging.getLogger(__name__)
 CALL_TIMEOUT_S = 60.0
 INIT_ATTEMPTS = 3  # new instances tried when a client bug loses init_transactions
 TXN_TIMEOUT_MS = 600_000  # the workload ends transactions itself; none may time out by accident
+READY_MARGIN_S = 60.0  # a zombie's start-up beyond its init's retries (process, import, one record)
 
 
 @dataclass
@@ -281,7 +282,7 @@ def run(plan: Plan, means: Means, progress: Callable[[str], None] | None = None)
                 generations[index] += 1
                 tid = f"{plan.topic_prefix}-{run_id}-tid-{index}"
                 started_zombie = _start_zombie(plan.client, means.bootstrap, tid, index, generations[index], txn,
-                                               targets, rng, history, lock)
+                                               targets, rng, history, lock, plan.retry_s)
                 if started_zombie is not None:
                     zombies.append(started_zombie)
             instance(index)
@@ -391,7 +392,7 @@ def _after_committed(history: History, topic: str) -> dict[int, int]:
 
 def _start_zombie(library: str, bootstrap: str, tid: str, index: int, generation: int, abandoned: Transaction,
                   targets: list[tuple[str, int]], rng: random.Random, history: History,
-                  lock: threading.Lock) -> tuple[ZombieProcess, Transaction] | None:
+                  lock: threading.Lock, retry_s: float) -> tuple[ZombieProcess, Transaction] | None:
     """A child process opens instance ``generation`` of ``tid`` and a transaction with one record
     written; None when it could not (what happened is recorded)."""
     key = f"{abandoned.key}/zombie"
@@ -401,9 +402,9 @@ def _start_zombie(library: str, bootstrap: str, tid: str, index: int, generation
     txn.values.append((topic, partition, f"{key}/0"))
     zombie = ZombieProcess({
         "library": library, "bootstrap": bootstrap, "transactional_id": tid, "transaction_timeout_ms": TXN_TIMEOUT_MS,
-        "linger_ms": 5, "first": [topic, partition, f"{key}/0"],
+        "linger_ms": 5, "first": [topic, partition, f"{key}/0"], "retry_s": retry_s,
     })
-    ready = zombie.wait_ready()
+    ready = zombie.wait_ready(retry_s + READY_MARGIN_S)
     if ready.result == "ready":
         with lock:
             history.acks.update(ready.acks)
@@ -432,8 +433,10 @@ def _record_zombie(txn: Transaction, outcome: Outcome, call: str, history: Histo
         history.errors.append(ClientError(txn.producer, txn.generation, call, "TIMED_OUT", True, True,
                                           f"the zombie's process gave no answer ({outcome.error})"))
     elif outcome.result != "crashed":
-        # Fenced (or a timeout talking to a coordinator that refuses it) is what Kafka gives.
-        history.errors.append(ClientError(txn.producer, txn.generation, call, outcome.error, outcome.fatal, True))
+        # Fenced (or a timeout talking to a coordinator that refuses it) is what Kafka gives to the
+        # fenced instance; before it was fenced it is any instance, which has no reason to fail.
+        history.errors.append(ClientError(txn.producer, txn.generation, call, outcome.error, outcome.fatal,
+                                          call != "zombie start"))
     if outcome.crash:
         history.errors.append(ClientError(txn.producer, txn.generation, call, "CLIENT_CRASH", True, True, outcome.crash))
         history.client_crashes.append(f"producer {txn.producer}/{txn.generation} ({call}): {outcome.crash}")

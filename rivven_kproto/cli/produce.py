@@ -268,12 +268,13 @@ async def _send_stdin(
     line_number = 0
     while True:
         data = await trio.to_thread.run_sync(_read_some, stdin, abandon_on_cancel=True)
+        carriage_returns = b"\r" in data or b"\r" in pending  # (CRLF lines: rare, so looked for once)
         if data:
             lines, pending = split_lines(pending, data)
         else:
             lines, pending = ([pending] if pending else []), b""
         if separator is None:  # the bulk path: values only, no per-line objects beyond the Record
-            values = [line.removesuffix(b"\r") for line in lines]
+            values = [line.removesuffix(b"\r") for line in lines] if carriage_returns else lines
             line_number += len(values)
             results = await producer.send_values(values, headers, partition)
         else:

@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import random
 import time
+from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate, repeat
+from operator import add
 
 from rivven_kproto.codec.compression import Compression
 from rivven_kproto.codec.messages.produce import (
@@ -131,6 +134,20 @@ def _to_batch_record(index: int, record: ProducerRecord, base_timestamp: int) ->
     return Record(index, delta, record.key, record.value, record.headers)  # headers are only read
 
 
+def split_values(values: Sequence[bytes], overhead: int, max_batch_bytes: int) -> list[tuple[int, int]]:
+    """(start, end) of consecutive runs of ``values`` whose size bound (each value's length plus
+    ``overhead``) stays within ``max_batch_bytes`` (one value at least): :func:`split_batches` for
+    unkeyed values, on running sums built in C rather than a Python loop per value."""
+    bounds = list(accumulate(map(add, map(len, values), repeat(overhead)), initial=0))  # bounds[i]: values[:i]
+    runs = []
+    start = 0
+    while start < len(values):
+        end = max(bisect_right(bounds, bounds[start] + max_batch_bytes, start + 1) - 1, start + 1)
+        runs.append((start, end))
+        start = end
+    return runs
+
+
 @dataclass
 class _Values:
     """A batch's worth of unkeyed records given by their values (encoded without Record objects)."""
@@ -221,14 +238,10 @@ class Producer:
             info.partition(partition)  # raises for a partition the topic lacks
         header_list = list(headers)
         overhead = RECORD_FRAMING_BOUND + sum(HEADER_FRAMING_BOUND + 4 * len(k) + len(v or b"") for k, v in header_list)
-        runs: list[Batch] = []
-        start, size = 0, 0
-        for index, length in enumerate(map(len, values)):
-            if index > start and size + overhead + length > self.max_batch_bytes:
-                runs.append(_Values(values[start:index], header_list))
-                start, size = index, 0
-            size += overhead + length
-        runs.append(_Values(values[start:], header_list))
+        runs: list[Batch] = [
+            _Values(values[start:end], header_list)
+            for start, end in split_values(values, overhead, self.max_batch_bytes)
+        ]
         return await self._send_pending(info, {partition: runs}, _now_ms())
 
     async def _send_pending(

@@ -1,4 +1,4 @@
-"""Build the optional compiled record scanner and encoder; without a C compiler the pure-Python
+"""Build the optional compiled record scanner, encoder and decoder; without a C compiler the pure-Python
 twins are used."""
 
 from setuptools import Extension, setup
@@ -7,5 +7,6 @@ setup(
     ext_modules=[
         Extension("rivven_kproto.codec.records._scan", ["rivven_kproto/codec/records/_scan.c"], optional=True),
         Extension("rivven_kproto.codec.records._encode", ["rivven_kproto/codec/records/_encode.c"], optional=True),
+        Extension("rivven_kproto.codec.records._decode", ["rivven_kproto/codec/records/_decode.c"], optional=True),
     ],
 )

@@ -9,6 +9,7 @@ read the broker's CPU and memory.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -180,3 +181,23 @@ def test_a_tiny_load_curves_run_measures_every_point(tmp_path: Path) -> None:
     assert all(p["txn_per_s"] > 0 and p["commit_p99_ms"] > 0 and p["transactions"] == 10 for p in producers.values())
     for chart in ("curve-connections.png", "curve-groups.png", "curve-txn-producers.png"):
         assert (tmp_path / chart).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat is not installed (apt-get install kcat)")
+def test_a_tiny_cli_bulk_run_times_both_tools_both_ways(tmp_path: Path) -> None:
+    """``python -m tools.bench.cli_bulk``, tiny: kproto and kcat each produce the file and read it
+    back whole (the tool checks the bytes), and the figures come out side by side."""
+    out = tmp_path / "bulk.json"
+    run = subprocess.run(
+        [sys.executable, "-m", "tools.bench.cli_bulk", "--lines", "2000", "--rounds", "1", "--json", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=240,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    document = json.loads(out.read_text())
+    assert document["run"]["lines"] == 2000 and document["run"]["bytes"] == 2000 * 77
+    (only,) = document["rounds"]
+    for direction in ("produce", "consume"):
+        assert set(only[direction]) == {"kproto", "kcat"}
+        assert all(figures["seconds"] > 0 and figures["cpu_s"] >= 0 for figures in only[direction].values())
+        assert document["summary"][direction]["ratio"] > 0
+    assert "kproto/kcat" in run.stdout and "produce" in run.stdout and "consume" in run.stdout

@@ -75,6 +75,43 @@ def test_cluster_info(broker: BrokerProcess) -> None:
         assert all(d["broker_max"] is None or d["broker_max"] < d["release_max"] for d in release["behind"])
 
 
+def test_cluster_info_table_shows_every_release(broker: BrokerProcess) -> None:
+    """The Kafka-releases table as people read it (#41: release and beyond columns had zero width,
+    a row was cut off): every release named in its row, each column as wide as its header, and the
+    column rules of every line of the table at the same places."""
+    result = kproto(broker.bootstrap, "cluster", "info", output="table")
+    assert result.returncode == 0, result.stderr
+    releases = ok(broker.bootstrap, "cluster", "info")["kafka_releases"]
+    lines = result.stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("Kafka releases"))
+    block = [line.rstrip() for line in lines[start + 1:] if line.strip()]
+    header = next(line for line in block if line.startswith("┃"))
+    assert [cell.strip() for cell in header.strip("┃").split("┃")] == [
+        "release", "at its newest", "behind or missing", "beyond", "behind (key: ours/its)"]
+    rows = [[cell.strip() for cell in line.strip("│").split("│")] for line in block if line.startswith("│")]
+    starts = [row for row in rows if row[0]]
+    assert [row[:4] for row in starts] == [
+        [r["release"], str(len(r["same"])), str(len(r["behind"])), str(len(r["beyond"]))] for r in releases]
+    for release in releases:  # each "behind" entry of a release is shown, wrapped over its row's lines
+        first = next(i for i, row in enumerate(rows) if row[0] == release["release"])
+        shown = " ".join(row[4] for row in rows[first:first + 1] + list(_continuations(rows[first + 1:]))).split()
+        expected = [f"{d['api_key']}:{'-' if d['broker_max'] is None else d['broker_max']}/{d['release_max']}"
+                    for d in release["behind"]]
+        assert shown == (expected or ["-"]), shown
+    edges = {tuple(i for i, char in enumerate(line) if char in "┏┳┓┃┡╇┩│└┴┘") for line in block}
+    assert len(edges) == 1, block
+
+
+def _continuations(rows: list[list[str]]) -> list[list[str]]:
+    """The lines continuing a wrapped row (empty first cell), up to the next row."""
+    taken = []
+    for row in rows:
+        if row[0]:
+            break
+        taken.append(row)
+    return taken
+
+
 def test_topic_lifecycle(broker: BrokerProcess, topic_name: str) -> None:
     b = broker.bootstrap
     created = ok(b, "topics", "create", topic_name, "--partitions", "2", "--replication-factor", "1", "--config", "retention.ms=3600000")
@@ -244,6 +281,30 @@ def test_cli_habits_of_kafka_users(broker: BrokerProcess, topic_name: str, tmp_p
         assert "num.partitions" not in own.log_text()
     finally:
         assert own.stop() == 0
+
+
+def test_bulk_consume_prints_values_as_they_are_and_commits(broker: BrokerProcess, topic_name: str) -> None:
+    """The bulk path of ``consume`` (plain values, whole fetches in one write, #41): null as
+    ``null``, undecodable bytes escaped, escape sequences left alone (as kafka-console-consumer and
+    kcat print them), and as a group member it commits where it stopped."""
+    from confluent_kafka import Producer
+
+    b = broker.bootstrap
+    ok(b, "topics", "create", topic_name, "--partitions", "1")
+    producer = Producer({"bootstrap.servers": b})
+    for value in (b"a", None, b"\xffz", b"\x1b[31mred"):
+        producer.produce(topic_name, value=value, partition=0)
+    assert producer.flush(30) == 0
+    read = kproto(b, "consume", topic_name, "--from-beginning", "-e", output="table")
+    assert read.returncode == 0, read.stderr
+    assert read.stdout.split("\n") == ["a", "null", "\\xffz", "\x1b[31mred", ""]
+    assert read.stderr.strip() == "Processed a total of 4 messages"
+    member = kproto(b, "consume", topic_name, "--group", f"{topic_name}-g", "--from-beginning", "-e", output="table")
+    assert member.returncode == 0 and member.stdout.count("\n") == 4, member
+    producer.produce(topic_name, value=b"after", partition=0)
+    assert producer.flush(30) == 0
+    again = kproto(b, "consume", topic_name, "--group", f"{topic_name}-g", "-e", output="table")
+    assert again.returncode == 0 and again.stdout == "after\n", again
 
 
 def test_log_verify_finds_a_flipped_byte(tmp_path: Path) -> None:

@@ -41,6 +41,24 @@ class BenchTable(SphinxDirective):
         return list(container.children)
 
 
+class CliBulkTable(SphinxDirective):
+    """``.. cli-bulk-table:: ../tools/bench/results-DATE-cli-bulk.json``: kproto against kcat, as
+    ``python -m tools.bench.cli_bulk`` prints it (tools/bench/cli_bulk.py renders the rows)."""
+
+    required_arguments = 1
+
+    def run(self) -> list[nodes.Node]:
+        from tools.bench import cli_bulk
+
+        path = (Path(self.env.doc2path(self.env.docname)).parent / self.arguments[0]).resolve()
+        self.env.note_dependency(str(path))
+        table = cli_bulk.render_rst(cli_bulk.table_rows(json.loads(path.read_text()))).splitlines()
+        container = nodes.container()
+        self.state.nested_parse(StringList(table, source=str(path)), self.content_offset, container)
+        return list(container.children)
+
+
 def setup(app: Sphinx) -> dict[str, object]:
     app.add_directive("bench-table", BenchTable)
+    app.add_directive("cli-bulk-table", CliBulkTable)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -104,6 +104,7 @@ def info() -> None:
                     ]
                     for m in releases
                 ],
+                wrap=("behind (key: ours/its)",),
             ),
         ],
     )

@@ -19,15 +19,16 @@ from __future__ import annotations
 import base64
 import json
 import signal
+import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import click
 import trio
 
 from rivven_kproto.client import KafkaClient
 from rivven_kproto.client import groups as group_admin
-from rivven_kproto.client.consumer import ConsumedRecord, Consumer, StartAt
+from rivven_kproto.client.consumer import ConsumedRecord, Consumer, StartAt, ValueChunk
 from rivven_kproto.client.membership import GroupMembership
 from rivven_kproto.codec.enums import READ_COMMITTED, READ_UNCOMMITTED
 
@@ -72,6 +73,39 @@ def format_record(template: str, record: ConsumedRecord, render: Render = text) 
         value=_shown(render, record.value),
         headers=headers,
     )
+
+
+NULL_BYTES = NULL.encode()
+
+
+class _Output:
+    """Records rendered since the last poll, written to stdout together.
+
+    Plain values (the default text rendering) stay bytes and are decoded once per poll: decoding
+    the joined values escapes undecodable bytes exactly as decoding each value would.
+    """
+
+    def __init__(self, raw_values: bool) -> None:
+        self.raw_values = raw_values
+        self.values: list[bytes | None] = []
+        self.lines: list[str] = []
+
+    def flush(self) -> int:
+        """Write what is pending; how many records that was."""
+        count = len(self.values) + len(self.lines)
+        if not count:
+            return 0
+        if self.values:
+            values: list[bytes] = (cast(list[bytes], self.values) if None not in self.values
+                                   else [NULL_BYTES if v is None else v for v in self.values])
+            text_out = b"\n".join(values).decode("utf-8", errors="backslashreplace")
+            self.values.clear()
+        else:
+            text_out = "\n".join(self.lines)
+            self.lines.clear()
+        sys.stdout.write(text_out + "\n")
+        sys.stdout.flush()
+        return count
 
 
 def _shown(render: Render, data: bytes | None) -> str:
@@ -137,22 +171,36 @@ def consume(
     render = BINARY[binary]
     delivered = 0
     consumed_to: dict[int, int] = {}  # the next offset after the last record shown, per partition
+    # The bulk path (whole batches of values, see Consumer.run) prints plain values without -n.
+    output = _Output(raw_values=line_template is None and not as_json and binary == "text" and count is None)
 
     def show(record: ConsumedRecord) -> None:
-        nonlocal delivered
         if line_template is not None:
-            click.echo(format_record(line_template, record, render))
+            output.lines.append(format_record(line_template, record, render))
         elif as_json:
-            click.echo(json.dumps(record_json(record, render), sort_keys=True, separators=(",", ":")))
+            output.lines.append(json.dumps(record_json(record, render), sort_keys=True, separators=(",", ":")))
         else:
-            click.echo(_shown(render, record.value))
-        delivered += 1
+            output.lines.append(_shown(render, record.value))
         consumed_to[record.partition] = record.offset + 1
+
+    def show_values(chunk: ValueChunk) -> None:
+        """The bulk path (plain values): the consumer hands over a batch's values at a time."""
+        partition, last_offset, values = chunk
+        output.values.extend(values)
+        consumed_to[partition] = last_offset + 1
+
+    on_record: Callable[[Any], None] = show_values if output.raw_values else show
+
+    def flush() -> None:
+        """Print what the last poll delivered in one write (one syscall per fetch, not per record)."""
+        nonlocal delivered
+        delivered += output.flush()
 
     async def operation(client: KafkaClient) -> int:
         consumer = Consumer(client, topic, isolation_level=ISOLATION[isolation])
         await consumer.assign(list(partitions) or None, start)
-        return await consumer.run(show, max_records=count, idle_timeout=idle_timeout, stop_at_end=exit_at_end)
+        return await consumer.run(on_record, max_records=count, idle_timeout=idle_timeout, stop_at_end=exit_at_end,
+                                  on_poll=flush, values=output.raw_values)
 
     async def as_member(client: KafkaClient) -> int:
         """Ctrl-C is taken as a signal, not a KeyboardInterrupt that could land inside the final
@@ -226,7 +274,8 @@ def consume(
             nursery.start_soon(commit_periodically)
             if consumer.positions:
                 remaining = None if count is None else count - delivered
-                await consumer.run(show, max_records=remaining, idle_timeout=idle_timeout, stop_at_end=exit_at_end)
+                await consumer.run(on_record, max_records=remaining, idle_timeout=idle_timeout, stop_at_end=exit_at_end,
+                                   on_poll=flush, values=output.raw_values)
             elif not exit_at_end:  # no partition for this member (more members than partitions): wait
                 await trio.sleep_forever()
             nursery.cancel_scope.cancel()

@@ -7,6 +7,7 @@ Exit status: 0 success, 1 the operation failed (``error: <KAFKA_ERROR_NAME>: <wh
 from __future__ import annotations
 
 import errno
+import importlib
 import logging
 import os
 import re
@@ -14,16 +15,35 @@ import shutil
 import signal
 import sys
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 import trio
 
-from rivven_kproto.broker.config import FSYNC_POLICIES, BrokerConfig, ConfigError, load_config
-from rivven_kproto.broker.storage import StorageError
-
-from . import acls, cluster, configs, consume, groups, logtools, produce, topics, txns, users, verify_eos
 from .output import FORMATS, Settings, one_line
+
+if TYPE_CHECKING:
+    from rivven_kproto.broker.config import BrokerConfig
+
+FSYNC_CHOICES = ("always", "interval", "never")  # broker.config.FSYNC_POLICIES (a unit test keeps them equal)
+
+# The verbs, by the module defining each: a module is imported when its verb is used (or listed,
+# for --help), so ``kproto produce`` does not start by importing the broker and every other verb
+# (the bulk CLI's start-up was a third of kcat's whole run).
+LAZY_COMMANDS = {
+    "cluster": ("cluster", "cluster"),
+    "topics": ("topics", "topics"),
+    "configs": ("configs", "configs"),
+    "produce": ("produce", "produce"),
+    "consume": ("consume", "consume"),
+    "log": ("logtools", "log"),
+    "txns": ("txns", "txns"),
+    "producers": ("txns", "producers"),
+    "groups": ("groups", "groups"),
+    "verify-eos": ("verify_eos", "verify_eos"),
+    "users": ("users", "users"),
+    "acls": ("acls", "acls"),
+}
 
 GLOBAL_VALUE_OPTIONS = ("--bootstrap", "--bootstrap-server", "-b", "--timeout", "--format", "--command-config")
 
@@ -61,6 +81,15 @@ class KprotoGroup(click.Group):
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         return super().parse_args(ctx, hoist_global_options(args))
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *LAZY_COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in LAZY_COMMANDS:
+            module, attribute = LAZY_COMMANDS[cmd_name]
+            self.add_command(getattr(importlib.import_module(f"{__package__}.{module}"), attribute), cmd_name)
+        return super().get_command(ctx, cmd_name)
 
     def main(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
         kwargs["standalone_mode"] = False
@@ -115,7 +144,7 @@ def main(ctx: click.Context, bootstrap: str, output: str, timeout: float, comman
 @click.option("--advertised-listener", metavar="HOST:PORT", help="Address clients are told to connect to (default localhost:<port>).")
 @click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), help="Data directory of the native log (default ./kproto-data; ':memory:' for a throwaway one in RAM, removed at exit); unused with --storage postgresql://...")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path), help="server.properties-style file.")
-@click.option("--fsync", type=click.Choice(FSYNC_POLICIES), help="When to fsync (default interval).")
+@click.option("--fsync", type=click.Choice(FSYNC_CHOICES), help="When to fsync (default interval).")
 @click.option("--storage", metavar="URL", help="Where partitions and state live: the native log in --data-dir (default) or postgresql://USER@HOST[:PORT]/DB (the password from PGPASSWORD or PGPASSFILE, not the command line, which ps shows).")
 @click.option("--standby", is_flag=True, default=None, help="With --storage postgresql://...: when another broker serves the database, wait and take over when it stops (instead of failing).")
 @click.option("--node-id", type=click.IntRange(min=0), default=None, help="This broker's node id (default: 0 on the native log; on PostgreSQL the lowest id no other broker of the database holds).")
@@ -137,6 +166,9 @@ def serve(
 
     Example: kproto serve --listen 127.0.0.1:0 --data-dir /tmp/kproto
     """
+    from rivven_kproto.broker.config import ConfigError, load_config
+    from rivven_kproto.broker.storage import StorageError
+
     logging.basicConfig(level=log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     throwaway = None
     if data_dir is not None and str(data_dir) == ":memory:":
@@ -222,17 +254,3 @@ async def _serve_until_signalled(config: BrokerConfig) -> None:
             nursery.start_soon(stop_on_signal)
             await serve_broker(config)
             nursery.cancel_scope.cancel()
-
-
-main.add_command(cluster.cluster)
-main.add_command(topics.topics)
-main.add_command(configs.configs)
-main.add_command(produce.produce)
-main.add_command(consume.consume)
-main.add_command(logtools.log)
-main.add_command(txns.txns)
-main.add_command(txns.producers)
-main.add_command(groups.groups)
-main.add_command(verify_eos.verify_eos)
-main.add_command(users.users)
-main.add_command(acls.acls)

@@ -20,7 +20,6 @@ import trio
 from rich.console import Console, RenderableType
 from rich.table import Table
 
-from rivven_kproto.broker.config import ConfigError, read_properties
 from rivven_kproto.client import ClientError, KafkaClient
 from rivven_kproto.client.security import ClientSecurity, from_properties
 
@@ -65,6 +64,9 @@ def client_security(options: Settings) -> ClientSecurity | None:
     """TLS/SASL settings from ``--command-config`` (Kafka's client properties file)."""
     if options.command_config is None:
         return None
+    # The broker's config module, imported only when asked: every verb's start-up pays for it otherwise.
+    from rivven_kproto.broker.config import ConfigError, read_properties
+
     try:
         return from_properties(read_properties(options.command_config))
     except (ValueError, ConfigError, OSError) as exc:
@@ -122,15 +124,25 @@ def emit(data: Any, render: Callable[[], RenderableType | list[RenderableType]])
         out.print(item)
 
 
-def table(title: str | None, columns: list[str], rows: list[list[Any]]) -> Table | str:
-    """A table whose cells are never wrapped mid-word (ids stay whole); one line when it is empty."""
+def table(title: str | None, columns: list[str], rows: list[list[Any]], wrap: tuple[str, ...] = ()) -> Table | str:
+    """A table whose cells are never wrapped (ids stay whole) except in the ``wrap`` columns, which
+    wrap at spaces; one line when it is empty.
+
+    Each unwrapped column is at least as wide as its header and longest cell: rich otherwise
+    shrinks columns to fit a wide one, down to zero width (#41: release names were invisible).
+    """
     if not rows:
         return f"{title}: none" if title else "none"
+    cells = [["n/a" if cell is None else str(cell) for cell in row] for row in rows]
     result = Table(title=title, title_justify="left")
-    for column in columns:
-        result.add_column(column, no_wrap=True, overflow="ignore")
-    for row in rows:
-        result.add_row(*("n/a" if cell is None else str(cell) for cell in row))
+    for index, column in enumerate(columns):
+        if column in wrap:
+            result.add_column(column, overflow="fold")
+        else:
+            widest = max([len(column), *(len(row[index]) for row in cells if index < len(row))])
+            result.add_column(column, no_wrap=True, overflow="ignore", min_width=widest)
+    for row in cells:
+        result.add_row(*row)
     return result
 
 

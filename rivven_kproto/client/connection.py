@@ -14,7 +14,6 @@ import os
 from typing import TypeVar
 
 import trio
-from scramp import ScramException
 
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.api_versions import ApiVersionsResponse
@@ -116,6 +115,8 @@ class BrokerConnection:
 
     async def _authenticate(self, security: ClientSecurity) -> None:
         """SaslHandshake, then SaslAuthenticate rounds of PLAIN or SCRAM (KIP-152 framing)."""
+        from scramp import ScramException  # imported when SASL is used: start-up of every verb otherwise
+
         assert security.mechanism is not None
         handshake = await self.request(SaslHandshakeRequest(mechanism=security.mechanism), 1, SaslHandshakeResponse)
         check(handshake.error_code, context=f"SASL {security.mechanism} with {self.address}")

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import trio
 
@@ -27,7 +28,15 @@ from rivven_kproto.codec.messages.fetch import (
     PartitionData,
 )
 from rivven_kproto.codec.records.control import ControlType, control_type
-from rivven_kproto.codec.records.records import Record, RecordBatch, RecordFormatError, decode_batches
+from rivven_kproto.codec.records.records import (
+    Record,
+    RecordBatch,
+    RecordFormatError,
+    decode_batch,
+    decode_batch_tuples,
+    decode_batch_values,
+    iter_batch_positions,
+)
 from rivven_kproto.codec.records.visibility import Visibility
 
 from .admin import list_offsets
@@ -35,15 +44,19 @@ from .client import KafkaClient, TopicInfo
 from .errors import ClientError, KafkaResponseError, check
 
 FETCH_MIN_VERSION = 4  # isolation level and aborted transactions
-PARTITION_MAX_BYTES = 1024 * 1024
+# Larger than Kafka's 1 MiB max.partition.fetch.bytes: this consumer fetches, then prints, with no
+# prefetch in the background, so a bulk read (``consume -e``) wants few, large round trips.
+PARTITION_MAX_BYTES = 8 * 1024 * 1024
 MAX_PARTITION_MAX_BYTES = 64 * 1024 * 1024
 RESPONSE_MAX_BYTES = 50 * 1024 * 1024
 MAX_WAIT_MS = 500
 
 StartAt = int | str  # an offset, "earliest" or "latest"
+# (partition, offset of the last, values): what ``run(values=True)`` hands over, a batch's worth at a time
+ValueChunk = tuple[int, int, list[bytes | None]]
 
 
-@dataclass
+@dataclass(slots=True)
 class ConsumedRecord:
     topic: str
     partition: int
@@ -108,15 +121,16 @@ class Consumer:
             grouped[self._info.partition(partition).leader].append(partition)
         return dict(sorted(grouped.items()))
 
-    async def poll(self, max_wait_ms: int = MAX_WAIT_MS) -> list[ConsumedRecord]:
-        """One Fetch per leader; the records now visible past each position."""
-        records: list[ConsumedRecord] = []
+    async def poll(self, max_wait_ms: int = MAX_WAIT_MS, *, values: bool = False) -> list[Any]:
+        """One Fetch per leader; the records now visible past each position (as ConsumedRecord, or
+        with ``values`` as ValueChunks: the bulk path of ``kproto consume``)."""
+        records: list[Any] = []
         for leader, partitions in self._by_leader(self.positions).items():
             response = await self._fetch(leader, partitions, max_wait_ms)
             check(response.error_code, context="Fetch")
             for topic_response in response.responses:
                 for data in topic_response.partitions:
-                    records.extend(self._absorb(data))
+                    records.extend(self._absorb(data, values))
         return records
 
     async def _fetch(self, leader: int, partitions: list[int], max_wait_ms: int) -> FetchResponse:
@@ -140,7 +154,7 @@ class Consumer:
 
         return await self.client.call(FetchRequest, build, FetchResponse, node_id=leader, min_version=FETCH_MIN_VERSION)
 
-    def _absorb(self, data: PartitionData) -> list[ConsumedRecord]:
+    def _absorb(self, data: PartitionData, values: bool = False) -> list[Any]:
         partition = data.partition_index
         position = self.positions.get(partition)
         if position is None:
@@ -151,33 +165,55 @@ class Consumer:
         read_committed = self.isolation_level == READ_COMMITTED
         self._ends[partition] = data.last_stable_offset if read_committed and data.last_stable_offset >= 0 else data.high_watermark
         raw = data.record_bytes()
+        aborted = [(a.producer_id, a.first_offset) for a in data.aborted_transactions or ()]
+        visibility = Visibility(aborted, read_committed)
+        out: list[Any] = []
+        next_offset = None
+        topic = self.topic
         try:
-            batches = decode_batches(raw)
+            for pos, header in iter_batch_positions(raw):
+                next_offset = header.next_offset
+                if not visibility.shows(header, lambda: _is_abort_marker(decode_batch(raw, pos))):  # noqa: B023 - called at once
+                    continue
+                if values:
+                    shown, last = decode_batch_values(raw, pos, position)
+                    if shown:
+                        out.append((partition, last, shown))
+                    continue
+                base_offset = header.base_offset
+                _, tuples = decode_batch_tuples(raw, pos)
+                log_append = header.timestamp_type == 1
+                base_timestamp = header.max_timestamp if log_append else header.base_timestamp
+                out += [
+                    ConsumedRecord(topic, partition, base_offset + t[0], base_timestamp + (0 if log_append else t[1]),
+                                   t[2], t[3], t[4])
+                    for t in tuples if base_offset + t[0] >= position
+                ]
         except (RecordFormatError, CompressionError) as exc:
             raise ClientError(Errors.CORRUPT_MESSAGE, f"{self.topic}-{partition} at offset {position}: {exc}") from None
-        if raw and not batches:  # a batch larger than we asked for: ask for more next time
+        if raw and next_offset is None:  # a batch larger than we asked for: ask for more next time
             self._max_bytes[partition] = min(MAX_PARTITION_MAX_BYTES, 2 * self._max_bytes.get(partition, PARTITION_MAX_BYTES))
             return []
-        aborted = [(a.producer_id, a.first_offset) for a in data.aborted_transactions or ()]
-        out = [
-            ConsumedRecord(self.topic, partition, offset, timestamp, record.key, record.value, list(record.headers))
-            for offset, timestamp, record in visible_records(batches, aborted, read_committed)
-            if offset >= position
-        ]
-        if batches:
-            self.positions[partition] = max(position, batches[-1].next_offset)
+        if next_offset is not None:
+            self.positions[partition] = max(position, next_offset)
         return out
 
     async def run(
         self,
-        on_record: Callable[[ConsumedRecord], None],
+        on_record: Callable[[Any], None],
         *,
         max_records: int | None = None,
         idle_timeout: float | None = None,
         stop_at_end: bool = False,
+        on_poll: Callable[[], None] | None = None,
+        values: bool = False,
     ) -> int:
         """Poll until ``max_records`` were delivered, nothing new arrived for ``idle_timeout`` s, or
-        (``stop_at_end``) every partition was read up to its end; else follow until cancelled."""
+        (``stop_at_end``) every partition was read up to its end; else follow until cancelled.
+        ``on_poll`` runs after each poll's records were handed over (to flush buffered output);
+        with ``values`` ``on_record`` gets a ValueChunk (a batch's values) instead of each ConsumedRecord."""
+        if values and max_records is not None:
+            raise ValueError("values=True hands over whole batches: no max_records")
         delivered = 0
         last_progress = trio.current_time()
         while max_records is None or delivered < max_records:
@@ -187,14 +223,20 @@ class Consumer:
                 if idle_left <= 0:
                     break
                 wait_ms = int(min(wait_ms, idle_left * 1000))
-            records = await self.poll(0 if stop_at_end else max(wait_ms, 0))
+            records = await self.poll(0 if stop_at_end else max(wait_ms, 0), values=values)
             if records:
                 last_progress = trio.current_time()
-            for record in records:
+            if values:  # whole batches (no max_records here: a cut batch's last offset is unknown)
+                for chunk in records:
+                    on_record(chunk)
+                    delivered += len(chunk[2])
+            for record in records if not values else ():
                 if max_records is not None and delivered >= max_records:
                     break
                 on_record(record)
                 delivered += 1
+            if on_poll is not None:
+                on_poll()
             if stop_at_end and self.at_end():
                 break
         return delivered

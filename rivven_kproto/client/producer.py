@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import random
 import time
+from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate, repeat
+from operator import add
 
 from rivven_kproto.codec.compression import Compression
 from rivven_kproto.codec.messages.produce import (
@@ -27,7 +30,8 @@ from rivven_kproto.codec.messages.produce import (
     ProduceResponse,
     TopicProduceData,
 )
-from rivven_kproto.codec.records.records import Record, build_batch
+from rivven_kproto.codec.records.batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE
+from rivven_kproto.codec.records.records import Record, build_batch, build_values_batch
 
 from .client import KafkaClient, TopicInfo
 from .errors import check
@@ -130,6 +134,34 @@ def _to_batch_record(index: int, record: ProducerRecord, base_timestamp: int) ->
     return Record(index, delta, record.key, record.value, record.headers)  # headers are only read
 
 
+def split_values(values: Sequence[bytes], overhead: int, max_batch_bytes: int) -> list[tuple[int, int]]:
+    """(start, end) of consecutive runs of ``values`` whose size bound (each value's length plus
+    ``overhead``) stays within ``max_batch_bytes`` (one value at least): :func:`split_batches` for
+    unkeyed values, on running sums built in C rather than a Python loop per value."""
+    bounds = list(accumulate(map(add, map(len, values), repeat(overhead)), initial=0))  # bounds[i]: values[:i]
+    runs = []
+    start = 0
+    while start < len(values):
+        end = max(bisect_right(bounds, bounds[start] + max_batch_bytes, start + 1) - 1, start + 1)
+        runs.append((start, end))
+        start = end
+    return runs
+
+
+@dataclass
+class _Values:
+    """A batch's worth of unkeyed records given by their values (encoded without Record objects)."""
+
+    values: Sequence[bytes]
+    headers: list[tuple[str, bytes | None]]
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+
+Batch = list[Record] | _Values
+
+
 class Producer:
     """Sends records of one topic; keeps the topic's layout and the sticky partition between calls."""
 
@@ -181,28 +213,55 @@ class Producer:
             return []
         info = await self._layout()
         assigned = self._assign(info, records)
-        results: list[PartitionResult] = []
-        # One request per leader and round; a partition whose records need several batches takes several rounds.
-        pending: dict[int, list[list[Record]]] = {}
+        pending: dict[int, list[Batch]] = {}
         timestamp = _now_ms()
         for partition, items in assigned.items():
             pending[partition] = [
                 [_to_batch_record(i, r, timestamp) for i, r in enumerate(run)]
                 for run in split_batches(items, self.max_batch_bytes)
             ]
+        return await self._send_pending(info, pending, timestamp)
+
+    async def send_values(
+        self, values: Sequence[bytes], headers: Sequence[tuple[str, bytes | None]] = (), partition: int | None = None
+    ) -> list[PartitionResult]:
+        """Produce unkeyed records with these values (and the same headers) to ``partition`` or the
+        sticky one, as :meth:`send` would, without a ProducerRecord per value: the bulk path of
+        ``kproto produce`` (a record's cost is then its Record and its encoding)."""
+        if not values:
+            return []
+        info = await self._layout()
+        if partition is None:
+            partition = info.partitions[self._sticky % len(info.partitions)].partition
+            self._sticky += 1
+        else:
+            info.partition(partition)  # raises for a partition the topic lacks
+        header_list = list(headers)
+        overhead = RECORD_FRAMING_BOUND + sum(HEADER_FRAMING_BOUND + 4 * len(k) + len(v or b"") for k, v in header_list)
+        runs: list[Batch] = [
+            _Values(values[start:end], header_list)
+            for start, end in split_values(values, overhead, self.max_batch_bytes)
+        ]
+        return await self._send_pending(info, {partition: runs}, _now_ms())
+
+    async def _send_pending(
+        self, info: TopicInfo, pending: dict[int, list[Batch]], timestamp: int
+    ) -> list[PartitionResult]:
+        results: list[PartitionResult] = []
+        # One request per leader and round; a partition whose records need several batches takes several rounds.
         if self.transaction is not None:
             await self.transaction.add_partitions(self.topic, sorted(pending))
         while pending:
             round_batches = {p: batches.pop(0) for p, batches in pending.items()}
             pending = {p: batches for p, batches in pending.items() if batches}
-            by_leader: dict[int, dict[int, list[Record]]] = defaultdict(dict)
+            by_leader: dict[int, dict[int, Batch]] = defaultdict(dict)
             for partition, batch_records in round_batches.items():
                 by_leader[info.partition(partition).leader][partition] = batch_records
             for leader, partitions in sorted(by_leader.items()):
                 results.extend(await self._send_to(leader, partitions, timestamp))
         return sorted(results, key=lambda r: (r.partition, r.base_offset))
 
-    async def _send_to(self, leader: int, partitions: dict[int, list[Record]], timestamp: int) -> list[PartitionResult]:
+    async def _send_to(self, leader: int, partitions: dict[int, Batch], timestamp: int) -> list[PartitionResult]:
         data = []
         for partition, batch_records in sorted(partitions.items()):  # offset deltas already 0..n-1
             data.append(PartitionProduceData(index=partition, records=self._batch(partition, batch_records, timestamp)))
@@ -232,19 +291,18 @@ class Producer:
                 results.append(PartitionResult(answer.index, answer.base_offset, counts.get(answer.index, 0)))
         return results
 
-    def _batch(self, partition: int, records: list[Record], timestamp: int) -> bytes:
+    def _batch(self, partition: int, records: Batch, timestamp: int) -> bytes:
         txn = self.transaction
-        if txn is None:
-            return build_batch(records, compression=self.compression, base_timestamp=timestamp)
-        return build_batch(
-            records,
-            compression=self.compression,
-            base_timestamp=timestamp,
-            producer_id=txn.producer_id,
-            producer_epoch=txn.producer_epoch,
-            base_sequence=txn.next_sequence(self.topic, partition, len(records)),
-            is_transactional=True,
-        )
+        pid, epoch, sequence = NO_PRODUCER_ID, NO_PRODUCER_EPOCH, NO_SEQUENCE
+        if txn is not None:
+            pid, epoch = txn.producer_id, txn.producer_epoch
+            sequence = txn.next_sequence(self.topic, partition, len(records))
+        if isinstance(records, _Values):
+            return build_values_batch(records.values, records.headers, compression=self.compression,
+                                      base_timestamp=timestamp, producer_id=pid, producer_epoch=epoch,
+                                      base_sequence=sequence, is_transactional=txn is not None)
+        return build_batch(records, compression=self.compression, base_timestamp=timestamp, producer_id=pid,
+                           producer_epoch=epoch, base_sequence=sequence, is_transactional=txn is not None)
 
 
 def _now_ms() -> int:

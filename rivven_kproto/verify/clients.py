@@ -45,6 +45,8 @@ class TxnClient(Protocol):
 
     def send(self, topic: str, partition: int, value: str) -> None: ...
 
+    def flush(self, timeout_s: float) -> None: ...
+
     def commit(self, timeout_s: float) -> None: ...
 
     def abort(self, timeout_s: float) -> None: ...
@@ -142,6 +144,9 @@ class ConfluentClient(_Settings):
     def send(self, topic: str, partition: int, value: str) -> None:
         self.producer.produce(topic, value=value.encode(), partition=partition, on_delivery=self._on_delivery)
         self.producer.poll(0)
+
+    def flush(self, timeout_s: float) -> None:
+        self.producer.flush(timeout_s)
 
     def commit(self, timeout_s: float) -> None:
         self._call("commit_transaction", timeout_s)
@@ -242,6 +247,14 @@ class KafkaPythonClient(_Settings):
             return
         future.add_callback(self._acked, value)
         future.add_errback(lambda exc: self.delivery_errors.append(self._failure(exc)))
+
+    def flush(self, timeout_s: float) -> None:
+        from kafka.errors import KafkaError
+
+        try:
+            self.producer.flush(timeout=timeout_s)
+        except KafkaError as exc:
+            self.delivery_errors.append(self._failure(exc))
 
     def _acked(self, value: str, metadata: Any) -> None:
         self.acks[value] = (metadata.topic, metadata.partition, metadata.offset)

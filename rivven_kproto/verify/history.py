@@ -112,6 +112,7 @@ class History:
     fault_log: list[Fault] = field(default_factory=list)
     idempotent: list[tuple[str, int, str]] = field(default_factory=list)  # (topic, partition, value) in send order
     idempotent_acks: dict[str, tuple[str, int, int]] = field(default_factory=dict)  # value -> (topic, partition, offset)
+    client_crashes: list[str] = field(default_factory=list)  # client processes that died (the client's fault, not ours)
 
     def save(self, path: Path) -> None:
         path.write_text(json.dumps(asdict(self), separators=(",", ":")))
@@ -143,4 +144,5 @@ class History:
         history.fault_log = [Fault(**f) for f in doc.get("fault_log", [])]
         history.idempotent = [tuple(v) for v in doc.get("idempotent", [])]  # type: ignore[misc]
         history.idempotent_acks = {k: tuple(v) for k, v in doc.get("idempotent_acks", {}).items()}  # type: ignore[misc]
+        history.client_crashes = list(doc.get("client_crashes", []))
         return history

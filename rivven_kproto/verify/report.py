@@ -33,6 +33,7 @@ def summary(history: History, findings: dict[str, Finding], elapsed_s: float) ->
         "transform_longest_s": history.transform_stall[0],
         "idempotent_acknowledged": len(history.idempotent_acks),
         "client_errors": len(history.errors),
+        "client_crashes": history.client_crashes,
         "checks": {name: {"count": f.count, "examples": f.examples} for name, f in findings.items()},
     }
 
@@ -43,6 +44,7 @@ def table(doc: dict[str, Any]) -> str:
         f"{doc['committed_records']} committed records, {doc['reads_during_run']} reads during the run, "
         f"{doc['transformed_outputs']} transformed outputs",
         f"faults: {', '.join(f'{k} {v}' for k, v in doc['faults'].items())}; client errors: {doc['client_errors']}",
+        *(f"client crash (the client library's, not an anomaly): {crash}" for crash in doc.get("client_crashes", [])),
         f"longest stall: {_stall(doc.get('longest_stall'))}; idempotent records acknowledged: "
         f"{doc.get('idempotent_acknowledged', 0)}; transform stage's longest transaction: "
         f"{doc.get('transform_longest_s', 0)} s",

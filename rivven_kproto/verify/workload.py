@@ -34,12 +34,14 @@ from .history import (
 from .idempotent import IdempotentWriter
 from .nemesis import COUNTERS, Nemesis
 from .transform import TransformStage
+from .zombie import Outcome, ZombieProcess
 
 log = logging.getLogger(__name__)
 
 CALL_TIMEOUT_S = 60.0
 INIT_ATTEMPTS = 3  # new instances tried when a client bug loses init_transactions
 TXN_TIMEOUT_MS = 600_000  # the workload ends transactions itself; none may time out by accident
+READY_MARGIN_S = 60.0  # a zombie's start-up beyond its init's retries (process, import, one record)
 
 
 @dataclass
@@ -184,7 +186,7 @@ def run(plan: Plan, means: Means, progress: Callable[[str], None] | None = None)
 
     generations = dict.fromkeys(range(plan.producers), 0)
     instances: dict[int, _Instance] = {}
-    zombies: list[tuple[_Instance, Transaction]] = []
+    zombies: list[tuple[ZombieProcess, Transaction]] = []
 
     def error_entry(inst: _Instance, call: str, error: ClientFailure, expected: bool, detail: str = "") -> None:
         history.errors.append(
@@ -273,10 +275,16 @@ def run(plan: Plan, means: Means, progress: Callable[[str], None] | None = None)
             instances.pop(index)
             txn.outcome = ABORTED
             history.faults["producer_restarts"] += 1
+            current.client.close()
             if rng.random() < plan.p_zombie:
-                zombies.append((current, txn))
-            else:
-                current.client.close()
+                # The zombie: a next instance, in a process of its own (see .zombie), opens a
+                # transaction (fencing this one) that the instance after it fences in turn.
+                generations[index] += 1
+                tid = f"{plan.topic_prefix}-{run_id}-tid-{index}"
+                started_zombie = _start_zombie(plan.client, means.bootstrap, tid, index, generations[index], txn,
+                                               targets, rng, history, lock, plan.retry_s)
+                if started_zombie is not None:
+                    zombies.append(started_zombie)
             instance(index)
             continue
         commit = rng.random() >= plan.p_abort
@@ -319,7 +327,7 @@ def run(plan: Plan, means: Means, progress: Callable[[str], None] | None = None)
                 error_entry(current, "produce", err, False)
         client.delivery_errors.clear()
         if zombies and rng.random() < 0.5:
-            _zombie_attempt(*zombies.pop(0), targets, rng, history)
+            _zombie_attempt(*zombies.pop(0), targets, rng, history, lock)
         if stage is not None and rng.random() < 0.5:
             stage.cycle(die_midway=rng.random() < plan.p_transform_die, poll_s=0.5)
 
@@ -331,7 +339,7 @@ def run(plan: Plan, means: Means, progress: Callable[[str], None] | None = None)
         writer.finish(CALL_TIMEOUT_S * 2)
         writer.close()
     for zombie, txn in zombies:
-        _zombie_attempt(zombie, txn, targets, rng, history)
+        _zombie_attempt(zombie, txn, targets, rng, history, lock)
     for index in range(plan.producers):
         # An id whose client was dropped after a fatal error may have left a transaction open
         # (it would hold back read_committed readers until its timeout): a new instance's init
@@ -382,30 +390,57 @@ def _after_committed(history: History, topic: str) -> dict[int, int]:
     return after
 
 
-def _zombie_attempt(zombie: _Instance, abandoned: Transaction, targets: list[tuple[str, int]], rng: random.Random, history: History) -> None:
-    """A fenced instance writes more and tries to commit: Kafka must refuse (fenced)."""
+def _start_zombie(library: str, bootstrap: str, tid: str, index: int, generation: int, abandoned: Transaction,
+                  targets: list[tuple[str, int]], rng: random.Random, history: History,
+                  lock: threading.Lock, retry_s: float) -> tuple[ZombieProcess, Transaction] | None:
+    """A child process opens instance ``generation`` of ``tid`` and a transaction with one record
+    written; None when it could not (what happened is recorded)."""
     key = f"{abandoned.key}/zombie"
-    txn = Transaction(key, zombie.producer_index, zombie.generation, outcome=ZOMBIE)
+    txn = Transaction(key, index, generation, outcome=ZOMBIE)
     history.transactions[key] = txn
-    client = zombie.client
-    try:
-        topic, partition = rng.choice(targets)
-        value = f"{key}/0"
-        txn.values.append((topic, partition, value))
-        client.send(topic, partition, value)
-        client.commit(10)
+    topic, partition = rng.choice(targets)
+    txn.values.append((topic, partition, f"{key}/0"))
+    zombie = ZombieProcess({
+        "library": library, "bootstrap": bootstrap, "transactional_id": tid, "transaction_timeout_ms": TXN_TIMEOUT_MS,
+        "linger_ms": 5, "first": [topic, partition, f"{key}/0"], "retry_s": retry_s,
+    })
+    ready = zombie.wait_ready(retry_s + READY_MARGIN_S)
+    if ready.result == "ready":
+        with lock:
+            history.acks.update(ready.acks)
+        return zombie, txn
+    _record_zombie(txn, zombie.stop(), "zombie start", history, lock)
+    return None
+
+
+def _zombie_attempt(zombie: ZombieProcess, txn: Transaction, targets: list[tuple[str, int]], rng: random.Random,
+                    history: History, lock: threading.Lock) -> None:
+    """The fenced instance writes more and tries to commit: Kafka must refuse (fenced)."""
+    topic, partition = rng.choice(targets)
+    value = f"{txn.key}/1"
+    txn.values.append((topic, partition, value))
+    _record_zombie(txn, zombie.attempt(topic, partition, value), "zombie commit", history, lock)
+
+
+def _record_zombie(txn: Transaction, outcome: Outcome, call: str, history: History, lock: threading.Lock) -> None:
+    """The zombie's outcome into the history: a commit that returned OK is the broker's anomaly
+    (``zombie_write``); a refusal is what Kafka gives; a crash of the client is the client's."""
+    with lock:
+        history.acks.update(outcome.acks)
+    if outcome.result == "committed":
         txn.zombie_commit_ok = True
-    except ClientFailure as error:
-        # Fenced (or a timeout talking to a coordinator that refuses it) is what Kafka gives.
-        history.errors.append(
-            ClientError(zombie.producer_index, zombie.generation, "zombie commit", error.name, error.fatal, True)
-        )
-    except Exception as exc:  # noqa: BLE001 - e.g. a state error raised as another type
-        history.errors.append(
-            ClientError(zombie.producer_index, zombie.generation, "zombie commit", type(exc).__name__, True, True)
-        )
-    finally:
-        client.close()
+    elif outcome.result == "hung":
+        history.errors.append(ClientError(txn.producer, txn.generation, call, "TIMED_OUT", True, True,
+                                          f"the zombie's process gave no answer ({outcome.error})"))
+    elif outcome.result != "crashed":
+        # Fenced (or a timeout talking to a coordinator that refuses it) is what Kafka gives to the
+        # fenced instance; before it was fenced it is any instance, which has no reason to fail.
+        history.errors.append(ClientError(txn.producer, txn.generation, call, outcome.error, outcome.fatal,
+                                          call != "zombie start"))
+    if outcome.crash:
+        history.errors.append(ClientError(txn.producer, txn.generation, call, "CLIENT_CRASH", True, True, outcome.crash))
+        history.client_crashes.append(f"producer {txn.producer}/{txn.generation} ({call}): {outcome.crash}")
+        log.warning("zombie %s: %s", txn.key, outcome.crash)
 
 
 def _read(consumer: str, msg: Any, at: float = 0.0) -> Read:

@@ -7,11 +7,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rivven_kproto.client.producer import (
+    RECORD_FRAMING_BOUND,
     ProducerRecord,
     murmur2,
     partition_for_key,
     size_bound,
     split_batches,
+    split_values,
 )
 from rivven_kproto.codec.records.records import Record, encode_record
 
@@ -62,3 +64,13 @@ def test_size_bound_is_never_below_the_encoded_size(
     record = ProducerRecord(value=value, key=key, headers=headers)
     encoded = encode_record(Record(offset_delta, timestamp_delta, key, value, headers))
     assert len(encoded) <= size_bound(record)
+
+
+@given(st.lists(st.binary(max_size=40), max_size=60), st.integers(1, 200))
+def test_split_values_cuts_where_split_batches_does(values: list[bytes], max_batch_bytes: int) -> None:
+    """The bulk path's batch boundaries (running sums) are split_batches' for the same records."""
+    records = [ProducerRecord(value) for value in values]
+    expected = [len(batch) for batch in split_batches(records, max_batch_bytes)]
+    runs = split_values(values, RECORD_FRAMING_BOUND, max_batch_bytes)
+    assert [end - start for start, end in runs] == expected
+    assert [start for start, _ in runs[1:]] == [end for _, end in runs[:-1]]

@@ -65,3 +65,17 @@ def test_compiled_encoder_refuses_what_cannot_be_encoded(bad: Record, error: typ
     assert compiled is not None
     with pytest.raises(error):
         compiled([bad])
+
+
+@given(
+    st.lists(st.none() | st.binary(max_size=300), max_size=30),
+    st.lists(st.tuples(st.text(max_size=10), st.none() | st.binary(max_size=20)), max_size=3),
+    st.booleans(),
+)
+def test_value_batches_are_the_batches_of_their_records(values: list[bytes | None], headers: list, txn: bool) -> None:
+    """The producer's bulk path (no Record per value) writes the bytes build_batch writes."""
+    records = [Record(i, 0, None, value, headers) for i, value in enumerate(values)]
+    assert records_module.encode_values(values, headers) == encode_records_python(records)
+    fenced = {"producer_id": 7, "producer_epoch": 2, "base_sequence": 40, "is_transactional": True} if txn else {}
+    assert records_module.build_values_batch(values, headers, base_timestamp=1_700_000_000_000, **fenced) == (
+        records_module.build_batch(records, base_timestamp=1_700_000_000_000, **fenced))

@@ -28,6 +28,7 @@ import struct
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import starmap
 
 import crc32c
 
@@ -47,6 +48,7 @@ from .batch import (
     TRANSACTIONAL_MASK,
     BatchAttributes,
     BatchFormatError,
+    BatchHeader,
     compute_crc,
     parse_header,
 )
@@ -112,9 +114,14 @@ class RecordBatch(BatchAttributes):
         return self.base_timestamp + record.timestamp_delta
 
     def iter_absolute(self) -> Iterator[tuple[int, int, Record]]:
-        """Yield (offset, timestamp, record) for each record."""
-        for record in self.records:
-            yield self.offset_of(record), self.timestamp_of(record), record
+        """Yield (offset, timestamp, record) for each record (as offset_of and timestamp_of say,
+        with the batch's fields read once: consumers call this for every record they fetch)."""
+        base_offset = self.base_offset
+        if self.timestamp_type == 1:
+            timestamp = self.max_timestamp
+            return ((base_offset + r.offset_delta, timestamp, r) for r in self.records)
+        base_timestamp = self.base_timestamp
+        return ((base_offset + r.offset_delta, base_timestamp + r.timestamp_delta, r) for r in self.records)
 
 
 # --- decoding -------------------------------------------------------------------------------------
@@ -128,6 +135,92 @@ def decode_batch(
     max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
 ) -> RecordBatch:
     """Decode the complete batch at ``pos``, decompressing its records as its attributes say."""
+    header, payload = _checked_payload(buf, pos, verify_crc, max_decompressed_size)
+    records = _decode_records(payload, header.records_count)
+    return RecordBatch(
+        base_offset=header.base_offset,
+        partition_leader_epoch=header.partition_leader_epoch,
+        magic=header.magic,
+        crc=header.crc,
+        attributes=header.attributes,
+        last_offset_delta=header.last_offset_delta,
+        base_timestamp=header.base_timestamp,
+        max_timestamp=header.max_timestamp,
+        producer_id=header.producer_id,
+        producer_epoch=header.producer_epoch,
+        base_sequence=header.base_sequence,
+        records=records,
+    )
+
+
+RecordTuple = tuple[int, int, bytes | None, bytes | None, list[Header], int]
+
+
+def decode_batch_tuples(
+    buf: bytes | bytearray | memoryview,
+    pos: int = 0,
+    *,
+    verify_crc: bool = True,
+    max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
+) -> tuple[BatchHeader, list[RecordTuple]]:
+    """:func:`decode_batch` with its records as tuples (offset_delta, timestamp_delta, key, value,
+    headers, attributes), the fields of :class:`Record`: a consumer of a large fetch then makes no
+    Record object per record. Same checks, same errors."""
+    header, payload = _checked_payload(buf, pos, verify_crc, max_decompressed_size)
+    count = header.records_count
+    if _compiled_decode is not None:
+        try:
+            return header, _compiled_decode(payload, count)
+        except ValueError:
+            pass
+    records = _decode_records(payload, count)  # raises the precise error
+    return header, [(r.offset_delta, r.timestamp_delta, r.key, r.value, r.headers, r.attributes) for r in records]
+
+
+def decode_batch_values(
+    buf: bytes | bytearray | memoryview,
+    pos: int,
+    first_offset: int,
+    *,
+    verify_crc: bool = True,
+    max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
+) -> tuple[list[bytes | None], int]:
+    """The values of the batch at ``pos`` from ``first_offset`` on, and the offset of the last one
+    (-1: none): :func:`decode_batch` checked the same, for a reader that prints values only (no
+    object per key, header or record)."""
+    header, payload = _checked_payload(buf, pos, verify_crc, max_decompressed_size)
+    first_delta = first_offset - header.base_offset
+    count = header.records_count
+    if _compiled_decode_values is not None:
+        try:
+            values, last_delta = _compiled_decode_values(payload, count, min(max(first_delta, -(1 << 63)), (1 << 63) - 1))
+            return values, header.base_offset + last_delta if values else -1
+        except ValueError:
+            pass
+    records = _decode_records(payload, count)  # raises the precise error
+    kept = [r for r in records if r.offset_delta >= first_delta]
+    return [r.value for r in kept], max((header.base_offset + r.offset_delta for r in kept), default=-1)
+
+
+def iter_batch_positions(buf: bytes | bytearray | memoryview) -> Iterator[tuple[int, BatchHeader]]:
+    """(position, header) of every complete batch in ``buf``, as :func:`decode_batches` walks them
+    (a partial trailing batch is ignored, a too-short batch length refused)."""
+    pos = 0
+    end = len(buf)
+    while end - pos >= HEADER_SIZE:
+        header = parse_header(buf, pos)
+        if header.batch_length < MIN_BATCH_LENGTH:
+            raise RecordFormatError(f"batch length {header.batch_length} below the minimum at byte {pos}")
+        if pos + header.size > end:
+            return
+        yield pos, header
+        pos += header.size
+
+
+def _checked_payload(
+    buf: bytes | bytearray | memoryview, pos: int, verify_crc: bool, max_decompressed_size: int
+) -> tuple[BatchHeader, memoryview]:
+    """The header and (decompressed) records section of the complete batch at ``pos``, checked."""
     if pos < 0 or len(buf) - pos < HEADER_SIZE:
         raise RecordFormatError(f"truncated batch header at byte {pos}")
     header = parse_header(buf, pos)
@@ -145,21 +238,7 @@ def decode_batch(
     codec = codec_of(header.compression)
     if codec is not Compression.NONE:
         payload = memoryview(decompress(codec, payload, max_decompressed_size))
-    records = _decode_records(payload, header.records_count)
-    return RecordBatch(
-        base_offset=header.base_offset,
-        partition_leader_epoch=header.partition_leader_epoch,
-        magic=header.magic,
-        crc=header.crc,
-        attributes=header.attributes,
-        last_offset_delta=header.last_offset_delta,
-        base_timestamp=header.base_timestamp,
-        max_timestamp=header.max_timestamp,
-        producer_id=header.producer_id,
-        producer_epoch=header.producer_epoch,
-        base_sequence=header.base_sequence,
-        records=records,
-    )
+    return header, payload
 
 
 def decode_batches(
@@ -185,7 +264,35 @@ def decode_batches(
     return batches
 
 
+try:  # the compiled twin (setup.py builds it when a C compiler is present); identical records
+    from rivven_kproto.codec.records._decode import decode as _compiled_decode
+except ImportError:  # pragma: no cover - depends on the build
+    _compiled_decode = None
+
+try:
+    from rivven_kproto.codec.records._decode import decode_values as _compiled_decode_values
+except ImportError:  # pragma: no cover - depends on the build
+    _compiled_decode_values = None
+
+DECODER_COMPILED = _compiled_decode is not None
+
+
 def _decode_records(data: memoryview, count: int) -> list[Record]:
+    """The records of a payload: compiled when available (a large fetch then does no per-field
+    Python work); on malformed input the Python decoder runs to name the fault."""
+    if _compiled_decode is not None:
+        try:
+            return list(starmap(Record, _compiled_decode(data, count)))
+        except ValueError:
+            pass
+    records = decode_records_python(data, count)
+    if _compiled_decode is not None:  # the twins disagree: never guess which one is right
+        raise RecordFormatError("malformed records (the compiled decoder refused them)")
+    return records
+
+
+def decode_records_python(data: memoryview, count: int) -> list[Record]:
+    """The records of a payload, decoded in Python (the reference of the compiled twin)."""
     if count > len(data) // MIN_RECORD_SIZE:
         raise RecordFormatError(f"record count {count} impossible in {len(data)} bytes")
     records = []
@@ -278,6 +385,45 @@ def encode_records(records: Sequence[Record]) -> bytes:
     if _compiled_encode is not None:
         return bytes(_compiled_encode(records))
     return encode_records_python(records)
+
+
+try:
+    from rivven_kproto.codec.records._encode import encode_values as _compiled_encode_values
+except ImportError:  # pragma: no cover - depends on the build
+    _compiled_encode_values = None
+
+
+def encode_values(values: Sequence[bytes | None], headers: Sequence[Header] = ()) -> bytes:
+    """The records section of unkeyed records numbered from 0 (timestamp delta 0) with these values
+    and each these headers: the bytes of :func:`encode_records` of those Records, without them."""
+    if _compiled_encode_values is not None:
+        return bytes(_compiled_encode_values(values, headers))
+    header_list = list(headers)
+    return encode_records_python([Record(i, 0, None, value, header_list) for i, value in enumerate(values)])
+
+
+def build_values_batch(
+    values: Sequence[bytes | None],
+    headers: Sequence[Header] = (),
+    *,
+    compression: int = Compression.NONE,
+    base_timestamp: int,
+    producer_id: int = NO_PRODUCER_ID,
+    producer_epoch: int = NO_PRODUCER_EPOCH,
+    base_sequence: int = NO_SEQUENCE,
+    is_transactional: bool = False,
+) -> bytes:
+    """:func:`build_batch` of unkeyed records with these values (offset deltas 0.., timestamp delta 0)."""
+    attributes = int(codec_of(compression)) | (TRANSACTIONAL_MASK if is_transactional else 0)
+    payload = encode_values(values, headers)
+    codec = codec_of(compression)
+    if codec is not Compression.NONE:
+        payload = compress(codec, payload)
+    return assemble_batch(
+        base_offset=0, partition_leader_epoch=-1, attributes=attributes, last_offset_delta=max(len(values) - 1, 0),
+        base_timestamp=base_timestamp, max_timestamp=base_timestamp, producer_id=producer_id,
+        producer_epoch=producer_epoch, base_sequence=base_sequence, records_count=len(values), payload=payload,
+    )
 
 
 def _put_nullable_bytes(out: bytearray, data: bytes | None) -> None:

@@ -29,7 +29,7 @@ from rivven_kproto.verify.clients import CLIENTS, retired_exit
 from rivven_kproto.verify.cluster import Cluster
 from rivven_kproto.verify.faults import BrokerCommand, CuttingProxy
 from rivven_kproto.verify.history import History
-from rivven_kproto.verify.nemesis import Nemesis, Rates
+from rivven_kproto.verify.nemesis import Nemesis, Rates, schedule_steps
 from rivven_kproto.verify.report import summary, table
 from rivven_kproto.verify.workload import Means, Plan, run
 
@@ -143,7 +143,7 @@ def verify_eos(
                 raise click.UsageError("--cluster starts its own brokers and proxies: no --broker-cmd or --proxy")
             rates = Rates(kill=kill_rate, pause=pause_rate, long_pause=long_pause_rate, cut=cut_rate,
                           postgres_restart=postgres_restart_rate, failover=failover_rate, every_kind=every_fault,
-                          steps=2 * transactions)
+                          steps=schedule_steps(transactions, duration))
             history = _run_cluster(plan, rates, cluster_size, postgres_bin, standby, work_dir, stall_bound)
         else:
             history = _run_single(plan, bootstrap, broker_cmd, proxy_listen)

@@ -3,7 +3,7 @@ early when asked, failover only with a standby."""
 
 from __future__ import annotations
 
-from rivven_kproto.verify.nemesis import COUNTERS, SESSION_TIMEOUT_S, Rates, Schedule
+from rivven_kproto.verify.nemesis import COUNTERS, SESSION_TIMEOUT_S, Rates, Schedule, schedule_steps
 
 STEPS = 400
 
@@ -62,3 +62,16 @@ def test_a_run_is_owed_only_the_kinds_that_never_happened() -> None:
     assert nemesis.owes_forced()
     nemesis.history.faults[COUNTERS["cut"]] = 2
     assert not nemesis.owes_forced() and nemesis.schedule.forced  # forced steps remain, none owed
+
+
+def test_a_long_run_capped_by_its_duration_reaches_every_forced_fault() -> None:
+    """180 s with a 5,000-transaction cap: the forced faults are drawn where such a run gets
+    (about two steps a second), not among 10,000 steps it never reaches (seed 32 ran 900 s
+    without its forced long pause)."""
+    steps = schedule_steps(5000, 180.0)
+    assert steps == 360
+    rates = Rates(every_kind=True, steps=steps)
+    for seed in range(50):
+        schedule = Schedule(rates, seed, rates.enabled(True))
+        assert max(schedule.forced) < steps // 3
+    assert schedule_steps(30, 30.0) == 60 and schedule_steps(30, None) == 60

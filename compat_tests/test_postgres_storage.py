@@ -542,3 +542,19 @@ def wait_for_text(path: Path, text: str) -> bool:
             return True
         time.sleep(0.1)
     return False
+
+
+def test_pooled_sessions_give_up_lock_waits_and_idle_transactions(postgres_url: str) -> None:
+    """A commit waiting on a row lock (or a session left idle in a transaction) fails after a
+    while and the round is retried, instead of holding every acknowledgement behind it (#36: a
+    broker resumed after a long pause answered nothing for 48 s with no log line)."""
+    from rivven_kproto.broker.storage.postgres.pool import PgPool
+
+    pool = PgPool(postgres_url)
+    pool.open()
+    try:
+        with pool.connection() as conn:
+            assert conn.execute("SHOW lock_timeout").fetchone() == ("10s",)
+            assert conn.execute("SHOW idle_in_transaction_session_timeout").fetchone() == ("1min",)
+    finally:
+        pool.close()

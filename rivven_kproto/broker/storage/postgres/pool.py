@@ -19,6 +19,7 @@ from ..errors import StorageUnavailable
 
 POOL_SIZE = 8
 CONNECT_TIMEOUT_S = 10.0
+SESSION_OPTIONS = "-c lock_timeout=10s -c idle_in_transaction_session_timeout=60s"
 
 # SQLSTATE classes of a server that is not there yet or any more (starting up, shutting down, a
 # failover under way, the connection refused or lost); anything else (a wrong password, a database
@@ -56,8 +57,11 @@ class PgPool:
         # False after a failure until a commit succeeds: reads on the event loop then fail at once
         # instead of waiting for the pool's connection timeout.
         self.available = True
+        # A statement waiting on a row lock, or a session left idle inside a transaction, fails
+        # after a while instead of holding every acknowledgement of the round behind it (the
+        # round is retried, and the wait is in the log).
         self.pool = ConnectionPool(url, min_size=1, max_size=size, open=False, timeout=CONNECT_TIMEOUT_S,
-                                   name="kproto")
+                                   name="kproto", kwargs={"options": SESSION_OPTIONS})
 
     def open(self) -> None:
         self.pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 import trio
 
@@ -56,20 +58,28 @@ async def send_reply(
 
 async def _send_in_chunks(stream: trio.abc.Stream, frame: Frame, limiter: trio.CapacityLimiter | None) -> None:
     """The fallback: bytes pieces (adjacent ones joined) and regions read, a chunk at a time."""
+    for piece in _joined(frame.pieces):
+        if isinstance(piece, bytes):
+            await _send_slices(stream, piece)
+        elif isinstance(piece, FileRegion):
+            await _send_region_read(stream, piece, limiter)
+        else:
+            await _send_slices(stream, await trio.to_thread.run_sync(piece.read, limiter=limiter))
+
+
+def _joined(pieces: Iterable[Any]) -> Iterator[Any]:
+    """The frame's pieces with each run of adjacent bytes pieces joined into one."""
     pending: list[bytes] = []
-    for piece in frame.pieces:
+    for piece in pieces:
         if isinstance(piece, bytes):
             pending.append(piece)
             continue
         if pending:
-            await _send_slices(stream, b"".join(pending))
+            yield b"".join(pending)
             pending = []
-        if isinstance(piece, FileRegion):
-            await _send_region_read(stream, piece, limiter)
-        else:
-            await _send_slices(stream, await trio.to_thread.run_sync(piece.read, limiter=limiter))
+        yield piece
     if pending:
-        await _send_slices(stream, b"".join(pending))
+        yield b"".join(pending)
 
 
 async def _send_slices(stream: trio.abc.Stream, data: bytes) -> None:
@@ -98,21 +108,14 @@ async def _send_zero_copy(stream: trio.SocketStream, frame: Frame) -> int:
     the bytes sent by sendfile. (No ``MSG_MORE`` on the bytes: Linux then held the next sendfile's
     data back for ~200 ms, the corking timer, on every response.)"""
     spliced = 0
-    pending: list[bytes] = []
-    for piece in frame.pieces:
+    for piece in _joined(frame.pieces):
         if isinstance(piece, bytes):
-            pending.append(piece)
-            continue
-        if pending:
-            await _send_bytes(stream, b"".join(pending))
-            pending = []
-        if isinstance(piece, FileRegion):
+            await _send_bytes(stream, piece)
+        elif isinstance(piece, FileRegion):
             await _sendfile(stream.socket, piece)
             spliced += piece.size
         else:
             await _send_bytes(stream, piece.read())
-    if pending:
-        await _send_bytes(stream, b"".join(pending))
     return spliced
 
 

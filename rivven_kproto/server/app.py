@@ -55,6 +55,7 @@ from .handlers import HANDLERS
 from .handlers._group_wait import group_keys, wake_keys
 from .handlers.api_versions import supported_versions
 from .handlers.fetch import APPENDED
+from .handlers.find_coordinator import COORDINATORS_SEEN
 from .handlers.produce import API_KEY as PRODUCE_API_KEY
 from .handlers.txn_offset_commit import API_KEY as TXN_OFFSET_COMMIT_API_KEY
 from .http import serve_metrics
@@ -116,7 +117,8 @@ class Server:
         self.default_runtime = ListenerRuntime(config.primary_listener, None, config.advertised)
         # Brokers sharing a store: heartbeats, leadership, the catalog, the coordinator's remote markers.
         self.follower = (
-            ClusterFollower(broker, self.durability, config.advertised, self.notify_append, self.warnings)
+            ClusterFollower(broker, self.durability, config.advertised, self.notify_append, self.warnings,
+                            lambda: self.delayed.notify([COORDINATORS_SEEN]))
             if broker.membership.heartbeat_interval_s is not None else None
         )
 

@@ -70,12 +70,14 @@ def coordinator_key(api_key: int, version: int, request: object) -> str | None:
 
 class ClusterFollower:
     def __init__(self, broker: Broker, durability: Durability, advertised: tuple[str, int],
-                 notify_append: Callable[[], None], warnings: RateLimitedLog) -> None:
+                 notify_append: Callable[[], None], warnings: RateLimitedLog,
+                 notify_view: Callable[[], None] = lambda: None) -> None:
         self.broker = broker
         self.durability = durability
         self.advertised = advertised
         self.peer_endpoint: tuple[str, int] | None = None  # the inter-broker listener's address, registered
         self.notify_append = notify_append
+        self.notify_view = notify_view  # after each heartbeat: held FindCoordinator lookups look again
         self.warnings = warnings
         self.acknowledged: str | None = None  # the digest of the catalog this broker last said it applied
         self._members: tuple[int, ...] = tuple(node.node_id for node in broker.cluster.nodes)
@@ -96,6 +98,7 @@ class ClusterFollower:
             else:
                 if pulse is not None and await self._follow_or_warn(pulse):
                     claims.confirm(started)
+                self.notify_view()
             await trio.sleep(interval_s)
 
     async def _follow_or_warn(self, pulse: Pulse) -> bool:

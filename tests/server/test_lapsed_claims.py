@@ -19,6 +19,7 @@ from rivven_kproto.codec.messages.fetch import FetchPartition, FetchRequest, Fet
 from rivven_kproto.codec.messages.find_coordinator import FindCoordinatorRequest
 from rivven_kproto.codec.messages.heartbeat import HeartbeatRequest
 from rivven_kproto.server.context import RequestContext
+from rivven_kproto.server.delayed import Pending
 from rivven_kproto.server.handlers import fetch, find_coordinator, heartbeat
 
 NOW = 1_700_000_000_000
@@ -51,6 +52,9 @@ def fetch_past_end(ctx: RequestContext) -> int:
 
 def coordinator_errors(ctx: RequestContext) -> tuple[int, int]:
     found = find_coordinator.handle(ctx, FindCoordinatorRequest(key_type=0, coordinator_keys=["g"]), 4)
+    if isinstance(found, Pending):  # held until the claims are confirmed; at its deadline:
+        assert found.complete(NOW) is None
+        found = found.expire(NOW)
     beat = heartbeat.handle(ctx, HeartbeatRequest(group_id="g", generation_id=1, member_id="m"), 3)
     return found.coordinators[0].error_code, beat.error_code
 

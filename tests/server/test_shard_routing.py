@@ -30,6 +30,7 @@ from rivven_kproto.codec.messages.txn_offset_commit import (
     TxnOffsetCommitRequestTopic,
 )
 from rivven_kproto.server.context import RequestContext
+from rivven_kproto.server.delayed import Pending
 from rivven_kproto.server.handlers import (
     describe_groups,
     end_txn,
@@ -67,9 +68,35 @@ def answer(module: Any, ctx: RequestContext, request: Any, version: int) -> Any:
 def test_find_coordinator_answers_each_keys_shard_holder(ctx: RequestContext) -> None:
     for key_type in (0, 1):
         response = answer(find_coordinator, ctx, FindCoordinatorRequest(key_type=key_type,
-                                                                        coordinator_keys=[LOCAL, REMOTE, UNHELD]), 4)
+                                                                        coordinator_keys=[LOCAL, REMOTE]), 4)
         assert [(c.key, c.error_code, c.node_id, c.host) for c in response.coordinators] == [
-            (LOCAL, 0, 1, "a"), (REMOTE, 0, 2, "b"), (UNHELD, Errors.COORDINATOR_NOT_AVAILABLE, -1, "")]
+            (LOCAL, 0, 1, "a"), (REMOTE, 0, 2, "b")]
+
+
+def _held(ctx: RequestContext, keys: list[str]) -> Pending:
+    held = find_coordinator.handle(ctx, FindCoordinatorRequest(key_type=0, coordinator_keys=keys), 4)
+    assert isinstance(held, Pending)
+    assert held.key == find_coordinator.COORDINATORS_SEEN and held.deadline_ms == NOW + find_coordinator.HOLD_MS
+    return held
+
+
+def test_find_coordinator_holds_a_lookup_until_the_shard_has_a_holder(ctx: RequestContext) -> None:
+    """librdkafka gives up after three quick COORDINATOR_NOT_AVAILABLE answers: the answer waits
+    (a delayed response, woken by heartbeats) for the broker that takes the shard."""
+    held = _held(ctx, [LOCAL, UNHELD])
+    assert held.complete(NOW + 1000) is None  # nobody holds it yet
+    ctx.broker.cluster = dataclasses.replace(ctx.broker.cluster, shard_owners={0: 1, 1: 2, 2: 2})
+    response = held.complete(NOW + 2000)
+    assert response is not None
+    assert [(c.key, c.error_code, c.node_id, c.host) for c in response.coordinators] == [
+        (LOCAL, 0, 1, "a"), (UNHELD, 0, 2, "b")]
+
+
+def test_a_held_lookup_answers_coordinator_not_available_at_its_deadline(ctx: RequestContext) -> None:
+    held = _held(ctx, [REMOTE, UNHELD])
+    response = held.expire(NOW + find_coordinator.HOLD_MS)
+    assert [(c.key, c.error_code, c.node_id) for c in response.coordinators] == [
+        (REMOTE, 0, 2), (UNHELD, Errors.COORDINATOR_NOT_AVAILABLE, -1)]
 
 
 def test_requests_for_another_brokers_shard_get_not_coordinator(ctx: RequestContext) -> None:

@@ -134,6 +134,9 @@ class Broker:
         # the first heartbeat confirms it from the time it started.
         membership = self.membership
         self.claims = ClaimsLease(membership.session_timeout_s, membership.heartbeat_interval_s)
+        # Partitions a client fetched past the end of: the next heartbeat checks their claims in the
+        # store (another broker may have taken one and written past this log's end).
+        self.doubted: set[tuple[str, int]] = set()
         pulse = membership.heartbeat(*config.advertised)
         if pulse is not None:
             self.cluster = self.view_of(pulse)

@@ -55,6 +55,19 @@ def fence(broker: Broker, lost: list[PartitionLogBase]) -> None:
         partition.fenced = True
 
 
+def take_doubted(broker: Broker) -> list[PartitionLogBase]:
+    """The logs of the partitions clients fetched past the end of since the last heartbeat (whose
+    claims that heartbeat checks in the store); the set starts again empty."""
+    logs = []
+    for name, index in broker.doubted:
+        topic = broker.topics.get(name)
+        partition = topic.partitions[index] if topic is not None and index < len(topic.partitions) else None
+        if partition is not None and not partition.fenced:
+            logs.append(partition)
+    broker.doubted.clear()
+    return logs
+
+
 def open_partitions(broker: Broker, wanted: list[tuple[TopicMeta, int, LogConfig]], now_ms: int) -> list[
         tuple[TopicMeta, int, PartitionLogBase]]:
     """Worker thread: load (and claim) partitions from the store; nothing of the loop's is touched."""

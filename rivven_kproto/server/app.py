@@ -48,14 +48,13 @@ from .connection_limits import (
     raise_descriptor_limit,
 )
 from .context import NoResponse, RequestContext
-from .delayed import DelayedResponses, Pending
+from .delayed import HEARTBEAT_FOLLOWED, DelayedResponses, Pending
 from .durability import Durability, wall_clock_ms
 from .forwarding import ENVELOPE_API_KEY, envelope_response, unwrap
 from .handlers import HANDLERS
 from .handlers._group_wait import group_keys, wake_keys
 from .handlers.api_versions import supported_versions
 from .handlers.fetch import APPENDED
-from .handlers.find_coordinator import COORDINATORS_SEEN
 from .handlers.produce import API_KEY as PRODUCE_API_KEY
 from .handlers.txn_offset_commit import API_KEY as TXN_OFFSET_COMMIT_API_KEY
 from .http import serve_metrics
@@ -118,7 +117,7 @@ class Server:
         # Brokers sharing a store: heartbeats, leadership, the catalog, the coordinator's remote markers.
         self.follower = (
             ClusterFollower(broker, self.durability, config.advertised, self.notify_append, self.warnings,
-                            lambda: self.delayed.notify([COORDINATORS_SEEN]))
+                            lambda: self.delayed.notify([HEARTBEAT_FOLLOWED]))
             if broker.membership.heartbeat_interval_s is not None else None
         )
 

@@ -120,14 +120,18 @@ class ClusterFollower:
     async def _adopt(self, pulse: Pulse) -> bool:
         """Adopt the pulse's view; False when it was not (the live brokers changed: the next one)."""
         broker = self.broker
+        # Fetched past their end: another broker may have claimed them before this one saw the
+        # view that moves them (see handlers/fetch.py); their claims are checked in the store.
+        checked = follow.take_doubted(broker)
         if broker.claims.must_check():
             # This broker's heartbeat was stale for a while (the beat just made ends that): other
             # brokers may have taken its partitions meanwhile (and for a while after: see
             # ClaimsLease.recheck_s). Those are let go of below (and read again from the store if
             # this broker leads them still); its shards' locks were checked by the heartbeat (lost
             # ones stop the broker).
-            lost = await trio.to_thread.run_sync(broker.membership.claims_lost, broker.led_logs())
-            follow.fence(broker, lost)
+            checked = broker.led_logs()
+        if checked:
+            follow.fence(broker, await trio.to_thread.run_sync(broker.membership.claims_lost, checked))
         # The documents the controller changed, read before adopting the pulse (this broker does
         # not write them meanwhile: it is not the controller, or it refuses such changes).
         reload = follow.documents_to_reload(broker, pulse)

@@ -30,7 +30,7 @@ from rivven_kproto.codec.messages.txn_offset_commit import (
     TxnOffsetCommitRequestTopic,
 )
 from rivven_kproto.server.context import RequestContext
-from rivven_kproto.server.delayed import Pending
+from rivven_kproto.server.delayed import HEARTBEAT_FOLLOWED, Pending
 from rivven_kproto.server.handlers import (
     describe_groups,
     end_txn,
@@ -76,7 +76,7 @@ def test_find_coordinator_answers_each_keys_shard_holder(ctx: RequestContext) ->
 def _held(ctx: RequestContext, keys: list[str]) -> Pending:
     held = find_coordinator.handle(ctx, FindCoordinatorRequest(key_type=0, coordinator_keys=keys), 4)
     assert isinstance(held, Pending)
-    assert held.key == find_coordinator.COORDINATORS_SEEN and held.deadline_ms == NOW + find_coordinator.HOLD_MS
+    assert held.key == HEARTBEAT_FOLLOWED and held.deadline_ms == NOW + find_coordinator.HOLD_MS
     return held
 
 

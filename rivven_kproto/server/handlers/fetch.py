@@ -54,7 +54,7 @@ from rivven_kproto.codec.messages.fetch import (
     PartitionData,
 )
 from rivven_kproto.server.context import RequestContext
-from rivven_kproto.server.delayed import Pending
+from rivven_kproto.server.delayed import HEARTBEAT_FOLLOWED, HEARTBEAT_HOLD_MS, Pending
 from rivven_kproto.server.txn_decisions import learn_decisions
 
 log = logging.getLogger(__name__)
@@ -132,7 +132,11 @@ def _isolation(request: FetchRequest) -> IsolationLevel:
 
 
 def handle(ctx: RequestContext, request: FetchRequest, version: int) -> FetchResponse | Pending:
-    response, size, has_error = fetch(ctx, request, version)
+    doubts: list[tuple[str, int]] = []
+    response, size, has_error = fetch(ctx, request, version, doubts)
+    if doubts:
+        release_regions(response)
+        return _checked_first(ctx, request, version, doubts)
     if size >= request.min_bytes or has_error or request.max_wait_ms <= 0:
         return response
     release_regions(response)
@@ -150,8 +154,28 @@ def handle(ctx: RequestContext, request: FetchRequest, version: int) -> FetchRes
     return Pending(APPENDED, ctx.now_ms + request.max_wait_ms, complete, expire)
 
 
-def fetch(ctx: RequestContext, request: FetchRequest, version: int) -> tuple[FetchResponse, int, bool]:
-    """One pass over the requested partitions: (response, record bytes returned, any error)."""
+def _checked_first(ctx: RequestContext, request: FetchRequest, version: int, doubts: list[tuple[str, int]]) -> Pending:
+    """A fetch past a partition's end on a cluster: another broker may have claimed the partition
+    (and written past this log's end) before this one's heartbeat let go of it. OFFSET_OUT_OF_RANGE
+    from such a stale leader sends a consumer back to its reset offset (verify-eos seed 49: a group
+    re-read 27 committed records from 0), so the answer waits until a heartbeat that started after
+    the request checked these partitions' claims in the store (a lost one answers
+    NOT_LEADER_OR_FOLLOWER), or ``HEARTBEAT_HOLD_MS``."""
+    claims = ctx.broker.claims
+    asked_at = claims.clock()
+    ctx.broker.doubted.update(doubts)
+
+    def complete(now_ms: int) -> FetchResponse | None:
+        return fetch(ctx, request, version)[0] if claims.confirmed_at > asked_at else None
+
+    return Pending(HEARTBEAT_FOLLOWED, ctx.now_ms + HEARTBEAT_HOLD_MS, complete,
+                   lambda now_ms: fetch(ctx, request, version)[0])
+
+
+def fetch(ctx: RequestContext, request: FetchRequest, version: int,
+          doubts: list[tuple[str, int]] | None = None) -> tuple[FetchResponse, int, bool]:
+    """One pass over the requested partitions: (response, record bytes returned, any error).
+    ``doubts``, when given, collects the partitions fetched past their end on a cluster."""
     if request.session_epoch not in (INITIAL_EPOCH, FINAL_EPOCH):
         # An incremental fetch names a session we never created (we always answer session id 0).
         log.debug("fetch session %d epoch %d not found", request.session_id, request.session_epoch)
@@ -183,6 +207,9 @@ def fetch(ctx: RequestContext, request: FetchRequest, version: int) -> tuple[Fet
                 remaining = max(remaining - size, 0)
                 total += size
             has_error = has_error or data.error_code != Errors.NONE
+            if (doubts is not None and data.error_code == Errors.OFFSET_OUT_OF_RANGE and ctx.broker.claims.bound_s is not None
+                    and wanted.fetch_offset > data.high_watermark >= 0):
+                doubts.append((topic.topic, wanted.partition))
             partitions.append(data)
         responses.append(FetchableTopicResponse(topic=topic.topic, partitions=partitions))
     for _, unused in ctx.prefetched.values():  # partitions not read after all (no longer readable)

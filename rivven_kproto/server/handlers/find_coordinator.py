@@ -26,7 +26,7 @@ from rivven_kproto.codec.messages.find_coordinator import (
 )
 
 from ..context import RequestContext
-from ..delayed import Pending
+from ..delayed import HEARTBEAT_FOLLOWED, HEARTBEAT_HOLD_MS, Pending
 
 API_KEY = 10
 GROUP, TRANSACTION = 0, 1
@@ -34,8 +34,7 @@ COORDINATED = {GROUP, TRANSACTION}
 KNOWN_KEY_TYPES = (GROUP, TRANSACTION)
 CHECKS = {GROUP: rule(API_KEY).check("group"), TRANSACTION: rule(API_KEY).check("transactional_id")}
 NOT_YET = "this broker does not coordinate keys of this type"
-COORDINATORS_SEEN = "coordinators-seen"  # the wake key of held lookups: a heartbeat refreshed the shard holders
-HOLD_MS = 4_000  # well under every client's request timeout (librdkafka 60 s, Java and kafkajs 30 s)
+HOLD_MS = HEARTBEAT_HOLD_MS  # well under every client's request timeout (librdkafka 60 s, Java and kafkajs 30 s)
 SHARD_UNHELD = "no broker coordinates this key's shard now"
 CONFIRMING = "this broker is confirming its view of the cluster"
 TRANSIENT = (SHARD_UNHELD, CONFIRMING)
@@ -64,7 +63,7 @@ def handle(ctx: RequestContext, request: FindCoordinatorRequest, version: int) -
         found = answers()
         return None if any(answer[1] in TRANSIENT for answer in found) else _response(keys, found, version)
 
-    return Pending(COORDINATORS_SEEN, ctx.now_ms + HOLD_MS, complete,
+    return Pending(HEARTBEAT_FOLLOWED, ctx.now_ms + HOLD_MS, complete,
                    lambda now_ms: _response(keys, answers(), version))
 
 

@@ -98,7 +98,7 @@ class History:
     client: str = "confluent-kafka"  # the transactional producers' library
     topics: dict[str, int] = field(default_factory=dict)  # topic -> partitions
     transactions: dict[str, Transaction] = field(default_factory=dict)
-    acks: dict[str, tuple[str, int, int]] = field(default_factory=dict)  # value -> (topic, partition, offset)
+    acks: dict[str, tuple[str, int, int | None]] = field(default_factory=dict)  # value -> (topic, partition, offset; None: unknown)
     polls: list[Read] = field(default_factory=list)  # read_committed consumers during the run
     final_committed: list[Read] = field(default_factory=list)
     final_uncommitted: list[Read] = field(default_factory=list)
@@ -111,7 +111,7 @@ class History:
     commits: list[Commit] = field(default_factory=list)  # the pollers' acknowledged offset commits
     fault_log: list[Fault] = field(default_factory=list)
     idempotent: list[tuple[str, int, str]] = field(default_factory=list)  # (topic, partition, value) in send order
-    idempotent_acks: dict[str, tuple[str, int, int]] = field(default_factory=dict)  # value -> (topic, partition, offset)
+    idempotent_acks: dict[str, tuple[str, int, int | None]] = field(default_factory=dict)  # (offset None: implicit ack)
     client_crashes: list[str] = field(default_factory=list)  # client processes that died (the client's fault, not ours)
 
     def save(self, path: Path) -> None:

@@ -386,7 +386,8 @@ def _after_committed(history: History, topic: str) -> dict[int, int]:
         for written_to, _, value in txn.values:
             if written_to == topic and value in history.acks:
                 _, partition, offset = history.acks[value]
-                after[partition] = max(after.get(partition, 0), offset + 1)
+                if offset is not None:
+                    after[partition] = max(after.get(partition, 0), offset + 1)
     return after
 
 

@@ -79,6 +79,9 @@ def test_duplicate_and_wrong_ack() -> None:
     h = clean()
     h.acks[value] = (T, 0, 4)  # the issue #14 symptom: the ack points at another record
     assert counts(h) == {"wrong_ack": 1}
+    h = clean()
+    h.acks[value] = (T, 0, None)  # acknowledged without an offset (librdkafka's implicit ack)
+    assert counts(h) == {}
 
 
 def test_order_non_monotonic_and_phantom() -> None:
@@ -187,6 +190,17 @@ def test_acknowledged_idempotent_records_are_owed_once_in_order() -> None:
     moved = with_idempotent(clean())
     moved.idempotent_acks[idempotent_value(1, 2)] = ("i", 0, 3)  # acknowledged at another record's offset
     assert counts(moved) == {"wrong_ack": 1}
+
+    # librdkafka acknowledges a batch whose answer was lost once a later one of the same producer
+    # is acknowledged ("implicit ack"): success, with no offset. Nothing was claimed about the place.
+    implicit = with_idempotent(clean())
+    implicit.idempotent_acks[idempotent_value(1, 2)] = ("i", 0, None)
+    assert counts(implicit) == {}
+    gone = with_idempotent(clean())
+    gone.idempotent_acks[idempotent_value(1, 2)] = ("i", 0, None)
+    for reads in (gone.final_uncommitted, gone.final_committed):
+        reads[:] = [read for read in reads if read.value != idempotent_value(1, 2)]
+    assert "lost_idempotent" in counts(gone)  # it must still be in the log
 
 
 def test_a_read_below_the_groups_acknowledged_commit_is_a_position_jump() -> None:

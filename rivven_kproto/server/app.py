@@ -353,9 +353,11 @@ class Server:
         await self.durability.after_request(ctx, coordinator_writes, critical)
         if self.follower is not None and self.broker.store.saves != catalog_saves:
             await self.follower.catalog_applied(catalog_saves)
-        if any(partition.fenced for partition in ctx.touched):
-            raise ProtocolError("a partition this request wrote moved to another broker before the write was durable "
-                                "(the client retries with the new leader)")
+        if fenced := [partition for partition in ctx.touched if partition.fenced]:
+            if handler.on_fenced is None:
+                raise ProtocolError("a partition this request wrote moved to another broker before the write was "
+                                    "durable (the client retries with the new leader)")
+            response = handler.on_fenced(response, fenced)
         if forwarding is not None and not isinstance(response, NoResponse):
             response = merge_forwarded(event.api_key, event.request, response, leader_answers)
         if self.metrics is not None:

@@ -10,6 +10,9 @@ The handler contract (the server knows nothing else about any API):
   or markers were appended: wake parked fetches), ``ctx.touched`` (logs written, for the
   durability policy), ``ctx.sync_before_answer`` (answer only once the writes are durable under
   ``fsync=always``). Coordinator log writes are seen by the server itself.
+- Optionally ``on_fenced(response, logs)``: the answer when logs the request wrote moved to another
+  broker before its writes were durable (refused, never written); without it the connection is
+  closed and the client retries (Produce answers those partitions NOT_LEADER_OR_FOLLOWER).
 - Optionally ``async prepare(ctx, request, limiter)``: CPU-heavy work on worker threads before
   ``handle`` (Produce's record validation); and ``DECODE_INLINE = True`` when large frames of
   this API must still be decoded on the loop (their bulk is handled by ``prepare``).
@@ -128,6 +131,7 @@ _MODULES: list[ModuleType] = [
 
 Handle = Callable[[RequestContext, Any, int], Any]  # -> response | Pending | NoResponse
 Prepare = Callable[[RequestContext, Any, trio.CapacityLimiter], Awaitable[None]]
+OnFenced = Callable[[Any, list[Any]], Any]  # (response, the moved logs) -> the response to send
 
 
 @dataclass(frozen=True)
@@ -137,6 +141,7 @@ class Handler:
     handle: Handle
     prepare: Prepare | None = None
     decode_inline: bool = False
+    on_fenced: OnFenced | None = None
 
 
 HANDLERS: dict[int, Handler] = {}
@@ -145,7 +150,8 @@ for _module in _MODULES:
     # Advertise what the codec declares for this API (issue table), unless the handler narrows it.
     _versions = getattr(_module, "VERSIONS", REQUESTS[_key].VALID_VERSIONS)
     HANDLERS[_key] = Handler(
-        _key, _versions, _module.handle, getattr(_module, "prepare", None), getattr(_module, "DECODE_INLINE", False)
+        _key, _versions, _module.handle, getattr(_module, "prepare", None), getattr(_module, "DECODE_INLINE", False),
+        getattr(_module, "on_fenced", None),
     )
 
 __all__ = ["HANDLERS", "Handler"]

@@ -174,6 +174,22 @@ def _refuse_all(request: ProduceRequest, error: Errors) -> ProduceResponse:
     )
 
 
+def on_fenced(response: ProduceResponse, fenced: list[PartitionLog]) -> ProduceResponse:
+    """Partitions another broker claimed before this request's batch was committed: the commit
+    left them out (nothing of theirs was written), so they answer NOT_LEADER_OR_FOLLOWER, as Kafka
+    answers a produce whose leader changed while it waited for acks; the other partitions' answers
+    stand. (Closing the connection instead left librdkafka unsure of every batch in the request,
+    "possibly persisted", and an idempotent producer later failed on a sequence desync: seed 17.)"""
+    moved = {log_.name for log_ in fenced}
+    for topic in response.responses:
+        topic.partition_responses = [
+            error_partition(answer.index, Errors.NOT_LEADER_OR_FOLLOWER, f"{topic.name}-{answer.index} moved to another broker")
+            if answer.error_code == Errors.NONE and f"{topic.name}-{answer.index}" in moved else answer
+            for answer in topic.partition_responses
+        ]
+    return response
+
+
 def error_partition(
     index: int, error: Errors, message: str | None = None, record_errors: list[tuple[int, str]] | None = None
 ) -> PartitionProduceResponse:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-import select
+import selectors
 import signal
 import subprocess
 import sys
@@ -35,6 +35,14 @@ READY_TIMEOUT_S = 180.0  # start-up, init_transactions (retried under faults) an
 ATTEMPT_TIMEOUT_S = 90.0  # the attempt's commit has 10 s; generous for a loaded machine
 EXIT_TIMEOUT_S = 30.0  # the child destroying its client and exiting
 COMMIT_TIMEOUT_S = 10.0
+
+
+def readable(fd: int, timeout_s: float) -> bool:
+    """Whether ``fd`` has input within ``timeout_s``. (Not ``select.select``: the checker holds many
+    client sockets, and select refuses a descriptor numbered 1024 or more: seed 13 died of it.)"""
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        return bool(selector.select(timeout_s))
 
 
 @dataclass
@@ -101,7 +109,7 @@ class ZombieProcess:
         deadline = time.monotonic() + timeout_s
         while b"\n" not in self._buffer:
             left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
+            if left <= 0 or not readable(fd, left):
                 return Outcome("hung", error=f"no answer in {timeout_s:.0f} s")
             chunk = os.read(fd, 65536)
             if not chunk:

@@ -3,16 +3,20 @@ client's crash, with its signal, and the checker carries on without counting it 
 
 from __future__ import annotations
 
+import os
+import resource
 import signal
 import sys
 import threading
 from pathlib import Path
 
+import pytest
+
 from rivven_kproto.verify.checker import check, passed
 from rivven_kproto.verify.history import ZOMBIE, History, Transaction
 from rivven_kproto.verify.report import summary, table
 from rivven_kproto.verify.workload import _record_zombie
-from rivven_kproto.verify.zombie import ZombieProcess
+from rivven_kproto.verify.zombie import ZombieProcess, readable
 
 ENTRY = str(Path(__file__).with_name("zombie_entries.py"))
 
@@ -58,3 +62,21 @@ def test_the_history_records_a_client_crash_not_an_anomaly() -> None:
     doc = summary(history, findings, 1.0)
     assert doc["client_crashes"] == history.client_crashes
     assert "client crash (the client library's, not an anomaly): producer 0/2" in table(doc)
+
+
+def test_a_descriptor_numbered_past_1024_can_be_waited_on() -> None:
+    """The checker holds many client sockets: select.select refused the zombie's pipe (seed 13)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 2048:
+        pytest.skip("the descriptor limit is below 2048")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 2048), hard))
+    read_end, write_end = os.pipe()
+    high = os.dup2(read_end, 1500)
+    try:
+        assert not readable(high, 0.01)
+        os.write(write_end, b"x")
+        assert readable(high, 1.0)
+    finally:
+        for fd in (read_end, write_end, high):
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

@@ -20,7 +20,7 @@ import time
 import psycopg
 
 from ...cluster import ranked_for_shard
-from ..errors import CoordinationLost, DatabaseInUse
+from ..errors import CoordinationLost, DatabaseInUse, StorageUnavailable
 from .node_ids import lowest_free_node_id, try_node_lock
 from .pool import CONNECT_TIMEOUT_S, PgPool, unavailable_on_error
 from .registry import NODE_LOCK_CLASS, Registration
@@ -235,9 +235,22 @@ class PgLeases:
             "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 2"
             " AND pid = %s AND classid::bigint = %s AND objid::bigint = %s)",
             (self._owner.info.backend_pid, SHARD_LOCK_CLASS, shard)).fetchone()
-        if row is None or not row[0]:
-            self.lost_coordination = True
-            raise CoordinationLost(f"node {self.node_id} writes coordinator shard {shard} without holding its lock")
+        if row is not None and row[0]:
+            return
+        held = conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 2"
+            " AND classid::bigint = %s AND objid::bigint = %s)", (SHARD_LOCK_CLASS, shard)).fetchone()
+        if held is not None and not held[0]:
+            # Nobody holds it: the session that held this broker's locks ended (the database
+            # restarted or failed over, or the session was cut) and this commit reached the server
+            # before the heartbeat noticed. Not a loss: the round is retried once the session is
+            # back and its locks taken again (``check_ownership``, forced by the next commit); a
+            # broker that took the shard meanwhile makes that a loss (CoordinationLost) there.
+            self._owner_checked = float("-inf")
+            raise StorageUnavailable(f"node {self.node_id}: the session holding coordinator shard {shard}'s lock "
+                                     "is gone; the write waits until the lock is taken again")
+        self.lost_coordination = True
+        raise CoordinationLost(f"node {self.node_id} writes coordinator shard {shard} without holding its lock")
 
     def close(self) -> None:
         self._owner.close()

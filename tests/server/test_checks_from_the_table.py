@@ -45,6 +45,23 @@ def hand_written_checks() -> list[str]:
     return found
 
 
+def checks_made_outside_the_table() -> list[str]:
+    """``Check``/``Grant`` built anywhere but the table: permits/refusal would take a made-up row."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        relative = path.relative_to(PACKAGE).as_posix()
+        if relative == "broker/security/authorization_rules.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("Check", "Grant"):
+                found.append(f"{relative}:{node.lineno} {node.func.id}(...)")
+    return found
+
+
+def test_checks_are_only_made_in_the_table() -> None:
+    assert checks_made_outside_the_table() == []
+
+
 def test_no_authorization_check_is_written_by_hand() -> None:
     found = hand_written_checks()
     assert not found, "authorization decided outside the table (use rule(API).check(label)):\n" + "\n".join(found)

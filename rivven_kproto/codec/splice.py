@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import abc
 import io
-from collections.abc import Iterator
+from collections.abc import Generator
 from dataclasses import dataclass
 
 
@@ -25,6 +25,8 @@ class ExternalBytesGone(Exception):
 class ExternalBytes(abc.ABC):
     """Bytes of a known size kept outside the encoder (a file region) until the frame is sent."""
 
+    chunks_block = True  # False: ``chunks`` only joins bytes already in memory (no worker thread needed)
+
     @property
     @abc.abstractmethod
     def size(self) -> int:
@@ -34,7 +36,7 @@ class ExternalBytes(abc.ABC):
     def read(self) -> bytes:
         """The bytes themselves (the fallback where zero-copy sending is impossible); may block."""
 
-    def chunks(self, size: int) -> Iterator[bytes]:
+    def chunks(self, size: int) -> Generator[bytes, None, None]:
         """The bytes, about ``size`` at a time (more when one indivisible piece is larger), each
         read only when asked for, so a slow receiver holds one chunk; may block (call each step
         on a worker thread). Raises :class:`ExternalBytesGone` when they vanished meanwhile."""

@@ -73,10 +73,16 @@ async def _send_in_chunks(stream: trio.abc.Stream, frame: Frame, limiter: trio.C
 
 
 async def _send_external(stream: trio.abc.Stream, piece: ExternalBytes, limiter: trio.CapacityLimiter | None) -> None:
-    """Each chunk read on a worker thread once the previous one is sent."""
+    """Each chunk read (on a worker thread, unless already in memory) once the previous one is sent."""
     chunks = piece.chunks(CHUNK_BYTES)
     try:
-        while (chunk := await trio.to_thread.run_sync(next, chunks, None, limiter=limiter)) is not None:
+        while True:
+            if piece.chunks_block:
+                chunk = await trio.to_thread.run_sync(next, chunks, None, limiter=limiter)
+            else:
+                chunk = next(chunks, None)
+            if chunk is None:
+                break
             await _send_slices(stream, chunk)
     except ExternalBytesGone as exc:
         log.warning("a fetch's batches could not be read while it was sent (%s); closing the connection", exc)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Generator
 from pathlib import Path
 
 import pytest
@@ -171,7 +171,7 @@ class Chunked(ExternalBytes):
     def read(self) -> bytes:
         raise AssertionError("read whole: chunks() must be used")
 
-    def chunks(self, size: int) -> Iterator[bytes]:
+    def chunks(self, size: int) -> Generator[bytes, None, None]:
         for start in range(0, len(self.data), size):
             if self.gone_after is not None and self.read_chunks >= self.gone_after:
                 raise ExternalBytesGone("rows deleted")

@@ -19,7 +19,7 @@ from __future__ import annotations
 import abc
 import logging
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable
 
 from rivven_kproto.broker.log.segment import find_batch
 from rivven_kproto.codec.records.batch import HEADER_SIZE, MIN_BATCH_LENGTH, parse_header
@@ -111,6 +111,8 @@ class HeldBatches(BatchRegion):
     """Batches another structure holds as bytes objects (an engine's in-memory tail): referenced,
     not joined into a copy per response."""
 
+    chunks_block = False
+
     def __init__(self, batches: list[bytes], next_offsets: list[int]) -> None:
         ends, total = [], 0
         for data in batches:
@@ -125,7 +127,7 @@ class HeldBatches(BatchRegion):
     def read(self) -> bytes:
         return b"".join(self.batches)
 
-    def chunks(self, size: int) -> Iterator[bytes]:
+    def chunks(self, size: int) -> Generator[bytes, None, None]:
         group: list[bytes] = []
         held = 0
         for data in self.batches:

@@ -27,8 +27,8 @@ TOPIC = rule(API_KEY).check("topic")
 
 
 def handle(ctx: RequestContext, request: OffsetDeleteRequest, version: int) -> OffsetDeleteResponse:
-    if (refused := ctx.refusal(GROUP, request.group_id)) is not None:
-        return OffsetDeleteResponse(error_code=refused, throttle_time_ms=0, topics=[])
+    if (denied := ctx.refusal(GROUP, request.group_id)) is not None:
+        return OffsetDeleteResponse(error_code=denied, throttle_time_ms=0, topics=[])
     if not ctx.broker.coordinates(request.group_id):  # its shard is another broker's (or nobody's now): the client looks it up again
         return OffsetDeleteResponse(error_code=Errors.NOT_COORDINATOR, throttle_time_ms=0, topics=[])
     wanted, refused = [], []

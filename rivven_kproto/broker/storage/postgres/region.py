@@ -16,7 +16,7 @@ fetches again and learns the new log start). So does a database failure mid-resp
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Generator
 
 import psycopg
 
@@ -46,7 +46,7 @@ class PgRegion(BatchRegion):
     def read(self) -> bytes:
         return b"".join(self.chunks(max(self.size, 1)))
 
-    def chunks(self, size: int) -> Iterator[bytes]:
+    def chunks(self, size: int) -> Generator[bytes, None, None]:
         """Runs of whole batches of about ``size`` bytes (a larger batch alone), one query each."""
         first = 0
         while first < len(self.bases):

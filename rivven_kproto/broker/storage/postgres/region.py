@@ -23,6 +23,7 @@ import psycopg
 from rivven_kproto.broker.log.region import BatchRegion
 from rivven_kproto.codec.splice import ExternalBytesGone
 
+from ..errors import StorageError
 from .queries import PgQueries
 
 
@@ -60,7 +61,7 @@ class PgRegion(BatchRegion):
     def _read_run(self, first: int, last: int) -> bytes:
         try:
             rows = self.queries.read_rows(self.key, self.bases[first], self.bases[last])
-        except psycopg.Error as exc:
+        except (psycopg.Error, StorageError) as exc:  # (the pool reports most as StorageUnavailable)
             raise ExternalBytesGone(f"reading a fetch's batches failed: {exc}") from exc
         expected = list(zip(self.bases[first:last + 1], self.sizes[first:last + 1], strict=True))
         if [(base, len(data)) for base, data in rows] != expected:

@@ -181,6 +181,7 @@ class _Probe(threading.Thread):
         self.sock = raw_client.connect(bootstrap, timeout=60)
         self.phase = 0  # set by the test: 1 while the large request is in flight, 2 after its answer
         self.trips: list[tuple[int, int]] = []
+        self.answered = threading.Event()  # the first round trip is done: the probe is being served
 
     def run(self) -> None:
         for _ in range(PROBE_MAX_TRIPS):
@@ -189,6 +190,7 @@ class _Probe(threading.Thread):
             began = self.phase
             assert raw_client.call(self.sock, ApiVersionsRequest(), 2).error_code == Errors.NONE
             self.trips.append((began, self.phase))
+            self.answered.set()
 
 
 def test_other_clients_are_answered_while_a_large_metadata_request_is_served(capped: BrokerProcess) -> None:
@@ -203,8 +205,7 @@ def test_other_clients_are_answered_while_a_large_metadata_request_is_served(cap
     hostile = raw_client.connect(capped.bootstrap, timeout=120)
     try:
         probe.start()
-        while not probe.trips:  # the probe's connection is served (bounded by the socket timeout)
-            assert probe.is_alive()
+        assert probe.answered.wait(timeout=60)
         raw_client.send(hostile, request, 9)
         probe.phase = 1
         size = raw_client.recv_exact(hostile, 4)  # the answer has begun: served

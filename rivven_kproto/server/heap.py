@@ -9,7 +9,7 @@ Frozen objects (``gc.freeze``) are skipped by every collection; what start-up le
 collected first, so nothing unreachable is frozen. Objects created later are collected as usual.
 The price: a frozen object is still freed when its last reference goes, but one that later
 becomes part of unreachable cycles (say, a topic loaded at start-up and deleted since) stays;
-that is bounded by the start-up heap, once, and measured in kilobytes per topic.
+that is bounded by the start-up heap, once.
 """
 
 from __future__ import annotations

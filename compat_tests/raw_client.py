@@ -47,7 +47,11 @@ def send(sock: socket.socket, request: Any, version: int, correlation_id: int = 
 
 
 def receive(sock: socket.socket, api_key: int, version: int, correlation_id: int = 1) -> Any:
-    frame = read_frame(sock)
+    return decode_response(read_frame(sock), api_key, version, correlation_id)
+
+
+def decode_response(frame: bytes, api_key: int, version: int, correlation_id: int = 1) -> Any:
+    """A response frame (without its size) read by the caller."""
     stream = io.BytesIO(frame)
     response_header = ResponseHeader.decode_from(stream, response_header_version(REQUESTS[api_key], version))
     assert response_header.correlation_id == correlation_id

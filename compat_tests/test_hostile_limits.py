@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import struct
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,6 +32,10 @@ from .txn_helpers import Raw, create_topics
 
 FETCH_MAX_BYTES = 64 * 1024
 INT32_MAX = (1 << 31) - 1
+PROBE_MAX_TRIPS = 200_000
+# Round trips of another client that must fit inside one 24,000-topic request (it is answered in
+# 48 slices, each followed by a turn of the event loop: about 260 seen; with the loop held, 0).
+PROBE_TRIPS_DURING = 10
 
 
 @pytest.fixture(scope="module")
@@ -166,3 +171,51 @@ def test_a_large_legal_request_is_still_served(capped: BrokerProcess) -> None:
         sock.close()
     assert len(response.topics) == 20_000
     assert {t.error_code for t in response.topics} == {Errors.UNKNOWN_TOPIC_OR_PARTITION}
+
+
+class _Probe(threading.Thread):
+    """ApiVersions round trips, one after another, each noted with the phase it began and ended in."""
+
+    def __init__(self, bootstrap: str) -> None:
+        super().__init__(daemon=True)
+        self.sock = raw_client.connect(bootstrap, timeout=60)
+        self.phase = 0  # set by the test: 1 while the large request is in flight, 2 after its answer
+        self.trips: list[tuple[int, int]] = []
+        self.answered = threading.Event()  # the first round trip is done: the probe is being served
+
+    def run(self) -> None:
+        for _ in range(PROBE_MAX_TRIPS):
+            if self.phase == 2:
+                return
+            began = self.phase
+            assert raw_client.call(self.sock, ApiVersionsRequest(), 2).error_code == Errors.NONE
+            self.trips.append((began, self.phase))
+            self.answered.set()
+
+
+def test_other_clients_are_answered_while_a_large_metadata_request_is_served(capped: BrokerProcess) -> None:
+    """Issue #37 item 5: one client's 24,000-topic Metadata request (decoded, answered and encoded
+    in slices and on worker threads) never holds the event loop for the whole request: another
+    connection's round trips begin and end between its send and the first byte of its answer."""
+    request = MetadataRequest(
+        topics=[MetadataRequestTopic(name=f"absent-{i}") for i in range(24_000)], allow_auto_topic_creation=False,
+        include_cluster_authorized_operations=False, include_topic_authorized_operations=False,
+    )
+    probe = _Probe(capped.bootstrap)
+    hostile = raw_client.connect(capped.bootstrap, timeout=120)
+    try:
+        probe.start()
+        assert probe.answered.wait(timeout=60)
+        raw_client.send(hostile, request, 9)
+        probe.phase = 1
+        size = raw_client.recv_exact(hostile, 4)  # the answer has begun: served
+        probe.phase = 2
+        body = raw_client.recv_exact(hostile, struct.unpack(">i", size)[0])
+        probe.join(timeout=60)
+    finally:
+        probe.phase = 2
+        hostile.close()
+        probe.sock.close()
+    assert len(raw_client.decode_response(body, MetadataRequest.API_KEY, 9).topics) == 24_000
+    during = [trip for trip in probe.trips if trip == (1, 1)]
+    assert len(during) >= PROBE_TRIPS_DURING, f"only {len(during)} round trips while the request was served"

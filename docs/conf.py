@@ -12,7 +12,7 @@ project = "rivven_kproto"
 author = "the rivven_kproto authors"
 copyright = "2026, the rivven_kproto authors"  # noqa: A001 (Sphinx's name for it)
 
-extensions = ["kproto_cli", "bench_tables"]
+extensions = ["kproto_cli", "bench_tables", "authorization_table"]
 exclude_patterns = ["_build", "**/_build"]
 html_theme = "alabaster"
 html_title = "rivven_kproto"

@@ -41,7 +41,8 @@ from .markers.writer import MarkerWriter
 from .membership import Pulse
 from .producer_ids import ProducerIdAllocator
 from .security.acls import FILE_NAME as ACLS_FILE
-from .security.acls import Authorizer, Operation, ResourceType
+from .security.acls import Authorizer
+from .security.authorization_rules import rule
 from .security.scram import FILE_NAME as SCRAM_FILE
 from .security.scram import ScramStore
 from .storage import is_native, open_storage
@@ -56,6 +57,7 @@ from .topics import (
 from .txn.coordinator import TransactionCoordinator
 
 log = logging.getLogger(__name__)
+REGEX_MATCH = rule(68).check("regex")  # ConsumerGroupHeartbeat: the topics a member's regex may match
 
 MAX_PARTITIONS = 10_000
 CLOSE_THREADS = 8  # partitions closed at once at shutdown (each fsyncs its files)
@@ -173,10 +175,11 @@ class Broker:
             self.load_shard(shard, now_ms)
 
     def _may_describe_topic(self, principal: str, client_host: str, topic: str) -> bool:
-        """The authorizer's Describe decision on a topic, for a KIP-848 member's regex."""
+        """Whether a KIP-848 member's regex may match ``topic`` (the table's ConsumerGroupHeartbeat
+        "regex" check, made for the member's principal)."""
         authorizer = self.authorizer
         return authorizer is None or authorizer.authorize(
-            principal, client_host.lstrip("/"), Operation.DESCRIBE, ResourceType.TOPIC, topic)
+            principal, client_host.lstrip("/"), REGEX_MATCH.operation, REGEX_MATCH.resource_type, topic)
 
     def _make_shard(self, shard: int) -> CoordinatorShard:
         """A shard's group and transaction coordinators, empty until loaded."""

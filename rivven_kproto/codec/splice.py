@@ -13,11 +13,19 @@ from __future__ import annotations
 
 import abc
 import io
+from collections.abc import Generator
 from dataclasses import dataclass
+
+
+class ExternalBytesGone(Exception):
+    """The bytes an :class:`ExternalBytes` promised are no longer there (deleted, or their store
+    failed) while its frame was being sent: the frame cannot be completed."""
 
 
 class ExternalBytes(abc.ABC):
     """Bytes of a known size kept outside the encoder (a file region) until the frame is sent."""
+
+    chunks_block = True  # False: ``chunks`` only joins bytes already in memory (no worker thread needed)
 
     @property
     @abc.abstractmethod
@@ -27,6 +35,12 @@ class ExternalBytes(abc.ABC):
     @abc.abstractmethod
     def read(self) -> bytes:
         """The bytes themselves (the fallback where zero-copy sending is impossible); may block."""
+
+    def chunks(self, size: int) -> Generator[bytes, None, None]:
+        """The bytes, about ``size`` at a time (more when one indivisible piece is larger), each
+        read only when asked for, so a slow receiver holds one chunk; may block (call each step
+        on a worker thread). Raises :class:`ExternalBytesGone` when they vanished meanwhile."""
+        yield self.read()
 
     @abc.abstractmethod
     def release(self) -> None:

@@ -38,7 +38,7 @@ from rivven_kproto.codec.messages.produce import ProduceRequest
 from rivven_kproto.codec.messages.txn_offset_commit import TxnOffsetCommitRequest
 from rivven_kproto.codec.splice import Frame
 
-from . import duties
+from . import duties, heap
 from .cluster import CONTROLLER_APIS, ClusterFollower, coordinator_key
 from .connection_limits import (
     ACCEPT_RETRY_S,
@@ -525,6 +525,7 @@ async def _run(broker: Broker, config: BrokerConfig, metrics: BrokerMetrics | No
                         log.warning("listener %s accepts unauthenticated, unencrypted clients on %s", name, where)
                 if metrics is not None:
                     metrics.broker, metrics.ready = broker, True
+                heap.settle()  # before the first client: full collections skip start-up's heap
                 task_status.started(config.listen_port)
                 try:
                     await trio.sleep_forever()
@@ -542,6 +543,7 @@ async def _run(broker: Broker, config: BrokerConfig, metrics: BrokerMetrics | No
         if metrics is not None:
             metrics.broker = None
         configure_peers(config.node_id, None)
+        heap.release()
         with trio.CancelScope(shield=True):
             await trio.to_thread.run_sync(broker.close)
         log.info("shut down cleanly")

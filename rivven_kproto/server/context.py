@@ -9,7 +9,7 @@ from rivven_kproto.broker.config import BrokerConfig
 from rivven_kproto.broker.groups import GroupCoordinator
 from rivven_kproto.broker.groups.txn_guards import Guard
 from rivven_kproto.broker.log.base import PartitionLogBase as PartitionLog
-from rivven_kproto.broker.log.region import FileRegion
+from rivven_kproto.broker.log.region import BatchRegion
 from rivven_kproto.broker.log.validation import RecordCheck
 from rivven_kproto.broker.security.acls import CLUSTER_NAME, Operation, ResourceType
 from rivven_kproto.broker.security.authorization_rules import Check, Source
@@ -57,7 +57,7 @@ class RequestContext:
     prepared: dict[PartitionKey, RecordCheck | KafkaError] = field(default_factory=dict)
     # Fetch: reads of sealed segments done on a worker thread before the handler runs, by
     # partition: (fetch offset, whole batches read).
-    prefetched: dict[PartitionKey, tuple[int, bytes | FileRegion]] = field(default_factory=dict)
+    prefetched: dict[PartitionKey, tuple[int, bytes | BatchRegion]] = field(default_factory=dict)
     # Fetch may answer with file regions (sent by ``sendfile`` on a plain socket, read a chunk at a
     # time on TLS): a client connection, which sends the reply with ``sending.send_reply``.
     zero_copy: bool = False

@@ -12,6 +12,11 @@ of record bytes built and unsent, so a reader that does not read costs the broke
 and slows only itself (the whole response used to be read, then encrypted, in memory: four
 unread 30 MiB TLS fetches took 430 MiB).
 
+Other external bytes (the PostgreSQL engine's rows, an engine's in-memory tail) are taken from
+their ``chunks`` a chunk at a time, each read on a worker thread, on any stream: a connection holds
+about a chunk of them too. Bytes that vanished meanwhile (rows deleted under the fetch) close the
+connection, as a shortened segment does.
+
 Either way the frame's regions are released once it is sent or the sending fails.
 """
 
@@ -25,7 +30,7 @@ from typing import Any
 import trio
 
 from rivven_kproto.broker.log.region import FileRegion
-from rivven_kproto.codec.splice import Frame
+from rivven_kproto.codec.splice import ExternalBytes, ExternalBytesGone, Frame
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +54,7 @@ async def send_reply(
         return len(reply), 0
     try:
         if isinstance(stream, trio.SocketStream):
-            return reply.size, await _send_zero_copy(stream, reply)
+            return reply.size, await _send_zero_copy(stream, reply, limiter)
         await _send_in_chunks(stream, reply, limiter)
         return reply.size, 0
     finally:
@@ -64,7 +69,26 @@ async def _send_in_chunks(stream: trio.abc.Stream, frame: Frame, limiter: trio.C
         elif isinstance(piece, FileRegion):
             await _send_region_read(stream, piece, limiter)
         else:
-            await _send_slices(stream, await trio.to_thread.run_sync(piece.read, limiter=limiter))
+            await _send_external(stream, piece, limiter)
+
+
+async def _send_external(stream: trio.abc.Stream, piece: ExternalBytes, limiter: trio.CapacityLimiter | None) -> None:
+    """Each chunk read (on a worker thread, unless already in memory) once the previous one is sent."""
+    chunks = piece.chunks(CHUNK_BYTES)
+    try:
+        while True:
+            if piece.chunks_block:
+                chunk = await trio.to_thread.run_sync(next, chunks, None, limiter=limiter)
+            else:
+                chunk = next(chunks, None)
+            if chunk is None:
+                break
+            await _send_slices(stream, chunk)
+    except ExternalBytesGone as exc:
+        log.warning("a fetch's batches could not be read while it was sent (%s); closing the connection", exc)
+        raise ShortRegion(str(exc)) from exc
+    finally:
+        chunks.close()
 
 
 def _joined(pieces: Iterable[Any]) -> Iterator[Any]:
@@ -103,7 +127,7 @@ async def _send_region_read(stream: trio.abc.Stream, region: FileRegion, limiter
             offset += size
 
 
-async def _send_zero_copy(stream: trio.SocketStream, frame: Frame) -> int:
+async def _send_zero_copy(stream: trio.SocketStream, frame: Frame, limiter: trio.CapacityLimiter | None = None) -> int:
     """Bytes pieces (adjacent ones joined) with ``send_all``, regions with ``sendfile``; returns
     the bytes sent by sendfile. (No ``MSG_MORE`` on the bytes: Linux then held the next sendfile's
     data back for ~200 ms, the corking timer, on every response.)"""
@@ -115,7 +139,7 @@ async def _send_zero_copy(stream: trio.SocketStream, frame: Frame) -> int:
             await _sendfile(stream.socket, piece)
             spliced += piece.size
         else:
-            await _send_bytes(stream, piece.read())
+            await _send_external(stream, piece, limiter)
     return spliced
 
 

@@ -22,13 +22,16 @@ import pytest
 
 from rivven_kproto.broker.log.base import Fetched, PartitionLogBase
 from rivven_kproto.broker.log.partition_log import PartitionLog
+from rivven_kproto.broker.log.region import BatchRegion
 from rivven_kproto.broker.storage import StorageUnavailable
+from rivven_kproto.broker.storage.postgres import partition as pg_partition
 from rivven_kproto.broker.storage.postgres.partition import PgPartitionLog
 from rivven_kproto.broker.storage.postgres.store import PostgresStorage
 from rivven_kproto.codec.enums import IsolationLevel
 from rivven_kproto.codec.errors import KafkaError
 from rivven_kproto.codec.records.batch import iter_headers
 from rivven_kproto.codec.records.records import Record, build_batch
+from rivven_kproto.codec.splice import ExternalBytesGone
 from rivven_kproto.testing.postgres import PostgresServer
 
 from .log_helpers import NOW, config
@@ -114,6 +117,17 @@ def clipped(fetched: Fetched, start: int) -> Fetched | tuple[object, ...]:
     return dataclasses.replace(fetched, aborted=None), dropped
 
 
+def sent(fetched: Fetched) -> Fetched:
+    """A fetch as the server sends it: a region's bytes taken from its chunks (small ones, so
+    several runs of rows are read)."""
+    if not isinstance(fetched.data, BatchRegion):
+        return fetched
+    data = b"".join(fetched.data.chunks(300))
+    assert len(data) == fetched.data.size
+    fetched.data.release()
+    return dataclasses.replace(fetched, data=data)
+
+
 def assert_same_view(
     native: PartitionLogBase, pg: PartitionLogBase, rng: random.Random, *, deleted_below: int = 0
 ) -> None:
@@ -133,13 +147,24 @@ def assert_same_view(
             cut = clipped(pg.fetch(offset, budget, isolation, min_one_batch=first, prefetched=plan.run()),
                           deleted_below)
             assert cut == a, (offset, budget, isolation, first)
+        # A client connection's fetch: regions (cached batches, located rows) sent as they are read.
+        region = clipped(sent(pg.fetch(offset, budget, isolation, min_one_batch=first, zero_copy=True)), deleted_below)
+        assert region == a, (offset, budget, isolation, first)
+        plan = pg.plan_cold_read(offset, budget, isolation, zero_copy=True)
+        if plan is not None:
+            cut = clipped(sent(pg.fetch(offset, budget, isolation, min_one_batch=first, prefetched=plan.run(),
+                                        zero_copy=True)), deleted_below)
+            assert cut == a, (offset, budget, isolation, first)
     for ts in (NOW - 1, NOW + 500, NOW + 1500, NOW + 10_000):
         assert pg.offset_for_timestamp(ts) == native.offset_for_timestamp(ts)
     assert pg.max_timestamp_offset() == native.max_timestamp_offset()
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-def test_the_postgresql_log_reads_as_the_native_log(tmp_path: Path, storage: PostgresStorage, seed: int) -> None:
+def test_the_postgresql_log_reads_as_the_native_log(
+    tmp_path: Path, storage: PostgresStorage, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pg_partition, "ZERO_COPY_MIN_BYTES", 1)  # every read with data as a region
     topic_id = uuid.uuid4()
     native = PartitionLog.open(tmp_path / "t-0", config(), NOW)
     pg = PgPartitionLog.open(storage, topic_id, "t", 0, config(), NOW, None, new=True)
@@ -336,3 +361,24 @@ def test_a_commit_decided_elsewhere_moves_the_last_stable_offset_before_the_mark
     pg.flush()
     assert pg.last_stable_offset == 4 and pg.undecided_transactions(0) == [(7, 3, 4)]
 
+
+
+def test_a_located_fetch_whose_rows_are_deleted_before_it_is_sent_says_so(storage: PostgresStorage) -> None:
+    """A Fetch located in the database (a region read as it is sent): rows deleted meanwhile
+    (DeleteRecords, retention) raise ExternalBytesGone for the server to close the connection,
+    never a frame shorter or other than its size prefix promised."""
+    pg = PgPartitionLog.open(storage, uuid.uuid4(), "t", 0, config(), NOW, None, new=True)
+    pg.cache_bytes = 0  # every read below the cache: from the database
+    for i in range(20):
+        pg.append(build_batch([Record(0, 0, None, bytes([65 + i]) * 4000)], base_timestamp=NOW), NOW)
+    pg.flush()
+    plan = pg.plan_cold_read(0, 1 << 20, IsolationLevel.READ_UNCOMMITTED, zero_copy=True)
+    assert plan is not None
+    region = plan.run()
+    assert isinstance(region, BatchRegion) and region.size > 20 * 4000
+    chunks = region.chunks(10_000)
+    first = next(chunks)
+    assert first[:8] == (0).to_bytes(8, "big")
+    pg.delete_records(15)
+    with pytest.raises(ExternalBytesGone):
+        list(chunks)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Generator
 from pathlib import Path
 
 import pytest
@@ -10,8 +11,8 @@ import trio
 import trio.testing
 
 from rivven_kproto.broker.log.region import FileRegion
-from rivven_kproto.codec.splice import Frame
-from rivven_kproto.server.sending import ShortRegion, send_reply
+from rivven_kproto.codec.splice import ExternalBytes, ExternalBytesGone, Frame
+from rivven_kproto.server.sending import CHUNK_BYTES, ShortRegion, send_reply
 
 SIZE = 24 * 1024 * 1024  # far more than the loopback socket buffers: sendfile stops and resumes
 
@@ -154,3 +155,55 @@ async def test_without_sendfile_a_frame_is_read_and_sent_a_chunk_at_a_time(segme
         received = await receive_all(receiver, len(expected))
     assert received == expected
     assert max(recording.sizes) <= 1 << 20 and sum(recording.sizes) == len(expected)
+
+
+class Chunked(ExternalBytes):
+    """External bytes read a chunk at a time (the PostgreSQL engine's rows), counting the chunks
+    read; ``gone_after``: the chunk after which they vanish (rows deleted under the fetch)."""
+
+    def __init__(self, data: bytes, gone_after: int | None = None) -> None:
+        self.data, self.gone_after, self.read_chunks = data, gone_after, 0
+
+    @property
+    def size(self) -> int:
+        return len(self.data)
+
+    def read(self) -> bytes:
+        raise AssertionError("read whole: chunks() must be used")
+
+    def chunks(self, size: int) -> Generator[bytes, None, None]:
+        for start in range(0, len(self.data), size):
+            if self.gone_after is not None and self.read_chunks >= self.gone_after:
+                raise ExternalBytesGone("rows deleted")
+            self.read_chunks += 1
+            yield self.data[start:start + size]
+
+    def release(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("over", ["socket", "tls-like"])
+async def test_external_bytes_are_read_a_chunk_at_a_time_on_any_stream(over: str) -> None:
+    """Issue #37 item 7 on the PostgreSQL engine: its batches reach the connection in chunks, each
+    read only when the previous was handed over, by socket (no sendfile for rows) or TLS."""
+    data = os.urandom(SIZE)
+    external = Chunked(data)
+    frame = Frame([b"head", external, b"tail"], SIZE + 8)
+    if over == "socket":
+        received, sent = await over_tcp(frame, SIZE + 8)
+        assert sent == (SIZE + 8, 0)
+    else:
+        sender, receiver = trio.testing.lockstep_stream_pair()
+        recording = RecordingStream(sender)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(send_reply, recording, frame)
+            received = await receive_all(receiver, SIZE + 8)
+        assert max(recording.sizes) <= 1 << 20
+    assert received == b"head" + data + b"tail"
+    assert external.read_chunks == SIZE // CHUNK_BYTES
+
+
+async def test_external_bytes_gone_under_the_send_break_the_connection() -> None:
+    frame = Frame([b"head", Chunked(os.urandom(SIZE), gone_after=3), b"tail"], SIZE + 8)
+    with pytest.RaisesGroup(ShortRegion):
+        await over_tcp(frame, SIZE + 8)

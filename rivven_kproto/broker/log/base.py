@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from rivven_kproto.broker.durable.flush import FlushItem
 from rivven_kproto.broker.log.config import LogConfig
 from rivven_kproto.broker.log.producer_state import AbortedTxn, BatchMeta, ProducerStateManager
-from rivven_kproto.broker.log.region import FileRegion
+from rivven_kproto.broker.log.region import BatchRegion
 from rivven_kproto.broker.log.segment import MAX_RELATIVE_OFFSET
 from rivven_kproto.broker.log.span import whole_batches
 from rivven_kproto.broker.log.validation import (
@@ -42,7 +42,7 @@ class ColdReadPlan(Protocol):
 
     offset: int
 
-    def run(self) -> bytes | FileRegion: ...
+    def run(self) -> bytes | BatchRegion: ...
 
     def release(self) -> None: ...
 
@@ -51,7 +51,7 @@ class ColdReadPlan(Protocol):
 class Fetched:
     """One partition's part of a Fetch: batches visible at the isolation level, and the marks."""
 
-    data: bytes | FileRegion  # a region only when the caller asked for one (``zero_copy``)
+    data: bytes | BatchRegion  # a region only when the caller asked for one (``zero_copy``)
     high_watermark: int
     last_stable_offset: int
     log_start_offset: int
@@ -172,11 +172,11 @@ class PartitionLogBase(ABC):
         self, offset: int, max_bytes: int, isolation: IsolationLevel, *, zero_copy: bool = False
     ) -> ColdReadPlan | None:
         """A Fetch read worth a worker thread, or None to read inline (``zero_copy``: the plan
-        may return a :class:`FileRegion`, see :meth:`read_region`)."""
+        may return a :class:`BatchRegion`, see :meth:`read_region`)."""
 
     def read_region(
         self, offset: int, max_bytes: int, *, upper_bound: int, min_one_batch: bool
-    ) -> FileRegion | None:
+    ) -> BatchRegion | None:
         """What :meth:`read` would return, as a region of files the server may ``sendfile``;
         None when the engine has no files or the read is too small to gain from it."""
         return None
@@ -386,20 +386,20 @@ class PartitionLogBase(ABC):
 
     def fetch(
         self, offset: int, max_bytes: int, isolation: IsolationLevel, *, min_one_batch: bool,
-        prefetched: bytes | FileRegion | None = None, zero_copy: bool = False,
+        prefetched: bytes | BatchRegion | None = None, zero_copy: bool = False,
     ) -> Fetched:
         """Kafka's read for a consumer: whole batches below the visible end, and for
         read_committed the aborted transactions overlapping them (clients drop those records).
 
         ``prefetched``: what a ``ColdRead`` of this offset returned (read with at least this
         budget, below an earlier, so lower or equal, visible end); cut to ``max_bytes`` here.
-        ``zero_copy``: the data may be a :class:`FileRegion` (the caller sends it unchanged and
+        ``zero_copy``: the data may be a :class:`BatchRegion` (the caller sends it unchanged and
         releases it); the same batches as the bytes, either way."""
         high_watermark, last_stable = self.high_watermark, self.last_stable_offset
-        data: bytes | FileRegion = b""
+        data: bytes | BatchRegion = b""
         try:
             if prefetched is not None and offset >= self._log_start_offset:
-                if isinstance(prefetched, FileRegion):
+                if isinstance(prefetched, BatchRegion):
                     data = prefetched if prefetched.cut(max_bytes, min_one_batch) else b""
                 else:
                     data = whole_batches(prefetched, max_bytes, min_one_batch)
@@ -415,12 +415,12 @@ class PartitionLogBase(ABC):
                     result = self.read(offset, max_bytes, upper_bound=upper_bound, min_one_batch=min_one_batch)
                     data, log_start = result.data, result.log_start_offset
         finally:
-            if isinstance(prefetched, FileRegion) and data is not prefetched:
+            if isinstance(prefetched, BatchRegion) and data is not prefetched:
                 prefetched.release()
         aborted = None
         if isolation == IsolationLevel.READ_COMMITTED:
             end = offset
-            if isinstance(data, FileRegion):
+            if isinstance(data, BatchRegion):
                 end = data.end_offset
             else:
                 for _, header in iter_headers(data):

@@ -16,9 +16,10 @@ whoever sends it; ``__del__`` is the safety net for a response dropped on the wa
 
 from __future__ import annotations
 
+import abc
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Generator, Iterable
 
 from rivven_kproto.broker.log.segment import find_batch
 from rivven_kproto.codec.records.batch import HEADER_SIZE, MIN_BATCH_LENGTH, parse_header
@@ -68,12 +69,14 @@ def locate_batches(
     return ends, next_offsets, pos >= end
 
 
-class FileRegion(ExternalBytes):
-    """Whole batches lying in one or more segment files, as (owned descriptor, position, length) parts."""
+class BatchRegion(ExternalBytes):
+    """Whole batches a Fetch answers with, named by where they lie rather than held: segment
+    files (:class:`FileRegion`), a database's rows (the PostgreSQL engine's ``PgRegion``) or
+    bytes another structure already holds (:class:`HeldBatches`). The server sends them as the
+    connection takes them, so an unread response holds about a chunk of them, not all."""
 
-    def __init__(self, parts: list[tuple[int, int, int]], batch_ends: list[int], next_offsets: list[int]) -> None:
-        self.parts = parts
-        self.batch_ends = batch_ends  # cumulative over the parts
+    def __init__(self, batch_ends: list[int], next_offsets: list[int]) -> None:
+        self.batch_ends = batch_ends  # where each batch ends, from the region's start
         self.next_offsets = next_offsets
 
     @property
@@ -96,6 +99,58 @@ class FileRegion(ExternalBytes):
         if keep == len(self.batch_ends):
             return self.size
         del self.batch_ends[keep:], self.next_offsets[keep:]
+        self._keep(keep)
+        return self.size
+
+    @abc.abstractmethod
+    def _keep(self, batches: int) -> None:
+        """Drop what locates the batches after the first ``batches`` (``batch_ends`` is cut already)."""
+
+
+class HeldBatches(BatchRegion):
+    """Batches another structure holds as bytes objects (an engine's in-memory tail): referenced,
+    not joined into a copy per response."""
+
+    chunks_block = False
+
+    def __init__(self, batches: list[bytes], next_offsets: list[int]) -> None:
+        ends, total = [], 0
+        for data in batches:
+            total += len(data)
+            ends.append(total)
+        super().__init__(ends, next_offsets)
+        self.batches = batches
+
+    def _keep(self, batches: int) -> None:
+        del self.batches[batches:]
+
+    def read(self) -> bytes:
+        return b"".join(self.batches)
+
+    def chunks(self, size: int) -> Generator[bytes, None, None]:
+        group: list[bytes] = []
+        held = 0
+        for data in self.batches:
+            if group and held + len(data) > size:
+                yield b"".join(group)
+                group, held = [], 0
+            group.append(data)
+            held += len(data)
+        if group:
+            yield b"".join(group)
+
+    def release(self) -> None:
+        self.batches = []
+
+
+class FileRegion(BatchRegion):
+    """Whole batches lying in one or more segment files, as (owned descriptor, position, length) parts."""
+
+    def __init__(self, parts: list[tuple[int, int, int]], batch_ends: list[int], next_offsets: list[int]) -> None:
+        super().__init__(batch_ends, next_offsets)  # batch_ends: cumulative over the parts
+        self.parts = parts
+
+    def _keep(self, batches: int) -> None:
         size, covered = self.size, 0
         kept: list[tuple[int, int, int]] = []
         for fd, position, length in self.parts:
@@ -105,7 +160,6 @@ class FileRegion(ExternalBytes):
             else:
                 os.close(fd)
         self.parts = kept
-        return size
 
     def warm(self) -> None:
         """Bring the region's pages into the page cache now, on the calling (worker) thread, so

@@ -239,7 +239,9 @@ RULES: dict[int, Rule] = _rules(
     Rule(68, "ConsumerGroupHeartbeat", (
         _group(O.READ),
         Check("topic", T, O.DESCRIBE, Source.TOPIC, TOPIC_DENIED, REQUEST),
-    ), "Subscribed topic names need Describe; a regex subscription only matches describable topics."),
+        Check("regex", T, O.DESCRIBE, Source.TOPIC, None, FILTER, when=frozenset({"regex"})),
+    ), "Subscribed topic names need Describe; a regex subscription only matches describable topics (the "
+       "group coordinator filters them with the member's principal)."),
     Rule(69, "ConsumerGroupDescribe", (
         _group(O.DESCRIBE, ENTRY, Source.GROUPS),
         Check("topic", T, O.DESCRIBE, Source.TOPIC, TOPIC_DENIED, ENTRY),

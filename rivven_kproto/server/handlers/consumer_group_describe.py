@@ -14,7 +14,8 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 
-from rivven_kproto.broker.security.acls import Operation, ResourceType
+from rivven_kproto.broker.security.acls import ResourceType
+from rivven_kproto.broker.security.authorization_rules import rule
 from rivven_kproto.codec.acls import GROUP_OPERATIONS
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.consumer_group_describe import (
@@ -29,6 +30,8 @@ from rivven_kproto.codec.messages.consumer_group_describe import (
 from ..context import RequestContext
 
 API_KEY = ConsumerGroupDescribeRequest.API_KEY
+GROUP = rule(API_KEY).check("group")
+TOPIC = rule(API_KEY).check("topic")
 NOT_REQUESTED = -(2**31)
 CONSUMER_MEMBER = 1
 CLASSIC_MEMBER = 0
@@ -41,8 +44,8 @@ def handle(ctx: RequestContext, request: ConsumerGroupDescribeRequest, version: 
     for group_id in request.group_ids:
         operations = (ctx.authorized_operations(ResourceType.GROUP, group_id, GROUP_OPERATIONS)
                       if request.include_authorized_operations else NOT_REQUESTED)
-        if not ctx.allowed(Operation.DESCRIBE, ResourceType.GROUP, group_id):
-            groups.append(_error(group_id, Errors.GROUP_AUTHORIZATION_FAILED, None))
+        if (refused := ctx.refusal(GROUP, group_id)) is not None:
+            groups.append(_error(group_id, refused, None))
             continue
         coordinator = ctx.broker.group_coordinator(group_id)
         if coordinator is None:  # its shard is another broker's
@@ -56,8 +59,8 @@ def handle(ctx: RequestContext, request: ConsumerGroupDescribeRequest, version: 
             continue
         named = {topic for m in group.members.values() for topic in m.current.assigned}
         named |= {topic for target in group.target.values() for topic in target}
-        if not all(ctx.allowed(Operation.DESCRIBE, ResourceType.TOPIC, topic) for topic in named):
-            groups.append(_error(group_id, Errors.TOPIC_AUTHORIZATION_FAILED, HIDDEN_TOPICS))
+        if (refused := next(filter(None, (ctx.refusal(TOPIC, topic) for topic in sorted(named))), None)) is not None:
+            groups.append(_error(group_id, refused, HIDDEN_TOPICS))
             continue
         groups.append(DescribedConsumerGroup(
             error_code=Errors.NONE, group_id=group_id, group_state=group.state, group_epoch=group.group_epoch,

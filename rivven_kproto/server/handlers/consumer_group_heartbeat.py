@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 
 from rivven_kproto.broker.groups.api import ConsumerHeartbeat
-from rivven_kproto.broker.security.acls import Operation, ResourceType
+from rivven_kproto.broker.security.authorization_rules import rule
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
@@ -27,15 +27,17 @@ from rivven_kproto.codec.messages.consumer_group_heartbeat import (
 from ..context import RequestContext
 
 API_KEY = ConsumerGroupHeartbeatRequest.API_KEY
+GROUP = rule(API_KEY).check("group")
+TOPIC = rule(API_KEY).check("topic")  # the regex check ("regex") is the coordinator's (broker.py)
 
 
 def handle(ctx: RequestContext, request: ConsumerGroupHeartbeatRequest, version: int) -> ConsumerGroupHeartbeatResponse:
-    if not ctx.allowed(Operation.READ, ResourceType.GROUP, request.group_id):
-        return ConsumerGroupHeartbeatResponse(throttle_time_ms=0, error_code=Errors.GROUP_AUTHORIZATION_FAILED,
+    if (refused := ctx.refusal(GROUP, request.group_id)) is not None:
+        return ConsumerGroupHeartbeatResponse(throttle_time_ms=0, error_code=refused,
                                               member_epoch=-1, heartbeat_interval_ms=0)
     names = request.subscribed_topic_names
-    if names and not all(ctx.allowed(Operation.DESCRIBE, ResourceType.TOPIC, name) for name in set(names)):
-        return ConsumerGroupHeartbeatResponse(throttle_time_ms=0, error_code=Errors.TOPIC_AUTHORIZATION_FAILED,
+    if (refused := next(filter(None, (ctx.refusal(TOPIC, name) for name in sorted(set(names or ())))), None)) is not None:
+        return ConsumerGroupHeartbeatResponse(throttle_time_ms=0, error_code=refused,
                                               member_epoch=0, heartbeat_interval_ms=0)
     if not ctx.broker.coordinates(request.group_id):  # its shard is another broker's (or nobody's now): the client looks it up again
         return ConsumerGroupHeartbeatResponse(throttle_time_ms=0, error_code=Errors.NOT_COORDINATOR,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from rivven_kproto.broker.security.acls import Operation, ResourceType
+from rivven_kproto.broker.security.authorization_rules import rule
 from rivven_kproto.broker.txn.state import TxnState
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.describe_transactions import (
@@ -21,23 +21,25 @@ from rivven_kproto.codec.messages.describe_transactions import (
 from ..context import RequestContext
 
 API_KEY = 65
+TRANSACTIONAL_ID = rule(API_KEY).check("transactional_id")
+TOPIC = rule(API_KEY).check("topic")  # filters: partitions of undescribable topics are left out
 
 
 def handle(ctx: RequestContext, request: DescribeTransactionsRequest, version: int) -> DescribeTransactionsResponse:
     states = []
     for transactional_id in request.transactional_ids:
         coordinator = ctx.broker.txn_coordinator(transactional_id)
-        if coordinator is None and ctx.allowed(Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+        if coordinator is None and ctx.permits(TRANSACTIONAL_ID, transactional_id):
             states.append(TransactionState(  # its shard is another broker's
                 error_code=Errors.NOT_COORDINATOR, transactional_id=transactional_id,
                 transaction_start_time_ms=-1, producer_id=-1, producer_epoch=-1,
             ))
             continue
         txn = coordinator.txns.get(transactional_id) if coordinator is not None else None
-        if not ctx.allowed(Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+        if (refused := ctx.refusal(TRANSACTIONAL_ID, transactional_id)) is not None:
             states.append(
                 TransactionState(
-                    error_code=Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, transactional_id=transactional_id,
+                    error_code=refused, transactional_id=transactional_id,
                     transaction_start_time_ms=-1, producer_id=-1, producer_epoch=-1,
                 )
             )
@@ -53,7 +55,7 @@ def handle(ctx: RequestContext, request: DescribeTransactionsRequest, version: i
         by_topic: dict[str, list[int]] = defaultdict(list)
         for topic, index in sorted(txn.partitions):
             by_topic[topic].append(index)
-        visible = {t: p for t, p in by_topic.items() if ctx.allowed(Operation.DESCRIBE, ResourceType.TOPIC, t)}
+        visible = {t: p for t, p in by_topic.items() if ctx.permits(TOPIC, t)}
         states.append(
             TransactionState(
                 error_code=Errors.NONE,

@@ -19,7 +19,7 @@ shared database, ``prepare`` first reads the commit decisions of the open transa
 partition back (``learn_decisions``), so a commit shows on every partition at once.
 
 Zero-copy: on a client connection (``ctx.zero_copy``) a partition's batches may come back as a
-:class:`FileRegion` instead of bytes (``PartitionLog.read_region``): the encoder leaves a hole of
+:class:`BatchRegion` instead of bytes (``PartitionLog.read_region``): the encoder leaves a hole of
 its size and the server fills it with ``os.sendfile`` (plaintext) or reads it a chunk at a time
 (TLS), never holding the whole response in memory. The batches, budgets, upper bounds and
 aborted transactions are those of the bytes path; only where the bytes come from differs. A
@@ -41,7 +41,7 @@ import trio
 from rivven_kproto.broker.broker import Broker
 from rivven_kproto.broker.log.base import ColdReadPlan, check_leader_epoch
 from rivven_kproto.broker.log.base import PartitionLogBase as PartitionLog
-from rivven_kproto.broker.log.region import FileRegion
+from rivven_kproto.broker.log.region import BatchRegion
 from rivven_kproto.broker.security.authorization_rules import rule
 from rivven_kproto.codec.enums import IsolationLevel
 from rivven_kproto.codec.errors import Errors, KafkaError
@@ -110,8 +110,8 @@ async def prepare(ctx: RequestContext, request: FetchRequest, limiter: trio.Capa
     if not planned:
         return
 
-    def read_all() -> list[bytes | FileRegion | None]:
-        results: list[bytes | FileRegion | None] = []
+    def read_all() -> list[bytes | BatchRegion | None]:
+        results: list[bytes | BatchRegion | None] = []
         for (topic, index), plan in planned:
             try:
                 results.append(plan.run())
@@ -213,7 +213,7 @@ def fetch(ctx: RequestContext, request: FetchRequest, version: int,
             partitions.append(data)
         responses.append(FetchableTopicResponse(topic=topic.topic, partitions=partitions))
     for _, unused in ctx.prefetched.values():  # partitions not read after all (no longer readable)
-        if isinstance(unused, FileRegion):
+        if isinstance(unused, BatchRegion):
             unused.release()
     ctx.prefetched.clear()
     response = FetchResponse(throttle_time_ms=0, error_code=Errors.NONE, session_id=0, responses=responses)
@@ -228,13 +228,13 @@ def _read_partition(
     isolation: IsolationLevel,
     *,
     min_one_batch: bool,
-    prefetched: tuple[int, bytes | FileRegion] | None = None,
+    prefetched: tuple[int, bytes | BatchRegion] | None = None,
     zero_copy: bool = False,
 ) -> PartitionData:
     """Read one partition; every failure becomes the partition's error code, never an exception."""
     partition: PartitionLog | None = None
     cold = prefetched[1] if prefetched is not None and prefetched[0] == wanted.fetch_offset else None
-    if prefetched is not None and cold is None and isinstance(prefetched[1], FileRegion):
+    if prefetched is not None and cold is None and isinstance(prefetched[1], BatchRegion):
         prefetched[1].release()
     try:
         partition = broker.partition(topic, wanted.partition)
@@ -242,7 +242,7 @@ def _read_partition(
         fetched = partition.fetch(wanted.fetch_offset, max_bytes, isolation, min_one_batch=min_one_batch,
                                   prefetched=cold, zero_copy=zero_copy)
     except KafkaError as exc:
-        if isinstance(cold, FileRegion):
+        if isinstance(cold, BatchRegion):
             cold.release()  # (idempotent: ``fetch`` releases what it was handed, if it got that far)
         log.debug("fetch %s-%d at %d: %s", topic, wanted.partition, wanted.fetch_offset, exc)
         data = error_partition(wanted.partition, exc.error)
@@ -252,7 +252,7 @@ def _read_partition(
             data.log_start_offset = partition.log_start_offset
         return data
     except OSError:
-        if isinstance(cold, FileRegion):
+        if isinstance(cold, BatchRegion):
             cold.release()
         log.exception("fetch %s-%d: reading the log failed", topic, wanted.partition)
         return error_partition(wanted.partition, Errors.KAFKA_STORAGE_ERROR)
@@ -276,7 +276,7 @@ def release_regions(response: FetchResponse) -> None:
     """Let go of the file regions of a response that will not be sent."""
     for topic in response.responses:
         for partition in topic.partitions:
-            if isinstance(partition.records, FileRegion):
+            if isinstance(partition.records, BatchRegion):
                 partition.records.release()
 
 

@@ -11,7 +11,7 @@ open: CONCURRENT_TRANSACTIONS until done) or recovers a KIP-360 producer.
 
 from __future__ import annotations
 
-from rivven_kproto.broker.security.acls import Operation, ResourceType
+from rivven_kproto.broker.security.authorization_rules import rule
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
 from rivven_kproto.codec.schema import Versions
@@ -21,19 +21,19 @@ from .txn_errors import fenced_for_version
 
 API_KEY = 22
 VERSIONS = Versions(0, 5)
+TRANSACTIONAL_ID = rule(API_KEY).check("transactional_id")
+# Kafka 3+: IdempotentWrite on the Cluster, or (the table's alternative) Write on some topic.
+IDEMPOTENT = rule(API_KEY).check("idempotent")
 
 
 def handle(ctx: RequestContext, request: InitProducerIdRequest, version: int) -> InitProducerIdResponse:
     if request.transactional_id is None:
-        # Kafka 3+: an idempotent producer needs IdempotentWrite on the cluster or Write on some topic.
-        if not (ctx.allowed(Operation.IDEMPOTENT_WRITE, ResourceType.CLUSTER) or ctx.allowed_on_any_topic(Operation.WRITE)):
-            return InitProducerIdResponse(error_code=Errors.CLUSTER_AUTHORIZATION_FAILED, producer_id=-1, producer_epoch=-1)
+        if (refused := ctx.refusal(IDEMPOTENT)) is not None:
+            return InitProducerIdResponse(error_code=refused, producer_id=-1, producer_epoch=-1)
         producer_id = ctx.broker.producer_ids.allocate()
         return InitProducerIdResponse(error_code=Errors.NONE, producer_id=producer_id, producer_epoch=0)
-    if not ctx.allowed(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
-        return InitProducerIdResponse(
-            error_code=Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, producer_id=-1, producer_epoch=-1
-        )
+    if (refused := ctx.refusal(TRANSACTIONAL_ID, request.transactional_id)) is not None:
+        return InitProducerIdResponse(error_code=refused, producer_id=-1, producer_epoch=-1)
     if not ctx.broker.coordinates(request.transactional_id):  # its shard is another broker's (or nobody's now): the client looks it up again
         return InitProducerIdResponse(error_code=Errors.NOT_COORDINATOR, producer_id=-1, producer_epoch=-1)
     error, producer_id, epoch = ctx.txn_for(request.transactional_id).init_producer_id(

@@ -10,7 +10,7 @@ a topic it may not Read answer TOPIC_AUTHORIZATION_FAILED and keep their offsets
 
 from __future__ import annotations
 
-from rivven_kproto.broker.security.acls import Operation, ResourceType
+from rivven_kproto.broker.security.authorization_rules import rule
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.offset_delete import (
     OffsetDeleteRequest,
@@ -22,20 +22,22 @@ from rivven_kproto.codec.messages.offset_delete import (
 from ..context import RequestContext
 
 API_KEY = OffsetDeleteRequest.API_KEY
+GROUP = rule(API_KEY).check("group")
+TOPIC = rule(API_KEY).check("topic")
 
 
 def handle(ctx: RequestContext, request: OffsetDeleteRequest, version: int) -> OffsetDeleteResponse:
-    if not ctx.allowed(Operation.DELETE, ResourceType.GROUP, request.group_id):
-        return OffsetDeleteResponse(error_code=Errors.GROUP_AUTHORIZATION_FAILED, throttle_time_ms=0, topics=[])
+    if (denied := ctx.refusal(GROUP, request.group_id)) is not None:
+        return OffsetDeleteResponse(error_code=denied, throttle_time_ms=0, topics=[])
     if not ctx.broker.coordinates(request.group_id):  # its shard is another broker's (or nobody's now): the client looks it up again
         return OffsetDeleteResponse(error_code=Errors.NOT_COORDINATOR, throttle_time_ms=0, topics=[])
     wanted, refused = [], []
     for t in request.topics:
         partitions = [p.partition_index for p in t.partitions]
-        if ctx.allowed(Operation.READ, ResourceType.TOPIC, t.name):
+        if (error := ctx.refusal(TOPIC, t.name)) is None:
             wanted.append((t.name, partitions))
         else:
-            refused.append((t.name, [(p, Errors.TOPIC_AUTHORIZATION_FAILED) for p in partitions]))
+            refused.append((t.name, [(p, error) for p in partitions]))
     try:
         results = ctx.groups_for(request.group_id).delete_offsets(request.group_id, wanted)
     except KafkaError as exc:

@@ -38,6 +38,7 @@ from rivven_kproto.broker.durable.work import BlockingWork, submit
 from rivven_kproto.broker.log.base import Batches, PartitionLogBase, ReadResult
 from rivven_kproto.broker.log.config import LogConfig
 from rivven_kproto.broker.log.producer_state import ProducerStateManager
+from rivven_kproto.broker.log.region import ZERO_COPY_MIN_BYTES, HeldBatches
 from rivven_kproto.codec.enums import MAX_TIMESTAMP, IsolationLevel
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.records.batch import HEADER_SIZE, parse_header
@@ -46,6 +47,7 @@ from ..errors import StorageConflict
 from .commit import PgCommit
 from .engine import PgEngine
 from .queries import take_batches
+from .region import PgRegion
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +88,8 @@ class _Batch:
 
 @dataclass
 class PgColdRead:
-    """A Fetch read from the database, prepared on the loop and run on a worker thread."""
+    """A Fetch read from the database, prepared on the loop and run on a worker thread.
+    ``zero_copy``: a large read is only located (a :class:`PgRegion`, read as it is sent)."""
 
     storage: PgEngine
     key: tuple[uuid.UUID, int]
@@ -94,9 +97,15 @@ class PgColdRead:
     max_bytes: int
     upper_bound: int
     files: list[tuple[int, int]] = field(default_factory=list)  # ColdRead's shape: none here
+    zero_copy: bool = False
 
-    def run(self) -> bytes:
-        return self.storage.queries.read_batches(self.key, self.offset, self.max_bytes, self.upper_bound, True)
+    def run(self) -> bytes | PgRegion:
+        queries = self.storage.queries
+        if self.zero_copy:
+            located = queries.locate_batches(self.key, self.offset, self.max_bytes, self.upper_bound, True)
+            if sum(size for _, _, size in located) >= ZERO_COPY_MIN_BYTES:
+                return PgRegion(queries, self.key, located)
+        return queries.read_batches(self.key, self.offset, self.max_bytes, self.upper_bound, True)
 
     def release(self) -> None:
         pass
@@ -280,7 +289,34 @@ class PgPartitionLog(PartitionLogBase):
             return None
         if self._cache and offset >= self._cache_bases[0]:
             return None
-        return PgColdRead(self.storage, self.key, offset, max_bytes, min(upper_bound, self._committed_end))
+        return PgColdRead(self.storage, self.key, offset, max_bytes, min(upper_bound, self._committed_end),
+                          zero_copy=zero_copy)
+
+    def read_region(
+        self, offset: int, max_bytes: int, *, upper_bound: int, min_one_batch: bool
+    ) -> HeldBatches | None:
+        """A large read of the in-memory tail as the cached batches themselves (referenced, not
+        joined into a copy per response); None below the cache, out of range, or small."""
+        self._check_open()
+        self._take_retained()
+        if not (self._cache and self._cache_bases[0] <= offset < min(upper_bound, self._next_offset)):
+            return None
+        if offset < self._log_start_offset:
+            return None
+        taken: list[bytes] = []
+        next_offsets: list[int] = []
+        used = 0
+        for batch in self._cache[bisect.bisect_right(self._cache_bases, offset) - 1:]:
+            if batch.base_offset >= upper_bound:
+                break
+            if used + len(batch.data) > max_bytes and not (min_one_batch and not taken):
+                break
+            taken.append(batch.data)
+            next_offsets.append(batch.next_offset)
+            used += len(batch.data)
+        if used < ZERO_COPY_MIN_BYTES:
+            return None
+        return HeldBatches(taken, next_offsets)
 
     def _advance_log_start(self, offset: int) -> None:
         self._log_start_offset = offset

@@ -19,6 +19,7 @@ from .pool import PgPool
 log = logging.getLogger(__name__)
 
 READ_PAGE_ROWS = 64
+LOCATE_PAGE_ROWS = 1024  # sizes only: cheap rows
 
 
 def take_batches(
@@ -84,6 +85,41 @@ class PgQueries:
                         return
 
             return take_batches(rows(), max_bytes, upper_bound, min_one_batch)
+
+    def locate_batches(
+        self, key: tuple[uuid.UUID, int], offset: int, max_bytes: int, upper_bound: int | None, min_one_batch: bool
+    ) -> list[tuple[int, int, int]]:
+        """The batches :meth:`read_batches` would return, as (base offset, next offset, size)
+        rows: their sizes only (``octet_length`` reads the TOAST pointer), none of their bytes."""
+        bound = upper_bound if upper_bound is not None else 2**63 - 1
+        located: list[tuple[int, int, int]] = []
+        used = 0
+        with self.pool.connection() as conn:
+            start = offset
+            while True:
+                page = conn.execute(
+                    "SELECT base_offset, last_offset, octet_length(data) FROM kproto_batches WHERE topic_id = %s"
+                    " AND partition = %s AND last_offset >= %s AND base_offset < %s ORDER BY base_offset LIMIT %s",
+                    (*key, start, bound, LOCATE_PAGE_ROWS),
+                ).fetchall()
+                for base, last, size in page:
+                    if used + size > max_bytes and not (min_one_batch and not located):
+                        return located
+                    located.append((base, last + 1, size))
+                    used += size
+                    start = last + 1
+                if len(page) < LOCATE_PAGE_ROWS or used >= max_bytes:
+                    return located
+
+    def read_rows(self, key: tuple[uuid.UUID, int], first_base: int, last_base: int) -> list[tuple[int, bytes]]:
+        """The batches whose base offsets lie in [first_base, last_base], in offset order."""
+        with self.pool.connection() as conn:
+            rows = conn.execute(
+                "SELECT base_offset, data FROM kproto_batches WHERE topic_id = %s AND partition = %s"
+                " AND base_offset BETWEEN %s AND %s ORDER BY base_offset",
+                (*key, first_base, last_base),
+            ).fetchall()
+        return [(base, bytes(data)) for base, data in rows]
 
     def offset_lookup(self, key: tuple[uuid.UUID, int], start: int, timestamp: int) -> tuple[int, int] | None:
         """ListOffsets by timestamp (or MAX_TIMESTAMP) over the committed batches, record-exact."""

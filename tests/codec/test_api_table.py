@@ -11,6 +11,7 @@ TABLE = {
     44: (0, 1), 47: (0, 0), 50: (0, 0), 51: (0, 0), 60: (0, 1), 61: (0, 0), 65: (0, 0), 66: (0, 1),
     68: (0, 1), 69: (0, 1),  # ConsumerGroupHeartbeat, ConsumerGroupDescribe (KIP-848, issue #21)
     75: (0, 0),  # DescribeTopicPartitions (KIP-966, issue #21)
+    76: (1, 1), 77: (1, 1), 78: (1, 2), 79: (1, 2),  # share groups (KIP-932, issue #39)
     58: (0, 0),  # Envelope (KIP-590): between brokers only, never advertised
 }
 

@@ -34,6 +34,7 @@ from .coordinator_shards import (
     GroupsPending,
     complete_producer,
     log_names,
+    share_log_name,
 )
 from .datadir_lock import DataDirLock
 from .descriptors import check_room_for_partitions
@@ -52,6 +53,7 @@ from .security.acls import Authorizer
 from .security.listeners import describe_listeners
 from .security.scram import FILE_NAME as SCRAM_FILE
 from .security.scram import ScramStore
+from .share import ShareCoordinator
 from .storage import Pulse, StorageError, is_native, open_storage
 from .topics import (
     TOPIC_CONFIG_DEFAULTS,
@@ -197,7 +199,27 @@ class Broker:
         # Transactional offsets become visible (or are dropped) with their transaction; the groups
         # are loaded first so that recovery can finish transactions that hold offsets.
         txn.complete_groups = self.complete_groups
-        return CoordinatorShard(shard, groups, txn)
+        return CoordinatorShard(shard, groups, txn, self._make_share(shard, groups))
+
+    def _make_share(self, shard: int, groups: GroupCoordinator) -> ShareCoordinator | None:
+        """The shard's share coordinator (KIP-932), on the native log only (phase 1)."""
+        if not self.share_enabled:
+            return None
+        share = ShareCoordinator(self.config.share, self.storage.coordinator_log(
+            share_log_name(shard, self.shard_count), self.work, shard))
+        share.topic_view = lambda: {name: len(t.partitions) for name, t in self.topics.items()}
+        share.other_kind = lambda group_id: group_id in groups.groups or group_id in groups.consumer_groups
+        return share
+
+    @property
+    def share_enabled(self) -> bool:
+        """Share groups are served: group.share.enable and the native log (not PostgreSQL yet)."""
+        return self.config.share.enabled and self.config.storage is None
+
+    def share_coordinator(self, group_id: str) -> ShareCoordinator | None:
+        """The share coordinator of this group here (None: not here, or share groups are off)."""
+        shard = self.shards.get(self.shard_of(group_id)) if self.claims.valid else None
+        return shard.share if shard is not None else None
 
     def read_shard(self, shard: int) -> CoordinatorShard:
         """Worker thread: a shard this broker took over, its logs read from the store (then
@@ -213,6 +235,8 @@ class Broker:
         the transactions whose decision was logged."""
         loaded = read or self._make_shard(shard)
         loaded.groups.load(now_ms)
+        if loaded.share is not None:
+            loaded.share.load(now_ms)
         self.shards[shard] = loaded  # before recovery: it may complete offsets of its own groups
         try:
             loaded.txn.recover(now_ms, lambda: self._flush_unflushed(now_ms))

@@ -68,6 +68,7 @@ from .metrics import BrokerMetrics
 from .peers import configure as configure_peers
 from .sending import send_reply
 from .session import SASL_MAX_RECEIVE_BYTES, ListenerRuntime, Session, open_listeners, raw_sasl_token
+from .share_timers import tick_share_groups
 from .txn_verification import offsets_at_coordinator, verify_with_coordinator
 
 log = logging.getLogger(__name__)
@@ -447,6 +448,8 @@ class Server:
                 with self._surviving_shortage("groups"):
                     groups.tick(wall_clock_ms())
             self.wake_groups()
+            if tick_share_groups(self.broker, wall_clock_ms()):
+                self.notify_append()  # records released by an expired lock or member: wake share fetches
 
     async def _loop_lag(self) -> None:
         """How late a 100 ms tick wakes: any blocking call on the loop shows here."""

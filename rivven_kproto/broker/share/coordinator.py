@@ -110,7 +110,7 @@ class ShareCoordinator:
             group.members.pop(record.member_id, None)
         else:
             group.partitions[(record.topic, record.partition)] = SharePartition.restore(
-                record.start_offset, record.batches)
+                record.start_offset, record.batches, self.config.delivery_count_limit)
 
     def _write(self, records: list[ShareRecord], apply: bool = True) -> None:
         """Append first, then apply; a failed append changes nothing."""

@@ -131,8 +131,15 @@ class SharePartition:
         return self.start, batches
 
     @classmethod
-    def restore(cls, start: int, batches: Sequence[Sequence[int]]) -> SharePartition:
-        return cls(start, (Span(b[0], b[1], RecordState(b[2]), b[3]) for b in batches))
+    def restore(cls, start: int, batches: Sequence[Sequence[int]], limit: int) -> SharePartition:
+        """The persisted form read back; an available record that reached the delivery count
+        limit (it was acquired a last time when the broker stopped) is archived, as a lock
+        expiry would have done."""
+        def span(first: int, last: int, state: int, count: int) -> Span:
+            archived = state == RecordState.AVAILABLE and count >= limit
+            return Span(first, last, RecordState.ARCHIVED if archived else RecordState(state), count)
+
+        return cls(start, (span(*b) for b in batches))
 
     # -- structure ------------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
 
+from rivven_kproto.codec.messages.list_groups import ListGroupsRequest, ListGroupsResponse
 from rivven_kproto.codec.messages.share_group_describe import (
     ShareGroupDescribeRequest,
     ShareGroupDescribeResponse,
@@ -173,9 +174,20 @@ def test_two_consumers_on_one_partition_get_disjoint_records(broker: BrokerProce
         described = describe(broker, group)
         assert described.group_state == "Stable" and len(described.members) == 2
         assert all(m.assignment.topic_partitions[0].partitions == [0] for m in described.members)
+        assert (group, "share", "Stable", "share") in list_groups(broker, ["share"])
+        assert group not in {listed[0] for listed in list_groups(broker, ["consumer"])}
     finally:
         a.close()
         b.close()
+
+
+def list_groups(broker: BrokerProcess, types: list[str]) -> set[tuple[str, str, str, str]]:
+    sock = raw_client.connect(broker.bootstrap)
+    try:
+        response: ListGroupsResponse = raw_client.call(sock, ListGroupsRequest(types_filter=types), 5)
+    finally:
+        sock.close()
+    return {(g.group_id, g.protocol_type, g.group_state, g.group_type) for g in response.groups}
 
 
 def describe(broker: BrokerProcess, group: str) -> Any:

@@ -56,6 +56,7 @@ RUN: dict[tuple[str, str], str] = {
     ("python", ".writeStream.format(\"parquet\")"): "test_spark_snippets",
     ("python", ".option(\"topic\", \"orders-upper\")"): "test_spark_sink_snippet",
     ("sh", "kproto cluster members"): "test_cluster_members_snippet",
+    ("python", "worker = ShareConsumer("): "test_queues_snippet",
 }
 # (language, marker) -> why the block is not run here, and what runs the same thing instead.
 NOT_RUN: dict[tuple[str, str], str] = {
@@ -214,6 +215,19 @@ def test_client_quickstarts(readme_broker: tuple[BrokerProcess, Path]) -> None:
         run(["node", str(script)], workdir, broker.bootstrap)
     finally:
         script.unlink()
+
+
+def test_queues_snippet(tmp_path: Path) -> None:
+    """docs/queues.rst: share-group workers against a broker started as the page says."""
+    broker = BrokerProcess(tmp_path / "kproto-data", tmp_path / "broker.log",
+                           env={"KPROTO_SHARE_AUTO_OFFSET_RESET": "earliest"}).start()
+    try:
+        assert "KPROTO_SHARE_AUTO_OFFSET_RESET=earliest kproto serve" in docs_text()
+        python = block("python", "worker = ShareConsumer(").replace("localhost:9092", broker.bootstrap)
+        result = run([sys.executable, "-c", python], tmp_path, broker.bootstrap)
+        assert result.stdout.strip().splitlines()[-1] == str(sorted(b"job-%d" % n for n in range(6)))
+    finally:
+        broker.stop()
 
 
 def test_testing_helper_snippet(tmp_path: Path) -> None:

@@ -72,6 +72,10 @@ from . import (
     produce,
     sasl_authenticate,
     sasl_handshake,
+    share_acknowledge,
+    share_fetch,
+    share_group_describe,
+    share_group_heartbeat,
     sync_group,
     txn_offset_commit,
     write_txn_markers,
@@ -123,6 +127,10 @@ _MODULES: list[ModuleType] = [
     describe_topic_partitions,
     consumer_group_heartbeat,
     consumer_group_describe,
+    share_group_heartbeat,  # share groups (KIP-932): not advertised when off (see api_versions)
+    share_group_describe,
+    share_fetch,
+    share_acknowledge,
 ]
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from rivven_kproto.broker.log.base import PartitionLogBase
 from rivven_kproto.broker.log.producer_state import AbortedTxn
-from rivven_kproto.broker.security.acls import Operation, ResourceType
+from rivven_kproto.broker.security.authorization_rules import Check
 from rivven_kproto.broker.share import (
     AckType,
     Acquired,
@@ -54,8 +54,9 @@ def topic_names(ctx: RequestContext) -> dict[uuid.UUID, str]:
 
 
 def acknowledge(ctx: RequestContext, coordinator: ShareCoordinator, group_id: str, member_id: str,
-                acks: Iterable[tuple[str, int, list[AcknowledgementBatch]]]) -> dict[Key, Errors]:
-    """Apply acknowledgement batches per partition (all of a partition's or none); one log entry."""
+                acks: Iterable[tuple[str, int, list[AcknowledgementBatch]]], topic_check: Check) -> dict[Key, Errors]:
+    """Apply acknowledgement batches per partition (all of a partition's or none); one log entry.
+    ``topic_check`` is the calling API's topic row of the authorization table."""
     limit = coordinator.config.delivery_count_limit
     lock_ms = coordinator.config.record_lock_duration_ms
     errors: dict[Key, Errors] = {}
@@ -65,8 +66,9 @@ def acknowledge(ctx: RequestContext, coordinator: ShareCoordinator, group_id: st
         key = (topic, index)
         if not batches:
             continue
-        if not ctx.allowed(Operation.READ, ResourceType.TOPIC, topic):
-            errors[key] = Errors.TOPIC_AUTHORIZATION_FAILED
+        refused = ctx.refusal(topic_check, topic)
+        if refused is not None:
+            errors[key] = refused
             continue
         current = staged.get(key) or coordinator.current(group_id, topic, index)
         if current is None:
@@ -119,16 +121,19 @@ def _apply_batch(sp: SharePartition, member_id: str, batch: AcknowledgementBatch
 
 
 def acquire(ctx: RequestContext, coordinator: ShareCoordinator, group_id: str, member_id: str,
-            partitions: Iterable[Key], max_records: int, max_bytes: int, now_ms: int) -> dict[Key, Delivery]:
-    """Acquire up to ``max_records`` over the partitions (batch alignment may exceed it) and read them."""
+            partitions: Iterable[Key], max_records: int, max_bytes: int, now_ms: int,
+            topic_check: Check) -> dict[Key, Delivery]:
+    """Acquire up to ``max_records`` over the partitions (batch alignment may exceed it) and read them;
+    a partition of a topic ``topic_check`` refuses answers its error."""
     deliveries: dict[Key, Delivery] = {}
     staged: dict[Key, SharePartition] = {}
     budget = max(max_records, 1)
     byte_budget = max(min(max_bytes, ctx.config.fetch_max_bytes), 1)
     for topic, index in partitions:
         delivery = deliveries[(topic, index)] = Delivery()
-        if not ctx.allowed(Operation.READ, ResourceType.TOPIC, topic):
-            delivery.error = Errors.TOPIC_AUTHORIZATION_FAILED
+        refused = ctx.refusal(topic_check, topic)
+        if refused is not None:
+            delivery.error = refused
             continue
         if budget <= 0 or byte_budget <= 0:
             continue

@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 from rivven_kproto.broker.broker import Broker
-from rivven_kproto.broker.security.acls import Operation, ResourceType
+from rivven_kproto.broker.security.authorization_rules import rule
 from rivven_kproto.broker.share import ShareCoordinator
 from rivven_kproto.codec.messages.list_groups import ListedGroup
 
 from ..context import RequestContext
 
 SHARE_TYPE = "share"
+LISTED = rule(16).check("group")  # ListGroups: Describe on the group, or on the Cluster for every group
 
 
 def share_coordinator(broker: Broker, group_id: str) -> ShareCoordinator | None:
@@ -30,5 +31,5 @@ def listed_share_groups(ctx: RequestContext, states: list[str], types: set[str],
         for shard in ctx.broker.shards.values() if shard.share is not None
         for group_id, state in shard.share.listing()
         if (not wanted_states or state.lower() in wanted_states)
-        and ctx.allowed(Operation.DESCRIBE, ResourceType.GROUP, group_id)
+        and ctx.permits(LISTED, group_id)
     ]

@@ -1,12 +1,12 @@
 """ShareAcknowledge (79), v1-2: acknowledgements outside a ShareFetch (KIP-932; see ``_share.py``).
 
 The share session must exist at this epoch (or be closed with -1, which also releases what the
-member still holds). Authorization: Read on the group, Read on each topic.
+member still holds). Authorization (the table): Read on the group, Read on each topic.
 """
 
 from __future__ import annotations
 
-from rivven_kproto.broker.security.acls import Operation, ResourceType
+from rivven_kproto.broker.security.authorization_rules import rule
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.share_acknowledge import (
     ShareAcknowledgePartitionData,
@@ -21,6 +21,7 @@ from ._share import acknowledge, topic_names
 from ._share_groups import share_coordinator
 
 API_KEY = ShareAcknowledgeRequest.API_KEY
+GROUP, TOPIC = rule(API_KEY).check("group"), rule(API_KEY).check("topic")
 FINAL_EPOCH = -1
 
 
@@ -35,8 +36,9 @@ def handle(ctx: RequestContext, request: ShareAcknowledgeRequest, version: int) 
     group_id, member_id = request.group_id, request.member_id
     if not group_id or not member_id:
         return _error(Errors.INVALID_REQUEST, "GroupId and MemberId are required.")
-    if not ctx.allowed(Operation.READ, ResourceType.GROUP, group_id):
-        return _error(Errors.GROUP_AUTHORIZATION_FAILED)
+    refused = ctx.refusal(GROUP, group_id)
+    if refused is not None:
+        return _error(refused)
     coordinator = share_coordinator(ctx.broker, group_id)
     if coordinator is None:
         return _error(Errors.NOT_COORDINATOR)
@@ -46,7 +48,7 @@ def handle(ctx: RequestContext, request: ShareAcknowledgeRequest, version: int) 
     names = topic_names(ctx)
     acks = [(names[t.topic_id], p.partition_index, p.acknowledgement_batches)
             for t in request.topics if t.topic_id in names for p in t.partitions]
-    errors = acknowledge(ctx, coordinator, group_id, member_id, acks)
+    errors = acknowledge(ctx, coordinator, group_id, member_id, acks, TOPIC)
     if request.share_session_epoch == FINAL_EPOCH:
         coordinator.release_session(group_id, member_id)
         ctx.appended = True

@@ -8,7 +8,8 @@ AcquiredRecords ranges. Nothing acquired and MaxWaitMs > 0: the request waits (w
 and released records) and acquires again; the acknowledgements are not applied twice. Closing a
 session releases what the member still holds.
 
-Authorization: Read on the group, Read on each topic (TOPIC_AUTHORIZATION_FAILED per partition).
+Authorization (the table, ``broker/security/authorization_rules.py``): Read on the group, Read on
+each topic (TOPIC_AUTHORIZATION_FAILED per partition).
 Not implemented: MinBytes (any acquired record answers), the record-limit acquire mode (v2's
 ShareAcquireMode is read as batch-optimized), NodeEndpoints (one broker leads everything here).
 """
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import uuid
 
-from rivven_kproto.broker.security.acls import Operation, ResourceType
+from rivven_kproto.broker.security.authorization_rules import rule
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.share_common import ShareLeaderIdAndEpoch
 from rivven_kproto.codec.messages.share_fetch import (
@@ -35,6 +36,7 @@ from ._share_groups import share_coordinator
 from .fetch import APPENDED
 
 API_KEY = ShareFetchRequest.API_KEY
+GROUP, TOPIC = rule(API_KEY).check("group"), rule(API_KEY).check("topic")
 FINAL_EPOCH = -1
 
 
@@ -49,8 +51,9 @@ def handle(ctx: RequestContext, request: ShareFetchRequest, version: int) -> Sha
     group_id, member_id = request.group_id, request.member_id
     if not group_id or not member_id:
         return _error(Errors.INVALID_REQUEST, "GroupId and MemberId are required.")
-    if not ctx.allowed(Operation.READ, ResourceType.GROUP, group_id):
-        return _error(Errors.GROUP_AUTHORIZATION_FAILED)
+    refused = ctx.refusal(GROUP, group_id)
+    if refused is not None:
+        return _error(refused)
     coordinator = share_coordinator(ctx.broker, group_id)
     if coordinator is None:
         return _error(Errors.NOT_COORDINATOR)
@@ -73,7 +76,7 @@ def handle(ctx: RequestContext, request: ShareFetchRequest, version: int) -> Sha
     error, session = coordinator.sessions.update(group_id, member_id, request.share_session_epoch, added, forgotten)
     if error is not Errors.NONE:
         return _error(error, lock_ms=lock_ms)
-    ack_errors = acknowledge(ctx, coordinator, group_id, member_id, acks)
+    ack_errors = acknowledge(ctx, coordinator, group_id, member_id, acks, TOPIC)
     if session is None:  # closed: the member's acquired records go back
         coordinator.release_session(group_id, member_id)
         ctx.appended = True
@@ -82,7 +85,7 @@ def handle(ctx: RequestContext, request: ShareFetchRequest, version: int) -> Sha
 
     def attempt(now_ms: int) -> dict[Key, Delivery]:
         return acquire(ctx, coordinator, group_id, member_id, wanted_partitions, request.max_records,
-                       request.max_bytes, now_ms)
+                       request.max_bytes, now_ms, TOPIC)
 
     deliveries = attempt(ctx.now_ms)
     if _any(deliveries) or request.max_wait_ms <= 0 or not wanted_partitions:

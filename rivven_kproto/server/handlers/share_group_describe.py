@@ -2,7 +2,9 @@
 with its assignment (topic ids and names).
 
 An unknown group, or a group of another type, answers GROUP_ID_NOT_FOUND, as Kafka does.
-Authorization: Describe on the group.
+Authorization (the table, ``broker/security/authorization_rules.py``): Describe on the group; as
+Kafka 4.2, a group with a member assigned a topic the caller may not Describe answers
+TOPIC_AUTHORIZATION_FAILED instead of naming the topic.
 """
 
 from __future__ import annotations
@@ -10,7 +12,8 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 
-from rivven_kproto.broker.security.acls import Operation, ResourceType
+from rivven_kproto.broker.security.acls import ResourceType
+from rivven_kproto.broker.security.authorization_rules import rule
 from rivven_kproto.broker.share.coordinator import describe_members
 from rivven_kproto.broker.share.group import ASSIGNOR
 from rivven_kproto.codec.acls import GROUP_OPERATIONS
@@ -28,6 +31,8 @@ from ..context import RequestContext
 from ._share_groups import share_coordinator
 
 API_KEY = ShareGroupDescribeRequest.API_KEY
+GROUP, TOPIC = rule(API_KEY).check("group"), rule(API_KEY).check("topic")
+HIDDEN_TOPICS = "The group has described topic(s) that the client is not authorized to describe."
 NOT_REQUESTED = -(2**31)
 
 
@@ -40,8 +45,9 @@ def handle(ctx: RequestContext, request: ShareGroupDescribeRequest, version: int
         if not ctx.broker.share_enabled:
             groups.append(_error(group_id, Errors.UNSUPPORTED_VERSION, "Share groups are not enabled."))
             continue
-        if not ctx.allowed(Operation.DESCRIBE, ResourceType.GROUP, group_id):
-            groups.append(_error(group_id, Errors.GROUP_AUTHORIZATION_FAILED, None))
+        refused = ctx.refusal(GROUP, group_id)
+        if refused is not None:
+            groups.append(_error(group_id, refused, None))
             continue
         coordinator = share_coordinator(ctx.broker, group_id)
         if coordinator is None:
@@ -51,6 +57,13 @@ def handle(ctx: RequestContext, request: ShareGroupDescribeRequest, version: int
         if group is None:
             groups.append(_error(group_id, Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."))
             continue
+        members = describe_members(group)
+        assignments = {m.member_id: coordinator.assignment(group, m.member_id) for m in members}
+        named = {topic for assignment in assignments.values() for topic in assignment}
+        refused = next((e for e in (ctx.refusal(TOPIC, topic) for topic in sorted(named)) if e is not None), None)
+        if refused is not None:
+            groups.append(_error(group_id, refused, HIDDEN_TOPICS))
+            continue
         groups.append(ShareDescribedGroup(
             error_code=Errors.NONE, group_id=group_id, group_state=group.state, group_epoch=group.epoch,
             assignment_epoch=group.epoch, assignor_name=ASSIGNOR,
@@ -58,9 +71,9 @@ def handle(ctx: RequestContext, request: ShareGroupDescribeRequest, version: int
                 ShareDescribedMember(
                     member_id=m.member_id, rack_id=m.rack_id, member_epoch=m.epoch, client_id=m.client_id,
                     client_host=m.client_host, subscribed_topic_names=list(m.topics),
-                    assignment=_assignment(coordinator.assignment(group, m.member_id), ids),
+                    assignment=_assignment(assignments[m.member_id], ids),
                 )
-                for m in describe_members(group)
+                for m in members
             ],
             authorized_operations=operations,
         ))

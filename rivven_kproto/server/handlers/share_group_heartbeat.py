@@ -1,14 +1,15 @@
 """ShareGroupHeartbeat (76), v1: share-group membership (KIP-932; see ``broker/share``).
 
 Partitions travel as topic ids; the coordinator works with names. Authorization: Read on the
-group, and Describe on the subscribed topics as Kafka checks them (TOPIC_AUTHORIZATION_FAILED).
+group, and Describe on the subscribed topics (TOPIC_AUTHORIZATION_FAILED), from the table
+(``broker/security/authorization_rules.py``).
 """
 
 from __future__ import annotations
 
 import uuid
 
-from rivven_kproto.broker.security.acls import Operation, ResourceType
+from rivven_kproto.broker.security.authorization_rules import rule
 from rivven_kproto.broker.share import ShareHeartbeat
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.share_group_heartbeat import (
@@ -22,6 +23,7 @@ from ..context import RequestContext
 from ._share_groups import share_coordinator
 
 API_KEY = ShareGroupHeartbeatRequest.API_KEY
+GROUP, TOPIC = rule(API_KEY).check("group"), rule(API_KEY).check("topic")
 
 
 def _error(error: Errors, message: str | None = None) -> ShareGroupHeartbeatResponse:
@@ -32,11 +34,13 @@ def _error(error: Errors, message: str | None = None) -> ShareGroupHeartbeatResp
 def handle(ctx: RequestContext, request: ShareGroupHeartbeatRequest, version: int) -> ShareGroupHeartbeatResponse:
     if not ctx.broker.share_enabled:
         return _error(Errors.UNSUPPORTED_VERSION, "Share groups are not enabled on this broker.")
-    if not ctx.allowed(Operation.READ, ResourceType.GROUP, request.group_id):
-        return _error(Errors.GROUP_AUTHORIZATION_FAILED)
+    refused = ctx.refusal(GROUP, request.group_id)
+    if refused is not None:
+        return _error(refused)
     for topic in request.subscribed_topic_names or ():
-        if not ctx.allowed(Operation.DESCRIBE, ResourceType.TOPIC, topic):
-            return _error(Errors.TOPIC_AUTHORIZATION_FAILED, f"Not authorized to describe topic {topic}.")
+        refused = ctx.refusal(TOPIC, topic)
+        if refused is not None:
+            return _error(refused, f"Not authorized to describe topic {topic}.")
     coordinator = share_coordinator(ctx.broker, request.group_id)
     if coordinator is None:
         return _error(Errors.NOT_COORDINATOR)

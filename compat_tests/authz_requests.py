@@ -59,6 +59,7 @@ from rivven_kproto.codec.messages import (
     share_fetch,
     share_group_describe,
     share_group_heartbeat,
+    share_group_offsets,
     sync_group,
     txn_offset_commit,
     write_txn_markers,
@@ -408,6 +409,25 @@ def _share_acknowledge(v: int, n: Names) -> Shapes:
                       share_session_epoch=1, topics=topics))]
 
 
+def _describe_share_group_offsets(v: int, n: Names) -> Shapes:
+    def request(topics: Any) -> Any:
+        group = make(share_group_offsets.DescribeShareOffsetsRequestGroup, v, group_id=n.group, topics=topics)
+        return make(share_group_offsets.DescribeShareGroupOffsetsRequest, v, groups=[group])
+    named = [make(share_group_offsets.DescribeShareOffsetsRequestTopic, v, topic_name=n.topic, partitions=[0])]
+    return [("named", request(named)), ("all", request(None))]
+
+
+def _alter_share_group_offsets(v: int, n: Names) -> Shapes:
+    part = make(share_group_offsets.AlterShareOffsetsRequestPartition, v, partition_index=0, start_offset=0)
+    topics = [make(share_group_offsets.AlterShareOffsetsRequestTopic, v, topic_name=n.topic, partitions=[part])]
+    return [("", make(share_group_offsets.AlterShareGroupOffsetsRequest, v, group_id=n.group, topics=topics))]
+
+
+def _delete_share_group_offsets(v: int, n: Names) -> Shapes:
+    topics = [make(share_group_offsets.DeleteShareOffsetsRequestTopic, v, topic_name=n.topic)]
+    return [("", make(share_group_offsets.DeleteShareGroupOffsetsRequest, v, group_id=n.group, topics=topics))]
+
+
 def _api_versions(v: int, n: Names) -> Shapes:
     return [("", make(api_versions.ApiVersionsRequest, v, client_software_name="authz",
                       client_software_version="1"))]
@@ -424,7 +444,8 @@ FACTORIES: dict[int, Factory] = {
     51: _alter_scram, 60: _describe_cluster, 61: _describe_producers, 65: _describe_transactions,
     66: _list_transactions, 68: _consumer_group_heartbeat, 69: _consumer_group_describe,
     74: _list_config_resources, 75: _describe_topic_partitions, 76: _share_group_heartbeat,
-    77: _share_group_describe, 78: _share_fetch, 79: _share_acknowledge,
+    77: _share_group_describe, 78: _share_fetch, 79: _share_acknowledge, 90: _describe_share_group_offsets,
+    91: _alter_share_group_offsets, 92: _delete_share_group_offsets,
 }
 # SaslHandshake (17) and SaslAuthenticate (36) are the login itself: the test walks their
 # versions by logging in, not through a factory.

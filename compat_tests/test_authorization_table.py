@@ -49,6 +49,11 @@ from rivven_kproto.codec.messages.sasl_authenticate import SaslAuthenticateReque
 from rivven_kproto.codec.messages.sasl_handshake import SaslHandshakeRequest
 from rivven_kproto.codec.messages.share_group_describe import ShareGroupDescribeRequest
 from rivven_kproto.codec.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
+from rivven_kproto.codec.messages.share_group_offsets import (
+    AlterShareGroupOffsetsRequest,
+    AlterShareOffsetsRequestPartition,
+    AlterShareOffsetsRequestTopic,
+)
 from rivven_kproto.server.handlers import HANDLERS
 
 from . import raw_client
@@ -296,6 +301,11 @@ def prepare(admin: Connection) -> None:
             assert added.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == 0, added
     join_consumer_group(admin, names(69).group)
     join_share_group(admin, names(77).group)
+    for key in (90, 92):  # share-group state on the topic: listed by DescribeShareGroupOffsets, deletable
+        alter = AlterShareGroupOffsetsRequest(group_id=names(key).group, topics=[AlterShareOffsetsRequestTopic(
+            topic_name=TOPIC, partitions=[AlterShareOffsetsRequestPartition(partition_index=0, start_offset=0)])])
+        answer = admin.call(alter, 0)
+        assert answer.error_code == Errors.NONE and answer.responses[0].partitions[0].error_code == 0, answer
     creations = []
     for key in CHECKED:
         row = RULES[key]

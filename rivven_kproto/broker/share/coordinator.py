@@ -29,6 +29,7 @@ from .records import (
     ShareMemberRecord,
     ShareMemberTombstone,
     SharePartitionRecord,
+    SharePartitionTombstone,
     ShareRecord,
     decode_records,
     encode_records,
@@ -108,6 +109,8 @@ class ShareCoordinator:
                 member.epoch, member.topics, member.rack_id = record.epoch, record.topics, record.rack_id
         elif isinstance(record, ShareMemberTombstone):
             group.members.pop(record.member_id, None)
+        elif isinstance(record, SharePartitionTombstone):
+            group.partitions.pop((record.topic, record.partition), None)
         else:
             group.partitions[(record.topic, record.partition)] = SharePartition.restore(
                 record.start_offset, record.batches, self.config.delivery_count_limit)
@@ -287,6 +290,38 @@ class ShareCoordinator:
             return Errors.NON_EMPTY_GROUP
         self._write([ShareGroupTombstone(group_id)])
         return Errors.NONE
+
+    # -- admin: share-group offsets (Describe/Alter/DeleteShareGroupOffsets) -------------------
+
+    def alter_offsets(self, group_id: str, starts: Mapping[PartitionKey, int]) -> Errors:
+        """Reset share-partitions to new start offsets, their in-flight records dropped (one log
+        entry). As Kafka, only an empty group's, and an unknown id becomes an empty share group."""
+        group = self.groups.get(group_id)
+        if group is None and self.other_kind(group_id):
+            return Errors.GROUP_ID_NOT_FOUND
+        if group is not None and group.members:
+            return Errors.NON_EMPTY_GROUP
+        if group is None:
+            self._write([ShareGroupRecord(group_id, 0)])
+        self.commit(group_id, {key: SharePartition(start) for key, start in starts.items()})
+        return Errors.NONE
+
+    def delete_offsets(self, group_id: str, topics: Iterable[str]) -> tuple[Errors, dict[str, Errors]]:
+        """Forget an empty group's share-partitions of ``topics`` (a topic it has none of answers
+        UNKNOWN_TOPIC_OR_PARTITION); the next ShareFetch starts them from share.auto.offset.reset."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return Errors.GROUP_ID_NOT_FOUND, {}
+        if group.members:
+            return Errors.NON_EMPTY_GROUP, {}
+        errors: dict[str, Errors] = {}
+        records: list[ShareRecord] = []
+        for topic in topics:
+            keys = sorted(key for key in group.partitions if key[0] == topic)
+            errors[topic] = Errors.NONE if keys else Errors.UNKNOWN_TOPIC_OR_PARTITION
+            records.extend(SharePartitionTombstone(group_id, *key) for key in keys)
+        self._write(records)
+        return Errors.NONE, errors
 
     # -- timers -----------------------------------------------------------------------------------
 

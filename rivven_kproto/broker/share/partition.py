@@ -107,6 +107,10 @@ class SharePartition:
     def in_flight(self) -> int:
         return self.end - self.start
 
+    def completed(self) -> int:
+        """In-flight records already acknowledged or archived (not part of the lag)."""
+        return sum(s.size for s in self.spans if s.state in TERMINAL)
+
     def acquired_by(self, member: str) -> int:
         return sum(s.size for s in self.spans if s.state == RecordState.ACQUIRED and s.owner == member)
 

@@ -11,6 +11,8 @@ is "the last record per key wins", and a snapshot is the current record of every
                         offset and the in-flight batches ``[first, last, state, delivery count]``
                         (acquired records are written as available: see ``partition.py``), the
                         state epoch (bumped when the state is re-initialized) and leader epoch
+``share-partition-delete`` tombstone of a share-partition (DeleteShareGroupOffsets: the next
+                        ShareFetch initializes it again from share.auto.offset.reset)
 
 A log entry holds the records of one operation as a JSON array of objects with a ``"type"``.
 """
@@ -61,7 +63,15 @@ class SharePartitionRecord:
     leader_epoch: int = 0
 
 
-ShareRecord = ShareGroupRecord | ShareMemberRecord | ShareMemberTombstone | ShareGroupTombstone | SharePartitionRecord
+@dataclass(frozen=True)
+class SharePartitionTombstone:
+    group_id: str
+    topic: str
+    partition: int
+
+
+ShareRecord = (ShareGroupRecord | ShareMemberRecord | ShareMemberTombstone | ShareGroupTombstone | SharePartitionRecord
+               | SharePartitionTombstone)
 
 _TYPES: dict[str, type[Any]] = {
     "share-group": ShareGroupRecord,
@@ -69,6 +79,7 @@ _TYPES: dict[str, type[Any]] = {
     "share-member-delete": ShareMemberTombstone,
     "share-group-delete": ShareGroupTombstone,
     "share-partition": SharePartitionRecord,
+    "share-partition-delete": SharePartitionTombstone,
 }
 _NAMES = {cls: name for name, cls in _TYPES.items()}
 

@@ -10,7 +10,7 @@ features finalized at 0). The finalized-features epoch is 0: there is one broker
 change only across restarts.
 
 ``share.version`` (KIP-932) is supported at levels 0-1 and finalized at 1 when share groups are on
-(``group.share.enable``, default true, on the native log); off, the share-group APIs (76-79) are
+(``group.share.enable``, default true, on the native log); off, the share-group APIs (76-79, 90-92) are
 not advertised either, as Kafka 4.2 decides from the feature level.
 """
 
@@ -34,7 +34,7 @@ API_KEY = 18
 TRANSACTION_VERSION_FEATURE = "transaction.version"
 SHARE_VERSION_FEATURE = "share.version"
 SHARE_VERSION = 1
-SHARE_API_KEYS = frozenset({76, 77, 78, 79})
+SHARE_API_KEYS = frozenset({76, 77, 78, 79, 90, 91, 92})
 FINALIZED_FEATURES_EPOCH = 0
 
 

@@ -35,6 +35,7 @@ from .records import (
     encode_records,
 )
 from .sessions import ShareSessions
+from .stats import ShareStats
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +76,7 @@ class ShareCoordinator:
         # Is this group id a classic or consumer group? (one id is one kind of group at a time)
         self.other_kind: Callable[[str], bool] = lambda group_id: False
         self.changed = False  # records were released or appended since the server last looked
+        self.stats: dict[str, ShareStats] = {}  # per group, since start (metrics)
 
     # -- start-up and the log ---------------------------------------------------------------------
 
@@ -268,8 +270,10 @@ class ShareCoordinator:
         if group is None:
             return
         for sp in group.partitions.values():
-            if sp.release_member(member_id, self.config.delivery_count_limit):
+            released, archived = sp.release_member(member_id, self.config.delivery_count_limit)
+            if released:
                 self.changed = True
+                self.stats_of(group_id).archived += archived
 
     def drop_topic(self, topic: str) -> None:
         """A deleted topic: its share partitions go (soft until the next record of the group)."""
@@ -278,6 +282,12 @@ class ShareCoordinator:
                 del group.partitions[key]
 
     # -- describe and list ----------------------------------------------------------------------
+
+    def stats_of(self, group_id: str) -> ShareStats:
+        stats = self.stats.get(group_id)
+        if stats is None:
+            stats = self.stats[group_id] = ShareStats()
+        return stats
 
     def listing(self) -> list[tuple[str, str]]:
         return [(g.group_id, g.state) for g in self.groups.values()]
@@ -289,6 +299,7 @@ class ShareCoordinator:
         if group.members:
             return Errors.NON_EMPTY_GROUP
         self._write([ShareGroupTombstone(group_id)])
+        self.stats.pop(group_id, None)
         return Errors.NONE
 
     # -- admin: share-group offsets (Describe/Alter/DeleteShareGroupOffsets) -------------------
@@ -340,8 +351,11 @@ class ShareCoordinator:
                 deadline = sp.next_deadline()
                 if deadline is not None and deadline <= now_ms:
                     staged = sp.copy()
-                    staged.expire(now_ms, limit)
+                    released, archived = staged.expire(now_ms, limit)
                     expired[key] = staged
+                    stats = self.stats_of(group.group_id)
+                    stats.lock_expiries += released
+                    stats.archived += archived
             if expired:
                 try:
                     self.commit(group.group_id, expired)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import bisect
 import enum
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
 
@@ -243,10 +243,12 @@ class SharePartition:
             i += 1
 
     def acknowledge(self, member: str, first: int, last: int, ack: AckType, limit: int, now_ms: int,
-                    lock_ms: int) -> None:
-        """Apply one acknowledgement type to [first, last] (checked with ``check_acknowledge``)."""
+                    lock_ms: int) -> int:
+        """Apply one acknowledgement type to [first, last] (checked with ``check_acknowledge``);
+        the records archived (rejected, or released at the delivery-count limit)."""
         self.check_acknowledge(member, first, last)
         lo, hi = self._range(first, last)
+        archived = 0
         for i in range(lo, hi):
             span = self.spans[i]
             if ack == AckType.RENEW:
@@ -256,31 +258,32 @@ class SharePartition:
                 self.spans[i] = Span(span.first, span.last, state, span.count)
             elif ack == AckType.REJECT:
                 self.spans[i] = Span(span.first, span.last, RecordState.ARCHIVED, span.count)
+                archived += span.size
             else:
                 self.spans[i] = _released(span, limit)
+                archived += span.size if self.spans[i].state == RecordState.ARCHIVED else 0
         self.normalize()
+        return archived
 
-    def expire(self, now_ms: int, limit: int) -> bool:
-        """Locks past their deadline: release those records. True when something changed."""
-        changed = False
-        for i, span in enumerate(self.spans):
-            if span.state == RecordState.ACQUIRED and span.deadline <= now_ms:
-                self.spans[i] = _released(span, limit)
-                changed = True
-        if changed:
-            self.normalize()
-        return changed
+    def expire(self, now_ms: int, limit: int) -> tuple[int, int]:
+        """Locks past their deadline: release those records. (records released, of them archived)."""
+        return self._release(lambda span: span.deadline <= now_ms, limit)
 
-    def release_member(self, member: str, limit: int) -> bool:
-        """The member left (or its share session closed): its acquired records are available again."""
-        changed = False
+    def release_member(self, member: str, limit: int) -> tuple[int, int]:
+        """The member left (or its share session closed): its acquired records are available
+        again. (records released, of them archived)."""
+        return self._release(lambda span: span.owner == member, limit)
+
+    def _release(self, which: Callable[[Span], bool], limit: int) -> tuple[int, int]:
+        released = archived = 0
         for i, span in enumerate(self.spans):
-            if span.state == RecordState.ACQUIRED and span.owner == member:
+            if span.state == RecordState.ACQUIRED and which(span):
                 self.spans[i] = _released(span, limit)
-                changed = True
-        if changed:
+                released += span.size
+                archived += span.size if self.spans[i].state == RecordState.ARCHIVED else 0
+        if released:
             self.normalize()
-        return changed
+        return released, archived
 
 
 def _released(span: Span, limit: int) -> Span:

@@ -61,6 +61,7 @@ def acknowledge(ctx: RequestContext, coordinator: ShareCoordinator, group_id: st
     lock_ms = coordinator.config.record_lock_duration_ms
     errors: dict[Key, Errors] = {}
     staged: dict[Key, SharePartition] = {}
+    tallies: dict[Key, tuple[dict[AckType, int], int]] = {}  # per partition: records by type, archived
     released = False
     for topic, index, batches in acks:
         key = (topic, index)
@@ -75,9 +76,12 @@ def acknowledge(ctx: RequestContext, coordinator: ShareCoordinator, group_id: st
             errors[key] = Errors.INVALID_RECORD_STATE
             continue
         edited = current.copy()
+        by_type: dict[AckType, int] = {}
+        archived = 0
         try:
             for batch in batches:
-                released = _apply_batch(edited, member_id, batch, limit, ctx.now_ms, lock_ms) or released
+                archived += _apply_batch(edited, member_id, batch, limit, ctx.now_ms, lock_ms, by_type)
+            released = AckType.RELEASE in by_type or released
         except InvalidRecordState as exc:
             log.debug("share group %s %s-%d: %s", group_id, topic, index, exc)
             errors[key] = Errors.INVALID_RECORD_STATE
@@ -87,6 +91,7 @@ def acknowledge(ctx: RequestContext, coordinator: ShareCoordinator, group_id: st
             errors[key] = Errors.INVALID_REQUEST
             continue
         staged[key] = edited
+        tallies[key] = (by_type, archived)
         errors[key] = Errors.NONE
     if staged:
         try:
@@ -95,29 +100,38 @@ def acknowledge(ctx: RequestContext, coordinator: ShareCoordinator, group_id: st
             for key in staged:
                 errors[key] = exc.error
             return errors
+    stats = coordinator.stats_of(group_id)
+    for by_type, archived in tallies.values():
+        stats.note_acknowledged(by_type, archived)
     if released:
         ctx.appended = True  # released records may be acquired by a parked ShareFetch
     return errors
 
 
 def _apply_batch(sp: SharePartition, member_id: str, batch: AcknowledgementBatch, limit: int, now_ms: int,
-                 lock_ms: int) -> bool:
-    """One AcknowledgementBatch: one type for the range, or one type per offset. True if released."""
+                 lock_ms: int, by_type: dict[AckType, int]) -> int:
+    """One AcknowledgementBatch: one type for the range, or one type per offset; its records are
+    counted by type into ``by_type``. The records archived."""
     first, last, types = batch.first_offset, batch.last_offset, batch.acknowledge_types
     if last < first or not types or (len(types) != 1 and len(types) != last - first + 1):
         raise ValueError(f"bad acknowledgement batch {first}-{last} with {len(types)} types")
     if any(t not in AckType._value2member_map_ for t in types):
         raise ValueError(f"unknown acknowledge type in {types}")
     sp.check_acknowledge(member_id, first, last)
+    runs: list[tuple[int, int, AckType]] = []
     if len(types) == 1:
-        sp.acknowledge(member_id, first, last, AckType(types[0]), limit, now_ms, lock_ms)
-        return types[0] == AckType.RELEASE
-    start = first
-    for i in range(1, len(types) + 1):  # runs of one type: one span operation each
-        if i == len(types) or types[i] != types[i - 1]:
-            sp.acknowledge(member_id, start, first + i - 1, AckType(types[i - 1]), limit, now_ms, lock_ms)
-            start = first + i
-    return AckType.RELEASE in types
+        runs.append((first, last, AckType(types[0])))
+    else:
+        start = first
+        for i in range(1, len(types) + 1):  # runs of one type: one span operation each
+            if i == len(types) or types[i] != types[i - 1]:
+                runs.append((start, first + i - 1, AckType(types[i - 1])))
+                start = first + i
+    archived = 0
+    for run_first, run_last, ack in runs:
+        archived += sp.acknowledge(member_id, run_first, run_last, ack, limit, now_ms, lock_ms)
+        by_type[ack] = by_type.get(ack, 0) + run_last - run_first + 1
+    return archived
 
 
 def acquire(ctx: RequestContext, coordinator: ShareCoordinator, group_id: str, member_id: str,
@@ -160,6 +174,9 @@ def acquire(ctx: RequestContext, coordinator: ShareCoordinator, group_id: str, m
         except KafkaError as exc:
             for key in staged:
                 deliveries[key] = Delivery(error=exc.error)
+    stats = coordinator.stats_of(group_id)
+    for delivery in deliveries.values():
+        stats.note_acquired(delivery.acquired)
     return deliveries
 
 

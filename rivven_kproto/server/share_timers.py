@@ -25,6 +25,8 @@ def tick_share_groups(broker: Broker, now_ms: int) -> bool:
     return released
 
 
-def share_groups_here(broker: Broker) -> bool:
-    """Share groups are served and this broker coordinates at least one (their locks need a clock)."""
-    return broker.share_enabled and any(shard.share is not None and shard.share.groups for shard in broker.shards.values())
+def share_members_here(broker: Broker) -> bool:
+    """A share group this broker coordinates has members: their sessions and the acquisition locks
+    of their records need the clock (an empty group holds no lock: its records were released)."""
+    return broker.share_enabled and any(
+        group.members for shard in broker.shards.values() if shard.share is not None for group in shard.share.groups.values())

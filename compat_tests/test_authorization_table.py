@@ -40,6 +40,7 @@ from rivven_kproto.codec.messages.consumer_group_heartbeat import ConsumerGroupH
 from rivven_kproto.codec.messages.create_acls import AclCreation, CreateAclsRequest
 from rivven_kproto.codec.messages.create_topics import CreatableTopic, CreateTopicsRequest
 from rivven_kproto.codec.messages.init_producer_id import InitProducerIdRequest
+from rivven_kproto.codec.messages.list_groups import ListGroupsRequest
 from rivven_kproto.codec.messages.offset_commit import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
@@ -445,3 +446,13 @@ def test_cluster_operations_are_shown_only_with_describe_on_the_cluster(secured:
             shown = [v for k, v in walk(secured.connection("g29").call(request, version))
                      if k == "cluster_authorized_operations"]
             assert hidden == [0] and shown == [1 << Operation.DESCRIBE], (key, version, hidden, shown)
+
+
+def test_list_groups_lists_share_groups_as_the_table_says(secured: Secured) -> None:
+    """ListGroups' filter (Describe on the group, or on the Cluster for every group) applies to
+    share groups too: ``g16`` (Describe on the Cluster) sees the share group of the ShareGroupDescribe
+    row, ``noacl`` does not, ``g77`` (Describe on that group) does."""
+    share_group = names(77).group
+    for user, listed in (("g16", True), ("noacl", False), ("g77", True)):
+        answer = secured.connection(user).call(ListGroupsRequest(types_filter=["share"]), 5)
+        assert (share_group in {g.group_id for g in answer.groups}) is listed, (user, answer)

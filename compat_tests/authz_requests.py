@@ -54,6 +54,12 @@ from rivven_kproto.codec.messages import (
     offset_delete,
     offset_fetch,
     produce,
+    share_acknowledge,
+    share_common,
+    share_fetch,
+    share_group_describe,
+    share_group_heartbeat,
+    share_group_offsets,
     sync_group,
     txn_offset_commit,
     write_txn_markers,
@@ -72,6 +78,7 @@ class Names:
     group: str
     transactional_id: str
     missing_topic: str  # for destructive APIs: refused or UNKNOWN_TOPIC, never acted on
+    topic_id: uuid.UUID = uuid.UUID(int=0)  # ``topic``'s id (the share APIs name topics by id)
 
 
 def make(cls: Any, version: int, **fields: Any) -> Any:
@@ -367,6 +374,60 @@ def _list_config_resources(v: int, n: Names) -> Shapes:
     return [("", make(list_config_resources.ListConfigResourcesRequest, v, resource_types=[2] if v >= 1 else []))]
 
 
+def _share_group_heartbeat(v: int, n: Names) -> Shapes:
+    return [("", make(share_group_heartbeat.ShareGroupHeartbeatRequest, v, group_id=n.group,
+                      member_id=str(uuid.uuid4()), member_epoch=0, rack_id=None, subscribed_topic_names=[n.topic]))]
+
+
+def _share_group_describe(v: int, n: Names) -> Shapes:
+    return [("", make(share_group_describe.ShareGroupDescribeRequest, v, group_ids=[n.group],
+                      include_authorized_operations=False))]
+
+
+def _share_fetch_request(v: int, n: Names, member_id: str, topics: list[Any]) -> Any:
+    return make(share_fetch.ShareFetchRequest, v, group_id=n.group, member_id=member_id, share_session_epoch=0,
+                max_wait_ms=0, min_bytes=0, max_bytes=4096, max_records=10, batch_size=10, topics=topics,
+                forgotten_topics_data=[])
+
+
+def _share_fetch(v: int, n: Names) -> Shapes:
+    """A new member's first ShareFetch (opens its share session) of the topic's partition 0."""
+    topics = [make(share_fetch.ShareFetchTopic, v, topic_id=n.topic_id, partitions=[
+        make(share_fetch.ShareFetchPartition, v, partition_index=0, acknowledgement_batches=[])])]
+    return [("", _share_fetch_request(v, n, str(uuid.uuid4()), topics))]
+
+
+def _share_acknowledge(v: int, n: Names) -> Shapes:
+    """Acknowledgements need an open share session: a ShareFetch of no partition opens it ("session"),
+    then offset 0 of the topic is acknowledged at the session's next epoch."""
+    member_id = str(uuid.uuid4())
+    batch = make(share_common.AcknowledgementBatch, v, first_offset=0, last_offset=0, acknowledge_types=[1])
+    topics = [make(share_acknowledge.AcknowledgeTopic, v, topic_id=n.topic_id, partitions=[
+        make(share_acknowledge.AcknowledgePartition, v, partition_index=0, acknowledgement_batches=[batch])])]
+    return [("session", _share_fetch_request(v, n, member_id, [])),
+            ("", make(share_acknowledge.ShareAcknowledgeRequest, v, group_id=n.group, member_id=member_id,
+                      share_session_epoch=1, topics=topics))]
+
+
+def _describe_share_group_offsets(v: int, n: Names) -> Shapes:
+    def request(topics: Any) -> Any:
+        group = make(share_group_offsets.DescribeShareOffsetsRequestGroup, v, group_id=n.group, topics=topics)
+        return make(share_group_offsets.DescribeShareGroupOffsetsRequest, v, groups=[group])
+    named = [make(share_group_offsets.DescribeShareOffsetsRequestTopic, v, topic_name=n.topic, partitions=[0])]
+    return [("named", request(named)), ("all", request(None))]
+
+
+def _alter_share_group_offsets(v: int, n: Names) -> Shapes:
+    part = make(share_group_offsets.AlterShareOffsetsRequestPartition, v, partition_index=0, start_offset=0)
+    topics = [make(share_group_offsets.AlterShareOffsetsRequestTopic, v, topic_name=n.topic, partitions=[part])]
+    return [("", make(share_group_offsets.AlterShareGroupOffsetsRequest, v, group_id=n.group, topics=topics))]
+
+
+def _delete_share_group_offsets(v: int, n: Names) -> Shapes:
+    topics = [make(share_group_offsets.DeleteShareOffsetsRequestTopic, v, topic_name=n.topic)]
+    return [("", make(share_group_offsets.DeleteShareGroupOffsetsRequest, v, group_id=n.group, topics=topics))]
+
+
 def _api_versions(v: int, n: Names) -> Shapes:
     return [("", make(api_versions.ApiVersionsRequest, v, client_software_name="authz",
                       client_software_version="1"))]
@@ -382,7 +443,9 @@ FACTORIES: dict[int, Factory] = {
     42: _delete_groups, 44: _incremental_alter_configs, 47: _offset_delete, 50: _describe_scram,
     51: _alter_scram, 60: _describe_cluster, 61: _describe_producers, 65: _describe_transactions,
     66: _list_transactions, 68: _consumer_group_heartbeat, 69: _consumer_group_describe,
-    74: _list_config_resources, 75: _describe_topic_partitions,
+    74: _list_config_resources, 75: _describe_topic_partitions, 76: _share_group_heartbeat,
+    77: _share_group_describe, 78: _share_fetch, 79: _share_acknowledge, 90: _describe_share_group_offsets,
+    91: _alter_share_group_offsets, 92: _delete_share_group_offsets,
 }
 # SaslHandshake (17) and SaslAuthenticate (36) are the login itself: the test walks their
 # versions by logging in, not through a factory.

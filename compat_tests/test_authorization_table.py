@@ -40,6 +40,7 @@ from rivven_kproto.codec.messages.consumer_group_heartbeat import ConsumerGroupH
 from rivven_kproto.codec.messages.create_acls import AclCreation, CreateAclsRequest
 from rivven_kproto.codec.messages.create_topics import CreatableTopic, CreateTopicsRequest
 from rivven_kproto.codec.messages.init_producer_id import InitProducerIdRequest
+from rivven_kproto.codec.messages.list_groups import ListGroupsRequest
 from rivven_kproto.codec.messages.offset_commit import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
@@ -47,6 +48,13 @@ from rivven_kproto.codec.messages.offset_commit import (
 )
 from rivven_kproto.codec.messages.sasl_authenticate import SaslAuthenticateRequest
 from rivven_kproto.codec.messages.sasl_handshake import SaslHandshakeRequest
+from rivven_kproto.codec.messages.share_group_describe import ShareGroupDescribeRequest
+from rivven_kproto.codec.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
+from rivven_kproto.codec.messages.share_group_offsets import (
+    AlterShareGroupOffsetsRequest,
+    AlterShareOffsetsRequestPartition,
+    AlterShareOffsetsRequestTopic,
+)
 from rivven_kproto.server.handlers import HANDLERS
 
 from . import raw_client
@@ -81,10 +89,14 @@ Grant = tuple[ResourceType, Operation]
 DELETED = "authz-del"  # DeleteTopics' existing topic: refused to the others, deleted by g20
 
 
+TOPIC_IDS: dict[str, uuid.UUID] = {}  # the created topics' ids (``prepare``)
+
+
 def names(key: int) -> Names:
     """Resources of one API's requests: its own group and transactional id, the shared topic."""
-    return Names(topic=DELETED if key == 20 else TOPIC, group=f"authz-g{key}", transactional_id=f"authz-x{key}",
-                 missing_topic=f"authz-gone{key}")
+    topic = DELETED if key == 20 else TOPIC
+    return Names(topic=topic, group=f"authz-g{key}", transactional_id=f"authz-x{key}",
+                 missing_topic=f"authz-gone{key}", topic_id=TOPIC_IDS.get(topic, uuid.UUID(int=0)))
 
 
 def resource_names(key: int, resource_type: ResourceType) -> list[str]:
@@ -266,8 +278,9 @@ def acls(key: int, user: str, grant: Grant, permission: Permission) -> list[AclC
 def prepare(admin: Connection) -> None:
     """The resources the filtering rows list, then every principal's ACLs."""
     topics = [CreatableTopic(name=name, num_partitions=1, replication_factor=1) for name in (TOPIC, DELETED)]
-    created = admin.call(CreateTopicsRequest(topics=topics), 5)
+    created = admin.call(CreateTopicsRequest(topics=topics), 7)
     assert all(t.error_code == Errors.NONE for t in created.topics), created
+    TOPIC_IDS.update({t.name: t.topic_id for t in created.topics})
     # A group with an offset: OffsetFetch of all topics and ListGroups list it; OffsetDelete's topic
     # check shows only on an existing group (Kafka answers an unknown one GROUP_ID_NOT_FOUND alone).
     for key in (9, 16, 47):
@@ -288,6 +301,12 @@ def prepare(admin: Connection) -> None:
                 v3_and_below_topics=[AddPartitionsToTxnTopic(name=TOPIC, partitions=[0])]), 3)
             assert added.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == 0, added
     join_consumer_group(admin, names(69).group)
+    join_share_group(admin, names(77).group)
+    for key in (90, 92):  # share-group state on the topic: listed by DescribeShareGroupOffsets, deletable
+        alter = AlterShareGroupOffsetsRequest(group_id=names(key).group, topics=[AlterShareOffsetsRequestTopic(
+            topic_name=TOPIC, partitions=[AlterShareOffsetsRequestPartition(partition_index=0, start_offset=0)])])
+        answer = admin.call(alter, 0)
+        assert answer.error_code == Errors.NONE and answer.responses[0].partitions[0].error_code == 0, answer
     creations = []
     for key in CHECKED:
         row = RULES[key]
@@ -315,6 +334,17 @@ def join_consumer_group(admin: Connection, group: str) -> None:
                                                 topic_partitions=[])
         time.sleep(0.05)
     described = admin.call(ConsumerGroupDescribeRequest(group_ids=[group]), 0)
+    assert TOPIC in observed(described)[1], described
+
+
+def join_share_group(admin: Connection, group: str) -> None:
+    """A share-group member assigned the topic (ShareGroupDescribe's topic check looks at it)."""
+    request = ShareGroupHeartbeatRequest(group_id=group, member_id=str(uuid.uuid4()), member_epoch=0,
+                                         subscribed_topic_names=[TOPIC])
+    answer = admin.call(request, 1)
+    assert answer.error_code == Errors.NONE and answer.assignment is not None, answer
+    assert answer.assignment.topic_partitions, answer
+    described = admin.call(ShareGroupDescribeRequest(group_ids=[group]), 1)
     assert TOPIC in observed(described)[1], described
 
 
@@ -416,3 +446,13 @@ def test_cluster_operations_are_shown_only_with_describe_on_the_cluster(secured:
             shown = [v for k, v in walk(secured.connection("g29").call(request, version))
                      if k == "cluster_authorized_operations"]
             assert hidden == [0] and shown == [1 << Operation.DESCRIBE], (key, version, hidden, shown)
+
+
+def test_list_groups_lists_share_groups_as_the_table_says(secured: Secured) -> None:
+    """ListGroups' filter (Describe on the group, or on the Cluster for every group) applies to
+    share groups too: ``g16`` (Describe on the Cluster) sees the share group of the ShareGroupDescribe
+    row, ``noacl`` does not, ``g77`` (Describe on that group) does."""
+    share_group = names(77).group
+    for user, listed in (("g16", True), ("noacl", False), ("g77", True)):
+        answer = secured.connection(user).call(ListGroupsRequest(types_filter=["share"]), 5)
+        assert (share_group in {g.group_id for g in answer.groups}) is listed, (user, answer)

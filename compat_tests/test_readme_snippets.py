@@ -56,6 +56,8 @@ RUN: dict[tuple[str, str], str] = {
     ("python", ".writeStream.format(\"parquet\")"): "test_spark_snippets",
     ("python", ".option(\"topic\", \"orders-upper\")"): "test_spark_sink_snippet",
     ("sh", "kproto cluster members"): "test_cluster_members_snippet",
+    ("python", "worker = ShareConsumer("): "test_queues_snippet",
+    ("sh", "kproto share-groups list"): "test_share_groups_snippet",
 }
 # (language, marker) -> why the block is not run here, and what runs the same thing instead.
 NOT_RUN: dict[tuple[str, str], str] = {
@@ -214,6 +216,37 @@ def test_client_quickstarts(readme_broker: tuple[BrokerProcess, Path]) -> None:
         run(["node", str(script)], workdir, broker.bootstrap)
     finally:
         script.unlink()
+
+
+def test_queues_snippet(tmp_path: Path) -> None:
+    """docs/queues.rst: share-group workers against a broker started as the page says."""
+    broker = BrokerProcess(tmp_path / "kproto-data", tmp_path / "broker.log",
+                           env={"KPROTO_SHARE_AUTO_OFFSET_RESET": "earliest"}).start()
+    try:
+        assert "KPROTO_SHARE_AUTO_OFFSET_RESET=earliest kproto serve" in docs_text()
+        python = block("python", "worker = ShareConsumer(").replace("localhost:9092", broker.bootstrap)
+        result = run([sys.executable, "-c", python], tmp_path, broker.bootstrap)
+        assert result.stdout.strip().splitlines()[-1] == str(sorted(b"job-%d" % n for n in range(6)))
+    finally:
+        broker.stop()
+
+
+def test_share_groups_snippet(tmp_path: Path) -> None:
+    """docs/cli.rst's share-groups block, on a share group "workers" that read "jobs" and left."""
+    from .test_share_group_admin import consume_all_and_leave, wait_empty
+    from .test_share_groups import produce
+
+    broker = BrokerProcess(tmp_path / "kproto-data", tmp_path / "broker.log",
+                           env={"KPROTO_SHARE_AUTO_OFFSET_RESET": "earliest"}).start()
+    try:
+        produce(broker.bootstrap, "jobs", [b"job-1", b"job-2"])
+        consume_all_and_leave(broker, "workers", "jobs", 2)
+        wait_empty(broker, "workers")
+        result = run(["bash", "-euo", "pipefail", "-c", block("sh", "kproto share-groups list")], tmp_path,
+                     broker.bootstrap)
+        assert "workers" in result.stdout and "deleted workers" in result.stdout, result.stdout
+    finally:
+        broker.stop()
 
 
 def test_testing_helper_snippet(tmp_path: Path) -> None:

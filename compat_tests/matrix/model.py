@@ -57,6 +57,8 @@ CAPABILITIES: tuple[Capability, ...] = (
     Capability("config-sources-41", "Kafka 4.1 config sources (min.insync.replicas cluster default)"),
     Capability("list-config-resources", "ListConfigResources (Kafka 4.1, KIP-1142)"),
     Capability("offsets-by-time", "list offsets by time"),
+    # KIP-932 (Kafka 4.2 GA): a share group, records handed out and acknowledged one by one.
+    Capability("share-group", "share group (KIP-932) consume + acknowledge"),
     Capability("list-describe-txn", "list/describe transactions"),
     Capability("sec-tls", "TLS", secured="tls"),
     Capability("sec-mtls", "mTLS (client certificate)", secured="mtls"),

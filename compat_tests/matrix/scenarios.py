@@ -344,6 +344,16 @@ def list_config_resources(adapter: Any, ctx: Ctx) -> str:
     return f"topics and brokers {sorted(listed['broker'])} listed; the TOPIC filter lists topics only"
 
 
+def share_group(adapter: Any, ctx: Ctx) -> str:
+    records = data.simple(8, prefix="share")
+    with ctx.step("share-group consume (KIP-932), each record acknowledged"):
+        got = adapter.share_consume(ctx, ctx.topic, ctx.name("share"), records)
+    # Warm-up records come first in the log: the cell's records follow them, each delivered once.
+    first = min((r.offset for r in got if r.offset is not None), default=0)
+    data.assert_same(got, records, offsets={0: [first + i for i in range(len(records))]}, check_timestamps=False)
+    return f"{len(records)} records delivered once each to a share-group member and acknowledged"
+
+
 def offsets_by_time(adapter: Any, ctx: Ctx) -> str:
     base = data.now_ms() - 600_000
     records = [Rec(0, None, f"t{i}".encode(), timestamp=base + 10 * i) for i in range(5)]
@@ -447,6 +457,7 @@ SCENARIOS: dict[str, Scenario] = {
     "config-sources-41": Scenario(config_sources_41, ("config_sources",)),
     "list-config-resources": Scenario(list_config_resources, ("list_config_resources",)),
     "offsets-by-time": Scenario(offsets_by_time, ("offsets_for_times",)),
+    "share-group": Scenario(share_group, ("share_consume",)),
     "list-describe-txn": Scenario(transactions, ("transactions",)),
     **{f"sec-{name}": Scenario(secured_roundtrip, ("produce", "read"))
        for name in ("tls", "mtls", "plain", "scram-256", "scram-512")},

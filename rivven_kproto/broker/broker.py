@@ -45,6 +45,7 @@ from .security.acls import Authorizer
 from .security.authorization_rules import rule
 from .security.scram import FILE_NAME as SCRAM_FILE
 from .security.scram import ScramStore
+from .share.wiring import make_share_coordinator, share_served
 from .storage import is_native, open_storage
 from .topics import (
     ConfigEntry,
@@ -200,7 +201,15 @@ class Broker:
         # Transactional offsets become visible (or are dropped) with their transaction; the groups
         # are loaded first so that recovery can finish transactions that hold offsets.
         txn.complete_groups = self.markers.complete_groups
-        return CoordinatorShard(shard, groups, txn)
+        share = make_share_coordinator(
+            config.share, lambda name: storage.coordinator_log(name, self.work, shard), shard, self.shard_count,
+            groups.topic_view, lambda gid: gid in groups.groups or gid in groups.consumer_groups,
+        ) if self.share_enabled else None
+        return CoordinatorShard(shard, groups, txn, share)
+
+    @property
+    def share_enabled(self) -> bool:
+        return share_served(self.config.share, self.config.storage)
 
     def read_shard(self, shard: int) -> CoordinatorShard:
         """Worker thread: a shard this broker took over, its logs read from the store (then
@@ -216,6 +225,8 @@ class Broker:
         the transactions whose decision was logged."""
         loaded = read or self._make_shard(shard)
         loaded.groups.load(now_ms)
+        if loaded.share is not None:
+            loaded.share.load(now_ms)
         self.shards[shard] = loaded  # before recovery: it may complete offsets of its own groups
         try:
             loaded.txn.recover(now_ms, lambda: self._flush_unflushed(now_ms))

@@ -30,6 +30,8 @@ from .log.config import LogConfig
 from .security.jaas import PLAIN_MODULE, SCRAM_MODULE, login_credentials, plain_users
 from .security.listeners import PROTOCOLS, Listener, ListenerError, build_listeners
 from .security.principal_mapping import MappingRule, parse_rules
+from .share.config import KEYS as SHARE_KEYS
+from .share.config import ShareConfig, ShareConfigError, apply_share_keys
 
 log = logging.getLogger(__name__)
 
@@ -127,6 +129,7 @@ class BrokerConfig:
     transaction_version: int = 2
     log: LogConfig = field(default_factory=LogConfig)
     groups: GroupConfig = field(default_factory=GroupConfig)
+    share: ShareConfig = field(default_factory=ShareConfig)  # share groups (KIP-932), see broker/share
     security_protocol: str = "PLAINTEXT"  # of the listener above
     listener_name: str = "PLAINTEXT"
     extra_listeners: tuple[Listener, ...] = ()  # further entries of ``listeners``
@@ -297,6 +300,7 @@ def _apply(config: BrokerConfig, props: Mapping[str, str], *, warn_unknown: bool
     changes: dict[str, object] = {}
     log_props: dict[str, str] = {}
     group_changes: dict[str, int | str] = {}
+    share_props: dict[str, str] = {}
     security_changes: dict[str, object] = {}
     listener_changes: dict[str, dict[str, object]] = {}
     if "://" in props.get("listeners", ""):
@@ -411,6 +415,8 @@ def _apply(config: BrokerConfig, props: Mapping[str, str], *, warn_unknown: bool
         elif key in _GROUP_KEYS:
             name, unit, low = _GROUP_KEYS[key]
             group_changes[name] = _int(key, value, low) * unit
+        elif key in SHARE_KEYS:
+            share_props[key] = value
         elif key.startswith("listener.name.") and key.count(".") >= 3:
             listener_name = key.split(".")[2].upper()
             prefix = key.split(".", 3)[3].split(".", 1)[0].upper()
@@ -427,6 +433,11 @@ def _apply(config: BrokerConfig, props: Mapping[str, str], *, warn_unknown: bool
         for name, overrides in listener_changes.items():
             merged.setdefault(name, {}).update(overrides)
         changes["listener_security"] = tuple((name, tuple(sorted(o.items()))) for name, o in sorted(merged.items()))
+    if share_props:
+        try:
+            changes["share"] = apply_share_keys(config.share, share_props)
+        except ShareConfigError as exc:
+            raise ConfigError(str(exc)) from None
     if group_changes:
         changes["groups"] = dataclasses.replace(config.groups, **group_changes)  # type: ignore[arg-type]
     if log_props:

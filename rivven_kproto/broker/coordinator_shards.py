@@ -18,8 +18,10 @@ WriteTxnMarkers request (``RemoteMarkers``) and retried until acknowledged.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from .groups import GroupCoordinator
+from .share import ShareCoordinator
 from .txn.coordinator import GroupsNotCompleted, TransactionCoordinator
 
 GROUP_SHARD_TOPIC = "__consumer_offsets"  # WriteTxnMarkers on (this, shard): complete the shard's txn offsets
@@ -36,16 +38,25 @@ class CoordinatorShard:
     index: int
     groups: GroupCoordinator
     txn: TransactionCoordinator
+    share: ShareCoordinator | None = None  # share groups (KIP-932): the native log only, for now
 
     @property
     def appended(self) -> int:
         groups = self.groups.log.appended if self.groups.log is not None else 0
-        return self.txn.log.appended + groups
+        share = self.share.log.appended if self.share is not None and self.share.log is not None else 0
+        return self.txn.log.appended + groups + share
+
+    def logs(self) -> list[Any]:
+        """The shard's coordinator logs (the flusher fsyncs them)."""
+        share = [self.share.log] if self.share is not None and self.share.log is not None else []
+        return [self.txn.log, self.groups.log, *share]
 
     def close(self) -> None:
         """Commit what the shard's logs still hold (off the loop; the shard is no longer served)."""
         self.groups.close()
         self.txn.log.close()
+        if self.share is not None:
+            self.share.close()
 
 
 def log_names(shard: int, shard_count: int) -> tuple[str, str]:

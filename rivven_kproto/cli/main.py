@@ -40,6 +40,7 @@ LAZY_COMMANDS = {
     "txns": ("txns", "txns"),
     "producers": ("txns", "producers"),
     "groups": ("groups", "groups"),
+    "share-groups": ("share_groups", "share_groups"),
     "verify-eos": ("verify_eos", "verify_eos"),
     "users": ("users", "users"),
     "acls": ("acls", "acls"),

@@ -125,8 +125,7 @@ class Durability:
                 self.broker.unflushed.discard(partition)
                 self._due.discard(partition)
             if self.sync_coordinators:
-                for durable_log in [each for shard in self.broker.shards.values()
-                                    for each in (shard.txn.log, shard.groups.log)]:
+                for durable_log in [each for shard in self.broker.shards.values() for each in shard.logs()]:
                     captured = durable_log.begin_sync() if durable_log is not None else None
                     if durable_log is not None and captured is not None:
                         logs.append((durable_log, captured))

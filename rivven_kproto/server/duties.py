@@ -13,6 +13,7 @@ import trio
 from .connection_limits import RESOURCE_ERRNOS
 from .durability import wall_clock_ms
 from .log_limits import RateLimitedLog
+from .share_timers import share_members_here, tick_share_groups
 
 if TYPE_CHECKING:
     from .app import Server
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 GROUP_TIMER_MAX_WAIT_S = 1.0  # the group loop looks again at least this often (shards loaded meanwhile)
 GROUP_TIMER_RETRY_S = 0.002  # and at most this often
 LAG_TICK_S = 0.1
+SHARE_TICK_S = 0.1  # while share groups here have members: acquisition locks and sessions expire on it
 
 
 @contextlib.contextmanager
@@ -62,15 +64,18 @@ async def group_loop(server: Server) -> None:
     """Session, join and sync timeouts and offset expiry are the group coordinator's clock:
     a timer per deadline (Kafka's timing wheel), not a periodic tick. The loop fires what is
     due, then sleeps until the earliest deadline, or until a group request may have armed an
-    earlier one (``Server.group_timers_moved``), and at most GROUP_TIMER_MAX_WAIT_S."""
+    earlier one (``Server.group_timers_moved``), and at most GROUP_TIMER_MAX_WAIT_S. Share groups
+    (KIP-932) are ticked here too, every SHARE_TICK_S while one has members."""
     while True:
         server._group_timers_moved = trio.Event()
         for groups in server.broker.group_coordinators():
             with surviving_shortage(server.warnings, "groups"):
                 groups.tick(wall_clock_ms())
         server.wake_groups()
+        if tick_share_groups(server.broker, wall_clock_ms()):
+            server.notify_append()  # records released by an expired lock or member: wake share fetches
         deadlines = [groups.next_deadline() for groups in server.broker.group_coordinators()]
-        wait_s = GROUP_TIMER_MAX_WAIT_S
+        wait_s = SHARE_TICK_S if share_members_here(server.broker) else GROUP_TIMER_MAX_WAIT_S
         if deadlines:
             # Still due right after the tick: fell due meanwhile, or could not fire (a log
             # write failed): looked at again shortly, never in a busy loop.

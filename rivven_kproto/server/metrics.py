@@ -39,6 +39,8 @@ from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.schema import REQUESTS, Message
 from rivven_kproto.server.request_metrics import RequestSeries
 
+from .share_metrics import share_group_families
+
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 LAG_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0)
@@ -283,6 +285,7 @@ class _StateCollector(Collector):
         yield from self._transactions(broker)
         yield from self._partitions(broker)
         yield from self._groups(broker)
+        yield from share_group_families(broker)
 
     @staticmethod
     def _transactions(broker: Broker) -> Iterator[Metric]:

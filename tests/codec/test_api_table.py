@@ -12,6 +12,8 @@ TABLE = {
     68: (0, 1), 69: (0, 1),  # ConsumerGroupHeartbeat, ConsumerGroupDescribe (KIP-848, issue #21)
     74: (0, 1),  # ListConfigResources (Kafka 4.1, issue #42)
     75: (0, 0),  # DescribeTopicPartitions (KIP-966, issue #21)
+    76: (1, 1), 77: (1, 1), 78: (1, 2), 79: (1, 2),  # share groups (KIP-932, issue #39)
+    90: (0, 1), 91: (0, 0), 92: (0, 0),  # share-group offsets (KIP-932)
     58: (0, 0),  # Envelope (KIP-590): between brokers only, never advertised
 }
 

@@ -510,5 +510,6 @@ CLIENT = Client(
         **dict.fromkeys(("group-rebalance-kip848", "send-offsets-txn-kip848"), _NO_KIP848),
         "list-describe-txn": "aiokafka's admin client has no ListTransactions/DescribeTransactions",
         "list-config-resources": "aiokafka's admin client has no ListConfigResources",
+        "share-group": "aiokafka has no share consumer (KIP-932)",
     },
 )

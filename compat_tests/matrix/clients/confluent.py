@@ -12,6 +12,7 @@ from confluent_kafka import (
     Consumer,
     KafkaException,
     Producer,
+    ShareConsumer,
     TopicCollection,
     TopicPartition,
 )
@@ -386,6 +387,36 @@ class Adapter:
             return out
         finally:
             consumer.close()
+
+
+    def share_consume(self, ctx: Ctx, topic: str, group: str, records: list[Rec]) -> list[Rec]:
+        """A ShareConsumer (KIP-932) in a fresh share group. Its share-partition starts at the log
+        end (share.auto.offset.reset=latest), so warm-up records are produced until one arrives;
+        then ``records`` are produced and read back, and acknowledged (implicit mode, committed)."""
+        share = ShareConsumer({"bootstrap.servers": ctx.bootstrap, **ctx.security, "group.id": group})
+        share.subscribe([topic])
+        warm = Rec(0, None, b"matrix-warm-up")
+
+        def fetch() -> list[Rec]:
+            out = []
+            for msg in share.poll(0.2):
+                if msg.error() is not None:
+                    raise KafkaException(msg.error())
+                out.append(_rec(msg))
+            return out
+
+        try:
+            deadline = time.monotonic() + ctx.wait()
+            while not any(r.value == warm.value for r in fetch()):
+                if time.monotonic() > deadline:
+                    raise AssertionError("no warm-up record reached the share consumer")
+                self.produce(ctx, topic, [warm], codec="none", acks="all", idempotent=False)
+            self.produce(ctx, topic, records, codec="none", acks="all", idempotent=False)
+            got = [r for r in collect(ctx.wait(), len(records), fetch) if r.value != warm.value]
+            share.commit_sync(ctx.wait())
+            return got
+        finally:
+            share.close()
 
 
 def version() -> dict[str, str]:

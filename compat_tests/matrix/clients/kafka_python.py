@@ -386,7 +386,10 @@ _NO_KIP848 = "kafka-python implements only the classic group protocol (JoinGroup
 
 
 CLIENT = Client(
-    name="kafka-python", adapter=Adapter(), version=lambda: {"version": kafka.__version__}, not_offered=dict.fromkeys(("group-rebalance-kip848", "send-offsets-txn-kip848"), _NO_KIP848)
+    name="kafka-python", adapter=Adapter(), version=lambda: {"version": kafka.__version__}, not_offered={
+        **dict.fromkeys(("group-rebalance-kip848", "send-offsets-txn-kip848"), _NO_KIP848),
+        "share-group": "kafka-python has no share consumer (KIP-932)",
+    },
 )
 
 

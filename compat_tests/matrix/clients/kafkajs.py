@@ -228,5 +228,6 @@ CLIENT = Client(
         **dict.fromkeys(("group-rebalance-kip848", "send-offsets-txn-kip848"), _NO_KIP848),
         "list-describe-txn": "kafkajs' admin client has no ListTransactions/DescribeTransactions",
         "list-config-resources": "kafkajs' admin client has no ListConfigResources",
+        "share-group": "kafkajs has no share consumer (KIP-932)",
     },
 )

@@ -167,5 +167,6 @@ CLIENT = Client(
                          "send-offsets-txn-kip848"), _NO_GROUP),
         **dict.fromkeys(("admin-topics", "admin-configs", "list-describe-txn", "admin-replica-assignment",
                          "config-sources-41", "list-config-resources"), _NO_ADMIN),
+        "share-group": "Spark's Kafka source reads partitions by offset; it has no share-group (KIP-932) source",
     },
 )

@@ -253,6 +253,28 @@ RULES: dict[int, Rule] = _rules(
         _topic(O.DESCRIBE, when=frozenset({"", "named"})),
         Check("listed", T, O.DESCRIBE, Source.TOPIC, None, FILTER, when=frozenset({"all"})),
     )),
+    Rule(76, "ShareGroupHeartbeat", (
+        _group(O.READ),
+        Check("topic", T, O.DESCRIBE, Source.TOPIC, TOPIC_DENIED, REQUEST),
+    ), "KIP-932: subscribed topic names need Describe, as for ConsumerGroupHeartbeat (Kafka 4.2)."),
+    Rule(77, "ShareGroupDescribe", (
+        _group(O.DESCRIBE, ENTRY, Source.GROUPS),
+        Check("topic", T, O.DESCRIBE, Source.TOPIC, TOPIC_DENIED, ENTRY),
+    ), "A share group whose members are assigned topics the client may not Describe is refused (v1+, the "
+       "only version served)."),
+    Rule(78, "ShareFetch", (_group(O.READ), _topic(O.READ)),
+         "A refused group answers the top-level error; a refused topic, each of its partitions."),
+    Rule(79, "ShareAcknowledge", (_group(O.READ), _topic(O.READ, when=frozenset({""}))),
+         "Acknowledgements need an open share session: the walk's \"session\" shape is the ShareFetch that "
+         "opens it (only the group check applies to it)."),
+    Rule(90, "DescribeShareGroupOffsets", (
+        _group(O.DESCRIBE, ENTRY, Source.GROUPS),
+        _topic(O.DESCRIBE, when=frozenset({"", "named"})),
+        Check("listed", T, O.DESCRIBE, Source.TOPIC, None, FILTER, when=frozenset({"all"})),
+    ), "Topics null (all of the group's): those the client may not Describe are left out."),
+    Rule(91, "AlterShareGroupOffsets", (_group(O.READ), _topic(O.READ)),
+         "A refused group is answered at the top and on every partition."),
+    Rule(92, "DeleteShareGroupOffsets", (_group(O.DELETE), _topic(O.READ))),
 )
 
 # Envelope (58) is not advertised: it is served on the controller listener only (server/app.py).

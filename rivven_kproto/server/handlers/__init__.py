@@ -36,6 +36,7 @@ from . import (
     add_offsets_to_txn,
     add_partitions_to_txn,
     alter_configs,
+    alter_share_group_offsets,
     alter_user_scram_credentials,
     api_versions,
     consumer_group_describe,
@@ -46,6 +47,7 @@ from . import (
     delete_acls,
     delete_groups,
     delete_records,
+    delete_share_group_offsets,
     delete_topics,
     describe_acls,
     describe_cluster,
@@ -53,6 +55,7 @@ from . import (
     describe_groups,
     describe_log_dirs,
     describe_producers,
+    describe_share_group_offsets,
     describe_topic_partitions,
     describe_transactions,
     describe_user_scram_credentials,
@@ -75,6 +78,10 @@ from . import (
     produce,
     sasl_authenticate,
     sasl_handshake,
+    share_acknowledge,
+    share_fetch,
+    share_group_describe,
+    share_group_heartbeat,
     sync_group,
     txn_offset_commit,
     write_txn_markers,
@@ -126,6 +133,13 @@ _MODULES: list[ModuleType] = [
     describe_topic_partitions,
     consumer_group_heartbeat,
     consumer_group_describe,
+    share_group_heartbeat,  # share groups (KIP-932): not advertised when off (see api_versions)
+    share_group_describe,
+    share_fetch,
+    share_acknowledge,
+    describe_share_group_offsets,
+    alter_share_group_offsets,
+    delete_share_group_offsets,
 ]
 
 

@@ -8,6 +8,10 @@ v3+ also carries KIP-584 features (tagged fields): ``transaction.version`` is su
 may use transactions V2, KIP-890 part 2). A level of 0 is not listed as finalized (Kafka drops
 features finalized at 0). The finalized-features epoch is 0: there is one broker and its features
 change only across restarts.
+
+``share.version`` (KIP-932) is supported at levels 0-1 and finalized at 1 when share groups are on
+(``group.share.enable``, default true, on the native log); off, the share-group APIs (76-79, 90-92) are
+not advertised either, as Kafka 4.2 decides from the feature level.
 """
 
 from __future__ import annotations
@@ -28,6 +32,9 @@ from ..context import RequestContext
 
 API_KEY = 18
 TRANSACTION_VERSION_FEATURE = "transaction.version"
+SHARE_VERSION_FEATURE = "share.version"
+SHARE_VERSION = 1
+SHARE_API_KEYS = frozenset({76, 77, 78, 79, 90, 91, 92})
 FINALIZED_FEATURES_EPOCH = 0
 
 
@@ -44,22 +51,26 @@ def supported_versions() -> list[ApiVersion]:
 # ~60 entries are built and encoded once per version, then written as bytes (building and encoding
 # them was half of what a broker busy with many short connections spent).
 _SUPPORTED = CachedArray(supported_versions)
+_SUPPORTED_WITHOUT_SHARE = CachedArray(
+    lambda: [v for v in supported_versions() if v.api_key not in SHARE_API_KEYS])
 
 
-def build(version: int, transaction_version: int) -> ApiVersionsResponse:
-    """The answer at ``version`` for a broker finalizing ``transaction_version``, built afresh."""
-    response = ApiVersionsResponse(error_code=0, api_keys=cast("list[ApiVersion]", _SUPPORTED), throttle_time_ms=0)
+def build(version: int, transaction_version: int, share: bool = True) -> ApiVersionsResponse:
+    """The answer at ``version`` for a broker finalizing ``transaction_version`` (and share groups
+    on or off), built afresh."""
+    table = _SUPPORTED if share else _SUPPORTED_WITHOUT_SHARE
+    response = ApiVersionsResponse(error_code=0, api_keys=cast("list[ApiVersion]", table), throttle_time_ms=0)
     if version >= 3:
         level = transaction_version
         response.supported_features = [
-            SupportedFeatureKey(name=TRANSACTION_VERSION_FEATURE, min_version=0, max_version=MAX_TRANSACTION_VERSION)
+            SupportedFeatureKey(name=SHARE_VERSION_FEATURE, min_version=0, max_version=SHARE_VERSION),
+            SupportedFeatureKey(name=TRANSACTION_VERSION_FEATURE, min_version=0, max_version=MAX_TRANSACTION_VERSION),
         ]
         response.finalized_features_epoch = FINALIZED_FEATURES_EPOCH
-        response.finalized_features = (
-            [FinalizedFeatureKey(name=TRANSACTION_VERSION_FEATURE, max_version_level=level, min_version_level=level)]
-            if level > 0
-            else []
-        )
+        finalized = [(SHARE_VERSION_FEATURE, SHARE_VERSION if share else 0), (TRANSACTION_VERSION_FEATURE, level)]
+        response.finalized_features = [
+            FinalizedFeatureKey(name=name, max_version_level=at, min_version_level=at) for name, at in finalized if at > 0
+        ]
     return response
 
 
@@ -67,12 +78,13 @@ def build(version: int, transaction_version: int) -> ApiVersionsResponse:
 # inputs it has. The table is the dispatch table, fixed at import, and every listener answers the
 # same (a SASL listener too, as Kafka's). Many short-lived or polling clients made building and
 # encoding it again per request a large share of a busy broker's time.
-_ANSWERS: dict[tuple[int, int], ApiVersionsResponse] = {}
+_ANSWERS: dict[tuple[int, int, bool], ApiVersionsResponse] = {}
 
 
 def handle(ctx: RequestContext, request: ApiVersionsRequest, version: int) -> ApiVersionsResponse:
-    key = (version, ctx.config.transaction_version)
+    share = ctx.broker.share_enabled
+    key = (version, ctx.config.transaction_version, share)
     answer = _ANSWERS.get(key)
     if answer is None:
-        answer = _ANSWERS[key] = build(version, ctx.config.transaction_version).pin(version)
+        answer = _ANSWERS[key] = build(version, ctx.config.transaction_version, share).pin(version)
     return answer

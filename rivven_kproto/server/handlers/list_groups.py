@@ -1,7 +1,8 @@
 """ListGroups (16), v0-5: every group with its protocol type; v4+ state filter, v5+ type filter.
 
 The state and type filters match case-insensitively. Groups are "classic" (JoinGroup) or
-"consumer" (KIP-848, protocol type "consumer", states Empty/Assigning/Reconciling/Stable).
+"consumer" (KIP-848, protocol type "consumer", states Empty/Assigning/Reconciling/Stable) or
+"share" (KIP-932, protocol type "share", states Empty/Stable).
 Only groups the client may Describe are listed, all of them with Describe on the Cluster (Kafka).
 """
 
@@ -12,6 +13,7 @@ from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.list_groups import ListedGroup, ListGroupsRequest, ListGroupsResponse
 
 from ..context import RequestContext
+from ._share_groups import listed_share_groups
 
 API_KEY = ListGroupsRequest.API_KEY
 LISTED = rule(API_KEY).check("group")
@@ -33,5 +35,5 @@ def handle(ctx: RequestContext, request: ListGroupsRequest, version: int) -> Lis
             for coordinator in ctx.broker.group_coordinators()  # the shards this broker coordinates
             for g in coordinator.list_groups(states)
             if (not types or g.group_type in types) and ctx.permits(LISTED, g.group_id)
-        ],
+        ] + listed_share_groups(ctx, states, types, version),
     )

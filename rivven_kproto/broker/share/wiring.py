@@ -1,0 +1,36 @@
+"""How a coordinator shard gets its share coordinator: kept out of ``broker/broker.py`` (which is
+at the module-size limit) and free of it (``broker`` imports this, never the other way round)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .config import ShareConfig
+from .coordinator import ShareCoordinator
+
+
+def share_log_name(shard: int, shard_count: int) -> str:
+    """The shard's share coordinator log (``meta/share`` on the native log)."""
+    return "share" if shard_count == 1 else f"share/{shard}"
+
+
+def share_served(config: ShareConfig, storage_url: str | None) -> bool:
+    """Share groups are served: ``group.share.enable`` and the native log (not PostgreSQL yet)."""
+    return config.enabled and storage_url is None
+
+
+def make_share_coordinator(
+    config: ShareConfig,
+    open_log: Callable[[str], Any],
+    shard: int,
+    shard_count: int,
+    topic_view: Callable[[], Mapping[str, int]],
+    other_kind: Callable[[str], bool],
+) -> ShareCoordinator:
+    """The shard's share coordinator (KIP-932) on its own durable log, told the topics (for the
+    assignor) and which ids are classic or consumer groups (one id is one kind of group)."""
+    share = ShareCoordinator(config, open_log(share_log_name(shard, shard_count)))
+    share.topic_view = topic_view
+    share.other_kind = other_kind
+    return share

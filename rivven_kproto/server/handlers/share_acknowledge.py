@@ -1,0 +1,68 @@
+"""ShareAcknowledge (79), v1-2: acknowledgements outside a ShareFetch (KIP-932; see ``_share.py``).
+
+The share session must exist at this epoch (or be closed with -1, which also releases what the
+member still holds). Authorization (the table): Read on the group, Read on each topic.
+"""
+
+from __future__ import annotations
+
+from rivven_kproto.broker.security.authorization_rules import rule
+from rivven_kproto.codec.errors import Errors
+from rivven_kproto.codec.messages.share_acknowledge import (
+    ShareAcknowledgePartitionData,
+    ShareAcknowledgeRequest,
+    ShareAcknowledgeResponse,
+    ShareAcknowledgeTopicResponse,
+)
+from rivven_kproto.codec.messages.share_common import ShareLeaderIdAndEpoch
+
+from ..context import RequestContext
+from ._share import acknowledge, topic_names
+from ._share_groups import share_coordinator
+
+API_KEY = ShareAcknowledgeRequest.API_KEY
+GROUP, TOPIC = rule(API_KEY).check("group"), rule(API_KEY).check("topic")
+FINAL_EPOCH = -1
+
+
+def _error(error: Errors, message: str | None = None) -> ShareAcknowledgeResponse:
+    return ShareAcknowledgeResponse(throttle_time_ms=0, error_code=error, error_message=message, responses=[],
+                                    node_endpoints=[])
+
+
+def handle(ctx: RequestContext, request: ShareAcknowledgeRequest, version: int) -> ShareAcknowledgeResponse:
+    if not ctx.broker.share_enabled:
+        return _error(Errors.UNSUPPORTED_VERSION, "Share groups are not enabled on this broker.")
+    group_id, member_id = request.group_id, request.member_id
+    if not group_id or not member_id:
+        return _error(Errors.INVALID_REQUEST, "GroupId and MemberId are required.")
+    refused = ctx.refusal(GROUP, group_id)
+    if refused is not None:
+        return _error(refused)
+    coordinator = share_coordinator(ctx.broker, group_id)
+    if coordinator is None:
+        return _error(Errors.NOT_COORDINATOR)
+    error = coordinator.sessions.check(group_id, member_id, request.share_session_epoch)
+    if error is not Errors.NONE:
+        return _error(error)
+    names = topic_names(ctx)
+    acks = [(names[t.topic_id], p.partition_index, p.acknowledgement_batches)
+            for t in request.topics if t.topic_id in names for p in t.partitions]
+    errors = acknowledge(ctx, coordinator, group_id, member_id, acks, TOPIC)
+    if request.share_session_epoch == FINAL_EPOCH:
+        coordinator.release_session(group_id, member_id)
+        ctx.appended = True
+    lock_ms = coordinator.config.record_lock_duration_ms
+    leader = ShareLeaderIdAndEpoch(leader_id=ctx.config.node_id, leader_epoch=0)
+    responses = []
+    for topic in request.topics:
+        name = names.get(topic.topic_id)
+        responses.append(ShareAcknowledgeTopicResponse(topic_id=topic.topic_id, partitions=[
+            ShareAcknowledgePartitionData(
+                partition_index=p.partition_index,
+                error_code=Errors.UNKNOWN_TOPIC_ID if name is None else errors.get((name, p.partition_index), Errors.NONE),
+                current_leader=leader)
+            for p in topic.partitions
+        ]))
+    return ShareAcknowledgeResponse(throttle_time_ms=0, error_code=Errors.NONE, acquisition_lock_timeout_ms=lock_ms,
+                                    responses=responses, node_endpoints=[])

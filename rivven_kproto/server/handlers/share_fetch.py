@@ -1,0 +1,130 @@
+"""ShareFetch (78), v1-2: records acquired for a share-group member, with piggy-backed
+acknowledgements, over a share session (KIP-932; see ``_share.py`` and ``broker/share``).
+
+Order, as in Kafka: the session fields are applied (epoch 0 opens, -1 closes, else the next
+epoch), then the acknowledgements, then records are acquired from the session's partitions (at
+most MaxRecords, batch-aligned) and answered as Fetch-style record batches with their
+AcquiredRecords ranges. Nothing acquired and MaxWaitMs > 0: the request waits (woken by appends
+and released records) and acquires again; the acknowledgements are not applied twice. Closing a
+session releases what the member still holds.
+
+Authorization (the table, ``broker/security/authorization_rules.py``): Read on the group, Read on
+each topic (TOPIC_AUTHORIZATION_FAILED per partition).
+Not implemented: MinBytes (any acquired record answers), the record-limit acquire mode (v2's
+ShareAcquireMode is read as batch-optimized), NodeEndpoints (one broker leads everything here).
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from rivven_kproto.broker.security.authorization_rules import rule
+from rivven_kproto.codec.errors import Errors
+from rivven_kproto.codec.messages.share_common import ShareLeaderIdAndEpoch
+from rivven_kproto.codec.messages.share_fetch import (
+    AcquiredRecords,
+    ShareFetchableTopicResponse,
+    ShareFetchPartitionData,
+    ShareFetchRequest,
+    ShareFetchResponse,
+)
+
+from ..context import RequestContext
+from ..delayed import Pending
+from ._share import Delivery, Key, acknowledge, acquire, topic_names
+from ._share_groups import share_coordinator
+from .fetch import APPENDED
+
+API_KEY = ShareFetchRequest.API_KEY
+GROUP, TOPIC = rule(API_KEY).check("group"), rule(API_KEY).check("topic")
+FINAL_EPOCH = -1
+
+
+def _error(error: Errors, message: str | None = None, lock_ms: int = 0) -> ShareFetchResponse:
+    return ShareFetchResponse(throttle_time_ms=0, error_code=error, error_message=message,
+                              acquisition_lock_timeout_ms=lock_ms, responses=[], node_endpoints=[])
+
+
+def handle(ctx: RequestContext, request: ShareFetchRequest, version: int) -> ShareFetchResponse | Pending:
+    if not ctx.broker.share_enabled:
+        return _error(Errors.UNSUPPORTED_VERSION, "Share groups are not enabled on this broker.")
+    group_id, member_id = request.group_id, request.member_id
+    if not group_id or not member_id:
+        return _error(Errors.INVALID_REQUEST, "GroupId and MemberId are required.")
+    refused = ctx.refusal(GROUP, group_id)
+    if refused is not None:
+        return _error(refused)
+    coordinator = share_coordinator(ctx.broker, group_id)
+    if coordinator is None:
+        return _error(Errors.NOT_COORDINATOR)
+    lock_ms = coordinator.config.record_lock_duration_ms
+    names = topic_names(ctx)
+    ids = {name: topic_id for topic_id, name in names.items()}
+    unknown: list[tuple[uuid.UUID, int]] = []
+    added: list[Key] = []
+    acks = []
+    for topic in request.topics:
+        name = names.get(topic.topic_id)
+        for wanted in topic.partitions:
+            if name is None:
+                unknown.append((topic.topic_id, wanted.partition_index))
+                continue
+            added.append((name, wanted.partition_index))
+            if wanted.acknowledgement_batches:
+                acks.append((name, wanted.partition_index, wanted.acknowledgement_batches))
+    forgotten = [(names[t.topic_id], p) for t in request.forgotten_topics_data if t.topic_id in names for p in t.partitions]
+    error, session = coordinator.sessions.update(group_id, member_id, request.share_session_epoch, added, forgotten)
+    if error is not Errors.NONE:
+        return _error(error, lock_ms=lock_ms)
+    ack_errors = acknowledge(ctx, coordinator, group_id, member_id, acks, TOPIC)
+    if session is None:  # closed: the member's acquired records go back
+        coordinator.release_session(group_id, member_id)
+        ctx.appended = True
+        return _respond(ids, ack_errors, {}, unknown, ctx.config.node_id, lock_ms)
+    wanted_partitions = sorted(session.partitions)
+
+    def attempt(now_ms: int) -> dict[Key, Delivery]:
+        return acquire(ctx, coordinator, group_id, member_id, wanted_partitions, request.max_records,
+                       request.max_bytes, now_ms, TOPIC)
+
+    deliveries = attempt(ctx.now_ms)
+    if _any(deliveries) or request.max_wait_ms <= 0 or not wanted_partitions:
+        return _respond(ids, ack_errors, deliveries, unknown, ctx.config.node_id, lock_ms)
+
+    def complete(now_ms: int) -> ShareFetchResponse | None:
+        if coordinator.sessions.sessions.get((group_id, member_id)) is not session:
+            return _respond(ids, ack_errors, {}, unknown, ctx.config.node_id, lock_ms)  # session replaced
+        again = attempt(now_ms)
+        return _respond(ids, ack_errors, again, unknown, ctx.config.node_id, lock_ms) if _any(again) else None
+
+    def expire(now_ms: int) -> ShareFetchResponse:
+        return _respond(ids, ack_errors, deliveries, unknown, ctx.config.node_id, lock_ms)
+
+    return Pending(APPENDED, ctx.now_ms + request.max_wait_ms, complete, expire)
+
+
+def _any(deliveries: dict[Key, Delivery]) -> bool:
+    return any(d.acquired or d.error is not Errors.NONE for d in deliveries.values())
+
+
+def _respond(ids: dict[str, uuid.UUID], ack_errors: dict[Key, Errors], deliveries: dict[Key, Delivery],
+             unknown: list[tuple[uuid.UUID, int]], node_id: int, lock_ms: int) -> ShareFetchResponse:
+    by_topic: dict[uuid.UUID, list[ShareFetchPartitionData]] = {}
+    for key in sorted(set(ack_errors) | set(deliveries)):
+        delivery = deliveries.get(key, Delivery())
+        by_topic.setdefault(ids[key[0]], []).append(ShareFetchPartitionData(
+            partition_index=key[1], error_code=delivery.error, acknowledge_error_code=ack_errors.get(key, Errors.NONE),
+            current_leader=ShareLeaderIdAndEpoch(leader_id=node_id, leader_epoch=0),
+            records=b"".join(delivery.records),
+            acquired_records=[AcquiredRecords(first_offset=a.first, last_offset=a.last, delivery_count=a.count)
+                              for a in delivery.acquired],
+        ))
+    for topic_id, index in unknown:
+        by_topic.setdefault(topic_id, []).append(ShareFetchPartitionData(
+            partition_index=index, error_code=Errors.UNKNOWN_TOPIC_ID, acknowledge_error_code=Errors.NONE,
+            current_leader=ShareLeaderIdAndEpoch(leader_id=-1, leader_epoch=-1), records=b"", acquired_records=[]))
+    return ShareFetchResponse(
+        throttle_time_ms=0, error_code=Errors.NONE, acquisition_lock_timeout_ms=lock_ms,
+        responses=[ShareFetchableTopicResponse(topic_id=t, partitions=p) for t, p in by_topic.items()],
+        node_endpoints=[],
+    )

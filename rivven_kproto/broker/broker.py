@@ -570,16 +570,6 @@ class Broker:
         return sum(p.producers.expire(now_ms, expiration) for p in self.all_partitions())
 
     @property
-    def idempotent_producers_active(self) -> int:
-        """Distinct producer ids with state on any partition (one producer writing to eight
-        partitions is one producer)."""
-        return len({pid for p in self.all_partitions() for pid in p.producers.producers})
-
-    @property
-    def idempotent_duplicates_total(self) -> int:
-        return sum(p.producers.duplicates for p in self.all_partitions())
-
-    @property
     def coordinator_writes(self) -> int:
         """Entries appended to the coordinators' logs since start (the server waits for an fsync
         before answering a request that wrote any, under ``fsync=always``)."""

@@ -297,14 +297,15 @@ class _StateCollector(Collector):
             ("rivven_transactions_committed", counters.committed, "Transactions completed as committed."),
             ("rivven_transactions_aborted", counters.aborted, "Transactions completed as aborted (client or coordinator)."),
             ("rivven_transactions_timed_out", counters.timed_out, "Transactions aborted by the coordinator's timeout."),
-            ("rivven_idempotent_duplicates", broker.idempotent_duplicates_total,
+            ("rivven_idempotent_duplicates", sum(p.producers.duplicates for p in broker.all_partitions()),
              "Batches answered as duplicates from the producer state's last five batches."),
         ):
             yield CounterMetricFamily(name, text, value=value)
         yield GaugeMetricFamily("rivven_transactions_active", "Transactions Ongoing, PrepareCommit or PrepareAbort.",
                                 value=sum(txn.active for txn in broker.txn_coordinators()))
+        # Distinct producer ids (one producer writing to eight partitions is one producer).
         yield GaugeMetricFamily("rivven_idempotent_producers_active", "Producer ids with state on any partition.",
-                                value=broker.idempotent_producers_active)
+                                value=len({pid for p in broker.all_partitions() for pid in p.producers.producers}))
         yield CounterMetricFamily("rivven_transaction_markers_written", "COMMIT/ABORT markers written to partitions.",
                                   value=sum(log.markers_written for log in broker.all_partitions()))
         oldest = GaugeMetricFamily("rivven_transaction_oldest_open_age_seconds",

@@ -240,10 +240,10 @@ class PgLeases:
         held = conn.execute(
             "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 2"
             " AND classid::bigint = %s AND objid::bigint = %s)", (SHARD_LOCK_CLASS, shard)).fetchone()
-        if held is not None and not held[0]:
-            # Nobody holds it: the session that held this broker's locks ended (the database
-            # restarted or failed over, or the session was cut) and this commit reached the server
-            # before the heartbeat noticed. Not a loss: the round is retried once the session is
+        if shard in self.shards_held and held is not None and not held[0]:
+            # Held here, yet nobody holds its lock: the session that held this broker's locks
+            # ended (the database restarted or failed over, or the session was cut) and this commit
+            # reached the server before the heartbeat noticed. Not a loss: the round is retried once the session is
             # back and its locks taken again (``check_ownership``, forced by the next commit); a
             # broker that took the shard meanwhile makes that a loss (CoordinationLost) there.
             self._owner_checked = float("-inf")

@@ -164,7 +164,7 @@ CLIENT = Client(
         "fencing": _NO_FENCE,
         "acl-txn": _TXN_IDS,
         **dict.fromkeys(("group-rebalance", "commit-offsets", "send-offsets-txn", "group-rebalance-kip848",
-                         "send-offsets-txn-kip848"), _NO_GROUP),
+                         "send-offsets-txn-kip848", "group-upgrade-kip848"), _NO_GROUP),
         **dict.fromkeys(("admin-topics", "admin-configs", "list-describe-txn", "admin-replica-assignment",
                          "config-sources-41", "list-config-resources"), _NO_ADMIN),
     },

@@ -90,8 +90,11 @@ def codec_row(codec: str) -> Callable[[Any, Ctx], str]:
         stored = {p: _stored(ctx, ctx.topic, p).data_batches for p in range(fixtures.PARTITIONS)}
         codecs = {b.compression.name.lower() for batches in stored.values() for b in batches}
         if codecs != {codec}:
+            layout = {p: [(b.compression.name.lower(), len(list(b.iter_absolute()))) for b in batches]
+                      for p, batches in stored.items()}
             raise AssertionError(
-                f"stored batches use {sorted(codecs)}, not {codec}: the client did not compress"
+                f"stored batches use {sorted(codecs)}, not {codec}: the client did not compress; "
+                f"(codec, records) per partition: {layout}"
             )
         count = sum(len(b) for b in stored.values())
         return (

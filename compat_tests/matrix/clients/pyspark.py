@@ -72,7 +72,7 @@ class Adapter:
         # A long linger keeps each partition's records in one batch: librdkafka sends a batch
         # uncompressed when compressing would not shrink it, which a lone small record split off
         # does not. 1 s was not enough on a loaded machine (a codec row once stored a ``none``
-        # batch among snappy ones; the input reaches the task in two slices). The linger costs
+        # batch among snappy ones; likely a stall between the two input slices the task reads). The linger costs
         # nothing: the task's flush() sends at once, linger or not.
         self._write(ctx, topic, records, **{"kafka.compression.type": codec, "kafka.acks": acks,
                                             "kafka.enable.idempotence": str(idempotent).lower(),

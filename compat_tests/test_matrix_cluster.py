@@ -44,6 +44,8 @@ CLUSTER_CAPABILITIES = [
     "admin-replica-assignment",
     "config-sources-41",
     "list-config-resources",
+    # #42: the online upgrade of a classic group to the consumer protocol and back (conversion records).
+    "group-upgrade-kip848",
 ]
 # Every column but PySpark (a JVM per cell: minutes for these rows alone).
 CLUSTER_CLIENTS = ["confluent", "kafka_python", "aiokafka_client", "kafkajs", "kcat"]

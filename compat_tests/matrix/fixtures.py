@@ -241,3 +241,16 @@ def stored_batches(bootstrap: str, topic: str, partition: int = 0) -> Stored:
     finally:
         sock.close()
     return Stored(batches)
+
+
+def group_type(bootstrap: str, group: str) -> str:
+    """``classic``, ``consumer`` or ``none``: the group's type as ListGroups v5 filters it (KIP-848)."""
+    from confluent_kafka import ConsumerGroupType  # noqa: PLC0415
+    from confluent_kafka.admin import AdminClient  # noqa: PLC0415
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for kind, label in ((ConsumerGroupType.CONSUMER, "consumer"), (ConsumerGroupType.CLASSIC, "classic")):
+        listed = admin.list_consumer_groups(types={kind}).result(SETUP_TIMEOUT_S)
+        if group in {g.group_id for g in listed.valid}:
+            return label
+    return "none"

@@ -50,6 +50,9 @@ CAPABILITIES: tuple[Capability, ...] = (
     # KIP-848 (group.protocol=consumer): the broker assigns and reconciles incrementally.
     Capability("group-rebalance-kip848", "consumer group protocol (KIP-848) subscribe + rebalance", timeout_s=90.0),
     Capability("send-offsets-txn-kip848", "send offsets to transaction, KIP-848 group", timeout_s=60.0, topics=2),
+    # #42: a classic group converted online when a consumer-protocol member joins, and back when it leaves.
+    Capability("group-upgrade-kip848", "online group upgrade classic -> consumer protocol (KIP-848) and back",
+               timeout_s=120.0),
     Capability("admin-topics", "admin create/describe/delete topics", topics=0),
     Capability("admin-configs", "admin describe/alter configs"),
     Capability("admin-replica-assignment", "admin explicit replica assignment (create topic, add partitions)",

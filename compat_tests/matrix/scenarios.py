@@ -90,8 +90,11 @@ def codec_row(codec: str) -> Callable[[Any, Ctx], str]:
         stored = {p: _stored(ctx, ctx.topic, p).data_batches for p in range(fixtures.PARTITIONS)}
         codecs = {b.compression.name.lower() for batches in stored.values() for b in batches}
         if codecs != {codec}:
+            layout = {p: [(b.compression.name.lower(), len(list(b.iter_absolute()))) for b in batches]
+                      for p, batches in stored.items()}
             raise AssertionError(
-                f"stored batches use {sorted(codecs)}, not {codec}: the client did not compress"
+                f"stored batches use {sorted(codecs)}, not {codec}: the client did not compress; "
+                f"(codec, records) per partition: {layout}"
             )
         count = sum(len(b) for b in stored.values())
         return (
@@ -243,6 +246,35 @@ def group_rebalance(adapter: Any, ctx: Ctx, method: str = "group_rebalance") -> 
         f"A alone: {sorted(a_first)}; after B joined: A {sorted(a_after)}, B {sorted(b_after)}; "
         "later records read once, by their partition's owner"
     )
+
+
+def group_upgrade(adapter: Any, ctx: Ctx) -> str:
+    """KIP-848's online upgrade: a classic member alone, a ``group.protocol=consumer`` member joins (the
+    broker converts the group), then leaves (converted back). Each member commits what it read, so
+    every record is read exactly once, by the member that owned its partition at the time."""
+    phases = [[Rec(p, None, f"{name}-{p}-{i}".encode()) for p in range(3) for i in range(2)]
+              for name in ("classic", "upgraded", "downgraded")]
+    group = ctx.name("upgrade")
+    with ctx.step("classic member, consumer-protocol member joins, then leaves"):
+        obs = adapter.group_upgrade(ctx, ctx.topic, group, phases, lambda: fixtures.group_type(ctx.inspect_bootstrap, group))
+    everything = set(range(fixtures.PARTITIONS))
+    if obs["types"] != ["classic", "consumer", "classic"]:
+        raise AssertionError(f"group type alone/joined/left: {obs['types']}, expected classic, consumer, classic")
+    a_first, a_split, b_split, a_last = (set(obs[k]) for k in ("a_first", "a_split", "b_split", "a_last"))
+    if a_first != everything or a_last != everything:
+        raise AssertionError(f"the classic member alone owned {sorted(a_first)}, after the leave {sorted(a_last)}")
+    if a_split & b_split or a_split | b_split != everything or not a_split or not b_split:
+        raise AssertionError(f"while upgraded: classic {sorted(a_split)}, consumer-protocol {sorted(b_split)}")
+    owners = [dict.fromkeys(everything, "a"), {**dict.fromkeys(a_split, "a"), **dict.fromkeys(b_split, "b")},
+              dict.fromkeys(everything, "a")]
+    for phase, owner in zip(phases, owners, strict=True):
+        for record in phase:
+            readers = [who for who in "ab" for r in obs[f"{who}_records"] if r.value == record.value]
+            if readers != [owner[record.partition]]:
+                raise AssertionError(f"{record.value!r} (partition {record.partition}) read by {readers}, "
+                                     f"expected once by {owner[record.partition]}")
+    return (f"classic alone: {sorted(a_first)}; upgraded: classic {sorted(a_split)}, consumer-protocol "
+            f"{sorted(b_split)}; downgraded: classic {sorted(a_last)}; every record read once, commits kept")
 
 
 def commit_offsets(adapter: Any, ctx: Ctx) -> str:
@@ -451,6 +483,7 @@ SCENARIOS: dict[str, Scenario] = {
                                        ("group_rebalance_kip848",)),
     "send-offsets-txn-kip848": Scenario(functools.partial(send_offsets, method="send_offsets_kip848"),
                                         ("send_offsets_kip848", "committed", "read")),
+    "group-upgrade-kip848": Scenario(group_upgrade, ("group_upgrade",)),
     "admin-topics": Scenario(admin_topics, ("admin_topics",)),
     "admin-configs": Scenario(admin_configs, ("admin_configs",)),
     "admin-replica-assignment": Scenario(replica_assignment, ("broker_ids", "assign_replicas")),

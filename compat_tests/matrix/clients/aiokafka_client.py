@@ -500,6 +500,10 @@ class Adapter:
 
 
 _NO_KIP848 = "aiokafka implements only the classic group protocol (JoinGroup/SyncGroup), not group.protocol=consumer (KIP-848)"
+_NO_UPGRADE = (
+    "aiokafka speaks only the classic group protocol, so none of its members can join with group.protocol=consumer "
+    "and upgrade the group (KIP-848); the row's classic side is covered by confluent-kafka's classic member"
+)
 
 
 CLIENT = Client(
@@ -508,6 +512,7 @@ CLIENT = Client(
     version=lambda: {"version": aiokafka.__version__},
     not_offered={
         **dict.fromkeys(("group-rebalance-kip848", "send-offsets-txn-kip848"), _NO_KIP848),
+        "group-upgrade-kip848": _NO_UPGRADE,
         "list-describe-txn": "aiokafka's admin client has no ListTransactions/DescribeTransactions",
         "list-config-resources": "aiokafka's admin client has no ListConfigResources",
         "share-group": "aiokafka has no share consumer (KIP-932)",

@@ -1,9 +1,10 @@
-"""confluent-kafka (librdkafka): every capability but list/describe transactions."""
+"""confluent-kafka (librdkafka): every capability but list/describe transactions and ListConfigResources."""
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 import confluent_kafka
@@ -252,6 +253,73 @@ class Adapter:
             "a_records": records["a"],
             "b_records": records["b"],
         }
+
+    def group_upgrade(self, ctx: Ctx, topic: str, group: str, phases: list[list[Rec]],
+                      group_type: Callable[[], str]) -> dict:
+        """Member A classic (eager ``range``), member B ``group.protocol=consumer``; each commits what
+        it read before the next step, so a partition that moves resumes after it."""
+        from ..fixtures import produce_plain  # noqa: PLC0415
+
+        members = {
+            "a": self._consumer(ctx, group, **{"group.protocol": "classic", "session.timeout.ms": 10_000,
+                                               "heartbeat.interval.ms": 300,
+                                               "partition.assignment.strategy": "range"}),
+            "b": self._consumer(ctx, group, **{"group.protocol": "consumer"}),
+        }
+        assigned: dict[str, set[int]] = {"a": set(), "b": set()}
+        records: dict[str, list[Rec]] = {"a": [], "b": []}
+
+        def on_assign(who: str) -> Callable[[Any, list], None]:
+            def run(_c: Any, partitions: list) -> None:  # eager for A (the whole set), incremental for B
+                added = {p.partition for p in partitions}
+                assigned[who] = added if who == "a" else assigned[who] | added
+            return run
+
+        def on_revoke(who: str) -> Callable[[Any, list], None]:
+            def run(_c: Any, partitions: list) -> None:
+                assigned[who] = set() if who == "a" else assigned[who] - {p.partition for p in partitions}
+            return run
+
+        def poll(*who: str) -> None:
+            for w in who:
+                got = self._poll(members[w], 0.1)
+                if got:
+                    members[w].commit(asynchronous=False)
+                records[w] += got
+
+        def read_all(what: str, phase: list[Rec], *who: str) -> None:
+            produce_plain(ctx.bootstrap, topic, phase)
+            values = {r.value for r in phase}
+            until(deadline, what, lambda: poll(*who) or {r.value for w in who for r in records[w]},
+                  lambda seen: values <= seen)
+
+        deadline = time.monotonic() + ctx.remaining()
+        types = []
+        try:
+            members["a"].subscribe([topic], on_assign=on_assign("a"), on_revoke=on_revoke("a"))
+            read_all("the classic member to read the first records", phases[0], "a")
+            a_first = sorted(assigned["a"])
+            types.append(group_type())
+            members["b"].subscribe([topic], on_assign=on_assign("b"), on_revoke=on_revoke("b"))
+            until(deadline, "the upgraded group to give both members partitions",
+                  lambda: poll("a", "b") or {w: set(assigned[w]) for w in "ab"},
+                  lambda a: bool(a["a"]) and bool(a["b"]) and a["a"] | a["b"] == {0, 1, 2})
+            split = {w: sorted(assigned[w]) for w in "ab"}
+            types.append(group_type())
+            read_all("the records produced while upgraded", phases[1], "a", "b")
+            poll("a", "b")
+            members.pop("b").close()
+            until(deadline, "the classic member to own every partition after the leave",
+                  lambda: poll("a") or set(assigned["a"]), lambda a: a == {0, 1, 2})
+            a_last = sorted(assigned["a"])  # before close() revokes it
+            types.append(group_type())
+            read_all("the records produced after the downgrade", phases[2], "a")
+            poll("a")
+        finally:
+            for consumer in members.values():
+                consumer.close()
+        return {"types": types, "a_first": a_first, "a_split": split["a"], "b_split": split["b"],
+                "a_last": a_last, "a_records": records["a"], "b_records": records["b"]}
 
     def commit_fetch(self, ctx: Ctx, topic: str, group: str) -> dict:
         first = self._consumer(ctx, group)

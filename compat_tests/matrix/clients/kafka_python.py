@@ -383,11 +383,19 @@ class Adapter:
 
 
 _NO_KIP848 = "kafka-python implements only the classic group protocol (JoinGroup/SyncGroup), not group.protocol=consumer (KIP-848)"
+_NO_UPGRADE = (
+    "kafka-python speaks only the classic group protocol, so none of its members can join with group.protocol=consumer "
+    "and upgrade the group (KIP-848); the row's classic side is covered by confluent-kafka's classic member"
+)
 
 
 CLIENT = Client(
-    name="kafka-python", adapter=Adapter(), version=lambda: {"version": kafka.__version__}, not_offered={
+    name="kafka-python",
+    adapter=Adapter(),
+    version=lambda: {"version": kafka.__version__},
+    not_offered={
         **dict.fromkeys(("group-rebalance-kip848", "send-offsets-txn-kip848"), _NO_KIP848),
+        "group-upgrade-kip848": _NO_UPGRADE,
         "share-group": "kafka-python has no share consumer (KIP-932)",
     },
 )

@@ -215,6 +215,10 @@ def version() -> dict[str, str]:
 _CORE_CODECS = "kafkajs core ships GZIP only; {} needs a codec package (not installed)"
 
 _NO_KIP848 = "kafkajs implements only the classic group protocol (JoinGroup/SyncGroup), not group.protocol=consumer (KIP-848)"
+_NO_UPGRADE = (
+    "kafkajs speaks only the classic group protocol, so none of its members can join with group.protocol=consumer "
+    "and upgrade the group (KIP-848); the row's classic side is covered by confluent-kafka's classic member"
+)
 
 
 CLIENT = Client(
@@ -226,6 +230,7 @@ CLIENT = Client(
         "codec-lz4": _CORE_CODECS.format("LZ4 (kafkajs-lz4)"),
         "codec-zstd": _CORE_CODECS.format("ZSTD (@kafkajs/zstd)"),
         **dict.fromkeys(("group-rebalance-kip848", "send-offsets-txn-kip848"), _NO_KIP848),
+        "group-upgrade-kip848": _NO_UPGRADE,
         "list-describe-txn": "kafkajs' admin client has no ListTransactions/DescribeTransactions",
         "list-config-resources": "kafkajs' admin client has no ListConfigResources",
         "share-group": "kafkajs has no share consumer (KIP-932)",

@@ -407,6 +407,8 @@ CLIENT = Client(
         "send-offsets-txn": _CONSUMER_ONLY,
         "send-offsets-txn-kip848": _CONSUMER_ONLY,
         "group-rebalance-kip848": "Debian's kcat 1.7.1 links librdkafka 2.0.2, older than group.protocol=consumer (KIP-848)",
+        "group-upgrade-kip848": "Debian's kcat 1.7.1 links librdkafka 2.0.2, older than group.protocol=consumer (KIP-848): "
+                                "none of its members can upgrade a group",
         "admin-topics": _NO_ADMIN,
         "admin-configs": _NO_ADMIN,
         "admin-replica-assignment": _NO_ADMIN,

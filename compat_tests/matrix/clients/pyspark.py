@@ -69,12 +69,14 @@ class Adapter:
         writer.save()
 
     def produce(self, ctx: Ctx, topic: str, records: list[Rec], *, codec: str, acks: str, idempotent: bool) -> None:
-        # A long linger keeps each partition's records in one batch (the task flushes when it
-        # ends): librdkafka sends a batch uncompressed when compressing would not shrink it, which
-        # a lone small record split off by a 5 ms linger on a busy machine does not.
+        # A long linger keeps each partition's records in one batch: librdkafka sends a batch
+        # uncompressed when compressing would not shrink it, which a lone small record split off
+        # does not. 1 s was not enough on a loaded machine (a codec row once stored a ``none``
+        # batch among snappy ones; likely a stall between the two input slices the task reads). The linger costs
+        # nothing: the task's flush() sends at once, linger or not.
         self._write(ctx, topic, records, **{"kafka.compression.type": codec, "kafka.acks": acks,
                                             "kafka.enable.idempotence": str(idempotent).lower(),
-                                            "kafka.linger.ms": "1000"})
+                                            "kafka.linger.ms": "30000"})
 
     def txn_produce(self, ctx: Ctx, topic: str, txn_id: str, transactions: list[tuple[list[Rec], str]]) -> None:
         """Only commits: the sink aborts a transaction when its task fails, never on request."""
@@ -164,7 +166,7 @@ CLIENT = Client(
         "fencing": _NO_FENCE,
         "acl-txn": _TXN_IDS,
         **dict.fromkeys(("group-rebalance", "commit-offsets", "send-offsets-txn", "group-rebalance-kip848",
-                         "send-offsets-txn-kip848"), _NO_GROUP),
+                         "send-offsets-txn-kip848", "group-upgrade-kip848"), _NO_GROUP),
         **dict.fromkeys(("admin-topics", "admin-configs", "list-describe-txn", "admin-replica-assignment",
                          "config-sources-41", "list-config-resources"), _NO_ADMIN),
         "share-group": "Spark's Kafka source reads partitions by offset; it has no share-group (KIP-932) source",

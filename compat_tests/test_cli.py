@@ -58,7 +58,8 @@ def test_cluster_info(broker: BrokerProcess) -> None:
         "features", "kafka_release", "kafka_releases"
     ]
     assert info["coordinator_shards"] == 1 and info["brokers"][0]["coordinator_shards"] == [0]  # alone: one shard
-    assert info["features"] == {"transaction.version": 2}  # transactions V2, the default (KIP-890 part 2)
+    # transactions V2, the default (KIP-890 part 2); share groups (KIP-932), on by default
+    assert info["features"] == {"transaction.version": 2, "share.version": 1}
     assert isinstance(info["cluster_id"], str) and info["cluster_id"]
     assert info["controller_id"] == 0
     assert [(b["node_id"], b["port"]) for b in info["brokers"]] == [(0, broker.port)]

@@ -127,3 +127,11 @@ def test_batch_values_are_the_values_decode_batch_gives(records: list[Record], f
         assert values_answer(bytes(batch), base + first_delta) == expected
     finally:
         records_module._compiled_decode_values = saved
+
+
+def test_the_last_offset_of_values_whose_deltas_are_all_negative() -> None:
+    """Hypothesis found it: the compiled values path started its maximum at -1, so a batch whose
+    kept records all had negative offset deltas reported base - 1 as its last offset."""
+    batch = records_module.build_batch([Record(offset_delta=-2, timestamp_delta=0, key=None, value=None)],
+                                       base_offset=0, base_timestamp=1)
+    assert values_answer(batch, -2) == reference_values(batch, -2) == ([None], -2)

@@ -177,7 +177,7 @@ static PyObject *decode_values(PyObject *self, PyObject *args) {
     long long first_delta;
     if (!PyArg_ParseTuple(args, "y*nL", &view, &count, &first_delta)) return NULL;
     PyObject *out = NULL;
-    int64_t last = -1;
+    int64_t last = INT64_MIN;  /* any kept delta is larger (a delta may be negative) */
     Reader r = {(const uint8_t *)view.buf, 0, view.len};
     if (count < 0 || count > view.len / MIN_RECORD_SIZE) goto malformed;
     if ((out = PyList_New(0)) == NULL) goto done;

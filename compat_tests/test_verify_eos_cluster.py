@@ -59,7 +59,7 @@ def test_verify_eos_on_a_cluster_under_the_nemesis(tmp_path: Path) -> None:
     failed = {name: check for name, check in doc["checks"].items() if check["count"]}
     # Known, not fixed yet (docs/verification.rst): the transform stage can stop making progress
     # after a restart (seed 52: its consumer got no records; not reduced), or a call of it hang
-    # (the FindCoordinator and Metadata causes are fixed; none in 11 long seeds since). Such a
+    # (the FindCoordinator and Metadata causes are fixed; none in 14 long seeds since). Such a
     # liveness finding (a hung call, or inputs left without output because the stage never
     # drained) is reported, not failed, here; every safety check, and any other finding, fails.
     liveness = failed.get("liveness", {}).get("examples", [])

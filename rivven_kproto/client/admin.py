@@ -11,7 +11,14 @@ import enum
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from rivven_kproto.codec.enums import EARLIEST, LATEST, READ_COMMITTED, READ_UNCOMMITTED, ConfigSource
+from rivven_kproto.codec.enums import (
+    EARLIEST,
+    LATEST,
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
+    AlterConfigOp,
+    ConfigSource,
+)
 from rivven_kproto.codec.messages.create_partitions import (
     CreatePartitionsRequest,
     CreatePartitionsResponse,
@@ -62,13 +69,6 @@ ADMIN_TIMEOUT_MS = 30_000
 class ResourceType(enum.IntEnum):
     TOPIC = 2
     BROKER = 4
-
-
-class AlterOp(enum.IntEnum):
-    SET = 0
-    DELETE = 1
-    APPEND = 2
-    SUBTRACT = 3
 
 
 @dataclass
@@ -325,7 +325,7 @@ def _source_name(source: int) -> str:
 
 
 async def alter_configs(
-    client: KafkaClient, resource_type: ResourceType, name: str, changes: list[tuple[str, AlterOp, str | None]]
+    client: KafkaClient, resource_type: ResourceType, name: str, changes: list[tuple[str, AlterConfigOp, str | None]]
 ) -> None:
     """IncrementalAlterConfigs (KIP-339): only the named keys change, the rest stays as it is."""
 

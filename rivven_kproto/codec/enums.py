@@ -34,6 +34,15 @@ class ConfigSource(enum.IntEnum):
     GROUP_CONFIG = 8
 
 
+class AlterConfigOp(enum.IntEnum):
+    """IncrementalAlterConfigs' ``config_operation`` (Kafka's ``AlterConfigOp.OpType``)."""
+
+    SET = 0
+    DELETE = 1
+    APPEND = 2
+    SUBTRACT = 3
+
+
 READ_UNCOMMITTED = IsolationLevel.READ_UNCOMMITTED
 READ_COMMITTED = IsolationLevel.READ_COMMITTED
 LATEST = OffsetSpec.LATEST

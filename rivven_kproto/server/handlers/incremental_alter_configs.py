@@ -20,9 +20,8 @@ CLIENT_METRICS resources.
 
 from __future__ import annotations
 
-import enum
-
 from rivven_kproto.broker.topics import TOPIC_CONFIGS, is_list_config
+from rivven_kproto.codec.enums import AlterConfigOp
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.incremental_alter_configs import (
     AlterableConfig,
@@ -47,14 +46,7 @@ from .describe_configs import BROKER, TOPIC
 API_KEY = IncrementalAlterConfigsRequest.API_KEY
 
 
-class OpType(enum.IntEnum):
-    SET = 0
-    DELETE = 1
-    APPEND = 2
-    SUBTRACT = 3
-
-
-_OP_CODES = frozenset(int(op) for op in OpType)
+_OP_CODES = frozenset(int(op) for op in AlterConfigOp)
 
 
 def handle(
@@ -68,7 +60,7 @@ def handle(
                 raise KafkaError(Errors.INVALID_REQUEST, "Each resource must appear at most once.")
             check_config_names([config.name for config in resource.configs])
             check_nulls(
-                [c.name for c in resource.configs if c.config_operation != OpType.DELETE and c.value is None]
+                [c.name for c in resource.configs if c.config_operation != AlterConfigOp.DELETE and c.value is None]
             )
             for config in resource.configs:
                 if config.config_operation not in _OP_CODES:
@@ -102,10 +94,10 @@ def apply_operations(current: dict[str, str], operations: list[AlterableConfig])
     """The overrides after the operations (Kafka's incrementalAlterConfigResource), unvalidated."""
     configs = dict(current)
     for op in operations:
-        kind = OpType(op.config_operation)
-        if kind == OpType.SET:
+        kind = AlterConfigOp(op.config_operation)
+        if kind == AlterConfigOp.SET:
             configs[op.name] = op.value or ""
-        elif kind == OpType.DELETE:
+        elif kind == AlterConfigOp.DELETE:
             configs.pop(op.name, None)
         else:
             if not is_list_config(op.name):
@@ -115,9 +107,9 @@ def apply_operations(current: dict[str, str], operations: list[AlterableConfig])
             base = configs.get(op.name, TOPIC_CONFIGS[op.name].default)
             items = [item for item in base.split(",") if item]
             for value in _java_split(op.value or ""):
-                if kind == OpType.APPEND and value not in items:
+                if kind == AlterConfigOp.APPEND and value not in items:
                     items.append(value)
-                elif kind == OpType.SUBTRACT and value in items:
+                elif kind == AlterConfigOp.SUBTRACT and value in items:
                     items.remove(value)
             configs[op.name] = ",".join(items)
     return configs

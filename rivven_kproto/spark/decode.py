@@ -33,7 +33,7 @@ import pyarrow.compute as pc
 
 from rivven_kproto.codec.compression import Compression, codec_of, decompress
 from rivven_kproto.codec.records.batch import HEADER_SIZE, BatchHeader, compute_crc, parse_header
-from rivven_kproto.codec.records.control import ControlType, control_type
+from rivven_kproto.codec.records.control import is_abort_marker
 from rivven_kproto.codec.records.records import (
     MAGIC_V2,
     MIN_BATCH_LENGTH,
@@ -78,16 +78,6 @@ def kafka_arrow_schema(include_headers: bool) -> pa.Schema:
     return pa.schema(fields)
 
 
-def _is_abort_marker(buf: memoryview, pos: int) -> bool:
-    batch = decode_batch(buf, pos)
-    if not batch.records:
-        return False
-    try:
-        return control_type(batch.records[0]) == ControlType.ABORT
-    except RecordFormatError:
-        return False
-
-
 def select_batches(
     buf: bytes | memoryview, aborted: Iterable[tuple[int, int]] | None, read_committed: bool, *, verify_crc: bool = True
 ) -> tuple[list[tuple[int, BatchHeader]], int, int]:
@@ -116,7 +106,7 @@ def select_batches(
             raise RecordFormatError(f"batch at offset {header.base_offset} has a negative offset delta or count")
         seen += 1
         next_offset = max(next_offset, header.next_offset)
-        if visibility.shows(header, lambda: _is_abort_marker(view, pos)):  # noqa: B023 - called at once
+        if visibility.shows(header, lambda: is_abort_marker(decode_batch(view, pos))):  # noqa: B023 - called at once
             shown.append((pos, header))
         pos += header.size
     return shown, next_offset, seen

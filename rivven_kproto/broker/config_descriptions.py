@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from rivven_kproto.codec.enums import ConfigSource
+
 from .config import BrokerConfig
 from .dynamic_configs import CLUSTER_DEFAULT, DynamicBrokerConfigs
 from .dynamic_keys import TOPIC_SYNONYMS
@@ -19,7 +21,6 @@ from .security.listeners import describe_listeners
 from .topics import (
     TOPIC_CONFIG_DEFAULTS,
     ConfigEntry,
-    ConfigSource,
     ConfigSynonym,
     ConfigType,
     describe_topic_configs,

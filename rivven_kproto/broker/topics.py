@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rivven_kproto.codec.enums import ConfigSource
 from rivven_kproto.codec.errors import Errors, KafkaError
 
 from .cluster import catalog_digest
@@ -78,17 +79,6 @@ class ConfigType(enum.IntEnum):
     LIST = 7
     CLASS = 8
     PASSWORD = 9
-
-
-class ConfigSource(enum.IntEnum):
-    """Where a config value comes from, as DescribeConfigs (v1+) and CreateTopics (v5+) say it."""
-
-    UNKNOWN = 0
-    DYNAMIC_TOPIC_CONFIG = 1
-    DYNAMIC_BROKER_CONFIG = 2
-    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
-    STATIC_BROKER_CONFIG = 4
-    DEFAULT_CONFIG = 5
 
 
 @dataclass(frozen=True)

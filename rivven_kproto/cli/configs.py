@@ -95,7 +95,7 @@ def set_(topic: str | None, broker_id: int | None, broker_defaults: bool, items:
     """
     kind, name = _resource(topic, broker_id, broker_defaults)
     values = parse_assignments(items, "KEY=VALUE")
-    changes: list[tuple[str, admin.AlterOp, str | None]] = [(k, admin.AlterOp.SET, v) for k, v in values.items()]
+    changes: list[tuple[str, admin.AlterConfigOp, str | None]] = [(k, admin.AlterConfigOp.SET, v) for k, v in values.items()]
 
     async def operation(client: KafkaClient) -> None:
         await admin.alter_configs(client, kind, name, changes)
@@ -115,7 +115,7 @@ def delete(topic: str | None, broker_id: int | None, broker_defaults: bool, keys
       kproto configs delete --topic demo retention.ms
     """
     kind, name = _resource(topic, broker_id, broker_defaults)
-    changes: list[tuple[str, admin.AlterOp, str | None]] = [(k, admin.AlterOp.DELETE, None) for k in keys]
+    changes: list[tuple[str, admin.AlterConfigOp, str | None]] = [(k, admin.AlterConfigOp.DELETE, None) for k in keys]
 
     async def operation(client: KafkaClient) -> None:
         await admin.alter_configs(client, kind, name, changes)

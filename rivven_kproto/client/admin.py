@@ -11,7 +11,14 @@ import enum
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from rivven_kproto.codec.enums import EARLIEST, LATEST, READ_COMMITTED, READ_UNCOMMITTED
+from rivven_kproto.codec.enums import (
+    EARLIEST,
+    LATEST,
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
+    AlterConfigOp,
+    ConfigSource,
+)
 from rivven_kproto.codec.messages.create_partitions import (
     CreatePartitionsRequest,
     CreatePartitionsResponse,
@@ -62,25 +69,6 @@ ADMIN_TIMEOUT_MS = 30_000
 class ResourceType(enum.IntEnum):
     TOPIC = 2
     BROKER = 4
-
-
-class ConfigSource(enum.IntEnum):
-    UNKNOWN = 0
-    DYNAMIC_TOPIC_CONFIG = 1
-    DYNAMIC_BROKER_CONFIG = 2
-    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
-    STATIC_BROKER_CONFIG = 4
-    DEFAULT_CONFIG = 5
-    DYNAMIC_BROKER_LOGGER_CONFIG = 6
-    CLIENT_METRICS_CONFIG = 7
-    GROUP_CONFIG = 8
-
-
-class AlterOp(enum.IntEnum):
-    SET = 0
-    DELETE = 1
-    APPEND = 2
-    SUBTRACT = 3
 
 
 @dataclass
@@ -337,7 +325,7 @@ def _source_name(source: int) -> str:
 
 
 async def alter_configs(
-    client: KafkaClient, resource_type: ResourceType, name: str, changes: list[tuple[str, AlterOp, str | None]]
+    client: KafkaClient, resource_type: ResourceType, name: str, changes: list[tuple[str, AlterConfigOp, str | None]]
 ) -> None:
     """IncrementalAlterConfigs (KIP-339): only the named keys change, the rest stays as it is."""
 

@@ -27,7 +27,7 @@ from rivven_kproto.codec.messages.fetch import (
     FetchTopic,
     PartitionData,
 )
-from rivven_kproto.codec.records.control import ControlType, control_type
+from rivven_kproto.codec.records.control import is_abort_marker
 from rivven_kproto.codec.records.records import (
     Record,
     RecordBatch,
@@ -67,15 +67,6 @@ class ConsumedRecord:
     headers: list[tuple[str, bytes | None]] = field(default_factory=list)
 
 
-def _is_abort_marker(batch: RecordBatch) -> bool:
-    if not batch.records:
-        return False
-    try:
-        return control_type(batch.records[0]) == ControlType.ABORT
-    except RecordFormatError:
-        return False
-
-
 def visible_records(
     batches: Iterable[RecordBatch], aborted: Iterable[tuple[int, int]] | None, read_committed: bool
 ) -> Iterator[tuple[int, int, Record]]:
@@ -83,7 +74,7 @@ def visible_records(
     (Kafka's rule: see ``codec/records/visibility.py``)."""
     visibility = Visibility(aborted, read_committed)
     for batch in batches:
-        if visibility.shows(batch, lambda: _is_abort_marker(batch)):  # noqa: B023 - called at once
+        if visibility.shows(batch, lambda: is_abort_marker(batch)):  # noqa: B023 - called at once
             yield from batch.iter_absolute()
 
 
@@ -173,7 +164,7 @@ class Consumer:
         try:
             for pos, header in iter_batch_positions(raw):
                 next_offset = header.next_offset
-                if not visibility.shows(header, lambda: _is_abort_marker(decode_batch(raw, pos))):  # noqa: B023 - called at once
+                if not visibility.shows(header, lambda: is_abort_marker(decode_batch(raw, pos))):  # noqa: B023 - called at once
                     continue
                 if values:
                     shown, last = decode_batch_values(raw, pos, position)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from rivven_kproto.broker.security.scram import MECHANISM_TYPES, TYPE_OF_MECHANISM, salted_password
+from rivven_kproto.auth.scram import MECHANISM_TYPES, TYPE_OF_MECHANISM, salted_password
 from rivven_kproto.codec.messages.alter_user_scram_credentials import (
     AlterUserScramCredentialsRequest,
     AlterUserScramCredentialsResponse,

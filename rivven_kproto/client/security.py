@@ -19,8 +19,8 @@ import re
 import ssl
 from collections.abc import Mapping
 
-from rivven_kproto.broker.security.pem import load_inline_chain
-from rivven_kproto.broker.security.sasl_client import ClientSecurity, sasl_conversation
+from rivven_kproto.auth.pem import load_inline_chain
+from rivven_kproto.auth.sasl_client import ClientSecurity, sasl_conversation
 
 __all__ = ["ClientSecurity", "from_properties", "sasl_conversation"]
 

@@ -20,6 +20,29 @@ class OffsetSpec(enum.IntEnum):
     MAX_TIMESTAMP = -3
 
 
+class ConfigSource(enum.IntEnum):
+    """Where a config value comes from, as DescribeConfigs (v1+) and CreateTopics (v5+) say it."""
+
+    UNKNOWN = 0
+    DYNAMIC_TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
+    DYNAMIC_BROKER_LOGGER_CONFIG = 6
+    CLIENT_METRICS_CONFIG = 7
+    GROUP_CONFIG = 8
+
+
+class AlterConfigOp(enum.IntEnum):
+    """IncrementalAlterConfigs' ``config_operation`` (Kafka's ``AlterConfigOp.OpType``)."""
+
+    SET = 0
+    DELETE = 1
+    APPEND = 2
+    SUBTRACT = 3
+
+
 READ_UNCOMMITTED = IsolationLevel.READ_UNCOMMITTED
 READ_COMMITTED = IsolationLevel.READ_COMMITTED
 LATEST = OffsetSpec.LATEST

@@ -27,10 +27,10 @@ from typing import TypeVar
 import trio
 from scramp import ScramException
 
+from rivven_kproto.auth.sasl_client import ClientSecurity, sasl_conversation
 from rivven_kproto.broker.cluster import Node
 from rivven_kproto.broker.config import InterBrokerClient
 from rivven_kproto.broker.markers.remote import RemoteMarker
-from rivven_kproto.broker.security.sasl_client import ClientSecurity, sasl_conversation
 from rivven_kproto.codec.connection import encode_request
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.headers import RequestHeader, ResponseHeader, response_header_version

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import ssl
 
+from rivven_kproto.auth.pem import load_inline_chain
 from rivven_kproto.broker.config import ConfigError, SecurityConfig
-from rivven_kproto.broker.security.pem import load_inline_chain
 from rivven_kproto.broker.security.x500 import subject_dn
 
 _VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}

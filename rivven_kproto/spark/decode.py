@@ -32,14 +32,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rivven_kproto.codec.compression import Compression, codec_of, decompress
-from rivven_kproto.codec.records.batch import HEADER_SIZE, BatchHeader, compute_crc, parse_header
-from rivven_kproto.codec.records.control import ControlType, control_type
+from rivven_kproto.codec.records.batch import HEADER_SIZE, BatchHeader, compute_crc
+from rivven_kproto.codec.records.control import is_abort_marker
 from rivven_kproto.codec.records.records import (
     MAGIC_V2,
-    MIN_BATCH_LENGTH,
     RecordBatch,
     RecordFormatError,
     decode_batch,
+    iter_batch_positions,
 )
 from rivven_kproto.codec.records.visibility import Visibility
 from rivven_kproto.codec.varint import VarintError, decode_varint
@@ -78,16 +78,6 @@ def kafka_arrow_schema(include_headers: bool) -> pa.Schema:
     return pa.schema(fields)
 
 
-def _is_abort_marker(buf: memoryview, pos: int) -> bool:
-    batch = decode_batch(buf, pos)
-    if not batch.records:
-        return False
-    try:
-        return control_type(batch.records[0]) == ControlType.ABORT
-    except RecordFormatError:
-        return False
-
-
 def select_batches(
     buf: bytes | memoryview, aborted: Iterable[tuple[int, int]] | None, read_committed: bool, *, verify_crc: bool = True
 ) -> tuple[list[tuple[int, BatchHeader]], int, int]:
@@ -96,18 +86,11 @@ def select_batches(
     A partial batch at the end (Fetch may cut one) is ignored; the next offset then stays at it.
     """
     view = memoryview(buf)
-    end = len(view)
     visibility = Visibility(aborted, read_committed)
     shown: list[tuple[int, BatchHeader]] = []
     next_offset = -1
     seen = 0
-    pos = 0
-    while end - pos >= HEADER_SIZE:
-        header = parse_header(view, pos)
-        if header.batch_length < MIN_BATCH_LENGTH:
-            raise RecordFormatError(f"batch length {header.batch_length} below the minimum at byte {pos}")
-        if pos + header.size > end:
-            break
+    for pos, header in iter_batch_positions(view):
         if header.magic != MAGIC_V2:
             raise RecordFormatError(f"unsupported record batch magic {header.magic} at offset {header.base_offset}")
         if verify_crc and compute_crc(view, pos, header.size) != header.crc:
@@ -116,9 +99,8 @@ def select_batches(
             raise RecordFormatError(f"batch at offset {header.base_offset} has a negative offset delta or count")
         seen += 1
         next_offset = max(next_offset, header.next_offset)
-        if visibility.shows(header, lambda: _is_abort_marker(view, pos)):  # noqa: B023 - called at once
+        if visibility.shows(header, lambda: is_abort_marker(decode_batch(view, pos))):  # noqa: B023 - called at once
             shown.append((pos, header))
-        pos += header.size
     return shown, next_offset, seen
 
 

@@ -21,8 +21,6 @@ WRITERS = {
     "log/index.py": "index files (written and fsynced at flushes, by path)",
     # Advisory lock held for the broker's lifetime (no data in it that must survive).
     "datadir_lock.py": "the data-directory lock file",
-    # An inline PEM handed to the ssl module through a private temporary file, then removed.
-    "security/pem.py": "temporary PEM file",
     # /dev/null as the sink of a sendfile that brings a fetch region's pages into the page cache.
     "log/region.py": "/dev/null (nothing is written)",
 }

@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 from scramp import ScramClient, ScramMechanism
 
+from rivven_kproto.auth.scram import salted_password
 from rivven_kproto.broker.broker import Broker
 from rivven_kproto.broker.config import BrokerConfig
 from rivven_kproto.broker.security.scram import (
     ScramStore,
     credential_from_salted_password,
     make_credential,
-    salted_password,
 )
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.alter_user_scram_credentials import (

@@ -12,13 +12,9 @@ from pathlib import Path
 
 from scramp import ScramMechanism
 
+from rivven_kproto.auth.scram import HASHES, MECHANISMS
 from rivven_kproto.broker.durable.work import BlockingWork, Document
 
-MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
-# Kafka's ScramMechanism type codes in the KIP-554 APIs (0 is UNKNOWN).
-MECHANISM_TYPES = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
-TYPE_OF_MECHANISM = {name: code for code, name in MECHANISM_TYPES.items()}
-_HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
 DEFAULT_ITERATIONS = 4096
 MIN_ITERATIONS = 4096  # Kafka's minimum
 MAX_ITERATIONS = 16384  # Kafka's maximum
@@ -45,14 +41,9 @@ def make_credential(mechanism: str, password: str, iterations: int = DEFAULT_ITE
     return ScramCredential(salt, stored_key, server_key, count)
 
 
-def salted_password(mechanism: str, password: str, salt: bytes, iterations: int) -> bytes:
-    """Hi(password, salt, i) of RFC 5802: what a client sends in AlterUserScramCredentials."""
-    return hashlib.pbkdf2_hmac(_HASHES[mechanism], password.encode(), salt, iterations)
-
-
 def credential_from_salted_password(mechanism: str, salt: bytes, salted: bytes, iterations: int) -> ScramCredential:
     """The stored and server keys of RFC 5802 from a salted password, as Kafka's controller derives them."""
-    digest = _HASHES[mechanism]
+    digest = HASHES[mechanism]
     client_key = hmac.new(salted, b"Client Key", digest).digest()
     stored_key = hashlib.new(digest, client_key).digest()
     server_key = hmac.new(salted, b"Server Key", digest).digest()

@@ -17,7 +17,7 @@ import enum
 import struct
 
 from ..compression import Compression
-from .records import Record, RecordFormatError, build_batch
+from .records import Record, RecordBatch, RecordFormatError, build_batch
 
 CONTROL_KEY_VERSION = 0
 END_TXN_MARKER_VERSION = 0
@@ -79,6 +79,17 @@ def control_type(record: Record) -> int:
     if version < 0:
         raise RecordFormatError(f"invalid control record key version {version}")
     return kind
+
+
+def is_abort_marker(batch: RecordBatch) -> bool:
+    """Whether a control batch is an ABORT marker, the one a read_committed consumer needs to
+    recognize (``visibility.py``); an empty batch or a malformed key is not one."""
+    if not batch.records:
+        return False
+    try:
+        return control_type(batch.records[0]) == ControlType.ABORT
+    except RecordFormatError:
+        return False
 
 
 def parse_control_record(record: Record) -> tuple[ControlType, int]:

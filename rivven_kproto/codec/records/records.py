@@ -248,20 +248,10 @@ def decode_batches(
     max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
 ) -> list[RecordBatch]:
     """Decode every complete batch in ``buf``; a partial trailing batch is ignored, as in Fetch."""
-    batches = []
-    pos = 0
-    end = len(buf)
-    while end - pos >= HEADER_SIZE:
-        header = parse_header(buf, pos)
-        if header.batch_length < MIN_BATCH_LENGTH:
-            raise RecordFormatError(f"batch length {header.batch_length} below the minimum at byte {pos}")
-        if pos + header.size > end:
-            break
-        batches.append(
-            decode_batch(buf, pos, verify_crc=verify_crc, max_decompressed_size=max_decompressed_size)
-        )
-        pos += header.size
-    return batches
+    return [
+        decode_batch(buf, pos, verify_crc=verify_crc, max_decompressed_size=max_decompressed_size)
+        for pos, _ in iter_batch_positions(buf)
+    ]
 
 
 try:  # the compiled twin (setup.py builds it when a C compiler is present); identical records

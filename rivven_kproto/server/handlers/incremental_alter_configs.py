@@ -20,9 +20,8 @@ CLIENT_METRICS resources.
 
 from __future__ import annotations
 
-import enum
-
 from rivven_kproto.broker.topics import TOPIC_CONFIGS, is_list_config
+from rivven_kproto.codec.enums import AlterConfigOp
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.incremental_alter_configs import (
     AlterableConfig,
@@ -33,79 +32,48 @@ from rivven_kproto.codec.messages.incremental_alter_configs import (
 )
 from rivven_kproto.server.context import RequestContext
 
-from .alter_configs import (
-    check_broker_resource,
-    check_config_access,
-    check_config_names,
-    check_nulls,
-    duplicate_resources,
-    save_broker_configs,
-    save_topic_configs,
-)
-from .describe_configs import BROKER, TOPIC
+from ._config_alters import alter_each, check_nulls
+from .describe_configs import BROKER
 
 API_KEY = IncrementalAlterConfigsRequest.API_KEY
 
 
-class OpType(enum.IntEnum):
-    SET = 0
-    DELETE = 1
-    APPEND = 2
-    SUBTRACT = 3
-
-
-_OP_CODES = frozenset(int(op) for op in OpType)
+_OP_CODES = frozenset(int(op) for op in AlterConfigOp)
 
 
 def handle(
     ctx: RequestContext, request: IncrementalAlterConfigsRequest, version: int
 ) -> IncrementalAlterConfigsResponse:
-    duplicates = duplicate_resources(request.resources)
-    responses = []
-    for resource in request.resources:
-        try:
-            if (resource.resource_type, resource.resource_name) in duplicates:
-                raise KafkaError(Errors.INVALID_REQUEST, "Each resource must appear at most once.")
-            check_config_names([config.name for config in resource.configs])
-            check_nulls(
-                [c.name for c in resource.configs if c.config_operation != OpType.DELETE and c.value is None]
-            )
-            for config in resource.configs:
-                if config.config_operation not in _OP_CODES:
-                    raise KafkaError(
-                        Errors.INVALID_REQUEST, f"Unknown operations type {config.config_operation}"
-                    )
-            _alter(ctx, resource, request.validate_only)
-        except KafkaError as exc:
-            responses.append(_response(resource, exc.error, exc.message))
-        else:
-            responses.append(_response(resource, Errors.NONE, None))
-    return IncrementalAlterConfigsResponse(responses=responses)
+    return IncrementalAlterConfigsResponse(responses=alter_each(
+        ctx, API_KEY, request.resources, request.validate_only, _check, _new_configs, AlterConfigsResourceResponse,
+    ))
 
 
-def _alter(ctx: RequestContext, resource: AlterConfigsResource, validate_only: bool) -> None:
-    check_config_access(ctx, API_KEY, resource.resource_type, resource.resource_name)
+def _check(resource: AlterConfigsResource) -> None:
+    check_nulls([c.name for c in resource.configs if c.config_operation != AlterConfigOp.DELETE and c.value is None])
+    for config in resource.configs:
+        if config.config_operation not in _OP_CODES:
+            raise KafkaError(Errors.INVALID_REQUEST, f"Unknown operations type {config.config_operation}")
+
+
+def _new_configs(ctx: RequestContext, resource: AlterConfigsResource) -> dict[str, str]:
+    """The operations applied to the level's current configs (a broker level, a topic's overrides)."""
     if resource.resource_type == BROKER:
-        check_broker_resource(ctx, resource.resource_name)
         current = ctx.broker.dynamic.level(resource.resource_name)
-        save_broker_configs(ctx, resource.resource_name, apply_operations(current, resource.configs), validate_only)
-    elif resource.resource_type == TOPIC:
+    else:
         topic = ctx.broker.topics.get(resource.resource_name)
         current = dict(topic.meta.configs) if topic is not None else {}
-        configs = apply_operations(current, resource.configs)
-        save_topic_configs(ctx, resource.resource_name, configs, validate_only)
-    else:
-        raise KafkaError(Errors.INVALID_REQUEST, f"Unknown resource type {resource.resource_type}")
+    return apply_operations(current, resource.configs)
 
 
 def apply_operations(current: dict[str, str], operations: list[AlterableConfig]) -> dict[str, str]:
     """The overrides after the operations (Kafka's incrementalAlterConfigResource), unvalidated."""
     configs = dict(current)
     for op in operations:
-        kind = OpType(op.config_operation)
-        if kind == OpType.SET:
+        kind = AlterConfigOp(op.config_operation)
+        if kind == AlterConfigOp.SET:
             configs[op.name] = op.value or ""
-        elif kind == OpType.DELETE:
+        elif kind == AlterConfigOp.DELETE:
             configs.pop(op.name, None)
         else:
             if not is_list_config(op.name):
@@ -115,9 +83,9 @@ def apply_operations(current: dict[str, str], operations: list[AlterableConfig])
             base = configs.get(op.name, TOPIC_CONFIGS[op.name].default)
             items = [item for item in base.split(",") if item]
             for value in _java_split(op.value or ""):
-                if kind == OpType.APPEND and value not in items:
+                if kind == AlterConfigOp.APPEND and value not in items:
                     items.append(value)
-                elif kind == OpType.SUBTRACT and value in items:
+                elif kind == AlterConfigOp.SUBTRACT and value in items:
                     items.remove(value)
             configs[op.name] = ",".join(items)
     return configs
@@ -132,13 +100,3 @@ def _java_split(text: str) -> list[str]:
         parts.pop()
     return parts
 
-
-def _response(
-    resource: AlterConfigsResource, error: Errors, message: str | None
-) -> AlterConfigsResourceResponse:
-    return AlterConfigsResourceResponse(
-        error_code=int(error),
-        error_message=message,
-        resource_type=resource.resource_type,
-        resource_name=resource.resource_name,
-    )

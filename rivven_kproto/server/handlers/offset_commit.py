@@ -16,9 +16,8 @@ TxnOffsetCommit.
 
 from __future__ import annotations
 
-from rivven_kproto.broker.groups.api import CommitPartition
 from rivven_kproto.broker.security.authorization_rules import rule
-from rivven_kproto.codec.errors import Errors, KafkaError
+from rivven_kproto.codec.errors import KafkaError
 from rivven_kproto.codec.messages.offset_commit import (
     OffsetCommitRequest,
     OffsetCommitResponse,
@@ -27,6 +26,7 @@ from rivven_kproto.codec.messages.offset_commit import (
 )
 
 from ..context import RequestContext
+from ._offset_commits import partitions_to_commit, record_results, response_topics
 
 API_KEY = OffsetCommitRequest.API_KEY
 GROUP = rule(API_KEY).check("group")
@@ -34,25 +34,8 @@ TOPIC = rule(API_KEY).check("topic")
 
 
 def handle(ctx: RequestContext, request: OffsetCommitRequest, version: int) -> OffsetCommitResponse:
-    errors: dict[tuple[str, int], Errors] = {}
-    to_commit: list[CommitPartition] = []
-    group_refused = ctx.refusal(GROUP, request.group_id)
-    here = ctx.broker.coordinates(request.group_id)  # not: another broker's shard, NOT_COORDINATOR
-    for topic in request.topics:
-        known = ctx.broker.topics.get(topic.name)
-        topic_refused = ctx.refusal(TOPIC, topic.name)
-        for p in topic.partitions:
-            if group_refused is not None:
-                errors[(topic.name, p.partition_index)] = group_refused
-            elif not here:
-                errors[(topic.name, p.partition_index)] = Errors.NOT_COORDINATOR
-            elif topic_refused is not None:
-                errors[(topic.name, p.partition_index)] = topic_refused
-            elif known is None or not 0 <= p.partition_index < len(known.partitions):
-                errors[(topic.name, p.partition_index)] = Errors.UNKNOWN_TOPIC_OR_PARTITION
-            else:
-                to_commit.append(CommitPartition(topic.name, p.partition_index, p.committed_offset,
-                                                 p.committed_leader_epoch, p.committed_metadata))
+    refused = ctx.refusal(GROUP, request.group_id)
+    errors, to_commit = partitions_to_commit(ctx, request.group_id, request.topics, refused, TOPIC)
     if to_commit:
         try:
             results = ctx.groups_for(request.group_id).commit_offsets(
@@ -62,19 +45,8 @@ def handle(ctx: RequestContext, request: OffsetCommitRequest, version: int) -> O
             )
         except KafkaError as exc:
             results = [exc.error] * len(to_commit)
-        for commit, error in zip(to_commit, results, strict=True):
-            errors[(commit.topic, commit.partition)] = error
+        record_results(errors, to_commit, results)
     return OffsetCommitResponse(
         throttle_time_ms=0,
-        topics=[
-            OffsetCommitResponseTopic(
-                name=topic.name,
-                partitions=[
-                    OffsetCommitResponsePartition(partition_index=p.partition_index,
-                                                  error_code=errors[(topic.name, p.partition_index)])
-                    for p in topic.partitions
-                ],
-            )
-            for topic in request.topics
-        ],
+        topics=response_topics(request.topics, errors, OffsetCommitResponseTopic, OffsetCommitResponsePartition),
     )

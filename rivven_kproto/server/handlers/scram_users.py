@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import logging
 
+from rivven_kproto.auth.scram import MECHANISM_TYPES, TYPE_OF_MECHANISM
 from rivven_kproto.broker.security.authorization_rules import rule
 from rivven_kproto.broker.security.scram import (
     MAX_ITERATIONS,
-    MECHANISM_TYPES,
     MIN_ITERATIONS,
-    TYPE_OF_MECHANISM,
     ScramCredential,
     credential_from_salted_password,
 )

@@ -43,6 +43,7 @@ from rivven_kproto.codec.messages.txn_offset_commit import (
 )
 
 from ..context import RequestContext
+from ._offset_commits import partitions_to_commit, record_results, response_topics
 from .txn_errors import (
     TXN_OFFSET_COMMIT_ABORTABLE,
     TXN_OFFSET_COMMIT_V2,
@@ -58,43 +59,16 @@ TOPIC = rule(API_KEY).check("topic")
 
 
 def handle(ctx: RequestContext, request: TxnOffsetCommitRequest, version: int) -> TxnOffsetCommitResponse:
-    errors: dict[tuple[str, int], Errors] = {}
-    to_commit: list[CommitPartition] = []
     # Kafka's order: Write on the transactional id (the producer id is the id's: a client that may
     # not write it must not open or fence its transaction), Read on the group, Read on each topic.
-    first_refused = ctx.refusal(TRANSACTIONAL_ID, request.transactional_id) or ctx.refusal(GROUP, request.group_id)
-    here = ctx.broker.coordinates(request.group_id)  # not: another broker's shard, NOT_COORDINATOR
-    for topic in request.topics:
-        known = ctx.broker.topics.get(topic.name)
-        topic_refused = ctx.refusal(TOPIC, topic.name)
-        for p in topic.partitions:
-            if first_refused is not None:
-                errors[(topic.name, p.partition_index)] = first_refused
-            elif not here:
-                errors[(topic.name, p.partition_index)] = Errors.NOT_COORDINATOR
-            elif topic_refused is not None:
-                errors[(topic.name, p.partition_index)] = topic_refused
-            elif known is None or not 0 <= p.partition_index < len(known.partitions):
-                errors[(topic.name, p.partition_index)] = Errors.UNKNOWN_TOPIC_OR_PARTITION
-            else:
-                to_commit.append(CommitPartition(topic.name, p.partition_index, p.committed_offset,
-                                                 p.committed_leader_epoch, p.committed_metadata))
+    refused = ctx.refusal(TRANSACTIONAL_ID, request.transactional_id) or ctx.refusal(GROUP, request.group_id)
+    errors, to_commit = partitions_to_commit(ctx, request.group_id, request.topics, refused, TOPIC)
     if to_commit:
-        for commit, error in zip(to_commit, _commit(ctx, request, to_commit, version), strict=True):
-            errors[(commit.topic, commit.partition)] = error
+        record_results(errors, to_commit, _commit(ctx, request, to_commit, version))
     return TxnOffsetCommitResponse(
         throttle_time_ms=0,
-        topics=[
-            TxnOffsetCommitResponseTopic(
-                name=topic.name,
-                partitions=[
-                    TxnOffsetCommitResponsePartition(partition_index=p.partition_index,
-                                                     error_code=errors[(topic.name, p.partition_index)])
-                    for p in topic.partitions
-                ],
-            )
-            for topic in request.topics
-        ],
+        topics=response_topics(request.topics, errors, TxnOffsetCommitResponseTopic,
+                               TxnOffsetCommitResponsePartition),
     )
 
 

@@ -41,7 +41,7 @@ from rivven_kproto.broker.log.producer_state import ProducerStateManager
 from rivven_kproto.broker.log.region import ZERO_COPY_MIN_BYTES, HeldBatches
 from rivven_kproto.codec.enums import MAX_TIMESTAMP, IsolationLevel
 from rivven_kproto.codec.errors import Errors, KafkaError
-from rivven_kproto.codec.records.batch import HEADER_SIZE, parse_header
+from rivven_kproto.codec.records.batch import CONTROL_MASK, HEADER_SIZE, parse_header
 
 from ..errors import StorageConflict
 from .commit import PgCommit
@@ -52,7 +52,6 @@ from .region import PgRegion
 log = logging.getLogger(__name__)
 
 CACHE_BYTES = 4 * 1024 * 1024  # the newest bytes of each partition kept in memory for reads
-_CONTROL = 0x20  # the control bit of a batch's attributes
 _INSERT_BATCH = (
     "INSERT INTO kproto_batches (topic_id, partition, base_offset, last_offset, max_timestamp, producer_id,"
     " producer_epoch, base_sequence, attributes, data) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
@@ -164,7 +163,7 @@ class PgPartitionLog(PartitionLogBase):
                 "SELECT CASE WHEN attributes & %s <> 0 THEN data ELSE substring(data FROM 1 FOR %s) END"
                 " FROM kproto_batches WHERE topic_id = %s AND partition = %s AND last_offset >= %s"
                 " AND producer_id >= 0 ORDER BY base_offset",
-                (_CONTROL, HEADER_SIZE, *self.key, self._log_start_offset),
+                (CONTROL_MASK, HEADER_SIZE, *self.key, self._log_start_offset),
             )
             for (data,) in cursor:
                 header = parse_header(data)  # a data batch's row gives its header only
@@ -413,7 +412,7 @@ class PgPartitionLog(PartitionLogBase):
             # Refused: this commit's rows, and those appended while it was on its way (a marker of a
             # transaction that ended meanwhile among them). Their coordinators are told.
             dropped = [batch.row for batch in [*pending.items, *self._pending] if batch.row is not None]
-            self.lost_markers = frozenset(int(row[5]) for row in dropped if int(row[8]) & _CONTROL)  # type: ignore[call-overload]
+            self.lost_markers = frozenset(int(row[5]) for row in dropped if int(row[8]) & CONTROL_MASK)  # type: ignore[call-overload]
             self._pending = []
             return
         if not pending.synced:

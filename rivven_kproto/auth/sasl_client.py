@@ -1,7 +1,7 @@
 """The client's side of a SASL exchange (PLAIN, SCRAM-SHA-256/512), sans-IO.
 
-Shared by the trio client (``client/``) and the broker's own requests to the other brokers of its
-cluster (``server/peers.py``), which may not import each other.
+Shared by the trio client (``client/``, and through it the Spark source) and the broker's own
+requests to the other brokers of its cluster (``server/peers.py``), which may not import each other.
 """
 
 from __future__ import annotations

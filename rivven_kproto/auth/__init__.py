@@ -1,0 +1,7 @@
+"""Authentication both ends of a connection speak: the client's side of SASL, SCRAM's mechanism
+codes and salting, inline PEM loading.
+
+Below ``broker/`` and above ``codec/`` (setup.cfg's layers), so the broker, the server, its
+inter-broker client (``server/peers.py``) and the client (``client/``) share one definition
+without the client depending on the broker. Sans-IO: no sockets, trio or asyncio.
+"""

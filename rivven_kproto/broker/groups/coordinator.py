@@ -28,6 +28,7 @@ from typing import Any
 
 from rivven_kproto.codec.errors import Errors, KafkaError
 
+from ..coordinator_log import append_or_refuse
 from ..durable.log import DurableLog
 from ..durable.work import BlockingWork
 from .api import (
@@ -161,13 +162,7 @@ class GroupCoordinator(ConsumerGroups):
         if not records:
             return
         if self.log is not None:
-            try:
-                self.log.append(encode_records(records))
-            except OSError as exc:
-                log.error("group coordinator log write failed: %s", exc)
-                raise KafkaError(Errors.NOT_COORDINATOR, "the group coordinator could not write its log") from exc
-            except ValueError as exc:  # an entry beyond the log's size bound
-                raise KafkaError(Errors.UNKNOWN_SERVER_ERROR, str(exc)) from exc
+            append_or_refuse(self.log, encode_records(records), "group")
         if replay:
             for record in records:
                 self._apply(record)

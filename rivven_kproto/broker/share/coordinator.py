@@ -20,6 +20,7 @@ from typing import Any
 
 from rivven_kproto.codec.errors import Errors, KafkaError
 
+from ..coordinator_log import append_or_refuse
 from .config import ShareConfig
 from .group import ShareGroup, ShareMember, assign
 from .partition import SharePartition
@@ -122,13 +123,7 @@ class ShareCoordinator:
         if not records:
             return
         if self.log is not None:
-            try:
-                self.log.append(encode_records(records))
-            except OSError as exc:
-                log.error("share coordinator log write failed: %s", exc)
-                raise KafkaError(Errors.NOT_COORDINATOR, "the share coordinator could not write its log") from exc
-            except ValueError as exc:
-                raise KafkaError(Errors.UNKNOWN_SERVER_ERROR, str(exc)) from exc
+            append_or_refuse(self.log, encode_records(records), "share")
         if apply:
             for record in records:
                 self._apply(record)

@@ -190,6 +190,13 @@ def delete(group_ids: tuple[str, ...]) -> None:
       kproto groups delete billing old-billing
     """
 
+    delete_groups(group_ids)
+
+
+def delete_groups(group_ids: tuple[str, ...]) -> None:
+    """DeleteGroups and its report (``groups delete`` and ``share-groups delete``): the deleted ones,
+    or the first failure's error with the others' names and what was deleted."""
+
     async def operation(client: KafkaClient) -> dict[str, int]:
         return await group_admin.delete_groups(client, list(group_ids))
 

@@ -22,8 +22,8 @@ from rivven_kproto.client.groups import TP
 from rivven_kproto.codec.enums import EARLIEST, LATEST
 from rivven_kproto.codec.errors import Errors
 
-from .groups import parse_datetime, parse_duration, parse_topic_spec
-from .output import emit, fail, run, table
+from .groups import delete_groups, parse_datetime, parse_duration, parse_topic_spec
+from .output import emit, run, table
 
 
 @click.group("share-groups")
@@ -113,16 +113,7 @@ def delete(group_ids: tuple[str, ...]) -> None:
       kproto share-groups delete workers
     """
 
-    async def operation(client: KafkaClient) -> dict[str, int]:
-        return await group_admin.delete_groups(client, list(group_ids))
-
-    results = run(operation)
-    deleted = [g for g, code in results.items() if code == 0]
-    failures = [(g, Errors.for_code(code)) for g, code in results.items() if code != 0]
-    if failures:
-        done = f"; deleted: {', '.join(deleted)}" if deleted else ""
-        fail(failures[0][1].name, "; ".join(f"group {g}: {e.message.rstrip('.')}" for g, e in failures) + done)
-    emit({"deleted": deleted}, lambda: "deleted " + ", ".join(deleted))
+    delete_groups(group_ids)
 
 
 @dataclass

@@ -231,21 +231,17 @@ class PgLeases:
     def check_shard_lease(self, conn: psycopg.Connection, shard: int) -> None:
         """In a commit's transaction: this broker's session holds the coordinator shard's lock now
         (the fencing of a coordinator log's writes: a broker that lost the shard changes nothing)."""
-        row = conn.execute(
-            "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 2"
-            " AND pid = %s AND classid::bigint = %s AND objid::bigint = %s)",
-            (self._owner.info.backend_pid, SHARD_LOCK_CLASS, shard)).fetchone()
-        if row is not None and row[0]:
+        holders = {pid for (pid,) in conn.execute(
+            "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 2"
+            " AND classid::bigint = %s AND objid::bigint = %s", (SHARD_LOCK_CLASS, shard)).fetchall()}
+        if self._owner.info.backend_pid in holders:
             return
-        held = conn.execute(
-            "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 2"
-            " AND classid::bigint = %s AND objid::bigint = %s)", (SHARD_LOCK_CLASS, shard)).fetchone()
-        if shard in self.shards_held and held is not None and not held[0]:
+        if shard in self.shards_held and not holders:
             # Held here, yet nobody holds its lock: the session that held this broker's locks
             # ended (the database restarted or failed over, or the session was cut) and this commit
-            # reached the server before the heartbeat noticed. Not a loss: the round is retried once the session is
-            # back and its locks taken again (``check_ownership``, forced by the next commit); a
-            # broker that took the shard meanwhile makes that a loss (CoordinationLost) there.
+            # reached the server before the heartbeat noticed. Not a loss: the round is retried once
+            # the session is back and its locks taken again (``check_ownership``, forced by the next
+            # commit); a broker that took the shard meanwhile makes that a loss (CoordinationLost) there.
             self._owner_checked = float("-inf")
             raise StorageUnavailable(f"node {self.node_id}: the session holding coordinator shard {shard}'s lock "
                                      "is gone; the write waits until the lock is taken again")

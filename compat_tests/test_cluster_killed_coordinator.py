@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
@@ -24,6 +25,29 @@ from .txn_helpers import TIMEOUT_S, wait_for
 
 CALL_TIMEOUT_S = 10.0
 HUNG_AFTER_S = CALL_TIMEOUT_S + 30.0  # a call still running then is hung (the client's own timeout is not kept)
+
+
+def in_background(call: Callable[[], object]) -> Callable[[float], list[BaseException | None]]:
+    """Run ``call`` on a thread of its own (a client call that may hang); the function returned
+    waits for it up to the seconds given: [] while it still runs, [None] when it returned, [the
+    exception] when it raised."""
+    outcome: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            call()
+            outcome.append(None)
+        except BaseException as exc:  # noqa: BLE001 - reported by the caller
+            outcome.append(exc)
+
+    caller = threading.Thread(target=run, daemon=True)
+    caller.start()
+
+    def wait(seconds: float) -> list[BaseException | None]:
+        caller.join(seconds)
+        return outcome
+
+    return wait
 
 
 def _pick(brokers: dict, key_type: int, prefix: str, wanted: set[int]) -> tuple[str, int]:
@@ -63,21 +87,11 @@ def test_offsets_reach_a_group_coordinator_killed_and_restarted(tmp_path: Path, 
             producer.poll(0.2)
         producer.begin_transaction()
         producer.produce("kc-out", b"two")
-        outcome: list[BaseException | None] = []
-
-        def send_offsets() -> None:
-            try:
-                producer.send_offsets_to_transaction([TopicPartition("kc-in", 0, 2)],
-                                                     consumer.consumer_group_metadata(), CALL_TIMEOUT_S)
-                outcome.append(None)
-            except BaseException as exc:  # noqa: BLE001 - reported below
-                outcome.append(exc)
-
-        caller = threading.Thread(target=send_offsets, daemon=True)
-        caller.start()
+        sent = in_background(lambda: producer.send_offsets_to_transaction(
+            [TopicPartition("kc-in", 0, 2)], consumer.consumer_group_metadata(), CALL_TIMEOUT_S))
         time.sleep(1.0)
         brokers[doomed].start(doomed_port)  # back on its address: its shard comes back to it
-        caller.join(HUNG_AFTER_S)
+        outcome = sent(HUNG_AFTER_S)
         assert outcome, f"send_offsets_to_transaction still running {HUNG_AFTER_S:.0f} s after its {CALL_TIMEOUT_S:.0f} s timeout"
         assert outcome[0] is None, f"send_offsets_to_transaction failed: {outcome[0]}"
         producer.commit_transaction(TIMEOUT_S)

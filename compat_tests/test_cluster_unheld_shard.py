@@ -14,7 +14,6 @@ producer's call runs, and the broker takes the shard at its next heartbeat.
 
 from __future__ import annotations
 
-import threading
 import time
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from rivven_kproto.broker.storage.postgres.store import COORDINATOR_SHARDS
 
 from .broker_process import BrokerProcess
 from .test_cluster import create
+from .test_cluster_killed_coordinator import in_background
 from .test_cluster_shards import GROUP, coordinators
 from .test_eos import BROKER_ENV
 from .txn_helpers import TIMEOUT_S, wait_for
@@ -62,21 +62,11 @@ def test_offsets_reach_a_group_whose_shard_was_unheld(tmp_path: Path, postgres_u
             producer.init_transactions(TIMEOUT_S)
             producer.begin_transaction()
             producer.produce("uh-out", b"one")
-            outcome: list[BaseException | None] = []
-
-            def send_offsets() -> None:
-                try:
-                    producer.send_offsets_to_transaction([TopicPartition("uh-in", 0, 1)],
-                                                         consumer.consumer_group_metadata(), CALL_TIMEOUT_S)
-                    outcome.append(None)
-                except BaseException as exc:  # noqa: BLE001 - reported below
-                    outcome.append(exc)
-
-            caller = threading.Thread(target=send_offsets, daemon=True)
-            caller.start()
+            sent = in_background(lambda: producer.send_offsets_to_transaction(
+                [TopicPartition("uh-in", 0, 1)], consumer.consumer_group_metadata(), CALL_TIMEOUT_S))
             time.sleep(UNHELD_FOR_S)
             squatter.execute("SELECT pg_advisory_unlock(%s, %s)", (SHARD_LOCK_CLASS, shard))
-            caller.join(HUNG_AFTER_S)
+            outcome = sent(HUNG_AFTER_S)
             assert outcome, f"send_offsets_to_transaction still running {HUNG_AFTER_S:.0f} s after its {CALL_TIMEOUT_S:.0f} s timeout"
             assert outcome[0] is None, f"send_offsets_to_transaction failed: {outcome[0]}"
             producer.commit_transaction(TIMEOUT_S)

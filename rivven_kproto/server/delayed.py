@@ -23,7 +23,7 @@ import trio
 # The wake key of answers held until the next heartbeat was followed (a FindCoordinator waiting
 # for a shard's holder, a Fetch past a partition's end waiting for the ownership check).
 HEARTBEAT_FOLLOWED = "heartbeat-followed"
-HEARTBEAT_HOLD_MS = 4_000  # how long such an answer waits: well under every client's request timeout
+HEARTBEAT_HOLD_MS = 4_000  # how long such an answer waits: well under every client's request timeout (30-60 s)
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from rivven_kproto.codec.messages.txn_offset_commit import (
     TxnOffsetCommitRequestTopic,
 )
 from rivven_kproto.server.context import RequestContext
-from rivven_kproto.server.delayed import HEARTBEAT_FOLLOWED, Pending
+from rivven_kproto.server.delayed import HEARTBEAT_FOLLOWED, HEARTBEAT_HOLD_MS, Pending
 from rivven_kproto.server.handlers import (
     describe_groups,
     end_txn,
@@ -76,7 +76,7 @@ def test_find_coordinator_answers_each_keys_shard_holder(ctx: RequestContext) ->
 def _held(ctx: RequestContext, keys: list[str]) -> Pending:
     held = find_coordinator.handle(ctx, FindCoordinatorRequest(key_type=0, coordinator_keys=keys), 4)
     assert isinstance(held, Pending)
-    assert held.key == HEARTBEAT_FOLLOWED and held.deadline_ms == NOW + find_coordinator.HOLD_MS
+    assert held.key == HEARTBEAT_FOLLOWED and held.deadline_ms == NOW + HEARTBEAT_HOLD_MS
     return held
 
 
@@ -94,7 +94,7 @@ def test_find_coordinator_holds_a_lookup_until_the_shard_has_a_holder(ctx: Reque
 
 def test_a_held_lookup_answers_coordinator_not_available_at_its_deadline(ctx: RequestContext) -> None:
     held = _held(ctx, [REMOTE, UNHELD])
-    response = held.expire(NOW + find_coordinator.HOLD_MS)
+    response = held.expire(NOW + HEARTBEAT_HOLD_MS)
     assert [(c.key, c.error_code, c.node_id) for c in response.coordinators] == [
         (REMOTE, 0, 2), (UNHELD, Errors.COORDINATOR_NOT_AVAILABLE, -1)]
 

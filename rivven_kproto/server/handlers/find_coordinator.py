@@ -10,7 +10,7 @@ compat_tests/FINDINGS.rst).
 On a cluster a shard has no holder for a few heartbeats after its holder died (the next one takes
 it after ``LEASE_TAKEOVER_BEATS``), and this broker cannot name one while its own claims are being
 confirmed. Such an answer is held (a delayed response, woken by each heartbeat) for up to
-``HOLD_MS`` until a holder is known: librdkafka spends its three attempts within a third of a
+``HEARTBEAT_HOLD_MS`` until a holder is known: librdkafka spends its three attempts within a third of a
 second and then waits for a broker state change (97 s seen), so answering COORDINATOR_NOT_AVAILABLE
 at once turns a seconds-long handover into a stalled transaction (``send_offsets_to_transaction``).
 """
@@ -34,7 +34,6 @@ COORDINATED = {GROUP, TRANSACTION}
 KNOWN_KEY_TYPES = (GROUP, TRANSACTION)
 CHECKS = {GROUP: rule(API_KEY).check("group"), TRANSACTION: rule(API_KEY).check("transactional_id")}
 NOT_YET = "this broker does not coordinate keys of this type"
-HOLD_MS = HEARTBEAT_HOLD_MS  # well under every client's request timeout (librdkafka 60 s, Java and kafkajs 30 s)
 SHARD_UNHELD = "no broker coordinates this key's shard now"
 CONFIRMING = "this broker is confirming its view of the cluster"
 TRANSIENT = (SHARD_UNHELD, CONFIRMING)
@@ -63,7 +62,7 @@ def handle(ctx: RequestContext, request: FindCoordinatorRequest, version: int) -
         found = answers()
         return None if any(answer[1] in TRANSIENT for answer in found) else _response(keys, found, version)
 
-    return Pending(HEARTBEAT_FOLLOWED, ctx.now_ms + HOLD_MS, complete,
+    return Pending(HEARTBEAT_FOLLOWED, ctx.now_ms + HEARTBEAT_HOLD_MS, complete,
                    lambda now_ms: _response(keys, answers(), version))
 
 

@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 from rivven_kproto.broker.broker import Broker
-from rivven_kproto.broker.security.authorization_rules import rule
+from rivven_kproto.broker.security.authorization_rules import Check, rule
 from rivven_kproto.broker.share import ShareCoordinator
+from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.list_groups import ListedGroup
 
 from ..context import RequestContext
@@ -18,6 +19,22 @@ def share_coordinator(broker: Broker, group_id: str) -> ShareCoordinator | None:
     """The share coordinator of this group here (None: another broker's shard, nobody's now, this
     broker's claims may have lapsed, or share groups are off)."""
     return broker.shards[broker.shard_of(group_id)].share if broker.coordinates(group_id) else None
+
+
+def member_coordinator(ctx: RequestContext, group_id: str, member_id: str,
+                       check: Check) -> ShareCoordinator | tuple[Errors, str | None]:
+    """The checks a member's ShareFetch and ShareAcknowledge start with, in this order: share groups
+    enabled, group and member ids given, the group's check from the table, this broker coordinating
+    the group. The group's coordinator, or the (error, message) to answer."""
+    if not ctx.broker.share_enabled:
+        return Errors.UNSUPPORTED_VERSION, "Share groups are not enabled on this broker."
+    if not group_id or not member_id:
+        return Errors.INVALID_REQUEST, "GroupId and MemberId are required."
+    refused = ctx.refusal(check, group_id)
+    if refused is not None:
+        return refused, None
+    coordinator = share_coordinator(ctx.broker, group_id)
+    return coordinator if coordinator is not None else (Errors.NOT_COORDINATOR, None)
 
 
 def listed_share_groups(ctx: RequestContext, states: list[str], types: set[str], version: int) -> list[ListedGroup]:

@@ -18,7 +18,7 @@ from rivven_kproto.codec.messages.share_common import ShareLeaderIdAndEpoch
 
 from ..context import RequestContext
 from ._share import acknowledge, topic_names
-from ._share_groups import share_coordinator
+from ._share_groups import member_coordinator
 
 API_KEY = ShareAcknowledgeRequest.API_KEY
 GROUP, TOPIC = rule(API_KEY).check("group"), rule(API_KEY).check("topic")
@@ -31,17 +31,10 @@ def _error(error: Errors, message: str | None = None) -> ShareAcknowledgeRespons
 
 
 def handle(ctx: RequestContext, request: ShareAcknowledgeRequest, version: int) -> ShareAcknowledgeResponse:
-    if not ctx.broker.share_enabled:
-        return _error(Errors.UNSUPPORTED_VERSION, "Share groups are not enabled on this broker.")
-    group_id, member_id = request.group_id, request.member_id
-    if not group_id or not member_id:
-        return _error(Errors.INVALID_REQUEST, "GroupId and MemberId are required.")
-    refused = ctx.refusal(GROUP, group_id)
-    if refused is not None:
-        return _error(refused)
-    coordinator = share_coordinator(ctx.broker, group_id)
-    if coordinator is None:
-        return _error(Errors.NOT_COORDINATOR)
+    group_id, member_id = request.group_id or "", request.member_id or ""  # (empty: INVALID_REQUEST)
+    coordinator = member_coordinator(ctx, group_id, member_id, GROUP)
+    if isinstance(coordinator, tuple):
+        return _error(*coordinator)
     error = coordinator.sessions.check(group_id, member_id, request.share_session_epoch)
     if error is not Errors.NONE:
         return _error(error)

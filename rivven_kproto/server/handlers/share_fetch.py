@@ -32,7 +32,7 @@ from rivven_kproto.codec.messages.share_fetch import (
 from ..context import RequestContext
 from ..delayed import Pending
 from ._share import Delivery, Key, acknowledge, acquire, topic_names
-from ._share_groups import share_coordinator
+from ._share_groups import member_coordinator
 from .fetch import APPENDED
 
 API_KEY = ShareFetchRequest.API_KEY
@@ -46,17 +46,10 @@ def _error(error: Errors, message: str | None = None, lock_ms: int = 0) -> Share
 
 
 def handle(ctx: RequestContext, request: ShareFetchRequest, version: int) -> ShareFetchResponse | Pending:
-    if not ctx.broker.share_enabled:
-        return _error(Errors.UNSUPPORTED_VERSION, "Share groups are not enabled on this broker.")
-    group_id, member_id = request.group_id, request.member_id
-    if not group_id or not member_id:
-        return _error(Errors.INVALID_REQUEST, "GroupId and MemberId are required.")
-    refused = ctx.refusal(GROUP, group_id)
-    if refused is not None:
-        return _error(refused)
-    coordinator = share_coordinator(ctx.broker, group_id)
-    if coordinator is None:
-        return _error(Errors.NOT_COORDINATOR)
+    group_id, member_id = request.group_id or "", request.member_id or ""  # (empty: INVALID_REQUEST)
+    coordinator = member_coordinator(ctx, group_id, member_id, GROUP)
+    if isinstance(coordinator, tuple):
+        return _error(*coordinator)
     lock_ms = coordinator.config.record_lock_duration_ms
     names = topic_names(ctx)
     ids = {name: topic_id for topic_id, name in names.items()}

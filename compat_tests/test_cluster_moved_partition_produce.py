@@ -8,16 +8,14 @@ client could not tell which batches of the request were written: librdkafka mark
 (verify-eos seed 17). Kafka answers a produce whose leader changed while it waited for acks with
 NOT_LEADER_OR_FOLLOWER for that partition.
 
-Deterministic here: one broker on PostgreSQL through a proxy the test stalls; while the broker's
-commit waits in the proxy, the test claims partition 0's row in the database (as another broker
+Deterministic here: one broker on PostgreSQL; the test holds the partitions' rows locked, so the
+broker's commit waits (seen in pg_stat_activity), claims partition 0's row (as another broker
 would), then lets the commit through.
 """
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import psycopg
 
@@ -27,11 +25,9 @@ from rivven_kproto.codec.records.records import Record, build_batch
 
 from . import raw_client
 from .broker_process import BrokerProcess
-from .stall_proxy import StallProxy
 from .test_cluster import create
-from .test_cluster_paused_leader import via_proxy
 from .test_eos import BROKER_ENV
-from .txn_helpers import TIMEOUT_S
+from .txn_helpers import TIMEOUT_S, wait_for
 
 TOPIC = "moved-partition"
 PRODUCE_VERSION = 9
@@ -45,31 +41,33 @@ def _request() -> ProduceRequest:
 
 def test_a_partition_claimed_before_the_commit_answers_not_leader_the_rest_is_acknowledged(
         tmp_path: Path, postgres_url: str) -> None:
-    database = urlsplit(postgres_url)
-    with StallProxy((database.hostname or "127.0.0.1", database.port or 5432)) as proxy:
-        broker = BrokerProcess(tmp_path / "data", tmp_path / "broker.log",
-                               ["--storage", via_proxy(postgres_url, proxy.port), "--node-id", "1"], env=BROKER_ENV).start()
-        try:
-            create(broker.bootstrap, TOPIC, 2, 1)
-            with raw_client.connect(broker.bootstrap, timeout=TIMEOUT_S) as sock:
-                first = raw_client.call(sock, _request(), PRODUCE_VERSION)
-                assert [p.error_code for p in first.responses[0].partition_responses] == [Errors.NONE, Errors.NONE]
-                proxy.stall()
-                try:
-                    raw_client.send(sock, _request(), PRODUCE_VERSION, correlation_id=2)
-                    time.sleep(0.3)  # the broker appended both batches; its commit waits in the proxy
-                    with psycopg.connect(postgres_url, autocommit=True) as conn:
-                        claimed = conn.execute("UPDATE kproto_partitions SET writer = gen_random_uuid()"
-                                               " WHERE partition = 0 AND next_offset = 1").rowcount
-                    assert claimed == 1
-                finally:
-                    proxy.resume()
-                answer = raw_client.receive(sock, ProduceRequest.API_KEY, PRODUCE_VERSION, correlation_id=2)
-            by_partition = {p.index: (p.error_code, p.base_offset) for p in answer.responses[0].partition_responses}
-            assert by_partition == {0: (Errors.NOT_LEADER_OR_FOLLOWER, -1), 1: (Errors.NONE, 1)}
-            with psycopg.connect(postgres_url, autocommit=True) as conn:
-                ends: dict[int, int] = dict(conn.execute("SELECT partition, next_offset FROM kproto_partitions"
-                                         " WHERE partition IN (0, 1) ORDER BY partition").fetchall())
-            assert ends == {0: 1, 1: 2}  # partition 0's second batch was never written; partition 1's was
-        finally:
-            broker.kill()
+    broker = BrokerProcess(tmp_path / "data", tmp_path / "broker.log", ["--storage", postgres_url, "--node-id", "1"],
+                           env=BROKER_ENV).start()
+    try:
+        create(broker.bootstrap, TOPIC, 2, 1)
+        with raw_client.connect(broker.bootstrap, timeout=TIMEOUT_S) as sock, \
+                psycopg.connect(postgres_url) as holder, psycopg.connect(postgres_url, autocommit=True) as watcher:
+            first = raw_client.call(sock, _request(), PRODUCE_VERSION)
+            assert [p.error_code for p in first.responses[0].partition_responses] == [Errors.NONE, Errors.NONE]
+            holder.execute("SELECT * FROM kproto_partitions FOR UPDATE")  # the broker's next commit waits
+
+            def commit_waiting() -> bool:
+                row = watcher.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                                      " AND query LIKE '%kproto_partitions%'").fetchone()
+                return bool(row and row[0])
+
+            raw_client.send(sock, _request(), PRODUCE_VERSION, correlation_id=2)
+            assert wait_for(commit_waiting, TIMEOUT_S), "the broker's commit never started"
+            claimed = holder.execute("UPDATE kproto_partitions SET writer = gen_random_uuid()"
+                                     " WHERE partition = 0 AND next_offset = 1").rowcount
+            assert claimed == 1
+            holder.commit()  # another writer claimed partition 0; the waiting commit goes on
+            answer = raw_client.receive(sock, ProduceRequest.API_KEY, PRODUCE_VERSION, correlation_id=2)
+        by_partition = {p.index: (p.error_code, p.base_offset) for p in answer.responses[0].partition_responses}
+        assert by_partition == {0: (Errors.NOT_LEADER_OR_FOLLOWER, -1), 1: (Errors.NONE, 1)}
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            ends: dict[int, int] = dict(conn.execute("SELECT partition, next_offset FROM kproto_partitions"
+                                                     " WHERE partition IN (0, 1) ORDER BY partition").fetchall())
+        assert ends == {0: 1, 1: 2}  # partition 0's second batch was never written; partition 1's was
+    finally:
+        broker.kill()

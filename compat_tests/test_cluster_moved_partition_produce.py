@@ -27,6 +27,7 @@ from . import raw_client
 from .broker_process import BrokerProcess
 from .test_cluster import create
 from .test_eos import BROKER_ENV
+from .test_postgres_takeover import commit_waiting
 from .txn_helpers import TIMEOUT_S, wait_for
 
 TOPIC = "moved-partition"
@@ -51,13 +52,8 @@ def test_a_partition_claimed_before_the_commit_answers_not_leader_the_rest_is_ac
             assert [p.error_code for p in first.responses[0].partition_responses] == [Errors.NONE, Errors.NONE]
             holder.execute("SELECT * FROM kproto_partitions FOR UPDATE")  # the broker's next commit waits
 
-            def commit_waiting() -> bool:
-                row = watcher.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
-                                      " AND query LIKE '%kproto_partitions%'").fetchone()
-                return bool(row and row[0])
-
             raw_client.send(sock, _request(), PRODUCE_VERSION, correlation_id=2)
-            assert wait_for(commit_waiting, TIMEOUT_S), "the broker's commit never started"
+            assert wait_for(lambda: commit_waiting(watcher), TIMEOUT_S), "the broker's commit never started"
             claimed = holder.execute("UPDATE kproto_partitions SET writer = gen_random_uuid()"
                                      " WHERE partition = 0 AND next_offset = 1").rowcount
             assert claimed == 1

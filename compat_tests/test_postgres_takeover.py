@@ -26,6 +26,13 @@ TOPIC = "takeover"
 TID = "takeover-txn"
 
 
+def commit_waiting(watcher: psycopg.Connection) -> bool:
+    """A session waits for a row lock on kproto_partitions (the broker's commit, behind the test's)."""
+    row = watcher.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                          " AND query LIKE '%kproto_partitions%'").fetchone()
+    return bool(row and row[0])
+
+
 def _send(results: dict[str, object], name: str, call: object) -> threading.Thread:
     def run() -> None:
         try:
@@ -51,15 +58,10 @@ def test_an_abort_marker_refused_with_a_partition_taken_over_is_written_again(tm
         with psycopg.connect(postgres_url) as holder, psycopg.connect(postgres_url, autocommit=True) as watcher:
             holder.execute("SELECT * FROM kproto_partitions FOR UPDATE")  # the broker's next commit waits
 
-            def commit_waiting() -> bool:
-                row = watcher.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
-                                      " AND query LIKE '%kproto_partitions%'").fetchone()
-                return bool(row and row[0])
-
             producing = Raw(broker.bootstrap)
             threads = [_send(results, "produce", lambda: producing.produce(
                 TOPIC, 0, [b"aborted-1"], pid=pid, epoch=epoch, seq=1, transactional=True, transactional_id=TID))]
-            assert wait_for(commit_waiting, TIMEOUT_S), f"the broker's commit never started: {results}"
+            assert wait_for(lambda: commit_waiting(watcher), TIMEOUT_S), f"the broker's commit never started: {results}"
             ending = Raw(broker.bootstrap)
             threads.append(_send(results, "abort", lambda: ending.end_txn(TID, pid, epoch, False)))
             # The abort marker is appended (while the commit waits) when the transaction is PrepareAbort.

@@ -216,6 +216,11 @@ class _Connection:
             out = bytearray()
             for frame in split_frames(buffer):
                 api_key, _, correlation_id = _HEADER.unpack_from(frame, 4)
+                if api_key == self.proxy.swallow_api:
+                    await _send(self.upstream, out)  # what came before it, in order
+                    self.proxy._count("swallowed")
+                    self.close(f"swallowed api key {api_key} (correlation id {correlation_id})")
+                    return
                 fault = self.proxy._decide() if api_key == PRODUCE else None
                 if api_key == PRODUCE:
                     self.proxy._count("produce_requests")
@@ -317,6 +322,9 @@ class FaultProxy:
         # ``produce_exchanges``, frames without their size prefix, whatever the client then got.
         self.record_produce = False
         self.produce_exchanges: list[tuple[bytes, bytes]] = []
+        # While set to an API key, a request of that API never reaches the broker: the proxy closes
+        # the connection instead (counted in ``swallowed``), so the client cannot know its fate.
+        self.swallow_api: int | None = None
         self.counters: Counter[str] = Counter()
         # (seconds since start, connection number, what happened): faults and why connections ended.
         self.events: deque[tuple[float, int, str]] = deque(maxlen=2000)

@@ -296,12 +296,13 @@ def run(plan: Plan, means: Means, progress: Callable[[str], None] | None = None)
             txn.ended_at = time.monotonic()
         except ClientFailure as error:
             if error.fatal:
-                # Kafka's own answer when a fault ate AddPartitionsToTxn (the client counts it as
-                # sent; a fault since its last transaction may have cut the connection it went
-                # out on): EndTxn finds the previous transaction's state (INVALID_TXN_STATE), fatal
-                # to the client; this transaction never existed.
+                # Kafka's own answer to a commit when a fault ate AddPartitionsToTxn (the client
+                # counts it as sent; a fault since its last transaction may have cut the connection
+                # it went out on): EndTxn finds the previous transaction's state (INVALID_TXN_STATE),
+                # fatal to the client; this transaction never existed. An abort in that state is
+                # answered NONE by our broker (nothing to abort), so it is never expected there.
                 after_fault = broker_faults(history) > current.faults_seen
-                lost = after_fault and error.name == "INVALID_TXN_STATE"
+                lost = after_fault and commit and error.name == "INVALID_TXN_STATE"
                 client_bug = after_fault and bool(error.client_bug)
                 detail = "after a fault" if lost else error.client_bug if client_bug else ""
                 error_entry(current, "commit" if commit else "abort", error, lost or client_bug, detail)

@@ -148,10 +148,12 @@ def test_commit_and_abort_cycle_with_retries(s: Setup) -> None:
     txn = s.state()
     assert txn.state is TxnState.COMPLETE_COMMIT and txn.partitions == frozenset()
     assert s.coord.counters.committed == 1 and s.coord.active == 0
-    # A retried commit is answered NONE without writing anything; an abort now is a state error.
+    # A retried commit is answered NONE without writing anything. An abort now is of a next
+    # transaction whose AddPartitionsToTxn never got here (librdkafka sends it after a failed
+    # add): nothing to abort, NONE, and nothing written or changed either.
     assert s.coord.end_txn(TID, pid, epoch, True, NOW + 11) == Errors.NONE
-    assert s.coord.end_txn(TID, pid, epoch, False, NOW + 11) == Errors.INVALID_TXN_STATE
-    assert len(s.markers.calls) == 1
+    assert s.coord.end_txn(TID, pid, epoch, False, NOW + 11) == Errors.NONE
+    assert len(s.markers.calls) == 1 and s.state().state is TxnState.COMPLETE_COMMIT
 
     # The next transaction starts with only its own partitions.
     assert s.coord.add_partitions(TID, pid, epoch, [T2], NOW + 20) == Errors.NONE
@@ -403,9 +405,10 @@ def test_failed_marker_stays_prepare_and_tick_retries_without_aborting(s: Setup)
     s.markers.failing = {T2}
     assert s.coord.end_txn(TID, pid, epoch, True, NOW) == Errors.NONE  # the decision is logged
     assert s.state().state is TxnState.PREPARE_COMMIT
-    # While prepared: the client's calls wait, an abort is refused.
+    # While prepared: the client's calls wait; an abort (of a next transaction that has nothing
+    # here) waits for the markers too, it never turns the commit into an abort.
     assert s.coord.end_txn(TID, pid, epoch, True, NOW) == Errors.CONCURRENT_TRANSACTIONS
-    assert s.coord.end_txn(TID, pid, epoch, False, NOW) == Errors.INVALID_TXN_STATE
+    assert s.coord.end_txn(TID, pid, epoch, False, NOW) == Errors.CONCURRENT_TRANSACTIONS
     assert s.coord.add_partitions(TID, pid, epoch, [T1], NOW) == Errors.CONCURRENT_TRANSACTIONS
     assert s.coord.add_offsets(TID, pid, epoch, "g", NOW) == Errors.CONCURRENT_TRANSACTIONS
     assert s.init() == (Errors.CONCURRENT_TRANSACTIONS, -1, -1)
@@ -874,3 +877,16 @@ def test_a_marker_lost_while_another_is_unwritten_is_written_again(tmp_path: Pat
     assert TID in s.coord.awaiting_sync  # completes with the next round that makes both durable
     s.coord.complete_synced(s.coord.take_awaiting(), NOW)
     assert s.state().state is TxnState.COMPLETE_ABORT
+
+
+def test_an_abort_with_nothing_registered_is_answered_none_a_commit_is_not(s: Setup) -> None:
+    """A client whose first AddPartitionsToTxn failed aborts an empty transaction: not fatal."""
+    pid, epoch = s.ready()
+    assert s.state().state is TxnState.EMPTY
+    assert s.coord.end_txn(TID, pid, epoch, True, NOW) == Errors.INVALID_TXN_STATE  # a commit of nothing
+    assert s.coord.end_txn(TID, pid, epoch, False, NOW) == Errors.NONE
+    assert s.state().state is TxnState.EMPTY and s.markers.calls == []
+    assert s.coord.end_txn(TID, pid, epoch + 1, False, NOW) == Errors.PRODUCER_FENCED  # still fenced
+    s.coord.add_partitions(TID, pid, epoch, [T1], NOW)
+    assert s.coord.end_txn(TID, pid, epoch, False, NOW) == Errors.NONE
+    assert s.coord.end_txn(TID, pid, epoch, True, NOW) == Errors.INVALID_TXN_STATE  # a commit after an abort

@@ -42,7 +42,7 @@ from rivven_kproto.codec.errors import Errors
 from ..durable.log import DurableLog
 from ..faults import fault_point
 from .legacy_log import has_legacy, read_legacy, remove_legacy
-from .state import VALID_PREVIOUS, TxnMetadata, TxnState
+from .state import NOTHING_TO_ABORT, VALID_PREVIOUS, TxnMetadata, TxnState, abort_of_nothing
 
 log = logging.getLogger(__name__)
 _string = json.encoder.encode_basestring_ascii  # a JSON string literal, as json.dumps writes it
@@ -308,7 +308,7 @@ class TransactionCoordinator:
             return Errors.NONE  # a retry of what already happened
         if state is (TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT):
             return Errors.CONCURRENT_TRANSACTIONS
-        return Errors.INVALID_TXN_STATE
+        return abort_of_nothing(txn) if not commit and state in NOTHING_TO_ABORT else Errors.INVALID_TXN_STATE
 
     def end_txn_v2(
         self, transactional_id: str, producer_id: int, epoch: int, commit: bool, now_ms: int

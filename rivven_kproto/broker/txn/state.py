@@ -11,8 +11,13 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import logging
 from dataclasses import dataclass, field
 from typing import Any
+
+from rivven_kproto.codec.errors import Errors
+
+log = logging.getLogger(__name__)
 
 
 class TxnState(enum.Enum):
@@ -119,3 +124,25 @@ class TxnMetadata:
 
 
 _FIELD_NAMES = frozenset(f.name for f in dataclasses.fields(TxnMetadata))
+
+
+# States in which a (V1) EndTxn(abort) finds none of the client's current transaction here.
+NOTHING_TO_ABORT = frozenset({TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.PREPARE_COMMIT})
+
+
+def abort_of_nothing(txn: TxnMetadata) -> Errors:
+    """EndTxn(abort) of a transaction none of whose partitions reached this coordinator.
+
+    librdkafka counts an AddPartitionsToTxn that failed (NOT_COORDINATOR after the coordinator
+    moved, a cut connection, CONCURRENT_TRANSACTIONS) as possibly registered and then sends
+    EndTxn(abort) for it. Kafka answers INVALID_TXN_STATE from the previous transaction's state,
+    fatal to a producer that did nothing wrong. No client aborts a transaction it already asked to
+    commit (the commit must be retried), so this abort is of a new, empty transaction: nothing to
+    do, NONE; while the previous commit's markers are still being written, CONCURRENT_TRANSACTIONS
+    (the client retries until they are).
+    """
+    if txn.state is TxnState.PREPARE_COMMIT:
+        return Errors.CONCURRENT_TRANSACTIONS
+    log.info("abort of transactional id %s with nothing registered (state %s): nothing to abort",
+             txn.transactional_id, txn.state.value)
+    return Errors.NONE

@@ -48,8 +48,12 @@ class BrokerProcess:
         assert self.port is not None, "broker not started"
         return f"127.0.0.1:{self.port}"
 
-    def start(self, port: int = 0, timeout: float = START_TIMEOUT_S) -> BrokerProcess:
-        """Start on ``port`` (0 = any free port) and wait (up to ``timeout``) for the ready line."""
+    def start(self, port: int = 0, timeout: float = START_TIMEOUT_S, give_up_on: str | None = None) -> BrokerProcess:
+        """Start on ``port`` (0 = any free port) and wait (up to ``timeout``) for the ready line.
+
+        ``give_up_on``: log text that means the start cannot succeed (a broker that retries a refused
+        database forever); seeing it before the ready line kills the broker and raises at once,
+        instead of waiting out ``timeout``."""
         offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         log = self.log_path.open("ab")
         args = [
@@ -76,6 +80,9 @@ class BrokerProcess:
                 return self
             if self.process.poll() is not None:
                 raise RuntimeError(f"broker exited with {self.process.returncode}:\n{text}")
+            if give_up_on is not None and give_up_on in text:
+                self.kill()
+                raise RuntimeError(f"broker logged {give_up_on!r} before it was ready:\n{text}")
             time.sleep(0.05)
         self.kill()
         raise RuntimeError(f"broker did not start within {timeout}s:\n{self.log_text()}")

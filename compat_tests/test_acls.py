@@ -413,7 +413,10 @@ def test_nothing_denied_leaves_a_trace(cluster: Cluster) -> None:
     error = produce(cluster.config("bob"), "bob-would-create-this")  # auto-creation needs Create
     assert error is not None and error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
 
-    consumer = Consumer(cluster.config("bob", **{"group.id": "bob-group-denied", "enable.auto.commit": False}))
+    # librdkafka gives a commit without a coordinator up after session.timeout.ms (45 s by default):
+    # FindCoordinator is refused for bob every time, so waiting longer only costs time.
+    consumer = Consumer(cluster.config("bob", **{"group.id": "bob-group-denied", "enable.auto.commit": False,
+                                                 "session.timeout.ms": 6_000}))
     with pytest.raises(KafkaException) as raised:
         consumer.commit(offsets=[TopicPartition("payments", 0, 1)], asynchronous=False)
     # FindCoordinator answers GROUP_AUTHORIZATION_FAILED; librdkafka reports a commit without a

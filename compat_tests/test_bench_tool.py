@@ -91,6 +91,32 @@ def test_a_tiny_bench_run_reports_every_workload(tmp_path: Path) -> None:
     assert "produce-8p" in run.stdout and "rivven_kproto" in run.stdout
 
 
+def test_a_tiny_share_bench_run_puts_the_share_group_beside_a_classic_group(tmp_path: Path) -> None:
+    """Issue #39's workload, tiny: four share consumers (explicit acks) and a four-member classic
+    group read every record of one topic in the same run, with broker CPU per record, and the
+    share/classic goal is judged (the figures themselves are not)."""
+    out = tmp_path / "bench.json"
+    selected = ["consume-group", "share-consume"]
+    run = subprocess.run(
+        [sys.executable, "-m", "tools.bench", "--no-limit", "--rounds", "1", "--messages", "2000",
+         "--workloads", ",".join(selected), "--json", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=240,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    document = json.loads(out.read_text())
+    ours = document["rounds"]["rivven_kproto"][0]
+    assert set(ours) == {"idle", *selected}
+    for name, kind in zip(selected, ("classic", "share"), strict=True):
+        figures = ours[name]
+        assert figures["kind"] == kind and figures["consumers"] == 4
+        assert figures["consumed"] == figures["messages"] == 2000 + 8  # the warm-up record of each partition
+        assert figures["msgs_per_s"] > 0 and figures["broker_cpu_us_per_record"] >= 0
+    assert "redelivered" in ours["share-consume"]
+    (goal,) = [g for g in document["goals"] if g["goal"].startswith("share-consume")]
+    assert goal["met"] is not None and "us/record" in goal["measured"]
+    assert "share-consume" in run.stdout and "consume-group" in run.stdout
+
+
 def test_the_acl_peer_decides_every_request_from_its_1000_acls() -> None:
     """``--peer acl``: our broker with an authorizer and 1,000 ACLs. The workloads' client (no
     super user) produces to a ``bench-`` topic through the prefixed ALLOWs, and is refused a topic

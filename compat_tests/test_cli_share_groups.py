@@ -65,3 +65,34 @@ def test_delete(broker: BrokerProcess) -> None:
     assert group not in {g["group_id"] for g in ok(broker.bootstrap, "share-groups", "list")["groups"]}
     failed(kproto(broker.bootstrap, "share-groups", "delete", group), 1, "error: GROUP_ID_NOT_FOUND:")
     failed(kproto(broker.bootstrap, "share-groups", "describe", group), 1, "error: GROUP_ID_NOT_FOUND:")
+
+
+def test_delete_offsets_forgets_a_topic_which_is_then_delivered_again(broker: BrokerProcess) -> None:
+    """As kafka-share-groups.sh --delete-offsets: the topic's state is gone, and the next member
+    starts it again from share.auto.offset.reset (earliest on this broker), so every record comes
+    back; refused while the group has members and for a topic the group never read."""
+    topic, other, group = fresh("cli-share-deloff"), fresh("cli-share-unread"), fresh("g")
+    records = [b"d%d" % i for i in range(3)]
+    produce(broker.bootstrap, topic, records)
+    produce(broker.bootstrap, other, [b"o"])
+    consume_all_and_leave(broker, group, topic, len(records))
+    wait_empty(broker, group)
+    assert offsets(broker.bootstrap, group) == [(topic, 0, 3, 0)]
+
+    failed(kproto(broker.bootstrap, "share-groups", "delete-offsets", "--group", group, "--topic", other), 1,
+           "error: UNKNOWN_TOPIC_OR_PARTITION:")
+    assert ok(broker.bootstrap, "share-groups", "delete-offsets", "--group", group, "--topic", topic) == {
+        "group": group, "deleted": [topic]}
+    assert offsets(broker.bootstrap, group) == []
+    assert sorted(consume_all_and_leave(broker, group, topic, len(records))) == records
+
+    share = consumer(broker.bootstrap, group, topic)
+    try:
+        produce(broker.bootstrap, topic, [b"late"])
+        poll_until(share, lambda got: len(got) >= 1)
+        failed(kproto(broker.bootstrap, "share-groups", "delete-offsets", "--group", group, "--topic", topic), 1,
+               "error: NON_EMPTY_GROUP:")
+    finally:
+        share.close()
+    failed(kproto(broker.bootstrap, "share-groups", "delete-offsets", "--group", fresh("nobody"), "--topic", topic),
+           1, "error: GROUP_ID_NOT_FOUND:")

@@ -1,10 +1,12 @@
-"""``kproto share-groups list|describe|delete|reset-offsets``: share groups (KIP-932), like
-kafka-share-groups.sh.
+"""``kproto share-groups list|describe|delete|reset-offsets|delete-offsets``: share groups (KIP-932),
+like kafka-share-groups.sh.
 
 ``describe`` shows each share-partition's start offset (where delivery resumes) and lag, and the
 members with their assignments. ``reset-offsets`` only plans by default (a dry run, as Kafka's
 tool does) and sets the start offsets with ``--execute``; the broker refuses while the group has
-members, since they hold records under acquisition locks.
+members, since they hold records under acquisition locks. ``delete-offsets`` forgets whole topics'
+state (kafka-share-groups.sh --delete-offsets): their next delivery starts again from
+share.auto.offset.reset.
 """
 
 from __future__ import annotations
@@ -23,12 +25,12 @@ from rivven_kproto.codec.enums import EARLIEST, LATEST
 from rivven_kproto.codec.errors import Errors
 
 from .groups import delete_groups, parse_datetime, parse_duration, parse_topic_spec
-from .output import emit, run, table
+from .output import emit, fail, run, table
 
 
 @click.group("share-groups")
 def share_groups() -> None:
-    """List, describe and delete share groups; reset their start offsets.
+    """List, describe and delete share groups; reset or delete their start offsets.
 
     \b
     Example:
@@ -210,3 +212,34 @@ def reset_offsets(group_id: str, topic_specs: tuple[str, ...], all_topics: bool,
     rows = [[t, p, plan.previous[(t, p)] if plan.previous[(t, p)] is not None else "-", offset]
             for (t, p), offset in sorted(plan.target.items())]
     emit(data, lambda: table(title, ["topic", "partition", "previous start offset", "new start offset"], rows))
+
+
+@share_groups.command("delete-offsets")
+@click.option("--group", "group_id", required=True, metavar="GROUP", help="The share group (it must be empty).")
+@click.option("--topic", "topics", required=True, multiple=True, metavar="TOPIC",
+              help="Forget the group's state for this topic (all its partitions); repeatable.")
+def delete_offsets(group_id: str, topics: tuple[str, ...]) -> None:
+    """Forget an empty share group's start offsets and in-flight state for whole topics, as
+    kafka-share-groups.sh --delete-offsets does: they start again from share.auto.offset.reset.
+    Exits 1 when the group or any topic failed.
+
+    \b
+    Example:
+      kproto share-groups delete-offsets --group workers --topic jobs
+    """
+
+    async def operation(client: KafkaClient) -> dict[str, int]:
+        return await share_admin.delete_share_offsets(client, group_id, list(topics))
+
+    results = run(operation)
+    rows = [(topic, Errors.for_code(code)) for topic, code in results.items()]
+    failures = [(topic, error) for topic, error in rows if error is not Errors.NONE]
+    if failures:
+        done = [topic for topic, error in rows if error is Errors.NONE]
+        detail = "; ".join(f"topic {topic}: {error.name}" for topic, error in failures[1:])
+        fail(failures[0][1].name, f"share group {group_id} on topic {failures[0][0]}: "
+             f"{failures[0][1].message.rstrip('.')}{'; ' + detail if detail else ''}"
+             f"{'; deleted: ' + ', '.join(done) if done else ''}")
+    data = {"group": group_id, "deleted": [topic for topic, _ in rows]}
+    emit(data, lambda: table(f"share group {group_id}: offsets deleted", ["topic", "status"],
+                             [[topic, "Successful"] for topic, _ in rows]))

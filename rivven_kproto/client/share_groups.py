@@ -1,7 +1,8 @@
 """Share-group admin (KIP-932), as Kafka's ``kafka-share-groups.sh`` does it: list (ListGroups
 with the ``share`` type filter, v5), describe (ShareGroupDescribe for members and assignments,
 DescribeShareGroupOffsets for each share-partition's start offset and lag), delete (DeleteGroups)
-and set start offsets (AlterShareGroupOffsets) of an empty group. The group requests go to the
+set start offsets (AlterShareGroupOffsets) and forget whole topics (DeleteShareGroupOffsets) of an
+empty group. The group requests go to the
 group's coordinator, as for consumer groups (``groups.coordinator_call``).
 """
 
@@ -19,6 +20,9 @@ from rivven_kproto.codec.messages.share_group_offsets import (
     AlterShareGroupOffsetsResponse,
     AlterShareOffsetsRequestPartition,
     AlterShareOffsetsRequestTopic,
+    DeleteShareGroupOffsetsRequest,
+    DeleteShareGroupOffsetsResponse,
+    DeleteShareOffsetsRequestTopic,
     DescribeShareGroupOffsetsRequest,
     DescribeShareGroupOffsetsResponse,
     DescribeShareOffsetsRequestGroup,
@@ -147,3 +151,21 @@ async def alter_share_offsets(client: KafkaClient, group_id: str, starts: dict[T
     for answered in response.responses:
         for p in answered.partitions:
             check(p.error_code, context=f"share group {group_id} on {answered.topic_name}-{p.partition_index}")
+
+
+async def delete_share_offsets(client: KafkaClient, group_id: str, topics: list[str]) -> dict[str, int]:
+    """Forget an empty share group's state for whole topics (their next delivery starts again from
+    share.auto.offset.reset); an error code per topic. A group-level error (NON_EMPTY_GROUP,
+    GROUP_ID_NOT_FOUND, ...) raises."""
+
+    def build(version: int) -> DeleteShareGroupOffsetsRequest:
+        return DeleteShareGroupOffsetsRequest(group_id=group_id, topics=[
+            DeleteShareOffsetsRequestTopic(topic_name=t) for t in dict.fromkeys(topics)])
+
+    def error_of(response: DeleteShareGroupOffsetsResponse) -> int:
+        return response.error_code
+
+    _, response = await coordinator_call(client, group_id, DeleteShareGroupOffsetsRequest, build,
+                                         DeleteShareGroupOffsetsResponse, error_of)
+    check(response.error_code, context=f"share group {group_id}", message=response.error_message)
+    return {t.topic_name: t.error_code for t in response.responses}

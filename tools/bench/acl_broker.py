@@ -53,7 +53,8 @@ def properties() -> str:
 
 def target() -> Target:
     plain = ours()
-    return Target(NAME, plain.command, OURS_READY, config_text=properties(), after_start=load)
+    return Target(NAME, plain.command, OURS_READY, config_text=properties(), after_start=load,
+                  shares=True)
 
 
 def _acl(principal: str, kind: ResourceType, name: str, operation: AclOperation,

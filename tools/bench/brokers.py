@@ -59,6 +59,7 @@ class Target:
     env: dict[str, str] = field(default_factory=dict)
     limit_only: bool = False  # the null broker runs the produce and consume workloads only
     secured: bool = False  # also serves SSL and SASL_SSL listeners ({config} names their settings)
+    shares: bool = False  # serves share groups (KIP-932): the share-bench workloads run against it
     config_text: str | None = None  # else: the properties file {config} names (not secured targets)
     # Run once the broker is ready, before any workload (e.g. load ACLs); what it returns is
     # recorded with the round's idle figures.
@@ -70,7 +71,7 @@ def ours(profile_dir: Path | None = None) -> Target:
              "--data-dir", "{data}", "--metrics", "127.0.0.1:0"]
     if profile_dir is not None:
         serve = ["-m", "cProfile", "-o", str(profile_dir / "ours-{round}.pstats"), *serve]
-    return Target("rivven_kproto", [sys.executable, *serve], OURS_READY, secured=True)
+    return Target("rivven_kproto", [sys.executable, *serve], OURS_READY, secured=True, shares=True)
 
 
 def peer(spec: str) -> Target:

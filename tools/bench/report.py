@@ -12,6 +12,7 @@ ACL_PEER = "rivven_kproto-acl"  # ours with an authorizer and 1,000 ACLs (``--pe
 # run's, or within the plain run's own spread (its slowest round against its median) when that is
 # wider, as it is on a busy machine.
 ACL_NOISE = 0.9
+SHARE_GOAL = 0.5  # issue #39: share consumers against a classic group on the same topic
 
 
 def _median(values: list[float]) -> float | None:
@@ -59,6 +60,7 @@ def goals(summary: dict[str, Any], peer: str | None,
         value = summary.get(workload, {}).get(broker, {}).get(key)
         return float(value) if value is not None else None
 
+    out += share_goals(results or {})
     throughput = ("produce-1p", "produce-8p", "consume-uncommitted", "consume-committed")
     for name in throughput:
         ratio = summary.get(name, {}).get("vs_peer", {}).get("median")
@@ -116,6 +118,25 @@ def acl_goals(results: dict[str, list[dict[str, Any]]]) -> list[tuple[str, str, 
                     f"{share:.2f}x (the plain run's slowest round: {spread:.2f}x its median)",
                     share >= min(ACL_NOISE, spread)))
     return out
+
+
+def share_goals(results: dict[str, list[dict[str, Any]]]) -> list[tuple[str, str, bool | None]]:
+    """Issue #39: the share group's records/s at least 0.5x the classic group's on the same topic,
+    as the median of per-round ratios; with both groups' broker CPU per record beside it."""
+    rounds = [r for r in results.get(OURS, []) if "share-consume" in r and "consume-group" in r]
+    ratios = [r["share-consume"]["msgs_per_s"] / r["consume-group"]["msgs_per_s"]
+              for r in rounds if r["consume-group"]["msgs_per_s"]]
+    if not ratios:
+        return []
+    ratio = _median(ratios) or 0.0
+    share_rate = _median(_values(rounds, "share-consume", "msgs_per_s")) or 0.0
+    group_rate = _median(_values(rounds, "consume-group", "msgs_per_s")) or 0.0
+    share_cpu = _median(_values(rounds, "share-consume", "broker_cpu_us_per_record"))
+    group_cpu = _median(_values(rounds, "consume-group", "broker_cpu_us_per_record"))
+    return [(f"share-consume: records/s >= {SHARE_GOAL}x the classic group's (consume-group, same topic and run)",
+             f"{ratio:.2f}x ({share_rate:,.0f} vs {group_rate:,.0f} records/s; broker CPU "
+             f"{share_cpu} vs {group_cpu} us/record; per round {', '.join(f'{x:.2f}' for x in ratios)})",
+             ratio >= SHARE_GOAL)]
 
 
 COLUMNS = ("msgs_per_s", "mb_per_s", "broker_cpu_s", "peak_rss_mib", "p50_ms", "p99_ms", "p999_ms")

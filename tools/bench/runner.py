@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from . import share
 from . import workloads as w
 from .brokers import Running, Target
 from .procstats import reset_peak, usage
@@ -17,7 +18,7 @@ log = logging.getLogger(__name__)
 WORKLOADS = (
     "produce-1p", "produce-8p", "consume-uncommitted", "consume-committed", "transactions", "transactions-16p",
     "transactions-offsets", "latency", "connections", "produce-8p-tls", "consume-tls", "produce-8p-sasl-ssl", "consume-sasl-ssl", "produce-8p-scraped",
-    "produce-8p-contended", "transactions-contended",
+    "produce-8p-contended", "transactions-contended", "consume-group", "share-consume",
 )
 # Over our broker's SSL and SASL_SSL (PLAIN) listeners; brokers started without them skip these.
 SECURED_WORKLOADS = {"produce-8p-tls": "SSL", "consume-tls": "SSL", "produce-8p-sasl-ssl": "SASL_SSL",
@@ -26,6 +27,10 @@ LIMIT_WORKLOADS = {
     "produce-1p", "produce-8p", "consume-uncommitted", "consume-committed", "transactions", "transactions-16p",
 }
 CONSUMED_TOPIC, CONSUMED_PARTITIONS = "bench-8p", 8
+# A classic group and a share group read one topic of its own, produced untimed (issue #39: 100k
+# records of 100 B); only brokers serving share groups run them.
+SHARE_WORKLOADS = ("consume-group", "share-consume")
+SHARE_TOPIC, SHARE_MAX_MESSAGES = "bench-share", 100_000
 
 
 @dataclass(frozen=True)
@@ -80,8 +85,16 @@ def workload(name: str, running: Serving, s: Settings) -> Callable[[], w.Figures
             lambda: w.produce(bootstrap, "bench-contended", n, CONSUMED_PARTITIONS)),
         "transactions-contended": lambda: w.under_cpu_hog(
             lambda: w.transactions(bootstrap, "bench-txn-contended", s.transactions)),
+        # The produce workload's warm-up adds one record per partition.
+        "consume-group": lambda: share.consume_group(bootstrap, SHARE_TOPIC, share_count(s) + CONSUMED_PARTITIONS),
+        "share-consume": lambda: share.share_consume(bootstrap, SHARE_TOPIC, share_count(s) + CONSUMED_PARTITIONS,
+                                                     CONSUMED_PARTITIONS),
     }
     return table[name]
+
+
+def share_count(s: Settings) -> int:
+    return min(s.messages, SHARE_MAX_MESSAGES)
 
 
 def run_round(target: Target, round_: int, selected: list[str], settings: Settings) -> dict[str, dict[str, Any]]:
@@ -95,11 +108,14 @@ def run_round(target: Target, round_: int, selected: list[str], settings: Settin
         names = [name for name in selected if not target.limit_only or name in LIMIT_WORKLOADS]
         names = [name for name in names if name not in SECURED_WORKLOADS or target.secured]
         names = [name for name in names if name != "produce-8p-scraped" or running.metrics_url]
+        names = [name for name in names if name not in SHARE_WORKLOADS or target.shares]
         for name, produced_by in (("consume-tls", "produce-8p-tls"), ("consume-sasl-ssl", "produce-8p-sasl-ssl")):
             if name in names and produced_by not in names:
                 workload(produced_by, running, settings)()  # untimed: what the consume workload reads
-        if any(name.startswith("consume") for name in names) and "produce-8p" not in names:
+        if any(name.startswith("consume") and name not in SHARE_WORKLOADS for name in names) and "produce-8p" not in names:
             w.produce(running.bootstrap, CONSUMED_TOPIC, settings.messages, CONSUMED_PARTITIONS)  # untimed
+        if any(name in SHARE_WORKLOADS for name in names):
+            w.produce(running.bootstrap, SHARE_TOPIC, share_count(settings), CONSUMED_PARTITIONS)  # untimed
         for name in names:
             exact_peak = reset_peak(running.pid)
             before = usage(running.pid)
@@ -109,6 +125,7 @@ def run_round(target: Target, round_: int, selected: list[str], settings: Settin
                                      exact_peak)
             log.info("%s round %d %s: %.0f msg/s, %.2f CPU-s", target.name, round_, name,
                      figures.msgs_per_s, after.cpu_s - before.cpu_s)
+        share.per_record(results)
     finally:
         running.stop()
     return results

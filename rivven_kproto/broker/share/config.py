@@ -2,16 +2,24 @@
 
 ``share.auto.offset.reset`` and ``share.isolation.level`` are group configs in Kafka (set with
 ``kafka-configs --entity-type groups``); this broker has no group configs yet, so they are taken
-as broker-wide defaults for every share group (under the same names).
+as broker-wide defaults for every share group (under the same names). ``share.auto.offset.reset``
+is ``latest``, ``earliest`` or, as Kafka 4.2, ``by_duration:<ISO 8601 duration>`` (``PnDTnHnMn.nS``,
+not negative): a new share-partition starts at the first record stamped at or after now minus the
+duration (ListOffsets by timestamp), or at the log end when there is none.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-RESETS = ("latest", "earliest")
+RESETS = ("latest", "earliest", "by_duration:<ISO 8601 duration>")
+BY_DURATION = "by_duration:"
+# java.time.Duration.parse's form (which Kafka uses): days, hours, minutes, seconds with a fraction.
+_DURATION = re.compile(r"([-+]?)P(?:([-+]?[0-9]+)D)?(T(?:([-+]?[0-9]+)H)?(?:([-+]?[0-9]+)M)?"
+                       r"(?:([-+]?[0-9]+)(?:[.,]([0-9]{0,9}))?S)?)?", re.IGNORECASE)
 ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
 
 
@@ -34,6 +42,44 @@ class ShareConfig:
     @property
     def read_committed(self) -> bool:
         return self.isolation_level == "read_committed"
+
+    @property
+    def reset_duration_ms(self) -> int | None:
+        """The duration of ``by_duration:<duration>`` in milliseconds; None for latest/earliest."""
+        if not self.auto_offset_reset.startswith(BY_DURATION):
+            return None
+        return parse_duration_ms(self.auto_offset_reset[len(BY_DURATION):])
+
+
+def parse_duration_ms(text: str) -> int:
+    """An ISO 8601 duration as java.time.Duration.parse reads it, in milliseconds (the fraction of
+    a second cut to milliseconds); ShareConfigError when it is malformed or negative."""
+    match = _DURATION.fullmatch(text.strip())
+    if match is None or (match.group(3) is not None and not any(match.group(i) for i in (4, 5, 6))) or not any(
+            match.group(i) for i in (2, 4, 5, 6)):
+        raise ShareConfigError(f"not an ISO 8601 duration like PT1H or P1DT12H: {text!r}")
+    sign, days, _, hours, minutes, seconds, fraction = match.groups()
+    whole = ((int(days or 0) * 24 + int(hours or 0)) * 60 + int(minutes or 0)) * 60 + int(seconds or 0)
+    millis = whole * 1000 + (-1 if (seconds or "").startswith("-") else 1) * int((fraction or "").ljust(3, "0")[:3])
+    millis = -millis if sign == "-" else millis
+    if millis < 0:
+        raise ShareConfigError(f"a negative duration is not allowed: {text!r}")
+    return millis
+
+
+def _reset(raw: str) -> str:
+    value = raw.strip()
+    lowered = value.lower()
+    if lowered in ("latest", "earliest"):
+        return lowered
+    if lowered.startswith(BY_DURATION):
+        duration = value[len(BY_DURATION):].strip()
+        try:
+            parse_duration_ms(duration)
+        except ShareConfigError as exc:
+            raise ShareConfigError(f"share.auto.offset.reset {raw!r}: {exc}") from None
+        return BY_DURATION + duration.upper()
+    raise ShareConfigError(f"share.auto.offset.reset must be one of {', '.join(RESETS)}, got {raw!r}")
 
 
 # Kafka key -> (field, lowest value); values are integers unless listed below.
@@ -70,9 +116,7 @@ def apply_share_keys(config: ShareConfig, props: Mapping[str, str]) -> ShareConf
         elif key == "group.coordinator.rebalance.protocols":
             changes["enabled"] = "share" in {p.strip().lower() for p in value.split(",")}
         elif key == "share.auto.offset.reset":
-            if value.lower() not in RESETS:
-                raise ShareConfigError(f"{key} must be one of {', '.join(RESETS)}, got {raw!r}")
-            changes["auto_offset_reset"] = value.lower()
+            changes["auto_offset_reset"] = _reset(value)
         elif key == "share.isolation.level":
             if value.lower() not in ISOLATION_LEVELS:
                 raise ShareConfigError(f"{key} must be one of {', '.join(ISOLATION_LEVELS)}, got {raw!r}")

@@ -23,6 +23,7 @@ from rivven_kproto.broker.share import (
     Acquired,
     InvalidRecordState,
     LogSpan,
+    ShareConfig,
     ShareCoordinator,
     SharePartition,
 )
@@ -186,8 +187,7 @@ def _acquire_partition(coordinator: ShareCoordinator, group_id: str, member_id: 
     config = coordinator.config
     current = coordinator.current(group_id, topic, index)
     if current is None:
-        start = partition.high_watermark if config.auto_offset_reset == "latest" else partition.log_start_offset
-        staged = SharePartition(start)
+        staged = SharePartition(_start_offset(config, partition, now_ms))
     else:
         staged = current.copy()
     if staged.end < partition.log_start_offset:  # retention removed what was never delivered
@@ -216,6 +216,22 @@ def _acquire_partition(coordinator: ShareCoordinator, group_id: str, member_id: 
     delivery.acquired = [*again, *fresh]
     changed = current is None or staged.persisted() != current.persisted() or bool(delivery.acquired)
     return (staged if changed else None), [data[k] for k in sorted(data)]
+
+
+def _start_offset(config: ShareConfig, partition: PartitionLogBase, now_ms: int) -> int:
+    """Where a new share-partition starts (share.auto.offset.reset): the log start, the log end,
+    or (by_duration) the first record stamped at or after now minus the duration, found as
+    ListOffsets by timestamp finds it, and the log end when no record is that recent (Kafka 4.2).
+    The lookup runs inline: the native log's time indexes make it cheap (share groups are not
+    served on the PostgreSQL engine yet)."""
+    if config.auto_offset_reset == "earliest":
+        return partition.log_start_offset
+    duration = config.reset_duration_ms
+    if duration is not None:
+        found = partition.offset_for_timestamp(now_ms - duration)
+        if found is not None and found[0] < partition.high_watermark:
+            return max(found[0], partition.log_start_offset)
+    return partition.high_watermark
 
 
 def _deliverable(header: BatchHeader, aborted: list[AbortedTxn], read_committed: bool) -> bool:

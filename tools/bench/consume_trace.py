@@ -54,6 +54,11 @@ class Trace(logging.Handler):
             if not self.parked_at or self.parked_at[-1] != sum(self.responses):
                 self.parked_at.append(sum(self.responses))
 
+    def parked_early(self) -> bool:
+        """Whether the client parked its partitions before the last response arrived: the read then
+        waited ``fetch.queue.backoff.ms`` for data it had not fetched yet (the slow mode)."""
+        return any(at < sum(self.responses) for at in self.parked_at)
+
     __hash__ = logging.Handler.__hash__
 
 
@@ -95,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
                       f"rtt {' '.join(f'{ms:.0f}' for ms in trace.rtts_ms)} ms), "
                       f"partitions parked on a full queue: {trace.queue_full}"
                       f" (after {', '.join(f'{b / 1e6:.1f}' for b in trace.parked_at) or '-'} MB"
-                      f" of {sum(sizes) / 1e6:.1f}, {trace.queued} messages queued)", flush=True)
+                      f" of {sum(sizes) / 1e6:.1f}, {trace.queued} messages queued)"
+                      f"{' -> waited for data not yet fetched' if trace.parked_early() else ''}", flush=True)
         finally:
             running.stop()
     return 0

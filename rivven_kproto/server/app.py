@@ -36,6 +36,7 @@ from rivven_kproto.codec.messages.envelope import EnvelopeRequest
 from rivven_kproto.codec.messages.fetch import FetchRequest
 from rivven_kproto.codec.messages.produce import ProduceRequest
 from rivven_kproto.codec.messages.txn_offset_commit import TxnOffsetCommitRequest
+from rivven_kproto.codec.schema import Response
 from rivven_kproto.codec.splice import Frame
 
 from . import duties, heap
@@ -342,12 +343,11 @@ class Server:
             await handler.prepare(ctx, request, self.cpu_limiter)
             ctx.now_ms = wall_clock_ms()
         self.broker.claims.refresh()  # again after the waits above: the broker may have been paused meanwhile
-        response = handler.handle(ctx, request, event.api_version)
+        reply = handler.handle(ctx, request, event.api_version)
         if event.api_key in GROUP_TIMER_APIS:
             self.group_timers_moved()
         self.wake_groups()
-        if isinstance(response, Pending):
-            response = await self.delayed.wait(response)
+        response: Response | NoResponse = await self.delayed.wait(reply) if isinstance(reply, Pending) else reply
         if ctx.appended:
             self.notify_append()
         await self.durability.after_request(ctx, coordinator_writes, critical)

@@ -4,6 +4,9 @@ The handler contract (the server knows nothing else about any API):
 
 - ``API_KEY`` (its request class's key) and optionally ``VERSIONS`` (the versions it serves,
   advertised in ApiVersions; default: every version the codec declares).
+- ``ROUTE`` (``server/routes.py``): where the request is answered (here, at each partition's leader,
+  at the controller, at a key's coordinator). Its authorization checks are its rows of
+  ``broker/security/authorization_rules.py``.
 - ``handle(ctx, request, version)`` returns the response, a :class:`~.delayed.Pending` (answered
   later, when its wake key is notified or its deadline passes), or a :class:`~.context.NoResponse`.
 - Effects are declared on the context, never performed by the handler: ``ctx.appended`` (records
@@ -29,9 +32,11 @@ from typing import Any
 
 import trio
 
-from rivven_kproto.codec.schema import REQUESTS, Versions
+from rivven_kproto.codec.schema import REQUESTS, Request, Response, Versions
 
-from ..context import RequestContext
+from ..context import NoResponse, PartitionLog, RequestContext
+from ..delayed import Pending
+from ..routes import Route
 from . import (
     add_offsets_to_txn,
     add_partitions_to_txn,
@@ -143,29 +148,42 @@ _MODULES: list[ModuleType] = [
 ]
 
 
-Handle = Callable[[RequestContext, Any, int], Any]  # -> response | Pending | NoResponse
+Reply = Response | Pending | NoResponse
+Handle = Callable[[RequestContext, Any, int], Reply]
 Prepare = Callable[[RequestContext, Any, trio.CapacityLimiter], Awaitable[None]]
-OnFenced = Callable[[Any, list[Any]], Any]  # (response, the moved logs) -> the response to send
+OnFenced = Callable[[Any, list[PartitionLog]], Response | NoResponse]  # (response, the moved logs) -> the response to send
 
 
 @dataclass(frozen=True)
 class Handler:
+    """One API as its module declares it: what dispatch needs and nothing the shell decides per API."""
+
     api_key: int
+    request_cls: type[Request]
     versions: Versions
+    route: Route
     handle: Handle
     prepare: Prepare | None = None
     decode_inline: bool = False
     on_fenced: OnFenced | None = None
 
 
+def declared(module: ModuleType) -> Handler:
+    """The module's declaration; TypeError for one without a route (a new API must say where it goes)."""
+    key = module.API_KEY
+    route = getattr(module, "ROUTE", None)
+    if not isinstance(route, Route):
+        raise TypeError(f"{module.__name__} declares no ROUTE (Local, Leader, Controller, Coordinator or Unwrap)")
+    request_cls = REQUESTS[key]
+    # Advertise what the codec declares for this API (issue table), unless the handler narrows it.
+    versions = getattr(module, "VERSIONS", request_cls.VALID_VERSIONS)
+    return Handler(key, request_cls, versions, route, module.handle, getattr(module, "prepare", None),
+                   getattr(module, "DECODE_INLINE", False), getattr(module, "on_fenced", None))
+
+
 HANDLERS: dict[int, Handler] = {}
 for _module in _MODULES:
-    _key = _module.API_KEY
-    # Advertise what the codec declares for this API (issue table), unless the handler narrows it.
-    _versions = getattr(_module, "VERSIONS", REQUESTS[_key].VALID_VERSIONS)
-    HANDLERS[_key] = Handler(
-        _key, _versions, _module.handle, getattr(_module, "prepare", None), getattr(_module, "DECODE_INLINE", False),
-        getattr(_module, "on_fenced", None),
-    )
+    _handler = declared(_module)
+    HANDLERS[_handler.api_key] = _handler
 
-__all__ = ["HANDLERS", "Handler"]
+__all__ = ["HANDLERS", "Handler", "declared"]

@@ -26,9 +26,11 @@ from rivven_kproto.codec.messages.add_partitions_to_txn import (
 )
 
 from ..context import RequestContext
+from ..routes import LOCAL
 from .txn_errors import ADD_PARTITIONS_ABORTABLE, abortable_for_version, fenced_for_version
 
 API_KEY = 24
+ROUTE = LOCAL
 CLUSTER = rule(API_KEY).check("cluster")
 TRANSACTIONAL_ID = rule(API_KEY).check("transactional_id")
 TOPIC = rule(API_KEY).check("topic")

@@ -29,8 +29,10 @@ from rivven_kproto.codec.messages.api_versions import (
 from rivven_kproto.codec.schema import CachedArray
 
 from ..context import RequestContext
+from ..routes import LOCAL
 
 API_KEY = 18
+ROUTE = LOCAL
 TRANSACTION_VERSION_FEATURE = "transaction.version"
 SHARE_VERSION_FEATURE = "share.version"
 SHARE_VERSION = 1

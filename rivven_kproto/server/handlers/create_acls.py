@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from rivven_kproto.codec.messages.create_acls import CreateAclsRequest
 
+from ..routes import LOCAL
 from .acls import create as handle
 
 API_KEY = CreateAclsRequest.API_KEY
+ROUTE = LOCAL
 __all__ = ["API_KEY", "handle"]

@@ -57,9 +57,12 @@ from rivven_kproto.server.context import RequestContext
 from rivven_kproto.server.delayed import HEARTBEAT_FOLLOWED, HEARTBEAT_HOLD_MS, Pending
 from rivven_kproto.server.txn_decisions import learn_decisions
 
+from ..routes import LOCAL
+
 log = logging.getLogger(__name__)
 
 API_KEY = FetchRequest.API_KEY
+ROUTE = LOCAL
 TOPIC, FOLLOWER = rule(API_KEY).check("topic"), rule(API_KEY).check("follower")
 
 

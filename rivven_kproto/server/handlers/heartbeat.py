@@ -12,8 +12,10 @@ from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
 
 from ..context import RequestContext
+from ..routes import LOCAL
 
 API_KEY = HeartbeatRequest.API_KEY
+ROUTE = LOCAL
 GROUP = rule(API_KEY).check("group")
 
 

@@ -25,9 +25,11 @@ from rivven_kproto.codec.messages.join_group import (
 
 from ..context import RequestContext
 from ..delayed import Pending
+from ..routes import LOCAL
 from ._group_wait import park
 
 API_KEY = JoinGroupRequest.API_KEY
+ROUTE = LOCAL
 GROUP = rule(API_KEY).check("group")
 
 

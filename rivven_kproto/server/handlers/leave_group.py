@@ -14,8 +14,10 @@ from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse, MemberResponse
 
 from ..context import RequestContext
+from ..routes import LOCAL
 
 API_KEY = LeaveGroupRequest.API_KEY
+ROUTE = LOCAL
 GROUP = rule(API_KEY).check("group")
 log = logging.getLogger(__name__)
 

@@ -42,9 +42,12 @@ from rivven_kproto.codec.messages.list_offsets import (
 from rivven_kproto.server.context import RequestContext
 from rivven_kproto.server.txn_decisions import learn_decisions
 
+from ..routes import LOCAL
+
 log = logging.getLogger(__name__)
 
 API_KEY = ListOffsetsRequest.API_KEY
+ROUTE = LOCAL
 TOPIC = rule(API_KEY).check("topic")
 
 UNKNOWN = -1

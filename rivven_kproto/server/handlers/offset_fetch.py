@@ -35,8 +35,10 @@ from rivven_kproto.codec.messages.offset_fetch import (
 )
 
 from ..context import RequestContext
+from ..routes import LOCAL
 
 API_KEY = OffsetFetchRequest.API_KEY
+ROUTE = LOCAL
 
 Wanted = list[tuple[str, list[int]]] | None
 GROUP, TOPIC, LISTED = (rule(API_KEY).check(label) for label in ("group", "topic", "listed"))

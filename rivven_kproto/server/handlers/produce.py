@@ -52,9 +52,11 @@ from rivven_kproto.codec.records.scan import COMPILED
 
 from ..context import NoResponse, PartitionKey, PartitionLog, RequestContext
 from ..log_limits import RateLimitedLog
+from ..routes import LOCAL
 from .txn_errors import PRODUCE_ABORTABLE, PRODUCE_V2, abortable_for_version, client_txn_version
 
 API_KEY = 0
+ROUTE = LOCAL
 TRANSACTIONAL_ID, TOPIC = rule(API_KEY).check("transactional_id"), rule(API_KEY).check("topic")
 DECODE_INLINE = True  # the bulk of a large Produce is record bytes, validated by ``prepare``
 MIN_SERVED_VERSION = 3

@@ -43,6 +43,7 @@ from rivven_kproto.codec.messages.txn_offset_commit import (
 )
 
 from ..context import RequestContext
+from ..routes import LOCAL
 from ._offset_commits import partitions_to_commit, record_results, response_topics
 from .txn_errors import (
     TXN_OFFSET_COMMIT_ABORTABLE,
@@ -53,6 +54,7 @@ from .txn_errors import (
 )
 
 API_KEY = TxnOffsetCommitRequest.API_KEY
+ROUTE = LOCAL
 TRANSACTIONAL_ID = rule(API_KEY).check("transactional_id")
 GROUP = rule(API_KEY).check("group")
 TOPIC = rule(API_KEY).check("topic")

@@ -40,7 +40,7 @@ from rivven_kproto.codec.schema import Response
 from rivven_kproto.codec.splice import Frame
 
 from . import duties, heap
-from .cluster import CONTROLLER_APIS, ClusterFollower, coordinator_key
+from .cluster import ClusterFollower, coordinator_key
 from .connection_limits import (
     ACCEPT_RETRY_S,
     RESOURCE_ERRNOS,
@@ -52,7 +52,7 @@ from .context import NoResponse, RequestContext
 from .delayed import HEARTBEAT_FOLLOWED, DelayedResponses, Pending
 from .durability import Durability, wall_clock_ms
 from .forwarding import ENVELOPE_API_KEY, envelope_response, unwrap
-from .handlers import HANDLERS
+from .handlers import HANDLERS, routed_to
 from .handlers._group_wait import group_keys, wake_keys
 from .handlers.api_versions import supported_versions
 from .handlers.fetch import APPENDED
@@ -66,6 +66,7 @@ from .leader_forwarding import split as split_by_leader
 from .log_limits import RateLimitedLog
 from .metrics import BrokerMetrics
 from .peers import configure as configure_peers
+from .routes import Controller
 from .sending import send_reply
 from .session import SASL_MAX_RECEIVE_BYTES, ListenerRuntime, Session, open_listeners, raw_sasl_token
 from .txn_verification import offsets_at_coordinator, verify_with_coordinator
@@ -316,8 +317,8 @@ class Server:
         if key is not None and not self.broker.coordinates(key):
             raise ProtocolError(f"API {event.api_key} for {key!r} sent to node {self.config.node_id}, which does not "
                                 "coordinate its shard (the client looks the coordinator up again)")
-        if (self.follower is not None and event.api_key in CONTROLLER_APIS and not self.broker.cluster.is_coordinator
-                and not forwarded):
+        if (self.follower is not None and isinstance(handler.route, Controller)
+                and not self.broker.cluster.is_coordinator and not forwarded):
             return await self.follower.forward(event, session.principal, client_host)
         ctx = RequestContext(
             self.broker, self.config, wall_clock_ms(), event.header.client_id, client_host, session=session,
@@ -381,7 +382,7 @@ class Server:
             response = envelope_response(None, refused)
         else:
             try:
-                inner = unwrap(cast(EnvelopeRequest, event.request), CONTROLLER_APIS)
+                inner = unwrap(cast(EnvelopeRequest, event.request), routed_to(Controller))
             except KafkaError as exc:
                 response = envelope_response(None, exc.error)
             else:

@@ -55,8 +55,8 @@ MARKER_RETRY_S = 0.2  # after a leader could not be reached
 # are answered by every broker for the shards it coordinates, as Kafka's brokers do.
 OFFSET_FETCH = 9
 OFFSET_FETCH_TOP_LEVEL_ERROR = 2  # the first version with a top-level error code
-# Requests that change the topic catalog, configs, ACLs or credentials: the controller's to answer.
-CONTROLLER_APIS = frozenset({19, 20, 37, 33, 44, 30, 31, 51})
+# Requests that change the topic catalog, configs, ACLs or credentials are the controller's to
+# answer: their handlers declare ``ROUTE = CONTROLLER`` (server/routes.py).
 
 
 def coordinator_key(api_key: int, version: int, request: object) -> str | None:

@@ -32,7 +32,6 @@ NOT_YET_MOVED = frozenset({
     "imports rivven_kproto.server.handlers.fetch",
     "imports rivven_kproto.server.handlers.produce",
     "imports rivven_kproto.server.handlers.txn_offset_commit",
-    "names CONTROLLER_APIS",
     "names ENVELOPE_API_KEY",
     "names GROUP_TIMER_APIS",
     "names PRODUCE_API_KEY",

@@ -186,4 +186,11 @@ for _module in _MODULES:
     _handler = declared(_module)
     HANDLERS[_handler.api_key] = _handler
 
-__all__ = ["HANDLERS", "Handler", "declared"]
+
+
+def routed_to(kind: type) -> frozenset[int]:
+    """The API keys whose handlers declare a route of this kind (e.g. what an Envelope may carry)."""
+    return frozenset(key for key, handler in HANDLERS.items() if isinstance(handler.route, kind))
+
+
+__all__ = ["HANDLERS", "Handler", "declared", "routed_to"]

@@ -33,7 +33,6 @@ from rivven_kproto.codec.connection import (
 )
 from rivven_kproto.codec.errors import KafkaError
 from rivven_kproto.codec.messages.envelope import EnvelopeRequest
-from rivven_kproto.codec.messages.fetch import FetchRequest
 from rivven_kproto.codec.messages.produce import ProduceRequest
 from rivven_kproto.codec.messages.txn_offset_commit import TxnOffsetCommitRequest
 from rivven_kproto.codec.schema import Response
@@ -60,13 +59,13 @@ from .handlers.produce import API_KEY as PRODUCE_API_KEY
 from .handlers.txn_offset_commit import API_KEY as TXN_OFFSET_COMMIT_API_KEY
 from .http import serve_metrics
 from .leader_forwarding import forward as forward_to_leaders
-from .leader_forwarding import has_records, without_wait
+from .leader_forwarding import local_request
 from .leader_forwarding import merge as merge_forwarded
 from .leader_forwarding import split as split_by_leader
 from .log_limits import RateLimitedLog
 from .metrics import BrokerMetrics
 from .peers import configure as configure_peers
-from .routes import Controller
+from .routes import Controller, Leader
 from .sending import send_reply
 from .session import SASL_MAX_RECEIVE_BYTES, ListenerRuntime, Session, open_listeners, raw_sasl_token
 from .txn_verification import offsets_at_coordinator, verify_with_coordinator
@@ -327,15 +326,14 @@ class Server:
         coordinator_writes, critical = self.broker.coordinator_writes, self.broker.work.critical_submitted
         catalog_saves = self.broker.store.saves
         request = event.request
-        forwarding = split_by_leader(ctx, event.api_key, request) if self.follower is not None else None
+        shape = handler.route.shape if isinstance(handler.route, Leader) and self.follower is not None else None
+        forwarding = split_by_leader(ctx, shape, request) if shape is not None else None
         leader_answers: dict[tuple[str, int], Any] = {}
-        if forwarding is not None:  # a client with a stale view of the leaders: served all the same
-            request = forwarding.local
-            leader_answers = await forward_to_leaders(ctx, event.api_key, event.api_version, forwarding)
+        if shape is not None and forwarding is not None:  # a client with a stale view of the leaders: served all the same
+            leader_answers = await forward_to_leaders(ctx, shape, event.api_version, forwarding)
             if self.metrics is not None:
                 self.metrics.observe_forwarded(event.api_key, len(leader_answers))
-            if isinstance(request, FetchRequest) and has_records(leader_answers):
-                request = without_wait(request)
+            request = local_request(forwarding, leader_answers)
         if event.api_key == PRODUCE_API_KEY and not self._coordinates_producer(request):
             await verify_with_coordinator(self.broker, ctx, cast(ProduceRequest, request), event.api_version)
         if event.api_key == TXN_OFFSET_COMMIT_API_KEY:
@@ -359,8 +357,8 @@ class Server:
                 raise ProtocolError("a partition this request wrote moved to another broker before the write was "
                                     "durable (the client retries with the new leader)")
             response = handler.on_fenced(response, fenced)
-        if forwarding is not None and not isinstance(response, NoResponse):
-            response = merge_forwarded(event.api_key, event.request, response, leader_answers)
+        if shape is not None and forwarding is not None and not isinstance(response, NoResponse):
+            response = merge_forwarded(shape, event.request, response, leader_answers)
         if self.metrics is not None:
             self.metrics.observe_request(event.api_key, time.perf_counter() - started, response, event.api_version)
         if isinstance(response, NoResponse):

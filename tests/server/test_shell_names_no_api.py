@@ -24,7 +24,6 @@ HANDLER_PACKAGE = "rivven_kproto.server.handlers"
 NOT_YET_MOVED = frozenset({
     "compares an api_key",
     "imports rivven_kproto.codec.messages.envelope",
-    "imports rivven_kproto.codec.messages.fetch",
     "imports rivven_kproto.codec.messages.produce",
     "imports rivven_kproto.codec.messages.txn_offset_commit",
     "imports rivven_kproto.server.handlers._group_wait",

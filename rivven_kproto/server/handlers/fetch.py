@@ -57,12 +57,11 @@ from rivven_kproto.server.context import RequestContext
 from rivven_kproto.server.delayed import HEARTBEAT_FOLLOWED, HEARTBEAT_HOLD_MS, Pending
 from rivven_kproto.server.txn_decisions import learn_decisions
 
-from ..routes import LOCAL
+from ..routes import Leader, Shape
 
 log = logging.getLogger(__name__)
 
 API_KEY = FetchRequest.API_KEY
-ROUTE = LOCAL
 TOPIC, FOLLOWER = rule(API_KEY).check("topic"), rule(API_KEY).check("follower")
 
 
@@ -295,3 +294,9 @@ def error_partition(index: int, error: Errors) -> PartitionData:
         preferred_read_replica=-1,
         records=b"",
     )
+
+
+ROUTE = Leader(Shape(  # partitions another broker leads go to it (a client with a stale view)
+    "topics", "topic", "partitions", "partition", FetchResponse, "responses", "topic", "partitions",
+    "partition_index", lambda name, parts: FetchableTopicResponse(topic=name, partitions=parts), error_partition,
+    TOPIC))

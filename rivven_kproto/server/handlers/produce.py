@@ -52,11 +52,10 @@ from rivven_kproto.codec.records.scan import COMPILED
 
 from ..context import NoResponse, PartitionKey, PartitionLog, RequestContext
 from ..log_limits import RateLimitedLog
-from ..routes import LOCAL
+from ..routes import Leader, Shape
 from .txn_errors import PRODUCE_ABORTABLE, PRODUCE_V2, abortable_for_version, client_txn_version
 
 API_KEY = 0
-ROUTE = LOCAL
 TRANSACTIONAL_ID, TOPIC = rule(API_KEY).check("transactional_id"), rule(API_KEY).check("topic")
 DECODE_INLINE = True  # the bulk of a large Produce is record bytes, validated by ``prepare``
 MIN_SERVED_VERSION = 3
@@ -329,3 +328,8 @@ def _single_batch(records: bytes | None) -> bytes:
             f"Produce requests with version 3+ must contain exactly one record batch, got {len(batches)}",
         )
     return records
+
+
+ROUTE = Leader(Shape(  # partitions another broker leads go to it (a client with a stale view)
+    "topic_data", "name", "partition_data", "index", ProduceResponse, "responses", "name", "partition_responses",
+    "index", lambda name, parts: TopicProduceResponse(name=name, partition_responses=parts), error_partition, TOPIC))

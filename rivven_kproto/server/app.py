@@ -33,13 +33,11 @@ from rivven_kproto.codec.connection import (
 )
 from rivven_kproto.codec.errors import KafkaError
 from rivven_kproto.codec.messages.envelope import EnvelopeRequest
-from rivven_kproto.codec.messages.produce import ProduceRequest
-from rivven_kproto.codec.messages.txn_offset_commit import TxnOffsetCommitRequest
 from rivven_kproto.codec.schema import Response
 from rivven_kproto.codec.splice import Frame
 
 from . import duties, heap
-from .cluster import ClusterFollower, coordinator_key
+from .cluster import ClusterFollower
 from .connection_limits import (
     ACCEPT_RETRY_S,
     RESOURCE_ERRNOS,
@@ -55,8 +53,6 @@ from .handlers import HANDLERS, routed_to
 from .handlers._group_wait import group_keys, wake_keys
 from .handlers.api_versions import supported_versions
 from .handlers.fetch import APPENDED
-from .handlers.produce import API_KEY as PRODUCE_API_KEY
-from .handlers.txn_offset_commit import API_KEY as TXN_OFFSET_COMMIT_API_KEY
 from .http import serve_metrics
 from .leader_forwarding import forward as forward_to_leaders
 from .leader_forwarding import local_request
@@ -65,10 +61,9 @@ from .leader_forwarding import split as split_by_leader
 from .log_limits import RateLimitedLog
 from .metrics import BrokerMetrics
 from .peers import configure as configure_peers
-from .routes import Controller, Leader
+from .routes import Controller, Coordinator, Leader
 from .sending import send_reply
 from .session import SASL_MAX_RECEIVE_BYTES, ListenerRuntime, Session, open_listeners, raw_sasl_token
-from .txn_verification import offsets_at_coordinator, verify_with_coordinator
 
 log = logging.getLogger(__name__)
 
@@ -312,7 +307,8 @@ class Server:
         # One clock reading per request: while this broker's claims may have lapsed (its heartbeat
         # stale), it answers for no partition and no coordinator shard (broker/claims.py).
         self.broker.claims.refresh()
-        key = coordinator_key(event.api_key, event.api_version, event.request)
+        route = handler.route
+        key = route.key(event.request, event.api_version) if isinstance(route, Coordinator) else None
         if key is not None and not self.broker.coordinates(key):
             raise ProtocolError(f"API {event.api_key} for {key!r} sent to node {self.config.node_id}, which does not "
                                 "coordinate its shard (the client looks the coordinator up again)")
@@ -320,8 +316,8 @@ class Server:
                 and not self.broker.cluster.is_coordinator and not forwarded):
             return await self.follower.forward(event, session.principal, client_host)
         ctx = RequestContext(
-            self.broker, self.config, wall_clock_ms(), event.header.client_id, client_host, session=session,
-            zero_copy=zero_copy,
+            self.broker, self.config, wall_clock_ms(), event.header.client_id, client_host, event.api_version,
+            session=session, zero_copy=zero_copy,
         )
         coordinator_writes, critical = self.broker.coordinator_writes, self.broker.work.critical_submitted
         catalog_saves = self.broker.store.saves
@@ -334,10 +330,6 @@ class Server:
             if self.metrics is not None:
                 self.metrics.observe_forwarded(event.api_key, len(leader_answers))
             request = local_request(forwarding, leader_answers)
-        if event.api_key == PRODUCE_API_KEY and not self._coordinates_producer(request):
-            await verify_with_coordinator(self.broker, ctx, cast(ProduceRequest, request), event.api_version)
-        if event.api_key == TXN_OFFSET_COMMIT_API_KEY:
-            await offsets_at_coordinator(self.broker, ctx, cast(TxnOffsetCommitRequest, request), event.api_version)
         if handler.prepare is not None:
             await handler.prepare(ctx, request, self.cpu_limiter)
             ctx.now_ms = wall_clock_ms()
@@ -389,11 +381,6 @@ class Server:
                 assert not isinstance(reply, Frame)  # only Fetch answers with file regions
                 response = envelope_response(reply)
         return encode_response(event.header, response)
-
-    def _coordinates_producer(self, request: object) -> bool:
-        """A Produce whose transactional id this broker coordinates (or without one)."""
-        transactional_id = getattr(request, "transactional_id", None)
-        return transactional_id is None or self.broker.coordinates(transactional_id)
 
     def wake_groups(self) -> None:
         """Parked JoinGroup/SyncGroup requests of groups that changed may be answerable now; all of

@@ -33,7 +33,7 @@ class NoResponse:
 @dataclass(frozen=True)
 class TxnVerdict:
     """The coordinator's word on a producer's first transactional batch on a partition led here
-    (server/txn_verification.py), valid while ``guard`` is still the producer's."""
+    (server/handlers/_txn_verification.py), valid while ``guard`` is still the producer's."""
 
     error: Errors
     guard: object
@@ -47,6 +47,7 @@ class RequestContext:
     now_ms: int
     client_id: str | None = None
     client_host: str = ""  # Kafka's form, "/127.0.0.1" (DescribeGroups reports it per member)
+    api_version: int = 0  # the request's version (a ``prepare`` may need it; ``handle`` is given it)
     # Filled by the server after an append so that waiters (fetch long-poll, fsync) can react.
     appended: bool = False
     # Logs this request wrote to, for the durability policy (fsync, flush.messages).
@@ -68,7 +69,7 @@ class RequestContext:
     txn_verdicts: dict[PartitionKey, TxnVerdict] = field(default_factory=dict)
     # TxnOffsetCommit whose transaction another broker coordinates: its answer to verifying (V1)
     # or adding (V2) the group's shard in the transaction, and the guard it was asked under (see
-    # txn_verification.offsets_at_coordinator).
+    # handlers/_txn_verification.offsets_at_coordinator).
     txn_offsets_added: Errors | None = None
     txn_offsets_guard: Guard | None = None
     # The connection's listener and client identity (None: a request outside any connection).

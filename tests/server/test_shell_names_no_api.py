@@ -24,17 +24,11 @@ HANDLER_PACKAGE = "rivven_kproto.server.handlers"
 NOT_YET_MOVED = frozenset({
     "compares an api_key",
     "imports rivven_kproto.codec.messages.envelope",
-    "imports rivven_kproto.codec.messages.produce",
-    "imports rivven_kproto.codec.messages.txn_offset_commit",
     "imports rivven_kproto.server.handlers._group_wait",
     "imports rivven_kproto.server.handlers.api_versions",
     "imports rivven_kproto.server.handlers.fetch",
-    "imports rivven_kproto.server.handlers.produce",
-    "imports rivven_kproto.server.handlers.txn_offset_commit",
     "names ENVELOPE_API_KEY",
     "names GROUP_TIMER_APIS",
-    "names PRODUCE_API_KEY",
-    "names TXN_OFFSET_COMMIT_API_KEY",
 })
 
 

@@ -13,7 +13,7 @@ AddPartitionsToTxnManager (here the coordinator is in the same process): a stale
 INVALID_PRODUCER_EPOCH (the coordinator's PRODUCER_FENCED, translated as Kafka does), and
 CONCURRENT_TRANSACTIONS or COORDINATOR_NOT_AVAILABLE become NOT_ENOUGH_REPLICAS (retriable without
 a metadata refresh, Kafka's choice). In a cluster of brokers on one PostgreSQL database a leader
-that does not coordinate asks the coordinator first (server/txn_verification.py) and checks its
+that does not coordinate asks the coordinator first (``_txn_verification``, in ``prepare``) and checks its
 verdict here.
 
 Every record is validated as Kafka's LogValidator does. :func:`prepare` does that work (and any
@@ -53,6 +53,7 @@ from rivven_kproto.codec.records.scan import COMPILED
 from ..context import NoResponse, PartitionKey, PartitionLog, RequestContext
 from ..log_limits import RateLimitedLog
 from ..routes import Leader, Shape
+from ._txn_verification import verify_with_coordinator
 from .txn_errors import PRODUCE_ABORTABLE, PRODUCE_V2, abortable_for_version, client_txn_version
 
 API_KEY = 0
@@ -79,8 +80,12 @@ async def prepare(ctx: RequestContext, request: ProduceRequest, limiter: trio.Ca
     """Validate (and recompress) the request's batches into ``ctx.prepared``; heavy ones off the loop.
 
     Anything wrong before the record walk (unknown partition, several batches, ...) is left for
-    :func:`handle` to answer, in Kafka's order.
+    :func:`handle` to answer, in Kafka's order. First, on a leader that does not coordinate the
+    producer's transactional id, the coordinator's word on first transactional batches
+    (``ctx.txn_verdicts``).
     """
+    if request.transactional_id is not None and not ctx.broker.coordinates(request.transactional_id):
+        await verify_with_coordinator(ctx.broker, ctx, request, ctx.api_version)
     offloaded: list[tuple[PartitionKey, Preparation]] = []
     for topic_data in request.topic_data:
         for data in topic_data.partition_data:

@@ -11,13 +11,12 @@ import dataclasses
 import functools
 import logging
 import time
-from typing import Any, cast
+from typing import Any
 
 import trio
 
 from rivven_kproto.broker.broker import Broker
-from rivven_kproto.broker.config import BrokerConfig, ConfigError
-from rivven_kproto.broker.security.authorization_rules import ENVELOPE
+from rivven_kproto.broker.config import BrokerConfig
 from rivven_kproto.broker.security.principal_mapping import NoMatchingRule
 from rivven_kproto.broker.security.x500 import MalformedCertificate
 from rivven_kproto.codec.connection import (
@@ -31,8 +30,6 @@ from rivven_kproto.codec.connection import (
     encode_unsupported_api_versions,
     frame_api_key,
 )
-from rivven_kproto.codec.errors import KafkaError
-from rivven_kproto.codec.messages.envelope import EnvelopeRequest
 from rivven_kproto.codec.schema import Response
 from rivven_kproto.codec.splice import Frame
 
@@ -45,11 +42,10 @@ from .connection_limits import (
     default_max_connections,
     raise_descriptor_limit,
 )
-from .context import NoResponse, RequestContext
+from .context import NoResponse, Redispatch, RequestContext
 from .delayed import HEARTBEAT_FOLLOWED, DelayedResponses, Pending
 from .durability import Durability, wall_clock_ms
-from .forwarding import ENVELOPE_API_KEY, envelope_response, unwrap
-from .handlers import HANDLERS, routed_to
+from .handlers import SERVED
 from .handlers._group_wait import group_keys, wake_keys
 from .handlers.api_versions import supported_versions
 from .handlers.fetch import APPENDED
@@ -89,10 +85,6 @@ class Server:
         self._group_timers_moved = trio.Event()  # set: the group loop looks at the deadlines again
         # (shards dropped so far, claims valid) at the last wake_groups: a drop or a lapse since wakes parked joins.
         self._served: tuple[int, bool] = (0, True)
-        try:  # the only listener Envelopes (another broker forwarding its client's request) come on
-            self.envelope_listener: str | None = config.inter_broker_listener().name
-        except ConfigError:
-            self.envelope_listener = None
         if broker.storage.acknowledge_after_commit:
             # Readers see records once committed (the high watermark): wake parked fetches then.
             self.durability.after_commit = self.notify_append
@@ -273,7 +265,7 @@ class Server:
         return None
 
     async def _decode(self, frame: bytes) -> RequestEvent:
-        handler = HANDLERS.get(frame_api_key(frame)) if len(frame) > OFFLOAD_FRAME_BYTES else None
+        handler = SERVED.get(frame_api_key(frame)) if len(frame) > OFFLOAD_FRAME_BYTES else None
         if handler is not None and not handler.decode_inline:
             return await trio.to_thread.run_sync(decode_request, frame, limiter=self.cpu_limiter)
         return decode_request(frame)
@@ -295,13 +287,7 @@ class Server:
         if event.request is None:
             log.info("ApiVersions v%d is newer than ours; answering UNSUPPORTED_VERSION", event.api_version)
             return encode_unsupported_api_versions(event.header.correlation_id, supported_versions())
-        if event.api_key == ENVELOPE_API_KEY and not forwarded:
-            if session.listener_name != self.envelope_listener:
-                # Kafka takes Envelopes from brokers on their listener only; elsewhere the connection goes.
-                raise ProtocolError(f"{session.listener_name}: an Envelope on a listener other than the brokers' "
-                                    f"({self.envelope_listener})")
-            return await self._envelope(event, client_host, session)
-        handler = HANDLERS.get(event.api_key)
+        handler = SERVED.get(event.api_key)
         if handler is None or event.api_version not in handler.versions:
             raise ProtocolError(f"API {event.api_key} v{event.api_version} is not served")
         # One clock reading per request: while this broker's claims may have lapsed (its heartbeat
@@ -335,6 +321,8 @@ class Server:
             ctx.now_ms = wall_clock_ms()
         self.broker.claims.refresh()  # again after the waits above: the broker may have been paused meanwhile
         reply = handler.handle(ctx, request, event.api_version)
+        if isinstance(reply, Redispatch):
+            return await self._redispatch(reply, event, session)
         if event.api_key in GROUP_TIMER_APIS:
             self.group_timers_moved()
         self.wake_groups()
@@ -360,27 +348,13 @@ class Server:
             return await trio.to_thread.run_sync(encode, event.header, response, limiter=self.cpu_limiter)
         return encode(event.header, response)
 
-    async def _envelope(self, event: RequestEvent, client_host: str, session: Session) -> bytes:
-        """An Envelope from another broker: its client's request handled as that client's (KIP-590).
-        Only a principal allowed ClusterAction on the cluster (a broker) may send one."""
-        ctx = RequestContext(self.broker, self.config, wall_clock_ms(), event.header.client_id, client_host,
-                             session=session)
-        refused = ctx.refusal(ENVELOPE.check("cluster"))
-        if refused is not None:
-            self.warnings.warning("authorization", "an Envelope from %s (%s), who may not act for the cluster: refused",
-                                  session.principal, client_host)
-            response = envelope_response(None, refused)
-        else:
-            try:
-                inner = unwrap(cast(EnvelopeRequest, event.request), routed_to(Controller))
-            except KafkaError as exc:
-                response = envelope_response(None, exc.error)
-            else:
-                reply = await self.dispatch(inner.event, inner.client_host, session.forwarded_for(inner.principal),
-                                            forwarded=True)
-                assert not isinstance(reply, Frame)  # only Fetch answers with file regions
-                response = envelope_response(reply)
-        return encode_response(event.header, response)
+    async def _redispatch(self, reply: Redispatch, event: RequestEvent, session: Session) -> bytes:
+        """A handler answering with another request's answer (an Envelope's inner request, which
+        runs its own pipeline, effects included, as its client's and is never forwarded again)."""
+        inner = await self.dispatch(reply.event, reply.client_host, session.forwarded_for(reply.principal),
+                                    forwarded=True)
+        assert not isinstance(inner, Frame)  # only a client connection's Fetch answers with file regions
+        return encode_response(event.header, reply.answer(inner))
 
     def wake_groups(self) -> None:
         """Parked JoinGroup/SyncGroup requests of groups that changed may be answerable now; all of

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from rivven_kproto.broker.broker import Broker
@@ -14,8 +15,10 @@ from rivven_kproto.broker.log.validation import RecordCheck
 from rivven_kproto.broker.security.acls import CLUSTER_NAME, Operation, ResourceType
 from rivven_kproto.broker.security.authorization_rules import Check, Source
 from rivven_kproto.broker.txn.coordinator import TransactionCoordinator
+from rivven_kproto.codec.connection import RequestEvent
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.metadata import MetadataResponseTopic
+from rivven_kproto.codec.schema import Response
 
 from .session import Session
 
@@ -28,6 +31,17 @@ class NoResponse:
     the response it would have been (its error codes still count in the metrics)."""
 
     unsent: object = None
+
+
+@dataclass(frozen=True)
+class Redispatch:
+    """What a handler returns when its answer is another request's (an Envelope's inner one):
+    dispatched as the client ``principal`` at ``client_host``; ``answer`` wraps that answer's frame."""
+
+    event: RequestEvent
+    principal: str
+    client_host: str
+    answer: Callable[[bytes | None], Response]
 
 
 @dataclass(frozen=True)

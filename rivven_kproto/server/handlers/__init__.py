@@ -20,7 +20,8 @@ The handler contract (the server knows nothing else about any API):
   ``handle`` (Produce's record validation); and ``DECODE_INLINE = True`` when large frames of
   this API must still be decoded on the loop (their bulk is handled by ``prepare``).
 
-Only APIs listed here are advertised: never one we cannot serve.
+Only APIs in ``HANDLERS`` are advertised: never one we cannot serve. ``SERVED`` adds the
+unadvertised ones (Envelope), which dispatch serves the same way.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import trio
 
 from rivven_kproto.codec.schema import REQUESTS, Request, Response, Versions
 
-from ..context import NoResponse, PartitionLog, RequestContext
+from ..context import NoResponse, PartitionLog, Redispatch, RequestContext
 from ..delayed import Pending
 from ..routes import Route
 from . import (
@@ -65,6 +66,7 @@ from . import (
     describe_transactions,
     describe_user_scram_credentials,
     end_txn,
+    envelope,
     fetch,
     find_coordinator,
     heartbeat,
@@ -148,7 +150,7 @@ _MODULES: list[ModuleType] = [
 ]
 
 
-Reply = Response | Pending | NoResponse
+Reply = Response | Pending | NoResponse | Redispatch
 Handle = Callable[[RequestContext, Any, int], Reply]
 Prepare = Callable[[RequestContext, Any, trio.CapacityLimiter], Awaitable[None]]
 OnFenced = Callable[[Any, list[PartitionLog]], Response | NoResponse]  # (response, the moved logs) -> the response to send
@@ -185,6 +187,9 @@ HANDLERS: dict[int, Handler] = {}
 for _module in _MODULES:
     _handler = declared(_module)
     HANDLERS[_handler.api_key] = _handler
+# Served but never advertised: Envelope (from brokers only, on their listener).
+_UNADVERTISED: list[ModuleType] = [envelope]
+SERVED: dict[int, Handler] = {**HANDLERS, **{(h := declared(m)).api_key: h for m in _UNADVERTISED}}
 
 
 
@@ -193,4 +198,4 @@ def routed_to(kind: type) -> frozenset[int]:
     return frozenset(key for key, handler in HANDLERS.items() if isinstance(handler.route, kind))
 
 
-__all__ = ["HANDLERS", "Handler", "declared", "routed_to"]
+__all__ = ["HANDLERS", "SERVED", "Handler", "declared", "routed_to"]

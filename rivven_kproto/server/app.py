@@ -27,7 +27,6 @@ from rivven_kproto.codec.connection import (
     decode_request,
     encode_response,
     encode_response_frame,
-    encode_unsupported_api_versions,
     frame_api_key,
 )
 from rivven_kproto.codec.schema import Response
@@ -45,9 +44,8 @@ from .connection_limits import (
 from .context import NoResponse, Redispatch, RequestContext
 from .delayed import HEARTBEAT_FOLLOWED, DelayedResponses, Pending
 from .durability import Durability, wall_clock_ms
-from .handlers import SERVED
+from .handlers import SERVED, newer_than_ours
 from .handlers._group_wait import group_keys, wake_keys
-from .handlers.api_versions import supported_versions
 from .handlers.fetch import APPENDED
 from .http import serve_metrics
 from .leader_forwarding import forward as forward_to_leaders
@@ -285,8 +283,8 @@ class Server:
                                     "expired (connections.max.reauth.ms) and the client did not re-authenticate")
             raise ProtocolError(f"{session.listener_name}: API {event.api_key} before SASL authentication")
         if event.request is None:
-            log.info("ApiVersions v%d is newer than ours; answering UNSUPPORTED_VERSION", event.api_version)
-            return encode_unsupported_api_versions(event.header.correlation_id, supported_versions())
+            log.info("API %d v%d is newer than ours; answering UNSUPPORTED_VERSION", event.api_key, event.api_version)
+            return newer_than_ours(event.header.correlation_id)
         handler = SERVED.get(event.api_key)
         if handler is None or event.api_version not in handler.versions:
             raise ProtocolError(f"API {event.api_key} v{event.api_version} is not served")

@@ -24,7 +24,6 @@ HANDLER_PACKAGE = "rivven_kproto.server.handlers"
 NOT_YET_MOVED = frozenset({
     "compares an api_key",
     "imports rivven_kproto.server.handlers._group_wait",
-    "imports rivven_kproto.server.handlers.api_versions",
     "imports rivven_kproto.server.handlers.fetch",
     "names GROUP_TIMER_APIS",
 })

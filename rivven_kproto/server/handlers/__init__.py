@@ -93,6 +93,7 @@ from . import (
     txn_offset_commit,
     write_txn_markers,
 )
+from .api_versions import newer_than_ours
 
 _MODULES: list[ModuleType] = [
     api_versions,
@@ -198,4 +199,4 @@ def routed_to(kind: type) -> frozenset[int]:
     return frozenset(key for key, handler in HANDLERS.items() if isinstance(handler.route, kind))
 
 
-__all__ = ["HANDLERS", "SERVED", "Handler", "declared", "routed_to"]
+__all__ = ["HANDLERS", "SERVED", "Handler", "declared", "newer_than_ours", "routed_to"]

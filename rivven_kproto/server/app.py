@@ -11,12 +11,14 @@ import dataclasses
 import functools
 import logging
 import time
+from collections.abc import Iterable
 from typing import Any
 
 import trio
 
 from rivven_kproto.broker.broker import Broker
 from rivven_kproto.broker.config import BrokerConfig
+from rivven_kproto.broker.groups import GroupCoordinator
 from rivven_kproto.broker.security.principal_mapping import NoMatchingRule
 from rivven_kproto.broker.security.x500 import MalformedCertificate
 from rivven_kproto.codec.connection import (
@@ -42,11 +44,9 @@ from .connection_limits import (
     raise_descriptor_limit,
 )
 from .context import NoResponse, Redispatch, RequestContext
-from .delayed import HEARTBEAT_FOLLOWED, DelayedResponses, Pending
+from .delayed import APPENDED, HEARTBEAT_FOLLOWED, DelayedResponses, Pending, group_keys, wake_keys
 from .durability import Durability, wall_clock_ms
 from .handlers import SERVED, newer_than_ours
-from .handlers._group_wait import group_keys, wake_keys
-from .handlers.fetch import APPENDED
 from .http import serve_metrics
 from .leader_forwarding import forward as forward_to_leaders
 from .leader_forwarding import local_request
@@ -63,8 +63,6 @@ log = logging.getLogger(__name__)
 
 RECEIVE_SIZE = 256 * 1024
 SHUTDOWN_GRACE_S = 5.0
-# The group APIs that arm timers: JoinGroup, Heartbeat, LeaveGroup, SyncGroup, ConsumerGroupHeartbeat.
-GROUP_TIMER_APIS = frozenset({11, 12, 13, 14, 68})
 CPU_THREADS = 2
 # Requests (other than Produce, whose bulk is record bytes) larger than this are decoded, and
 # their responses encoded, on a worker thread: tens of thousands of array elements cost Python time.
@@ -321,9 +319,9 @@ class Server:
         reply = handler.handle(ctx, request, event.api_version)
         if isinstance(reply, Redispatch):
             return await self._redispatch(reply, event, session)
-        if event.api_key in GROUP_TIMER_APIS:
+        if handler.moves_group_timers:
             self.group_timers_moved()
-        self.wake_groups()
+        self.wake_groups(ctx.groups_used)
         response: Response | NoResponse = await self.delayed.wait(reply) if isinstance(reply, Pending) else reply
         if ctx.appended:
             self.notify_append()
@@ -354,15 +352,16 @@ class Server:
         assert not isinstance(inner, Frame)  # only a client connection's Fetch answers with file regions
         return encode_response(event.header, reply.answer(inner))
 
-    def wake_groups(self) -> None:
-        """Parked JoinGroup/SyncGroup requests of groups that changed may be answerable now; all of
-        them once a shard stopped being served here (handed over, or the claims lapsed): those of
-        its groups answer COORDINATOR_NOT_AVAILABLE instead of waiting out their timeout."""
+    def wake_groups(self, used: Iterable[GroupCoordinator] | None = None) -> None:
+        """Parked JoinGroup/SyncGroup requests of groups that changed may be answerable now: those
+        the coordinators ``used`` by a request report (None: every coordinator's, after a tick); all
+        of them once a shard stopped being served here (handed over, or the claims lapsed): those
+        of its groups answer COORDINATOR_NOT_AVAILABLE instead of waiting out their timeout."""
         served = (self.broker.shards_dropped, self.broker.claims.valid)
         if served != self._served and (served[0] != self._served[0] or not served[1]):
             self.delayed.notify(group_keys(self.delayed.parked_keys()))
         self._served = served
-        for groups in self.broker.group_coordinators():
+        for groups in self.broker.group_coordinators() if used is None else used:
             if changed := groups.take_changed():
                 self.delayed.notify(wake_keys(changed))
 

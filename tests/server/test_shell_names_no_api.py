@@ -20,13 +20,6 @@ from rivven_kproto.server.routes import Route
 PACKAGE = Path(rivven_kproto.__file__).parent
 SHELL = ("server/app.py",)
 HANDLER_PACKAGE = "rivven_kproto.server.handlers"
-# What the shell still names while #38 part 1 moves it into declarations, one step at a time.
-NOT_YET_MOVED = frozenset({
-    "compares an api_key",
-    "imports rivven_kproto.server.handlers._group_wait",
-    "imports rivven_kproto.server.handlers.fetch",
-    "names GROUP_TIMER_APIS",
-})
 
 
 def _imported_modules(tree: ast.Module) -> list[tuple[int, str]]:
@@ -68,7 +61,7 @@ def shell_specifics() -> list[str]:
 
 
 def test_the_shell_names_no_api() -> None:
-    found = [f for f in shell_specifics() if f.split(" ", 1)[1] not in NOT_YET_MOVED]
+    found = shell_specifics()
     assert not found, "an API named in the server shell (declare it in the handler module instead):\n" + "\n".join(found)
 
 

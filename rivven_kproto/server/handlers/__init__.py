@@ -12,10 +12,13 @@ The handler contract (the server knows nothing else about any API):
 - Effects are declared on the context, never performed by the handler: ``ctx.appended`` (records
   or markers were appended: wake parked fetches), ``ctx.touched`` (logs written, for the
   durability policy), ``ctx.sync_before_answer`` (answer only once the writes are durable under
-  ``fsync=always``). Coordinator log writes are seen by the server itself.
+  ``fsync=always``). Coordinator log writes are seen by the server itself; the group coordinators
+  a request used (``ctx.groups_for``) report the groups whose parked requests it changed.
 - Optionally ``on_fenced(response, logs)``: the answer when logs the request wrote moved to another
   broker before its writes were durable (refused, never written); without it the connection is
   closed and the client retries (Produce answers those partitions NOT_LEADER_OR_FOLLOWER).
+- Optionally ``MOVES_GROUP_TIMERS = True``: the request may arm a group timer earlier than the
+  one the group loop sleeps for (the loop looks at its deadlines again after it).
 - Optionally ``async prepare(ctx, request, limiter)``: CPU-heavy work on worker threads before
   ``handle`` (Produce's record validation); and ``DECODE_INLINE = True`` when large frames of
   this API must still be decoded on the loop (their bulk is handled by ``prepare``).
@@ -169,6 +172,7 @@ class Handler:
     prepare: Prepare | None = None
     decode_inline: bool = False
     on_fenced: OnFenced | None = None
+    moves_group_timers: bool = False
 
 
 def declared(module: ModuleType) -> Handler:
@@ -181,7 +185,8 @@ def declared(module: ModuleType) -> Handler:
     # Advertise what the codec declares for this API (issue table), unless the handler narrows it.
     versions = getattr(module, "VERSIONS", request_cls.VALID_VERSIONS)
     return Handler(key, request_cls, versions, route, module.handle, getattr(module, "prepare", None),
-                   getattr(module, "DECODE_INLINE", False), getattr(module, "on_fenced", None))
+                   getattr(module, "DECODE_INLINE", False), getattr(module, "on_fenced", None),
+                   getattr(module, "MOVES_GROUP_TIMERS", False))
 
 
 HANDLERS: dict[int, Handler] = {}

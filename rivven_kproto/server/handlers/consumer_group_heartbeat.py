@@ -29,6 +29,7 @@ from ..routes import LOCAL
 
 API_KEY = ConsumerGroupHeartbeatRequest.API_KEY
 ROUTE = LOCAL
+MOVES_GROUP_TIMERS = True  # may arm a group timer earlier than the one the group loop sleeps for
 GROUP = rule(API_KEY).check("group")
 TOPIC = rule(API_KEY).check("topic")  # the regex check ("regex") is the coordinator's (broker.py)
 

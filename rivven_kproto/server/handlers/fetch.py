@@ -54,7 +54,7 @@ from rivven_kproto.codec.messages.fetch import (
     PartitionData,
 )
 from rivven_kproto.server.context import RequestContext
-from rivven_kproto.server.delayed import HEARTBEAT_FOLLOWED, HEARTBEAT_HOLD_MS, Pending
+from rivven_kproto.server.delayed import APPENDED, HEARTBEAT_FOLLOWED, HEARTBEAT_HOLD_MS, Pending
 from rivven_kproto.server.txn_decisions import learn_decisions
 
 from ..routes import Leader, Shape
@@ -70,7 +70,6 @@ def may_read(ctx: RequestContext, request: FetchRequest, topic: str) -> bool:
     if request.replica_id >= 0:
         return ctx.permits(FOLLOWER)
     return ctx.permits(TOPIC, topic)
-APPENDED = "records-appended"  # the wake key of parked fetches: records or markers were appended
 
 # Fetch session epochs meaning "full request, no incremental session" (Kafka's FetchMetadata).
 INITIAL_EPOCH = 0

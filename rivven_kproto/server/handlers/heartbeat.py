@@ -16,6 +16,7 @@ from ..routes import LOCAL
 
 API_KEY = HeartbeatRequest.API_KEY
 ROUTE = LOCAL
+MOVES_GROUP_TIMERS = True  # may arm a group timer earlier than the one the group loop sleeps for
 GROUP = rule(API_KEY).check("group")
 
 

@@ -23,6 +23,7 @@ from ._group_wait import park
 
 API_KEY = SyncGroupRequest.API_KEY
 ROUTE = LOCAL
+MOVES_GROUP_TIMERS = True  # may arm a group timer earlier than the one the group loop sleeps for
 GROUP = rule(API_KEY).check("group")
 
 

@@ -271,7 +271,7 @@ _V2_ADD_ERRORS = {
 
 def _coordinator_of(ctx: RequestContext, request: ProduceRequest, header: BatchHeader) -> TransactionCoordinator | None:
     """The producer's transaction coordinator when this broker is it (None: ask it, see
-    txn_verification). Transactional records always come with a transactional id (``answer``)."""
+    _txn_verification). Transactional records always come with a transactional id (``answer``)."""
     assert request.transactional_id is not None
     return ctx.broker.txn_coordinator(request.transactional_id)
 

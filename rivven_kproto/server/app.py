@@ -11,13 +11,14 @@ import dataclasses
 import functools
 import logging
 import time
-from typing import Any, cast
+from collections.abc import Iterable
+from typing import Any
 
 import trio
 
 from rivven_kproto.broker.broker import Broker
-from rivven_kproto.broker.config import BrokerConfig, ConfigError
-from rivven_kproto.broker.security.authorization_rules import ENVELOPE
+from rivven_kproto.broker.config import BrokerConfig
+from rivven_kproto.broker.groups import GroupCoordinator
 from rivven_kproto.broker.security.principal_mapping import NoMatchingRule
 from rivven_kproto.broker.security.x500 import MalformedCertificate
 from rivven_kproto.codec.connection import (
@@ -28,18 +29,13 @@ from rivven_kproto.codec.connection import (
     decode_request,
     encode_response,
     encode_response_frame,
-    encode_unsupported_api_versions,
     frame_api_key,
 )
-from rivven_kproto.codec.errors import KafkaError
-from rivven_kproto.codec.messages.envelope import EnvelopeRequest
-from rivven_kproto.codec.messages.fetch import FetchRequest
-from rivven_kproto.codec.messages.produce import ProduceRequest
-from rivven_kproto.codec.messages.txn_offset_commit import TxnOffsetCommitRequest
+from rivven_kproto.codec.schema import Response
 from rivven_kproto.codec.splice import Frame
 
 from . import duties, heap
-from .cluster import CONTROLLER_APIS, ClusterFollower, coordinator_key
+from .cluster import ClusterFollower
 from .connection_limits import (
     ACCEPT_RETRY_S,
     RESOURCE_ERRNOS,
@@ -47,34 +43,26 @@ from .connection_limits import (
     default_max_connections,
     raise_descriptor_limit,
 )
-from .context import NoResponse, RequestContext
-from .delayed import HEARTBEAT_FOLLOWED, DelayedResponses, Pending
+from .context import NoResponse, Redispatch, RequestContext
+from .delayed import APPENDED, HEARTBEAT_FOLLOWED, DelayedResponses, Pending, group_keys, wake_keys
 from .durability import Durability, wall_clock_ms
-from .forwarding import ENVELOPE_API_KEY, envelope_response, unwrap
-from .handlers import HANDLERS
-from .handlers._group_wait import group_keys, wake_keys
-from .handlers.api_versions import supported_versions
-from .handlers.fetch import APPENDED
-from .handlers.produce import API_KEY as PRODUCE_API_KEY
-from .handlers.txn_offset_commit import API_KEY as TXN_OFFSET_COMMIT_API_KEY
+from .handlers import SERVED, newer_than_ours
 from .http import serve_metrics
 from .leader_forwarding import forward as forward_to_leaders
-from .leader_forwarding import has_records, without_wait
+from .leader_forwarding import local_request
 from .leader_forwarding import merge as merge_forwarded
 from .leader_forwarding import split as split_by_leader
 from .log_limits import RateLimitedLog
 from .metrics import BrokerMetrics
 from .peers import configure as configure_peers
+from .routes import Controller, Coordinator, Leader
 from .sending import send_reply
 from .session import SASL_MAX_RECEIVE_BYTES, ListenerRuntime, Session, open_listeners, raw_sasl_token
-from .txn_verification import offsets_at_coordinator, verify_with_coordinator
 
 log = logging.getLogger(__name__)
 
 RECEIVE_SIZE = 256 * 1024
 SHUTDOWN_GRACE_S = 5.0
-# The group APIs that arm timers: JoinGroup, Heartbeat, LeaveGroup, SyncGroup, ConsumerGroupHeartbeat.
-GROUP_TIMER_APIS = frozenset({11, 12, 13, 14, 68})
 CPU_THREADS = 2
 # Requests (other than Produce, whose bulk is record bytes) larger than this are decoded, and
 # their responses encoded, on a worker thread: tens of thousands of array elements cost Python time.
@@ -93,10 +81,6 @@ class Server:
         self._group_timers_moved = trio.Event()  # set: the group loop looks at the deadlines again
         # (shards dropped so far, claims valid) at the last wake_groups: a drop or a lapse since wakes parked joins.
         self._served: tuple[int, bool] = (0, True)
-        try:  # the only listener Envelopes (another broker forwarding its client's request) come on
-            self.envelope_listener: str | None = config.inter_broker_listener().name
-        except ConfigError:
-            self.envelope_listener = None
         if broker.storage.acknowledge_after_commit:
             # Readers see records once committed (the high watermark): wake parked fetches then.
             self.durability.after_commit = self.notify_append
@@ -277,7 +261,7 @@ class Server:
         return None
 
     async def _decode(self, frame: bytes) -> RequestEvent:
-        handler = HANDLERS.get(frame_api_key(frame)) if len(frame) > OFFLOAD_FRAME_BYTES else None
+        handler = SERVED.get(frame_api_key(frame)) if len(frame) > OFFLOAD_FRAME_BYTES else None
         if handler is not None and not handler.decode_inline:
             return await trio.to_thread.run_sync(decode_request, frame, limiter=self.cpu_limiter)
         return decode_request(frame)
@@ -297,57 +281,48 @@ class Server:
                                     "expired (connections.max.reauth.ms) and the client did not re-authenticate")
             raise ProtocolError(f"{session.listener_name}: API {event.api_key} before SASL authentication")
         if event.request is None:
-            log.info("ApiVersions v%d is newer than ours; answering UNSUPPORTED_VERSION", event.api_version)
-            return encode_unsupported_api_versions(event.header.correlation_id, supported_versions())
-        if event.api_key == ENVELOPE_API_KEY and not forwarded:
-            if session.listener_name != self.envelope_listener:
-                # Kafka takes Envelopes from brokers on their listener only; elsewhere the connection goes.
-                raise ProtocolError(f"{session.listener_name}: an Envelope on a listener other than the brokers' "
-                                    f"({self.envelope_listener})")
-            return await self._envelope(event, client_host, session)
-        handler = HANDLERS.get(event.api_key)
+            log.info("API %d v%d is newer than ours; answering UNSUPPORTED_VERSION", event.api_key, event.api_version)
+            return newer_than_ours(event.header.correlation_id)
+        handler = SERVED.get(event.api_key)
         if handler is None or event.api_version not in handler.versions:
             raise ProtocolError(f"API {event.api_key} v{event.api_version} is not served")
         # One clock reading per request: while this broker's claims may have lapsed (its heartbeat
         # stale), it answers for no partition and no coordinator shard (broker/claims.py).
         self.broker.claims.refresh()
-        key = coordinator_key(event.api_key, event.api_version, event.request)
+        route = handler.route
+        key = route.key(event.request, event.api_version) if isinstance(route, Coordinator) else None
         if key is not None and not self.broker.coordinates(key):
             raise ProtocolError(f"API {event.api_key} for {key!r} sent to node {self.config.node_id}, which does not "
                                 "coordinate its shard (the client looks the coordinator up again)")
-        if (self.follower is not None and event.api_key in CONTROLLER_APIS and not self.broker.cluster.is_coordinator
-                and not forwarded):
+        if (self.follower is not None and isinstance(handler.route, Controller)
+                and not self.broker.cluster.is_coordinator and not forwarded):
             return await self.follower.forward(event, session.principal, client_host)
         ctx = RequestContext(
-            self.broker, self.config, wall_clock_ms(), event.header.client_id, client_host, session=session,
-            zero_copy=zero_copy,
+            self.broker, self.config, wall_clock_ms(), event.header.client_id, client_host, event.api_version,
+            session=session, zero_copy=zero_copy,
         )
         coordinator_writes, critical = self.broker.coordinator_writes, self.broker.work.critical_submitted
         catalog_saves = self.broker.store.saves
         request = event.request
-        forwarding = split_by_leader(ctx, event.api_key, request) if self.follower is not None else None
+        shape = handler.route.shape if isinstance(handler.route, Leader) and self.follower is not None else None
+        forwarding = split_by_leader(ctx, shape, request) if shape is not None else None
         leader_answers: dict[tuple[str, int], Any] = {}
-        if forwarding is not None:  # a client with a stale view of the leaders: served all the same
-            request = forwarding.local
-            leader_answers = await forward_to_leaders(ctx, event.api_key, event.api_version, forwarding)
+        if shape is not None and forwarding is not None:  # a client with a stale view of the leaders: served all the same
+            leader_answers = await forward_to_leaders(ctx, shape, event.api_version, forwarding)
             if self.metrics is not None:
                 self.metrics.observe_forwarded(event.api_key, len(leader_answers))
-            if isinstance(request, FetchRequest) and has_records(leader_answers):
-                request = without_wait(request)
-        if event.api_key == PRODUCE_API_KEY and not self._coordinates_producer(request):
-            await verify_with_coordinator(self.broker, ctx, cast(ProduceRequest, request), event.api_version)
-        if event.api_key == TXN_OFFSET_COMMIT_API_KEY:
-            await offsets_at_coordinator(self.broker, ctx, cast(TxnOffsetCommitRequest, request), event.api_version)
+            request = local_request(forwarding, leader_answers)
         if handler.prepare is not None:
             await handler.prepare(ctx, request, self.cpu_limiter)
             ctx.now_ms = wall_clock_ms()
         self.broker.claims.refresh()  # again after the waits above: the broker may have been paused meanwhile
-        response = handler.handle(ctx, request, event.api_version)
-        if event.api_key in GROUP_TIMER_APIS:
+        reply = handler.handle(ctx, request, event.api_version)
+        if isinstance(reply, Redispatch):
+            return await self._redispatch(reply, event, session)
+        if handler.moves_group_timers:
             self.group_timers_moved()
-        self.wake_groups()
-        if isinstance(response, Pending):
-            response = await self.delayed.wait(response)
+        self.wake_groups(ctx.groups_used)
+        response: Response | NoResponse = await self.delayed.wait(reply) if isinstance(reply, Pending) else reply
         if ctx.appended:
             self.notify_append()
         await self.durability.after_request(ctx, coordinator_writes, critical)
@@ -358,8 +333,8 @@ class Server:
                 raise ProtocolError("a partition this request wrote moved to another broker before the write was "
                                     "durable (the client retries with the new leader)")
             response = handler.on_fenced(response, fenced)
-        if forwarding is not None and not isinstance(response, NoResponse):
-            response = merge_forwarded(event.api_key, event.request, response, leader_answers)
+        if shape is not None and forwarding is not None and not isinstance(response, NoResponse):
+            response = merge_forwarded(shape, event.request, response, leader_answers)
         if self.metrics is not None:
             self.metrics.observe_request(event.api_key, time.perf_counter() - started, response, event.api_version)
         if isinstance(response, NoResponse):
@@ -369,42 +344,24 @@ class Server:
             return await trio.to_thread.run_sync(encode, event.header, response, limiter=self.cpu_limiter)
         return encode(event.header, response)
 
-    async def _envelope(self, event: RequestEvent, client_host: str, session: Session) -> bytes:
-        """An Envelope from another broker: its client's request handled as that client's (KIP-590).
-        Only a principal allowed ClusterAction on the cluster (a broker) may send one."""
-        ctx = RequestContext(self.broker, self.config, wall_clock_ms(), event.header.client_id, client_host,
-                             session=session)
-        refused = ctx.refusal(ENVELOPE.check("cluster"))
-        if refused is not None:
-            self.warnings.warning("authorization", "an Envelope from %s (%s), who may not act for the cluster: refused",
-                                  session.principal, client_host)
-            response = envelope_response(None, refused)
-        else:
-            try:
-                inner = unwrap(cast(EnvelopeRequest, event.request), CONTROLLER_APIS)
-            except KafkaError as exc:
-                response = envelope_response(None, exc.error)
-            else:
-                reply = await self.dispatch(inner.event, inner.client_host, session.forwarded_for(inner.principal),
-                                            forwarded=True)
-                assert not isinstance(reply, Frame)  # only Fetch answers with file regions
-                response = envelope_response(reply)
-        return encode_response(event.header, response)
+    async def _redispatch(self, reply: Redispatch, event: RequestEvent, session: Session) -> bytes:
+        """A handler answering with another request's answer (an Envelope's inner request, which
+        runs its own pipeline, effects included, as its client's and is never forwarded again)."""
+        inner = await self.dispatch(reply.event, reply.client_host, session.forwarded_for(reply.principal),
+                                    forwarded=True)
+        assert not isinstance(inner, Frame)  # only a client connection's Fetch answers with file regions
+        return encode_response(event.header, reply.answer(inner))
 
-    def _coordinates_producer(self, request: object) -> bool:
-        """A Produce whose transactional id this broker coordinates (or without one)."""
-        transactional_id = getattr(request, "transactional_id", None)
-        return transactional_id is None or self.broker.coordinates(transactional_id)
-
-    def wake_groups(self) -> None:
-        """Parked JoinGroup/SyncGroup requests of groups that changed may be answerable now; all of
-        them once a shard stopped being served here (handed over, or the claims lapsed): those of
-        its groups answer COORDINATOR_NOT_AVAILABLE instead of waiting out their timeout."""
+    def wake_groups(self, used: Iterable[GroupCoordinator] | None = None) -> None:
+        """Parked JoinGroup/SyncGroup requests of groups that changed may be answerable now: those
+        the coordinators ``used`` by a request report (None: every coordinator's, after a tick); all
+        of them once a shard stopped being served here (handed over, or the claims lapsed): those
+        of its groups answer COORDINATOR_NOT_AVAILABLE instead of waiting out their timeout."""
         served = (self.broker.shards_dropped, self.broker.claims.valid)
         if served != self._served and (served[0] != self._served[0] or not served[1]):
             self.delayed.notify(group_keys(self.delayed.parked_keys()))
         self._served = served
-        for groups in self.broker.group_coordinators():
+        for groups in self.broker.group_coordinators() if used is None else used:
             if changed := groups.take_changed():
                 self.delayed.notify(wake_keys(changed))
 

@@ -49,23 +49,11 @@ MARKER_RETRY_S = 0.2  # after a leader could not be reached
 
 
 # Coordinator requests (group and transactional ids) are answered by the handlers: NOT_COORDINATOR
-# for a key whose shard this broker does not hold, as Kafka's brokers answer. OffsetFetch v0-1 has
-# no error field but the partitions': a broker that does not coordinate its group closes the
-# connection instead (the client looks the coordinator up again). ListGroups and ListTransactions
-# are answered by every broker for the shards it coordinates, as Kafka's brokers do.
-OFFSET_FETCH = 9
-OFFSET_FETCH_TOP_LEVEL_ERROR = 2  # the first version with a top-level error code
-# Requests that change the topic catalog, configs, ACLs or credentials: the controller's to answer.
-CONTROLLER_APIS = frozenset({19, 20, 37, 33, 44, 30, 31, 51})
-
-
-def coordinator_key(api_key: int, version: int, request: object) -> str | None:
-    """The group a coordinator request without an error field of its own is about (None: the
-    handler answers NOT_COORDINATOR itself)."""
-    if api_key == OFFSET_FETCH and version < OFFSET_FETCH_TOP_LEVEL_ERROR:
-        key = getattr(request, "group_id", None)
-        return key if isinstance(key, str) else None
-    return None
+# for a key whose shard this broker does not hold, as Kafka's brokers answer (OffsetFetch v0-1,
+# without an error field, declares ``Coordinator(key)``: see server/routes.py). ListGroups and
+# ListTransactions are answered by every broker for the shards it coordinates, as Kafka's brokers
+# do. Requests that change the topic catalog, configs, ACLs or credentials are the controller's to
+# answer: their handlers declare ``ROUTE = CONTROLLER``.
 
 
 class ClusterFollower:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from rivven_kproto.broker.broker import Broker
@@ -14,8 +15,10 @@ from rivven_kproto.broker.log.validation import RecordCheck
 from rivven_kproto.broker.security.acls import CLUSTER_NAME, Operation, ResourceType
 from rivven_kproto.broker.security.authorization_rules import Check, Source
 from rivven_kproto.broker.txn.coordinator import TransactionCoordinator
+from rivven_kproto.codec.connection import RequestEvent
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.metadata import MetadataResponseTopic
+from rivven_kproto.codec.schema import Response
 
 from .session import Session
 
@@ -31,9 +34,20 @@ class NoResponse:
 
 
 @dataclass(frozen=True)
+class Redispatch:
+    """What a handler returns when its answer is another request's (an Envelope's inner one):
+    dispatched as the client ``principal`` at ``client_host``; ``answer`` wraps that answer's frame."""
+
+    event: RequestEvent
+    principal: str
+    client_host: str
+    answer: Callable[[bytes | None], Response]
+
+
+@dataclass(frozen=True)
 class TxnVerdict:
     """The coordinator's word on a producer's first transactional batch on a partition led here
-    (server/txn_verification.py), valid while ``guard`` is still the producer's."""
+    (server/handlers/_txn_verification.py), valid while ``guard`` is still the producer's."""
 
     error: Errors
     guard: object
@@ -47,10 +61,14 @@ class RequestContext:
     now_ms: int
     client_id: str | None = None
     client_host: str = ""  # Kafka's form, "/127.0.0.1" (DescribeGroups reports it per member)
+    api_version: int = 0  # the request's version (a ``prepare`` may need it; ``handle`` is given it)
     # Filled by the server after an append so that waiters (fetch long-poll, fsync) can react.
     appended: bool = False
     # Logs this request wrote to, for the durability policy (fsync, flush.messages).
     touched: list[PartitionLog] = field(default_factory=list)
+    # The group coordinators this request used: after it, they name the groups whose parked
+    # requests (JoinGroup, SyncGroup) may be answerable now.
+    groups_used: list[GroupCoordinator] = field(default_factory=list)
     # Answer only once this request's writes are durable, when the fsync policy says so (acks != 0).
     sync_before_answer: bool = False
     # Produce: each partition's batch validated (and recompressed) before the handler runs, or why not.
@@ -68,7 +86,7 @@ class RequestContext:
     txn_verdicts: dict[PartitionKey, TxnVerdict] = field(default_factory=dict)
     # TxnOffsetCommit whose transaction another broker coordinates: its answer to verifying (V1)
     # or adding (V2) the group's shard in the transaction, and the guard it was asked under (see
-    # txn_verification.offsets_at_coordinator).
+    # handlers/_txn_verification.offsets_at_coordinator).
     txn_offsets_added: Errors | None = None
     txn_offsets_guard: Guard | None = None
     # The connection's listener and client identity (None: a request outside any connection).
@@ -145,6 +163,8 @@ class RequestContext:
         coordinator = self.broker.group_coordinator(group_id)
         if coordinator is None:
             raise KafkaError(Errors.NOT_COORDINATOR, f"node {self.config.node_id} does not coordinate {group_id!r}")
+        if coordinator not in self.groups_used:
+            self.groups_used.append(coordinator)
         return coordinator
 
     def txn_for(self, transactional_id: str) -> TransactionCoordinator:

@@ -6,8 +6,8 @@ core stays synchronous: the handler asks the coordinator, gets a ticket back, an
 request; its connection reads nothing more until the response is written (as Kafka mutes a
 channel while a request is in flight), so responses keep request order even when a client
 pipelines. ``complete(now_ms)`` is tried again whenever :meth:`DelayedResponses.notify` names the
-key (the server does so for every group the coordinator reports changed, after each request and
-each coordinator tick) and at the deadline, when ``expire(now_ms)`` answers instead. ``expire``
+key (the server does so for the groups a coordinator reports changed: those a request used, after
+it, and all of them after each coordinator tick) and at the deadline, when ``expire(now_ms)`` answers instead. ``expire``
 is also called, its answer discarded, when the wait is abandoned (connection closed, shutdown),
 so the pending can release what it holds. Nothing in :class:`Pending` is trio-specific.
 """
@@ -19,6 +19,23 @@ from dataclasses import dataclass
 from typing import Any
 
 import trio
+
+APPENDED = "records-appended"  # the wake key of parked fetches: records or markers were appended
+
+
+def wake_key(group_id: str) -> Hashable:
+    """The wake key of a group's parked requests (JoinGroup, SyncGroup)."""
+    return ("group", group_id)
+
+
+def wake_keys(group_ids: Iterable[str]) -> list[Hashable]:
+    return [wake_key(group_id) for group_id in group_ids]
+
+
+def group_keys(keys: Iterable[Hashable]) -> list[Hashable]:
+    """Of parked requests' wake-up keys, those of groups."""
+    return [key for key in keys if isinstance(key, tuple) and key[:1] == ("group",)]
+
 
 # The wake key of answers held until the next heartbeat was followed (a FindCoordinator waiting
 # for a shard's holder, a Fetch past a partition's end waiting for the ownership check).

@@ -7,8 +7,9 @@ cannot forward (unknown, not allowed, leader unknown), are handled here as alway
 cannot be reached answers NOT_LEADER_OR_FOLLOWER for its partitions (the client looks the leader
 up again, as with Kafka). A request from another broker is never forwarded again.
 
-Splitting and merging are generic over the three messages' shapes (topics holding partitions,
-each keyed by topic name and partition index); :data:`SHAPES` says where each keeps them.
+Splitting and merging are generic over the messages' shapes (topics holding partitions, each
+keyed by topic name and partition index): a handler declaring ``ROUTE = Leader(shape)``
+(server/routes.py) says where its message keeps them.
 """
 
 from __future__ import annotations
@@ -16,65 +17,27 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections import defaultdict
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import trio
 
 from rivven_kproto.broker.broker import Broker
-from rivven_kproto.broker.security.authorization_rules import Check
 from rivven_kproto.broker.topics import INTERNAL_TOPICS
 from rivven_kproto.codec.errors import Errors
-from rivven_kproto.codec.messages.fetch import FetchableTopicResponse, FetchRequest, FetchResponse
-from rivven_kproto.codec.messages.list_offsets import ListOffsetsResponse, ListOffsetsTopicResponse
-from rivven_kproto.codec.messages.produce import ProduceRequest, ProduceResponse, TopicProduceResponse
+from rivven_kproto.codec.messages.fetch import FetchRequest
+from rivven_kproto.codec.messages.produce import ProduceRequest
 from rivven_kproto.codec.schema import Request, Response
 
 from .context import RequestContext
-from .handlers import fetch, list_offsets, produce
+from .handlers import produce
 from .peers import PEER_CLIENT_PREFIX, call
+from .routes import Shape
 
 log = logging.getLogger(__name__)
 
 PartitionKey = tuple[str, int]
 MAX_FORWARDED_WAIT_MS = 10_000  # a forwarded Fetch's long-poll (well inside peers.PEER_TIMEOUT_S)
-
-
-@dataclass(frozen=True)
-class Shape:
-    """Where a message keeps its topics and partitions, and what forwarding one needs."""
-
-    topics: str  # the request's topic list
-    topic_name: str
-    partitions: str  # a request topic's partition list
-    index: str
-    response_cls: type[Response]
-    response_topics: str
-    response_topic_name: str
-    response_partitions: str
-    response_index: str
-    response_topic: Callable[[str, list[Any]], Any]  # a response topic entry (name, partitions)
-    error: Callable[[int, Errors], Any]  # a partition's error answer
-    check: Check  # the client's right on the topic that forwarding needs (the authorization table's)
-
-
-SHAPES: dict[int, Shape] = {
-    produce.API_KEY: Shape(
-        "topic_data", "name", "partition_data", "index", ProduceResponse, "responses", "name", "partition_responses",
-        "index",
-        lambda name, parts: TopicProduceResponse(name=name, partition_responses=parts),
-        produce.error_partition, produce.TOPIC),
-    fetch.API_KEY: Shape(
-        "topics", "topic", "partitions", "partition", FetchResponse, "responses", "topic", "partitions",
-        "partition_index",
-        lambda name, parts: FetchableTopicResponse(topic=name, partitions=parts),
-        fetch.error_partition, fetch.TOPIC),
-    list_offsets.API_KEY: Shape(
-        "topics", "name", "partitions", "partition_index", ListOffsetsResponse, "topics", "name", "partitions",
-        "partition_index", lambda name, parts: ListOffsetsTopicResponse(name=name, partitions=parts),
-        list_offsets.error_partition, list_offsets.TOPIC),
-}
 
 
 @dataclass
@@ -83,10 +46,9 @@ class Split:
     remote: dict[int, Request]  # leader -> the request with only its partitions
 
 
-def split(ctx: RequestContext, api_key: int, request: Request) -> Split | None:
+def split(ctx: RequestContext, shape: Shape, request: Request) -> Split | None:
     """The request split by leader; None when nothing in it is forwarded (the usual case)."""
-    shape = SHAPES.get(api_key)
-    if shape is None or (ctx.client_id or "").startswith(PEER_CLIENT_PREFIX):
+    if (ctx.client_id or "").startswith(PEER_CLIENT_PREFIX):
         return None
     broker = ctx.broker
     if len(broker.cluster.nodes) < 2:
@@ -157,9 +119,8 @@ def _remote_leader(ctx: RequestContext, broker: Broker, shape: Shape, name: str,
     return leader
 
 
-async def forward(ctx: RequestContext, api_key: int, version: int, split_: Split) -> dict[PartitionKey, Any]:
+async def forward(ctx: RequestContext, shape: Shape, version: int, split_: Split) -> dict[PartitionKey, Any]:
     """Each leader's answers, by partition (NOT_LEADER_OR_FOLLOWER where one could not be reached)."""
-    shape = SHAPES[api_key]
     answers: dict[PartitionKey, Any] = {}
 
     async def ask(leader: int, request: Request) -> None:
@@ -169,7 +130,7 @@ async def forward(ctx: RequestContext, api_key: int, version: int, split_: Split
                 raise OSError(f"node {leader} has no address")
             response = await call(node, request, version, shape.response_cls, ctx.broker.cluster.self_id)
         except (OSError, trio.TooSlowError, ValueError) as exc:
-            log.info("forwarding API %d to its leader node %d failed: %s", api_key, leader, exc)
+            log.info("forwarding %s to its leader node %d failed: %s", type(request).__name__, leader, exc)
             for entry in getattr(request, shape.topics):
                 for partition in getattr(entry, shape.partitions):
                     index = getattr(partition, shape.index)
@@ -187,9 +148,8 @@ async def forward(ctx: RequestContext, api_key: int, version: int, split_: Split
     return answers
 
 
-def merge(api_key: int, request: Request, response: Response, forwarded: dict[PartitionKey, Any]) -> Response:
+def merge(shape: Shape, request: Request, response: Response, forwarded: dict[PartitionKey, Any]) -> Response:
     """``response`` (for the local part) with the forwarded answers, in ``request``'s order."""
-    shape = SHAPES[api_key]
     local: dict[PartitionKey, Any] = {}
     for topic in getattr(response, shape.response_topics):
         for partition in getattr(topic, shape.response_partitions):
@@ -213,3 +173,12 @@ def has_records(forwarded: dict[PartitionKey, Any]) -> bool:
 
 def without_wait(request: FetchRequest) -> FetchRequest:
     return dataclasses.replace(request, max_wait_ms=0)
+
+
+def local_request(split_: Split, forwarded: dict[PartitionKey, Any]) -> Request:
+    """What is handled here: the local part, which does not long-poll when a forwarded Fetch
+    already brought records or an error (the client gets them at once)."""
+    request = split_.local
+    if isinstance(request, FetchRequest) and has_records(forwarded):
+        return without_wait(request)
+    return request

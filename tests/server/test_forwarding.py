@@ -11,8 +11,9 @@ from rivven_kproto.codec.headers import RequestHeader
 from rivven_kproto.codec.messages.create_topics import CreatableTopic, CreateTopicsRequest
 from rivven_kproto.codec.messages.envelope import EnvelopeRequest, EnvelopeResponse
 from rivven_kproto.codec.principal_data import decode_principal, encode_principal
-from rivven_kproto.server.cluster import CONTROLLER_APIS
 from rivven_kproto.server.forwarding import envelope_response, unwrap, unwrap_response, wrap
+from rivven_kproto.server.handlers import routed_to
+from rivven_kproto.server.routes import Controller
 
 
 def client_request(api_version: int = 5):
@@ -27,6 +28,15 @@ def client_request(api_version: int = 5):
 def through_the_wire(envelope: EnvelopeRequest) -> EnvelopeRequest:
     header = RequestHeader(request_api_key=58, request_api_version=0, correlation_id=1, client_id="kproto-broker-2")
     return decode_request(encode_request(header, envelope)[4:]).request  # type: ignore[return-value]
+
+
+CONTROLLER_APIS = routed_to(Controller)
+
+
+def test_the_controllers_apis_are_those_that_change_the_catalog_configs_acls_or_credentials() -> None:
+    """Declared by their handlers (ROUTE = CONTROLLER): CreateTopics, DeleteTopics, CreateAcls,
+    DeleteAcls, AlterConfigs, CreatePartitions, IncrementalAlterConfigs, AlterUserScramCredentials."""
+    assert CONTROLLER_APIS == frozenset({19, 20, 30, 31, 33, 37, 44, 51})
 
 
 @pytest.mark.parametrize("host", ["/127.0.0.1", "/::1"])

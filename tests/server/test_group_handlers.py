@@ -417,3 +417,34 @@ async def test_the_server_wakes_parked_joins_when_a_shard_stops_being_served(
             while not answers:
                 await trio.sleep(0.01)
     assert answers[0].error_code == Errors.COORDINATOR_NOT_AVAILABLE
+
+
+async def test_a_request_wakes_the_parked_requests_of_the_groups_it_changed(
+        broker: Broker, autojump_clock: trio.abc.Clock) -> None:
+    """Wake-ups are the effect of the coordinators a request used (``ctx.groups_used``), not a
+    pass over every coordinator: the member's rejoin completes the join phase, and the new
+    member's parked join answers right after that request, long before its rebalance timeout."""
+    from rivven_kproto.server.app import Server
+    from rivven_kproto.server.durability import wall_clock_ms
+
+    server = Server(broker, broker.config)
+    ctx = RequestContext(broker, broker.config, wall_clock_ms(), "cli", "/10.0.0.1")
+    member_id, _ = stable_member(ctx)
+    server.wake_groups()
+    pending = parked(join_group, ctx, join_request(), 3)  # a new member: the group rebalances
+    answers: list[Any] = []
+    async with trio.open_nursery() as nursery:
+        async def wait() -> None:
+            answers.append(await server.delayed.wait(pending))
+
+        nursery.start_soon(wait)
+        await trio.sleep(1)
+        assert answers == []
+        rejoin = RequestContext(broker, broker.config, wall_clock_ms(), "cli", "/10.0.0.1")
+        join_group.handle(rejoin, join_request(member_id), 3)  # the last member rejoins: the phase ends
+        assert rejoin.groups_used == [broker.group_coordinator("g")]
+        server.wake_groups(rejoin.groups_used)
+        with trio.fail_after(1):  # the rebalance timeout is 30 s
+            while not answers:
+                await trio.sleep(0.01)
+    assert answers[0].error_code == 0 and answers[0].generation_id == 2

@@ -2,27 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 from rivven_kproto.broker.groups import Awaiting
 from rivven_kproto.broker.groups.api import Result
 
 from ..context import RequestContext
-from ..delayed import Pending
-
-
-def wake_key(group_id: str) -> Hashable:
-    return ("group", group_id)
-
-
-def wake_keys(group_ids: Iterable[str]) -> list[Hashable]:
-    return [wake_key(group_id) for group_id in group_ids]
-
-
-def group_keys(keys: Iterable[Hashable]) -> list[Hashable]:
-    """Of parked requests' wake-up keys, those of groups."""
-    return [key for key in keys if isinstance(key, tuple) and key[:1] == ("group",)]
+from ..delayed import Pending, wake_key
 
 
 def park(

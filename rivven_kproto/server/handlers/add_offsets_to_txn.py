@@ -10,9 +10,11 @@ from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.add_offsets_to_txn import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
 
 from ..context import RequestContext
+from ..routes import LOCAL
 from .txn_errors import fenced_for_version
 
 API_KEY = 25
+ROUTE = LOCAL
 TRANSACTIONAL_ID = rule(API_KEY).check("transactional_id")
 GROUP = rule(API_KEY).check("group")
 

@@ -5,7 +5,7 @@ a top-level CLUSTER_AUTHORIZATION_FAILED), carries several transactions, and eac
 its partitions (``verify_only``: NONE or TRANSACTION_ABORTABLE per partition, INVALID_TXN_STATE for
 v4 requests, which predate that error) or adds them (with transactions V2 semantics at v5 when the
 broker's ``transaction.version`` is 2: what a V2 Produce's leader asks). A leader that coordinates
-calls the coordinator in process; in a cluster the others send v5 (server/txn_verification.py).
+calls the coordinator in process; in a cluster the others send v5 (server/handlers/_txn_verification.py).
 A group coordinator verifies a TxnOffsetCommit the same way, with the group's partition
 ``<shard>`` of ``__consumer_offsets``: in the transaction once AddOffsetsToTxn added a group of
 that shard."""
@@ -26,9 +26,11 @@ from rivven_kproto.codec.messages.add_partitions_to_txn import (
 )
 
 from ..context import RequestContext
+from ..routes import LOCAL
 from .txn_errors import ADD_PARTITIONS_ABORTABLE, abortable_for_version, fenced_for_version
 
 API_KEY = 24
+ROUTE = LOCAL
 CLUSTER = rule(API_KEY).check("cluster")
 TRANSACTIONAL_ID = rule(API_KEY).check("transactional_id")
 TOPIC = rule(API_KEY).check("topic")

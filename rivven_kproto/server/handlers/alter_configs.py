@@ -27,9 +27,11 @@ from rivven_kproto.codec.messages.alter_configs import (
 )
 from rivven_kproto.server.context import RequestContext
 
+from ..routes import CONTROLLER
 from ._config_alters import alter_each, check_nulls
 
 API_KEY = AlterConfigsRequest.API_KEY
+ROUTE = CONTROLLER  # changes the catalog, configs, ACLs or credentials: one writer
 
 
 def handle(ctx: RequestContext, request: AlterConfigsRequest, version: int) -> AlterConfigsResponse:

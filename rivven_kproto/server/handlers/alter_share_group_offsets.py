@@ -21,9 +21,11 @@ from rivven_kproto.codec.messages.share_group_offsets import (
 )
 
 from ..context import RequestContext
+from ..routes import LOCAL
 from ._share_groups import share_coordinator
 
 API_KEY = AlterShareGroupOffsetsRequest.API_KEY
+ROUTE = LOCAL
 GROUP, TOPIC = rule(API_KEY).check("group"), rule(API_KEY).check("topic")
 ZERO_ID = uuid.UUID(int=0)
 

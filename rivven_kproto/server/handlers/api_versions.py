@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import cast
 
 from rivven_kproto.broker.config import MAX_TRANSACTION_VERSION
+from rivven_kproto.codec.connection import encode_unsupported_api_versions
 from rivven_kproto.codec.messages.api_versions import (
     ApiVersion,
     ApiVersionsRequest,
@@ -29,8 +30,10 @@ from rivven_kproto.codec.messages.api_versions import (
 from rivven_kproto.codec.schema import CachedArray
 
 from ..context import RequestContext
+from ..routes import LOCAL
 
 API_KEY = 18
+ROUTE = LOCAL
 TRANSACTION_VERSION_FEATURE = "transaction.version"
 SHARE_VERSION_FEATURE = "share.version"
 SHARE_VERSION = 1
@@ -45,6 +48,12 @@ def supported_versions() -> list[ApiVersion]:
         ApiVersion(api_key=key, min_version=handler.versions.low, max_version=handler.versions.high)
         for key, handler in sorted(HANDLERS.items())
     ]
+
+
+def newer_than_ours(correlation_id: int) -> bytes:
+    """The answer to an ApiVersions newer than we serve (the one request the codec cannot decode,
+    KIP-511): v0's UNSUPPORTED_VERSION with our table, which every client can read."""
+    return encode_unsupported_api_versions(correlation_id, supported_versions())
 
 
 # Every client asks for this table on every connection, and it only changes with the code: its

@@ -28,8 +28,10 @@ from rivven_kproto.codec.messages.consumer_group_describe import (
 )
 
 from ..context import RequestContext
+from ..routes import LOCAL
 
 API_KEY = ConsumerGroupDescribeRequest.API_KEY
+ROUTE = LOCAL
 GROUP = rule(API_KEY).check("group")
 TOPIC = rule(API_KEY).check("topic")
 NOT_REQUESTED = -(2**31)

@@ -25,8 +25,11 @@ from rivven_kproto.codec.messages.consumer_group_heartbeat import (
 )
 
 from ..context import RequestContext
+from ..routes import LOCAL
 
 API_KEY = ConsumerGroupHeartbeatRequest.API_KEY
+ROUTE = LOCAL
+MOVES_GROUP_TIMERS = True  # may arm a group timer earlier than the one the group loop sleeps for
 GROUP = rule(API_KEY).check("group")
 TOPIC = rule(API_KEY).check("topic")  # the regex check ("regex") is the coordinator's (broker.py)
 

@@ -25,11 +25,13 @@ from rivven_kproto.codec.messages.create_partitions import (
 )
 from rivven_kproto.server.context import RequestContext
 
+from ..routes import CONTROLLER
 from .create_topics import check_replicas
 
 log = logging.getLogger(__name__)
 
 API_KEY = CreatePartitionsRequest.API_KEY
+ROUTE = CONTROLLER  # changes the catalog, configs, ACLs or credentials: one writer
 TOPIC = rule(API_KEY).check("topic")
 
 

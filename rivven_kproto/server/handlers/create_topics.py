@@ -40,9 +40,12 @@ from rivven_kproto.codec.messages.create_topics import (
 )
 from rivven_kproto.server.context import RequestContext
 
+from ..routes import CONTROLLER
+
 log = logging.getLogger(__name__)
 
 API_KEY = CreateTopicsRequest.API_KEY
+ROUTE = CONTROLLER  # changes the catalog, configs, ACLs or credentials: one writer
 TOPIC, CONFIGS = rule(API_KEY).check("topic"), rule(API_KEY).check("configs")
 
 ZERO_UUID = uuid.UUID(int=0)

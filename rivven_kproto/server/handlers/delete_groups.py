@@ -19,9 +19,11 @@ from rivven_kproto.codec.messages.delete_groups import (
 )
 
 from ..context import RequestContext
+from ..routes import LOCAL
 from ._share_groups import share_coordinator
 
 API_KEY = DeleteGroupsRequest.API_KEY
+ROUTE = LOCAL
 GROUP = rule(API_KEY).check("group")
 
 

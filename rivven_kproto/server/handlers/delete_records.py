@@ -24,9 +24,12 @@ from rivven_kproto.codec.messages.delete_records import (
 )
 from rivven_kproto.server.context import RequestContext
 
+from ..routes import LOCAL
+
 log = logging.getLogger(__name__)
 
 API_KEY = DeleteRecordsRequest.API_KEY
+ROUTE = LOCAL
 TOPIC = rule(API_KEY).check("topic")
 
 INVALID_LOW_WATERMARK = -1

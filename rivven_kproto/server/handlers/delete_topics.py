@@ -30,9 +30,12 @@ from rivven_kproto.codec.messages.delete_topics import (
 )
 from rivven_kproto.server.context import RequestContext
 
+from ..routes import CONTROLLER
+
 log = logging.getLogger(__name__)
 
 API_KEY = DeleteTopicsRequest.API_KEY
+ROUTE = CONTROLLER  # changes the catalog, configs, ACLs or credentials: one writer
 
 ZERO_UUID = uuid.UUID(int=0)
 _NAME_MAPS_TO_ID = "The provided topic name maps to an ID that was already supplied."

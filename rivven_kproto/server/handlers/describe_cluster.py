@@ -22,7 +22,10 @@ from rivven_kproto.codec.messages.describe_cluster import (
 )
 from rivven_kproto.server.context import RequestContext
 
+from ..routes import LOCAL
+
 API_KEY = DescribeClusterRequest.API_KEY
+ROUTE = LOCAL
 SHOWN = rule(API_KEY).check("cluster_operations")
 
 BROKER_ENDPOINT = 1

@@ -36,7 +36,10 @@ from rivven_kproto.codec.messages.describe_configs import (
 )
 from rivven_kproto.server.context import RequestContext
 
+from ..routes import LOCAL
+
 API_KEY = DescribeConfigsRequest.API_KEY
+ROUTE = LOCAL
 
 TOPIC = 2
 BROKER = 4

@@ -21,8 +21,10 @@ from rivven_kproto.codec.messages.describe_groups import (
 )
 
 from ..context import RequestContext
+from ..routes import LOCAL
 
 API_KEY = DescribeGroupsRequest.API_KEY
+ROUTE = LOCAL
 GROUP = rule(API_KEY).check("group")
 # AclOperation codes Kafka supports on a group: READ 3, DELETE 6, DESCRIBE 8, DESCRIBE_CONFIGS 10,
 # ALTER_CONFIGS 11.

@@ -22,7 +22,10 @@ from rivven_kproto.codec.messages.describe_log_dirs import (
 )
 from rivven_kproto.server.context import RequestContext
 
+from ..routes import LOCAL
+
 API_KEY = DescribeLogDirsRequest.API_KEY
+ROUTE = LOCAL
 RULE = rule(API_KEY)
 
 

@@ -14,8 +14,10 @@ from rivven_kproto.codec.messages.describe_producers import (
 )
 
 from ..context import RequestContext
+from ..routes import LOCAL
 
 API_KEY = 61
+ROUTE = LOCAL
 TOPIC = rule(API_KEY).check("topic")
 
 

@@ -25,9 +25,11 @@ from rivven_kproto.codec.messages.share_group_offsets import (
 )
 
 from ..context import RequestContext
+from ..routes import LOCAL
 from ._share_groups import share_coordinator
 
 API_KEY = DescribeShareGroupOffsetsRequest.API_KEY
+ROUTE = LOCAL
 GROUP, TOPIC, LISTED = (rule(API_KEY).check(label) for label in ("group", "topic", "listed"))
 UNINITIALIZED = -1
 ZERO_ID = uuid.UUID(int=0)  # a refused or unknown topic's id

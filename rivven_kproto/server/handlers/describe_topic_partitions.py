@@ -29,8 +29,10 @@ from rivven_kproto.codec.messages.describe_topic_partitions import (
 from rivven_kproto.codec.schema import ZERO_UUID
 
 from ..context import RequestContext
+from ..routes import LOCAL
 
 API_KEY = DescribeTopicPartitionsRequest.API_KEY
+ROUTE = LOCAL
 TOPIC = rule(API_KEY).check("topic")
 LISTED = rule(API_KEY).check("listed")
 MAX_REQUEST_PARTITION_SIZE_LIMIT = 2000  # Kafka's max.request.partition.size.limit default

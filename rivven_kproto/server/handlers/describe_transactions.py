@@ -19,8 +19,10 @@ from rivven_kproto.codec.messages.describe_transactions import (
 )
 
 from ..context import RequestContext
+from ..routes import LOCAL
 
 API_KEY = 65
+ROUTE = LOCAL
 TRANSACTIONAL_ID = rule(API_KEY).check("transactional_id")
 TOPIC = rule(API_KEY).check("topic")  # filters: partitions of undescribable topics are left out
 

@@ -19,10 +19,12 @@ from rivven_kproto.codec.messages.end_txn import EndTxnRequest, EndTxnResponse
 
 from ..context import RequestContext
 from ..delayed import Pending
+from ..routes import LOCAL
 from .fetch import APPENDED
 from .txn_errors import END_TXN_V2, client_txn_version, fenced_for_version
 
 API_KEY = 26
+ROUTE = LOCAL
 TRANSACTIONAL_ID = rule(API_KEY).check("transactional_id")
 MARKERS_WAIT_MS = 5_000  # at most this long for other leaders' markers; the transaction completes anyway
 

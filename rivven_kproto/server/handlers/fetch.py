@@ -54,8 +54,10 @@ from rivven_kproto.codec.messages.fetch import (
     PartitionData,
 )
 from rivven_kproto.server.context import RequestContext
-from rivven_kproto.server.delayed import HEARTBEAT_FOLLOWED, HEARTBEAT_HOLD_MS, Pending
+from rivven_kproto.server.delayed import APPENDED, HEARTBEAT_FOLLOWED, HEARTBEAT_HOLD_MS, Pending
 from rivven_kproto.server.txn_decisions import learn_decisions
+
+from ..routes import Leader, Shape
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +70,6 @@ def may_read(ctx: RequestContext, request: FetchRequest, topic: str) -> bool:
     if request.replica_id >= 0:
         return ctx.permits(FOLLOWER)
     return ctx.permits(TOPIC, topic)
-APPENDED = "records-appended"  # the wake key of parked fetches: records or markers were appended
 
 # Fetch session epochs meaning "full request, no incremental session" (Kafka's FetchMetadata).
 INITIAL_EPOCH = 0
@@ -292,3 +293,9 @@ def error_partition(index: int, error: Errors) -> PartitionData:
         preferred_read_replica=-1,
         records=b"",
     )
+
+
+ROUTE = Leader(Shape(  # partitions another broker leads go to it (a client with a stale view)
+    "topics", "topic", "partitions", "partition", FetchResponse, "responses", "topic", "partitions",
+    "partition_index", lambda name, parts: FetchableTopicResponse(topic=name, partitions=parts), error_partition,
+    TOPIC))

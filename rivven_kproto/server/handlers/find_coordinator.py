@@ -27,8 +27,10 @@ from rivven_kproto.codec.messages.find_coordinator import (
 
 from ..context import RequestContext
 from ..delayed import HEARTBEAT_FOLLOWED, HEARTBEAT_HOLD_MS, Pending
+from ..routes import LOCAL
 
 API_KEY = 10
+ROUTE = LOCAL
 GROUP, TRANSACTION = 0, 1
 COORDINATED = {GROUP, TRANSACTION}
 KNOWN_KEY_TYPES = (GROUP, TRANSACTION)

@@ -32,10 +32,12 @@ from rivven_kproto.codec.messages.incremental_alter_configs import (
 )
 from rivven_kproto.server.context import RequestContext
 
+from ..routes import CONTROLLER
 from ._config_alters import alter_each, check_nulls
 from .describe_configs import BROKER
 
 API_KEY = IncrementalAlterConfigsRequest.API_KEY
+ROUTE = CONTROLLER  # changes the catalog, configs, ACLs or credentials: one writer
 
 
 _OP_CODES = frozenset(int(op) for op in AlterConfigOp)

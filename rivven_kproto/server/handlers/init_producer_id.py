@@ -17,10 +17,12 @@ from rivven_kproto.codec.messages.init_producer_id import InitProducerIdRequest,
 from rivven_kproto.codec.schema import Versions
 
 from ..context import RequestContext
+from ..routes import LOCAL
 from .txn_errors import fenced_for_version
 
 API_KEY = 22
 VERSIONS = Versions(0, 5)
+ROUTE = LOCAL
 TRANSACTIONAL_ID = rule(API_KEY).check("transactional_id")
 # Kafka 3+: IdempotentWrite on the Cluster, or (the table's alternative) Write on some topic.
 IDEMPOTENT = rule(API_KEY).check("idempotent")

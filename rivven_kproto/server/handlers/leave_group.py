@@ -14,8 +14,11 @@ from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse, MemberResponse
 
 from ..context import RequestContext
+from ..routes import LOCAL
 
 API_KEY = LeaveGroupRequest.API_KEY
+ROUTE = LOCAL
+MOVES_GROUP_TIMERS = True  # may arm a group timer earlier than the one the group loop sleeps for
 GROUP = rule(API_KEY).check("group")
 log = logging.getLogger(__name__)
 

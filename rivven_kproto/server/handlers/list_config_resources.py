@@ -23,8 +23,10 @@ from rivven_kproto.codec.messages.list_config_resources import (
 )
 
 from ..context import RequestContext
+from ..routes import LOCAL
 
 API_KEY = ListConfigResourcesRequest.API_KEY
+ROUTE = LOCAL
 RULE = rule(API_KEY)
 
 TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 32

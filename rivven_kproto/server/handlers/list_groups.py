@@ -13,9 +13,11 @@ from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.list_groups import ListedGroup, ListGroupsRequest, ListGroupsResponse
 
 from ..context import RequestContext
+from ..routes import LOCAL
 from ._share_groups import listed_share_groups
 
 API_KEY = ListGroupsRequest.API_KEY
+ROUTE = LOCAL
 LISTED = rule(API_KEY).check("group")
 
 

@@ -42,6 +42,8 @@ from rivven_kproto.codec.messages.list_offsets import (
 from rivven_kproto.server.context import RequestContext
 from rivven_kproto.server.txn_decisions import learn_decisions
 
+from ..routes import Leader, Shape
+
 log = logging.getLogger(__name__)
 
 API_KEY = ListOffsetsRequest.API_KEY
@@ -158,3 +160,9 @@ def error_partition(index: int, error: Errors) -> ListOffsetsPartitionResponse:
     return ListOffsetsPartitionResponse(
         partition_index=index, error_code=error, timestamp=UNKNOWN, offset=UNKNOWN, leader_epoch=-1
     )
+
+
+ROUTE = Leader(Shape(  # partitions another broker leads go to it (a client with a stale view)
+    "topics", "name", "partitions", "partition_index", ListOffsetsResponse, "topics", "name", "partitions",
+    "partition_index", lambda name, parts: ListOffsetsTopicResponse(name=name, partitions=parts), error_partition,
+    TOPIC))

@@ -13,8 +13,10 @@ from rivven_kproto.codec.messages.list_transactions import (
 )
 
 from ..context import RequestContext
+from ..routes import LOCAL
 
 API_KEY = 66
+ROUTE = LOCAL
 LISTED = rule(API_KEY).check("transactional_id")
 _STATE_NAMES = {state.value for state in TxnState}
 

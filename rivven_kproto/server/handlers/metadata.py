@@ -51,9 +51,12 @@ from rivven_kproto.codec.schema import CachedArray
 from rivven_kproto.server.context import RequestContext
 from rivven_kproto.server.peers import create_topics
 
+from ..routes import LOCAL
+
 log = logging.getLogger(__name__)
 
 API_KEY = MetadataRequest.API_KEY
+ROUTE = LOCAL
 TOPIC = rule(API_KEY).check("topic")
 CLUSTER_SHOWN = rule(API_KEY).check("cluster_operations")
 LISTED = rule(API_KEY).check("listed")

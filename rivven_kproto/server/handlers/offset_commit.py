@@ -26,9 +26,11 @@ from rivven_kproto.codec.messages.offset_commit import (
 )
 
 from ..context import RequestContext
+from ..routes import LOCAL
 from ._offset_commits import partitions_to_commit, record_results, response_topics
 
 API_KEY = OffsetCommitRequest.API_KEY
+ROUTE = LOCAL
 GROUP = rule(API_KEY).check("group")
 TOPIC = rule(API_KEY).check("topic")
 

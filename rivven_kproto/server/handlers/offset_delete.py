@@ -20,8 +20,10 @@ from rivven_kproto.codec.messages.offset_delete import (
 )
 
 from ..context import RequestContext
+from ..routes import LOCAL
 
 API_KEY = OffsetDeleteRequest.API_KEY
+ROUTE = LOCAL
 GROUP = rule(API_KEY).check("group")
 TOPIC = rule(API_KEY).check("topic")
 

@@ -35,6 +35,7 @@ from rivven_kproto.codec.messages.offset_fetch import (
 )
 
 from ..context import RequestContext
+from ..routes import Coordinator
 
 API_KEY = OffsetFetchRequest.API_KEY
 
@@ -129,3 +130,13 @@ def _partitions(fetched: FetchedOffset) -> OffsetFetchResponsePartitions:
     offset, epoch, metadata = _fields(fetched)
     return OffsetFetchResponsePartitions(partition_index=fetched.partition, committed_offset=offset,
                                          committed_leader_epoch=epoch, metadata=metadata, error_code=fetched.error)
+
+
+def _group_without_error_field(request: OffsetFetchRequest, version: int) -> str | None:
+    """v0-1 have no error field but the partitions': a broker that does not coordinate the group
+    closes the connection instead (the client looks the coordinator up again); later versions
+    answer NOT_COORDINATOR themselves."""
+    return request.group_id if version < FIRST_WITH_TOP_LEVEL_ERROR else None
+
+
+ROUTE = Coordinator(_group_without_error_field)

@@ -13,7 +13,7 @@ AddPartitionsToTxnManager (here the coordinator is in the same process): a stale
 INVALID_PRODUCER_EPOCH (the coordinator's PRODUCER_FENCED, translated as Kafka does), and
 CONCURRENT_TRANSACTIONS or COORDINATOR_NOT_AVAILABLE become NOT_ENOUGH_REPLICAS (retriable without
 a metadata refresh, Kafka's choice). In a cluster of brokers on one PostgreSQL database a leader
-that does not coordinate asks the coordinator first (server/txn_verification.py) and checks its
+that does not coordinate asks the coordinator first (``_txn_verification``, in ``prepare``) and checks its
 verdict here.
 
 Every record is validated as Kafka's LogValidator does. :func:`prepare` does that work (and any
@@ -52,6 +52,8 @@ from rivven_kproto.codec.records.scan import COMPILED
 
 from ..context import NoResponse, PartitionKey, PartitionLog, RequestContext
 from ..log_limits import RateLimitedLog
+from ..routes import Leader, Shape
+from ._txn_verification import verify_with_coordinator
 from .txn_errors import PRODUCE_ABORTABLE, PRODUCE_V2, abortable_for_version, client_txn_version
 
 API_KEY = 0
@@ -78,8 +80,12 @@ async def prepare(ctx: RequestContext, request: ProduceRequest, limiter: trio.Ca
     """Validate (and recompress) the request's batches into ``ctx.prepared``; heavy ones off the loop.
 
     Anything wrong before the record walk (unknown partition, several batches, ...) is left for
-    :func:`handle` to answer, in Kafka's order.
+    :func:`handle` to answer, in Kafka's order. First, on a leader that does not coordinate the
+    producer's transactional id, the coordinator's word on first transactional batches
+    (``ctx.txn_verdicts``).
     """
+    if request.transactional_id is not None and not ctx.broker.coordinates(request.transactional_id):
+        await verify_with_coordinator(ctx.broker, ctx, request, ctx.api_version)
     offloaded: list[tuple[PartitionKey, Preparation]] = []
     for topic_data in request.topic_data:
         for data in topic_data.partition_data:
@@ -265,7 +271,7 @@ _V2_ADD_ERRORS = {
 
 def _coordinator_of(ctx: RequestContext, request: ProduceRequest, header: BatchHeader) -> TransactionCoordinator | None:
     """The producer's transaction coordinator when this broker is it (None: ask it, see
-    txn_verification). Transactional records always come with a transactional id (``answer``)."""
+    _txn_verification). Transactional records always come with a transactional id (``answer``)."""
     assert request.transactional_id is not None
     return ctx.broker.txn_coordinator(request.transactional_id)
 
@@ -327,3 +333,8 @@ def _single_batch(records: bytes | None) -> bytes:
             f"Produce requests with version 3+ must contain exactly one record batch, got {len(batches)}",
         )
     return records
+
+
+ROUTE = Leader(Shape(  # partitions another broker leads go to it (a client with a stale view)
+    "topic_data", "name", "partition_data", "index", ProduceResponse, "responses", "name", "partition_responses",
+    "index", lambda name, parts: TopicProduceResponse(name=name, partition_responses=parts), error_partition, TOPIC))

@@ -13,8 +13,10 @@ from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
 
 from ..context import RequestContext
+from ..routes import LOCAL
 
 API_KEY = SaslAuthenticateRequest.API_KEY
+ROUTE = LOCAL
 log = logging.getLogger(__name__)
 
 

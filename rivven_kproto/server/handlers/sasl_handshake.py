@@ -13,8 +13,10 @@ from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
 
 from ..context import RequestContext
+from ..routes import LOCAL
 
 API_KEY = SaslHandshakeRequest.API_KEY
+ROUTE = LOCAL
 
 
 def handle(ctx: RequestContext, request: SaslHandshakeRequest, version: int) -> SaslHandshakeResponse:

@@ -17,10 +17,12 @@ from rivven_kproto.codec.messages.share_acknowledge import (
 from rivven_kproto.codec.messages.share_common import ShareLeaderIdAndEpoch
 
 from ..context import RequestContext
+from ..routes import LOCAL
 from ._share import acknowledge, topic_names
 from ._share_groups import member_coordinator
 
 API_KEY = ShareAcknowledgeRequest.API_KEY
+ROUTE = LOCAL
 GROUP, TOPIC = rule(API_KEY).check("group"), rule(API_KEY).check("topic")
 FINAL_EPOCH = -1
 

@@ -31,11 +31,13 @@ from rivven_kproto.codec.messages.share_fetch import (
 
 from ..context import RequestContext
 from ..delayed import Pending
+from ..routes import LOCAL
 from ._share import Delivery, Key, acknowledge, acquire, topic_names
 from ._share_groups import member_coordinator
 from .fetch import APPENDED
 
 API_KEY = ShareFetchRequest.API_KEY
+ROUTE = LOCAL
 GROUP, TOPIC = rule(API_KEY).check("group"), rule(API_KEY).check("topic")
 FINAL_EPOCH = -1
 

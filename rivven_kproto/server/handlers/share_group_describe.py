@@ -28,9 +28,11 @@ from rivven_kproto.codec.messages.share_group_describe import (
 )
 
 from ..context import RequestContext
+from ..routes import LOCAL
 from ._share_groups import share_coordinator
 
 API_KEY = ShareGroupDescribeRequest.API_KEY
+ROUTE = LOCAL
 GROUP, TOPIC = rule(API_KEY).check("group"), rule(API_KEY).check("topic")
 HIDDEN_TOPICS = "The group has described topic(s) that the client is not authorized to describe."
 NOT_REQUESTED = -(2**31)

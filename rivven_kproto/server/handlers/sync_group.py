@@ -18,9 +18,12 @@ from rivven_kproto.codec.messages.sync_group import SyncGroupRequest, SyncGroupR
 
 from ..context import RequestContext
 from ..delayed import Pending
+from ..routes import LOCAL
 from ._group_wait import park
 
 API_KEY = SyncGroupRequest.API_KEY
+ROUTE = LOCAL
+MOVES_GROUP_TIMERS = True  # may arm a group timer earlier than the one the group loop sleeps for
 GROUP = rule(API_KEY).check("group")
 
 

@@ -8,7 +8,7 @@ and that its ongoing transaction holds the group (AddOffsetsToTxn): else
 INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before v3, KIP-588) or
 INVALID_TXN_STATE (TRANSACTION_ABORTABLE from v4 on, KIP-890, as Kafka's verification answers).
 When another broker coordinates the transaction (a cluster), that broker verifies it before the
-handler runs (``txn_verification.offsets_at_coordinator``), under a guard the producer's next
+handler runs (``prepare``: ``_txn_verification.offsets_at_coordinator``), under a guard the producer's next
 marker here voids: offsets of a transaction that ended (aborted by a fencing InitProducerId or a
 timeout while the group's coordinator failed over) are refused, not left pending for good.
 With transactions V2 (v5 on a broker whose ``transaction.version`` is 2, KIP-890 part 2) the
@@ -31,6 +31,8 @@ timeout or by a fencing InitProducerId) drops them.
 
 from __future__ import annotations
 
+import trio
+
 from rivven_kproto.broker.faults import fault_point
 from rivven_kproto.broker.groups.api import CommitPartition
 from rivven_kproto.broker.security.authorization_rules import rule
@@ -43,7 +45,9 @@ from rivven_kproto.codec.messages.txn_offset_commit import (
 )
 
 from ..context import RequestContext
+from ..routes import LOCAL
 from ._offset_commits import partitions_to_commit, record_results, response_topics
+from ._txn_verification import offsets_at_coordinator
 from .txn_errors import (
     TXN_OFFSET_COMMIT_ABORTABLE,
     TXN_OFFSET_COMMIT_V2,
@@ -53,9 +57,16 @@ from .txn_errors import (
 )
 
 API_KEY = TxnOffsetCommitRequest.API_KEY
+ROUTE = LOCAL
 TRANSACTIONAL_ID = rule(API_KEY).check("transactional_id")
 GROUP = rule(API_KEY).check("group")
 TOPIC = rule(API_KEY).check("topic")
+
+
+
+async def prepare(ctx: RequestContext, request: TxnOffsetCommitRequest, limiter: trio.CapacityLimiter) -> None:
+    """A transaction another broker coordinates: ask it about the group's shard first (a cluster)."""
+    await offsets_at_coordinator(ctx.broker, ctx, request, ctx.api_version)
 
 
 def handle(ctx: RequestContext, request: TxnOffsetCommitRequest, version: int) -> TxnOffsetCommitResponse:

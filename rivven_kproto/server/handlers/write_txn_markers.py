@@ -29,8 +29,10 @@ from rivven_kproto.codec.messages.write_txn_markers import (
 from ..context import RequestContext
 from ..log_limits import RateLimitedLog
 from ..peers import PEER_CLIENT_PREFIX
+from ..routes import LOCAL
 
 API_KEY = 27
+ROUTE = LOCAL
 CLUSTER = rule(API_KEY).check("cluster")
 log = logging.getLogger(__name__)
 refusals = RateLimitedLog(log)

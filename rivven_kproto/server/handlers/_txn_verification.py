@@ -26,9 +26,9 @@ from rivven_kproto.codec.messages.produce import ProduceRequest
 from rivven_kproto.codec.messages.txn_offset_commit import TxnOffsetCommitRequest
 from rivven_kproto.codec.records.batch import parse_header
 
-from .context import PartitionKey, RequestContext, TxnVerdict
-from .handlers.txn_errors import PRODUCE_V2, RETRIABLE_VERIFICATION, TXN_OFFSET_COMMIT_V2, client_txn_version
-from .peers import add_partitions_to_txn
+from ..context import PartitionKey, RequestContext, TxnVerdict
+from ..peers import add_partitions_to_txn
+from .txn_errors import PRODUCE_V2, RETRIABLE_VERIFICATION, TXN_OFFSET_COMMIT_V2, client_txn_version
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""``.. bench-table:: ../tools/bench/results-DATE.json``: a benchmark table generated from its result file.
+"""``.. bench-table:: ../benchmarks/results/DATE.json``: a benchmark table generated from its result file.
 
 The figures come from the JSON that ``python -m tools.bench --json`` wrote, through the tool's own
 report code (tools/bench/report.py), so the page shows what the run measured, not a copy of it.
@@ -42,7 +42,7 @@ class BenchTable(SphinxDirective):
 
 
 class CliBulkTable(SphinxDirective):
-    """``.. cli-bulk-table:: ../tools/bench/results-DATE-cli-bulk.json``: kproto against kcat, as
+    """``.. cli-bulk-table:: ../benchmarks/results/DATE-cli-bulk.json``: kproto against kcat, as
     ``python -m tools.bench.cli_bulk`` prints it (tools/bench/cli_bulk.py renders the rows)."""
 
     required_arguments = 1

@@ -287,9 +287,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--transactions", type=int, default=300, help="of 10 messages each, per point")
     parser.add_argument("--transaction-seconds", type=float, default=20.0,
                         help="at most this long per transactions point (fewer transactions if slower)")
-    parser.add_argument("--out", type=Path, default=Path("tools/bench"), help="where scaling.png goes")
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results"), help="where scaling.png goes")
     parser.add_argument("--json", type=Path,
-                        default=Path(f"tools/bench/results-{dt.date.today().isoformat()}-scaling.json"))
+                        default=Path(f"benchmarks/results/{dt.date.today().isoformat()}-scaling.json"))
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
     counts = [int(x) for x in args.brokers.split(",") if x]

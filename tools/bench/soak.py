@@ -1,7 +1,7 @@
 """The long exactly-once soak: ``kproto verify-eos`` against our broker under faults, per storage
 engine and client library, its figures side by side (operations, faults injected, anomalies).
 
-    python -m tools.bench.soak --transactions 1000 --json tools/bench/results-soak.json
+    python -m tools.bench.soak --transactions 1000 --json benchmarks/results/soak.json
 
 Each run starts its own broker through ``--broker-cmd`` (so verify-eos can SIGKILL and SIGSTOP it)
 behind verify-eos's cutting proxy, on a fresh data directory, or a fresh database of one throwaway

@@ -68,6 +68,7 @@ CPU_THREADS = 2
 # their responses encoded, on a worker thread: tens of thousands of array elements cost Python time.
 OFFLOAD_FRAME_BYTES = 64 * 1024
 TLS_HANDSHAKE_TIMEOUT_S = 10.0
+SLOW_REQUEST_S = 10.0  # a request answered later than this is logged (at most one line per 10 s)
 
 
 class Server:
@@ -335,8 +336,14 @@ class Server:
             response = handler.on_fenced(response, fenced)
         if shape is not None and forwarding is not None and not isinstance(response, NoResponse):
             response = merge_forwarded(shape, event.request, response, leader_answers)
+        elapsed = time.perf_counter() - started
         if self.metrics is not None:
-            self.metrics.observe_request(event.api_key, time.perf_counter() - started, response, event.api_version)
+            self.metrics.observe_request(event.api_key, elapsed, response, event.api_version)
+        if elapsed > SLOW_REQUEST_S:
+            # INFO: a long poll or a rebalance waits by design; the rest says where a client's time went.
+            self.warnings.info("slow-request", "a request took %.1f s to answer: API %d v%d, correlation id %d, "
+                                  "client %s (%s)", elapsed, event.api_key, event.api_version,
+                                  event.header.correlation_id, event.header.client_id, client_host)
         if isinstance(response, NoResponse):
             return None
         encode = encode_response_frame if zero_copy else encode_response

@@ -209,7 +209,7 @@ class Broker:
 
     @property
     def share_enabled(self) -> bool:
-        return share_served(self.config.share, self.config.storage)
+        return share_served(self.config.share)
 
     def read_shard(self, shard: int) -> CoordinatorShard:
         """Worker thread: a shard this broker took over, its logs read from the store (then
@@ -217,6 +217,8 @@ class Broker:
         made = self._make_shard(shard)
         made.groups.log.preload()
         made.txn.log.preload()
+        if made.share is not None:
+            made.share.log.preload()
         return made
 
     def load_shard(self, shard: int, now_ms: int, read: CoordinatorShard | None = None) -> CoordinatorShard:

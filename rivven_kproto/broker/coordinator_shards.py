@@ -38,7 +38,7 @@ class CoordinatorShard:
     index: int
     groups: GroupCoordinator
     txn: TransactionCoordinator
-    share: ShareCoordinator | None = None  # share groups (KIP-932): the native log only, for now
+    share: ShareCoordinator | None = None  # share groups (KIP-932)
 
     @property
     def appended(self) -> int:

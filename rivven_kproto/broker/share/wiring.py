@@ -15,9 +15,10 @@ def share_log_name(shard: int, shard_count: int) -> str:
     return "share" if shard_count == 1 else f"share/{shard}"
 
 
-def share_served(config: ShareConfig, storage_url: str | None) -> bool:
-    """Share groups are served: ``group.share.enable`` and the native log (not PostgreSQL yet)."""
-    return config.enabled and storage_url is None
+def share_served(config: ShareConfig) -> bool:
+    """Share groups are served: ``group.share.enable``, on either engine (on PostgreSQL the share
+    coordinator's log is a coordinator log of the shard, like the group coordinator's)."""
+    return config.enabled
 
 
 def make_share_coordinator(

@@ -51,6 +51,11 @@ class CoordinatorShard:
         share = [self.share.log] if self.share is not None and self.share.log is not None else []
         return [self.txn.log, self.groups.log, *share]
 
+    def preload(self) -> None:
+        """Worker thread: read the shard's logs ahead (``Broker.read_shard``)."""
+        for durable_log in self.logs():
+            durable_log.preload()
+
     def close(self) -> None:
         """Commit what the shard's logs still hold (off the loop; the shard is no longer served)."""
         self.groups.close()

@@ -45,7 +45,7 @@ from .security.acls import Authorizer
 from .security.authorization_rules import rule
 from .security.scram import FILE_NAME as SCRAM_FILE
 from .security.scram import ScramStore
-from .share.wiring import make_share_coordinator, share_served
+from .share.wiring import make_leader_shares, make_share_coordinator, share_served
 from .storage import is_native, open_storage
 from .topics import (
     ConfigEntry,
@@ -174,6 +174,8 @@ class Broker:
         self.shards_dropped = 0  # coordinator shards handed over or lost so far (parked group requests re-check)
         for shard in self.cluster.shards_of(config.node_id):
             self.load_shard(shard, now_ms)
+        self.leader_shares = make_leader_shares(config.share, config.storage, self.partition,
+                                                lambda partition: storage.share_state_log(partition, self.work))
 
     def _may_describe_topic(self, principal: str, client_host: str, topic: str) -> bool:
         """Whether a KIP-848 member's regex may match ``topic`` (the table's ConsumerGroupHeartbeat
@@ -209,14 +211,13 @@ class Broker:
 
     @property
     def share_enabled(self) -> bool:
-        return share_served(self.config.share, self.config.storage)
+        return share_served(self.config.share)
 
     def read_shard(self, shard: int) -> CoordinatorShard:
         """Worker thread: a shard this broker took over, its logs read from the store (then
         ``load_shard`` replays them on the loop without waiting for the database)."""
         made = self._make_shard(shard)
-        made.groups.log.preload()
-        made.txn.log.preload()
+        made.preload()
         return made
 
     def load_shard(self, shard: int, now_ms: int, read: CoordinatorShard | None = None) -> CoordinatorShard:
@@ -573,7 +574,8 @@ class Broker:
     def coordinator_writes(self) -> int:
         """Entries appended to the coordinators' logs since start (the server waits for an fsync
         before answering a request that wrote any, under ``fsync=always``)."""
-        return self._dropped_appends + sum(shard.appended for shard in self.shards.values())
+        shares = self.leader_shares.appended if self.leader_shares is not None else 0
+        return self._dropped_appends + shares + sum(shard.appended for shard in self.shards.values())
 
     def close(self) -> None:
         """Finish the queued file work, flush everything and leave clean-shutdown markers."""
@@ -589,6 +591,8 @@ class Broker:
                 partition.close()
         for shard in self.shards.values():
             shard.close()
+        if self.leader_shares is not None:
+            self.leader_shares.close()
         self.membership.close()
         self.storage.close()
         if self.lock is not None:

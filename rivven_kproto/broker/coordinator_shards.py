@@ -38,7 +38,7 @@ class CoordinatorShard:
     index: int
     groups: GroupCoordinator
     txn: TransactionCoordinator
-    share: ShareCoordinator | None = None  # share groups (KIP-932): the native log only, for now
+    share: ShareCoordinator | None = None  # share groups (KIP-932)
 
     @property
     def appended(self) -> int:
@@ -50,6 +50,11 @@ class CoordinatorShard:
         """The shard's coordinator logs (the flusher fsyncs them)."""
         share = [self.share.log] if self.share is not None and self.share.log is not None else []
         return [self.txn.log, self.groups.log, *share]
+
+    def preload(self) -> None:
+        """Worker thread: read the shard's logs ahead (``Broker.read_shard``)."""
+        for durable_log in self.logs():
+            durable_log.preload()
 
     def close(self) -> None:
         """Commit what the shard's logs still hold (off the loop; the shard is no longer served)."""

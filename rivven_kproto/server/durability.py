@@ -125,7 +125,8 @@ class Durability:
                 self.broker.unflushed.discard(partition)
                 self._due.discard(partition)
             if self.sync_coordinators:
-                for durable_log in [each for shard in self.broker.shards.values() for each in shard.logs()]:
+                shares = self.broker.leader_shares.logs() if self.broker.leader_shares is not None else []
+                for durable_log in [each for shard in self.broker.shards.values() for each in shard.logs()] + shares:
                     captured = durable_log.begin_sync() if durable_log is not None else None
                     if durable_log is not None and captured is not None:
                         logs.append((durable_log, captured))

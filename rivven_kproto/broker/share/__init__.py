@@ -2,9 +2,12 @@
 
 from .config import ShareConfig
 from .coordinator import ShareCoordinator, ShareHeartbeat, ShareHeartbeatResult
+from .leaders import LeaderShares
 from .partition import AckType, Acquired, InvalidRecordState, LogSpan, RecordState, SharePartition
 
 __all__ = [
-    "Acquired", "AckType", "InvalidRecordState", "LogSpan", "RecordState", "ShareConfig", "ShareCoordinator",
-    "ShareHeartbeat", "ShareHeartbeatResult", "SharePartition",
+    "Acquired", "AckType", "InvalidRecordState", "LeaderShares", "LogSpan", "RecordState", "ShareConfig", "ShareCoordinator",
+    "ShareHeartbeat", "ShareHeartbeatResult", "SharePartition", "SharePartitions",
 ]
+
+SharePartitions = ShareCoordinator | LeaderShares  # who keeps a member's share partitions here

@@ -8,6 +8,7 @@ from typing import Any
 
 from .config import ShareConfig
 from .coordinator import ShareCoordinator
+from .leaders import LeaderShares
 
 
 def share_log_name(shard: int, shard_count: int) -> str:
@@ -15,9 +16,10 @@ def share_log_name(shard: int, shard_count: int) -> str:
     return "share" if shard_count == 1 else f"share/{shard}"
 
 
-def share_served(config: ShareConfig, storage_url: str | None) -> bool:
-    """Share groups are served: ``group.share.enable`` and the native log (not PostgreSQL yet)."""
-    return config.enabled and storage_url is None
+def share_served(config: ShareConfig) -> bool:
+    """Share groups are served: ``group.share.enable``, on either engine (on PostgreSQL the share
+    coordinator's log is a coordinator log of the shard, like the group coordinator's)."""
+    return config.enabled
 
 
 def make_share_coordinator(
@@ -34,3 +36,10 @@ def make_share_coordinator(
     share.topic_view = topic_view
     share.other_kind = other_kind
     return share
+
+
+def make_leader_shares(config: ShareConfig, storage_url: str | None, partition: Callable[[str, int], Any],
+                       open_log: Callable[[Any], Any]) -> LeaderShares | None:
+    """On PostgreSQL, share partitions live with their partition's leader (``leaders.py``); on the
+    native log (one broker) the group's share coordinator keeps them, as before."""
+    return LeaderShares(config, partition, open_log) if config.enabled and storage_url is not None else None

@@ -42,6 +42,10 @@ class NativeStorage:
     def coordinator_log(self, name: str, work: BlockingWork, shard: int = 0) -> DurableLog:
         return DurableLog(self.meta_dir / name, name, work)
 
+    def share_state_log(self, partition: Any, work: BlockingWork) -> DurableLog:
+        """Not used: on the native log the group's share coordinator keeps its share partitions."""
+        raise NotImplementedError("the native log keeps share partitions with the group's coordinator")
+
     def producer_id_blocks(self) -> FileBlocks:
         return FileBlocks(self.meta_dir)
 

@@ -24,8 +24,8 @@ from rivven_kproto.broker.share import (
     InvalidRecordState,
     LogSpan,
     ShareConfig,
-    ShareCoordinator,
     SharePartition,
+    SharePartitions,
 )
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.share_common import AcknowledgementBatch
@@ -54,7 +54,7 @@ def topic_names(ctx: RequestContext) -> dict[uuid.UUID, str]:
     return {t.meta.topic_id: name for name, t in ctx.broker.topics.items()}
 
 
-def acknowledge(ctx: RequestContext, coordinator: ShareCoordinator, group_id: str, member_id: str,
+def acknowledge(ctx: RequestContext, coordinator: SharePartitions, group_id: str, member_id: str,
                 acks: Iterable[tuple[str, int, list[AcknowledgementBatch]]], topic_check: Check) -> dict[Key, Errors]:
     """Apply acknowledgement batches per partition (all of a partition's or none); one log entry.
     ``topic_check`` is the calling API's topic row of the authorization table."""
@@ -72,7 +72,11 @@ def acknowledge(ctx: RequestContext, coordinator: ShareCoordinator, group_id: st
         if refused is not None:
             errors[key] = refused
             continue
-        current = staged.get(key) or coordinator.current(group_id, topic, index)
+        try:
+            current = staged.get(key) or coordinator.current(group_id, topic, index)
+        except KafkaError as exc:  # the partition's leader keeps its share state: not this broker
+            errors[key] = exc.error
+            continue
         if current is None:
             errors[key] = Errors.INVALID_RECORD_STATE
             continue
@@ -135,7 +139,7 @@ def _apply_batch(sp: SharePartition, member_id: str, batch: AcknowledgementBatch
     return archived
 
 
-def acquire(ctx: RequestContext, coordinator: ShareCoordinator, group_id: str, member_id: str,
+def acquire(ctx: RequestContext, coordinator: SharePartitions, group_id: str, member_id: str,
             partitions: Iterable[Key], max_records: int, max_bytes: int, now_ms: int,
             topic_check: Check) -> dict[Key, Delivery]:
     """Acquire up to ``max_records`` over the partitions (batch alignment may exceed it) and read them;
@@ -181,7 +185,7 @@ def acquire(ctx: RequestContext, coordinator: ShareCoordinator, group_id: str, m
     return deliveries
 
 
-def _acquire_partition(coordinator: ShareCoordinator, group_id: str, member_id: str, topic: str, index: int,
+def _acquire_partition(coordinator: SharePartitions, group_id: str, member_id: str, topic: str, index: int,
                        partition: PartitionLogBase, budget: int, byte_budget: int, now_ms: int,
                        delivery: Delivery) -> tuple[SharePartition | None, list[bytes]]:
     config = coordinator.config

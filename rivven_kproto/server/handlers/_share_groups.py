@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from rivven_kproto.broker.broker import Broker
 from rivven_kproto.broker.security.authorization_rules import Check, rule
-from rivven_kproto.broker.share import ShareCoordinator
+from rivven_kproto.broker.share import ShareCoordinator, SharePartitions
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.list_groups import ListedGroup
 
@@ -21,11 +21,23 @@ def share_coordinator(broker: Broker, group_id: str) -> ShareCoordinator | None:
     return broker.shards[broker.shard_of(group_id)].share if broker.coordinates(group_id) else None
 
 
+def offsets_unserved(broker: Broker) -> str | None:
+    """Why Describe/Alter/DeleteShareGroupOffsets are not served here (None: they are): off, or on
+    PostgreSQL, where the partitions' leaders keep the share state and the group's coordinator
+    cannot read or reset it yet (answered UNSUPPORTED_VERSION rather than a wrong answer)."""
+    if not broker.share_enabled:
+        return "Share groups are not enabled on this broker."
+    if broker.leader_shares is not None:
+        return "Share-group offsets are not served on the PostgreSQL engine yet."
+    return None
+
+
 def member_coordinator(ctx: RequestContext, group_id: str, member_id: str,
-                       check: Check) -> ShareCoordinator | tuple[Errors, str | None]:
+                       check: Check) -> SharePartitions | tuple[Errors, str | None]:
     """The checks a member's ShareFetch and ShareAcknowledge start with, in this order: share groups
-    enabled, group and member ids given, the group's check from the table, this broker coordinating
-    the group. The group's coordinator, or the (error, message) to answer."""
+    enabled, group and member ids given, the group's check from the table, and (on the native log)
+    this broker coordinating the group. Who keeps the share partitions here (the group's
+    coordinator; on PostgreSQL the partition leaders' ``LeaderShares``), or the (error, message)."""
     if not ctx.broker.share_enabled:
         return Errors.UNSUPPORTED_VERSION, "Share groups are not enabled on this broker."
     if not group_id or not member_id:
@@ -33,6 +45,8 @@ def member_coordinator(ctx: RequestContext, group_id: str, member_id: str,
     refused = ctx.refusal(check, group_id)
     if refused is not None:
         return refused, None
+    if ctx.broker.leader_shares is not None:  # PostgreSQL: the partitions' leader keeps them
+        return ctx.broker.leader_shares
     coordinator = share_coordinator(ctx.broker, group_id)
     return coordinator if coordinator is not None else (Errors.NOT_COORDINATOR, None)
 

@@ -22,7 +22,7 @@ from rivven_kproto.codec.messages.share_group_offsets import (
 
 from ..context import RequestContext
 from ..routes import LOCAL
-from ._share_groups import share_coordinator
+from ._share_groups import offsets_unserved, share_coordinator
 
 API_KEY = AlterShareGroupOffsetsRequest.API_KEY
 ROUTE = LOCAL
@@ -34,8 +34,8 @@ def handle(ctx: RequestContext, request: AlterShareGroupOffsetsRequest, version:
     group_id = request.group_id
     error = Errors.NONE
     message: str | None = None
-    if not ctx.broker.share_enabled:
-        error, message = Errors.UNSUPPORTED_VERSION, "Share groups are not enabled on this broker."
+    if (unserved := offsets_unserved(ctx.broker)) is not None:
+        error, message = Errors.UNSUPPORTED_VERSION, unserved
     elif (refused := ctx.refusal(GROUP, group_id)) is not None:
         error = refused
     elif (coordinator := share_coordinator(ctx.broker, group_id)) is None:

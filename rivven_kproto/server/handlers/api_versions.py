@@ -10,7 +10,7 @@ features finalized at 0). The finalized-features epoch is 0: there is one broker
 change only across restarts.
 
 ``share.version`` (KIP-932) is supported at levels 0-1 and finalized at 1 when share groups are on
-(``group.share.enable``, default true, on the native log); off, the share-group APIs (76-79, 90-92) are
+(``group.share.enable``, default true); off, the share-group APIs (76-79, 90-92) are
 not advertised either, as Kafka 4.2 decides from the feature level.
 """
 

@@ -21,7 +21,7 @@ from rivven_kproto.codec.messages.share_group_offsets import (
 
 from ..context import RequestContext
 from ..routes import LOCAL
-from ._share_groups import share_coordinator
+from ._share_groups import offsets_unserved, share_coordinator
 
 API_KEY = DeleteShareGroupOffsetsRequest.API_KEY
 ROUTE = LOCAL
@@ -43,8 +43,8 @@ def _answer(ctx: RequestContext, errors: dict[str, Errors], error: Errors = Erro
 def handle(ctx: RequestContext, request: DeleteShareGroupOffsetsRequest,
            version: int) -> DeleteShareGroupOffsetsResponse:
     group_id = request.group_id
-    if not ctx.broker.share_enabled:
-        return _answer(ctx, {}, Errors.UNSUPPORTED_VERSION, "Share groups are not enabled on this broker.")
+    if (unserved := offsets_unserved(ctx.broker)) is not None:
+        return _answer(ctx, {}, Errors.UNSUPPORTED_VERSION, unserved)
     if (refused := ctx.refusal(GROUP, group_id)) is not None:
         return _answer(ctx, {}, refused)
     coordinator = share_coordinator(ctx.broker, group_id)

@@ -26,7 +26,7 @@ from rivven_kproto.codec.messages.share_group_offsets import (
 
 from ..context import RequestContext
 from ..routes import LOCAL
-from ._share_groups import share_coordinator
+from ._share_groups import offsets_unserved, share_coordinator
 
 API_KEY = DescribeShareGroupOffsetsRequest.API_KEY
 ROUTE = LOCAL
@@ -46,8 +46,8 @@ def _error(group_id: str, error: Errors, message: str | None = None) -> Describe
 
 def _group(ctx: RequestContext, wanted: DescribeShareOffsetsRequestGroup) -> DescribeShareOffsetsGroup:
     group_id = wanted.group_id
-    if not ctx.broker.share_enabled:
-        return _error(group_id, Errors.UNSUPPORTED_VERSION, "Share groups are not enabled on this broker.")
+    if (unserved := offsets_unserved(ctx.broker)) is not None:
+        return _error(group_id, Errors.UNSUPPORTED_VERSION, unserved)
     if (refused := ctx.refusal(GROUP, group_id)) is not None:
         return _error(group_id, refused)
     coordinator = share_coordinator(ctx.broker, group_id)

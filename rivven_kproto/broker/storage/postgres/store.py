@@ -15,6 +15,7 @@ import base64
 import logging
 import uuid
 from pathlib import Path
+from typing import Any
 
 import psycopg
 
@@ -36,6 +37,7 @@ from .registry import (
 )
 from .replication import warn_about_durability
 from .schema import migrate
+from .share_state_log import PgShareStateLog
 
 log = logging.getLogger(__name__)
 
@@ -145,6 +147,11 @@ class PostgresStorage:
 
     def coordinator_log(self, name: str, work: BlockingWork, shard: int = 0) -> PgDurableLog:
         return PgDurableLog(self, name, work, shard)
+
+    def share_state_log(self, partition: Any, work: BlockingWork) -> PgShareStateLog:
+        """The share-partition state log of a partition this broker leads (``share_state_log.py``)."""
+        topic_id, index = partition.key
+        return PgShareStateLog(self, topic_id, index, partition.writer, work)
 
     def producer_id_blocks(self) -> PgBlocks:
         return PgBlocks(self.pool)

@@ -1,0 +1,66 @@
+"""Share groups (KIP-932) on the three-broker PostgreSQL cluster, with the real client.
+
+ShareGroupHeartbeat goes to the group's coordinator (FindCoordinator, key type GROUP); ShareFetch
+and ShareAcknowledge go to each partition's leader, which keeps the share-partition and writes its
+state to the database. A leader killed with SIGKILL mid-stream: its partitions move, the new
+leader loads their share state, and every produced record is accepted exactly once as far as the
+broker confirmed (nothing confirmed accepted is delivered again, nothing is lost).
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+from confluent_kafka import ShareConsumer
+
+from .share_checker import Accepted, accept_until
+from .test_cluster import NODES, all_see, bootstrap, create, described_by, produce, three_brokers
+from .test_share_groups import BROKER_ENV as SHARE_ENV
+from .txn_helpers import TIMEOUT_S, wait_for
+
+PARTITIONS = 6
+RECORDS = 600
+
+
+def share_consumers(servers: str, group: str, topic: str, count: int) -> list[ShareConsumer]:
+    consumers = []
+    for _ in range(count):
+        share = ShareConsumer({"bootstrap.servers": servers, "group.id": group,
+                               "share.acknowledgement.mode": "explicit"})
+        share.subscribe([topic])
+        consumers.append(share)
+    return consumers
+
+
+def test_a_killed_leader_loses_no_record_and_redelivers_no_accepted_one(tmp_path: Path, postgres_url: str) -> None:
+    env = {node: SHARE_ENV for node in NODES}
+    with three_brokers(tmp_path, postgres_url, env=env) as cluster:
+        servers = bootstrap(cluster)
+        topic, group = f"sh-{uuid.uuid4().hex[:6]}", f"g-{uuid.uuid4().hex[:6]}"
+        create(servers, topic, PARTITIONS, 1)
+        assert wait_for(lambda: all_see(cluster, set(NODES), topic), TIMEOUT_S)
+        produced = produce(servers, topic, PARTITIONS, RECORDS, "r")
+        assert len(produced) == RECORDS
+        leaders = {p.partition_index: p.leader_id for p in described_by(cluster[1], [topic]).topics[0].partitions}
+        victim = leaders[0]
+        consumers = share_consumers(servers, group, topic, 2)
+        accepted = Accepted()
+        try:
+            # Mid-stream: some records accepted (those of the victim's partitions among them) ...
+            assert accept_until(consumers, accepted, lambda: len(accepted.confirmed) >= RECORDS // 3, 4 * TIMEOUT_S)
+            cluster[victim].kill()  # ... then the leader of partition 0 dies
+            assert wait_for(lambda: all_see(cluster, set(NODES) - {victim}, topic), 2 * TIMEOUT_S)
+            # Records after those of the moved partitions: a new leader that lost the share state
+            # would start over and deliver the accepted ones again before these.
+            produced |= produce(bootstrap(cluster), topic, PARTITIONS, PARTITIONS * 10, "after")
+            finished = accept_until(consumers, accepted, lambda: accepted.confirmed >= produced, 6 * TIMEOUT_S)
+        finally:
+            for share in consumers:
+                share.close()
+        assert not accepted.violations, f"confirmed accepted, delivered again: {sorted(set(accepted.violations))[:20]}"
+        assert finished, f"never accepted: {sorted(produced - accepted.confirmed)[:20]}"
+        assert accepted.confirmed == produced
+        assert len(produced) == RECORDS + PARTITIONS * 10
+        assert f"share state of {topic}-0 loaded" in "".join(
+            cluster[n].log_text() for n in NODES if n != victim), "no broker loaded the moved share-partition"

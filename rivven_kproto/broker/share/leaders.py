@@ -1,0 +1,119 @@
+"""Share partitions kept by their partition's leader (KIP-932), on the PostgreSQL engine.
+
+Kafka keeps a share-partition (a share group's view of one topic-partition: start offset,
+in-flight records) with the partition's leader, and its persisted state with the share
+coordinator under ``group:topicId:partition``. Here, where several brokers share one database,
+the group's coordinator keeps the group's membership (ShareGroupHeartbeat, its shard's ``share``
+log) and the leader keeps the share-partitions of the partitions it leads: ShareFetch and
+ShareAcknowledge go to the leader, as the clients send them. Each led partition has its own
+:class:`ShareCoordinator` (the same state machine as on one broker, holding only that
+partition's share-partitions) on its own durable log, the partition's share-state log in the
+database (``storage/postgres/share_state_log.py``), fenced like the partition's writes.
+
+A partition's share state is loaded the first time this broker serves it as leader (after it
+opened the partition: at start, or when the partition moved here), and forgotten when the
+partition leaves (another log object, or none). :class:`LeaderShares` offers the interface the
+share handlers use of a coordinator: the shares, the sessions (a member's share session here
+spans the partitions this broker leads), commit by partition and the statistics.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from rivven_kproto.codec.errors import KafkaError
+
+from .config import ShareConfig
+from .coordinator import ShareCoordinator
+from .partition import SharePartition
+from .sessions import ShareSessions
+from .stats import ShareStats
+
+log = logging.getLogger(__name__)
+
+Key = tuple[str, int]
+
+
+class LeaderShares:
+    def __init__(self, config: ShareConfig, partition: Callable[[str, int], Any],
+                 open_log: Callable[[Any], Any]) -> None:
+        self.config = config
+        self.partition = partition  # (topic, index) -> the led partition's log, else NOT_LEADER_OR_FOLLOWER
+        self.open_log = open_log  # a led partition's log -> its share-state log
+        self.sessions = ShareSessions()
+        self.stats: dict[str, ShareStats] = {}
+        self._held: dict[Key, tuple[Any, ShareCoordinator]] = {}
+        self._retired: list[Any] = []  # logs of partitions gone, until their last entries are written
+        self._retired_appends = 0
+
+    def _of(self, topic: str, index: int) -> ShareCoordinator:
+        """The partition's share coordinator here (loaded the first time this broker leads it)."""
+        partition = self.partition(topic, index)
+        held = self._held.get((topic, index))
+        if held is not None and held[0] is partition:
+            return held[1]
+        if held is not None:
+            self._forget((topic, index))
+        shares = ShareCoordinator(self.config, self.open_log(partition))
+        shares.stats = self.stats
+        shares.load(0)
+        log.info("share state of %s-%d loaded: %d share groups", topic, index, len(shares.groups))
+        self._held[(topic, index)] = (partition, shares)
+        return shares
+
+    def _forget(self, key: Key) -> None:
+        _, shares = self._held.pop(key)
+        self._retired.append(shares.log)
+        self._retired_appends += shares.log.appended
+
+    def current(self, group_id: str, topic: str, index: int) -> SharePartition | None:
+        return self._of(topic, index).current(group_id, topic, index)
+
+    def commit(self, group_id: str, staged: Mapping[Key, SharePartition]) -> None:
+        """Each partition's staged state on its own log (one entry per partition)."""
+        for key, state in staged.items():
+            self._of(*key).commit(group_id, {key: state})
+
+    def release_session(self, group_id: str, member_id: str) -> None:
+        for _, shares in self._held.values():
+            shares.release_session(group_id, member_id)
+
+    def stats_of(self, group_id: str) -> ShareStats:
+        stats = self.stats.get(group_id)
+        if stats is None:
+            stats = self.stats[group_id] = ShareStats()
+        return stats
+
+    def tick(self, now_ms: int) -> bool:
+        """Expire acquisition locks; forget the partitions no longer led here. True when records
+        became available again."""
+        changed = False
+        for key, (partition, shares) in list(self._held.items()):
+            try:
+                led = self.partition(*key) is partition
+            except KafkaError:  # NOT_LEADER_OR_FOLLOWER, a deleted topic: not led here now
+                led = False
+            if not led:
+                self._forget(key)
+                continue
+            shares.tick(now_ms)
+            changed = shares.take_changed() or changed
+        return changed
+
+    def holds_locks(self) -> bool:
+        return bool(self._held)
+
+    def logs(self) -> list[Any]:
+        """The share-state logs to write (those of partitions gone, until written)."""
+        self._retired = [each for each in self._retired if each.pending]
+        return [shares.log for _, shares in self._held.values()] + self._retired
+
+    @property
+    def appended(self) -> int:
+        return self._retired_appends + sum(shares.log.appended for _, shares in self._held.values())
+
+    def close(self) -> None:
+        for durable_log in self.logs():
+            durable_log.close()

@@ -1,0 +1,68 @@
+"""A share-partition's state log (KIP-932) in PostgreSQL: kept by the partition's leader.
+
+On this engine a share-partition (a share group's view of one topic-partition) lives with the
+partition's leader, as in Kafka. Its durable state is a coordinator log named
+``share/<topic id>/<partition>`` (``PgDurableLog``'s rows and snapshot), holding the
+``share-partition`` records of every share group reading that partition: a new leader replays it
+when the partition moves to it (a killed or lapsed leader), and finds every acknowledgement the
+old leader answered, its acquired records available again.
+
+Its writes are fenced like the partition's own: each round's entries go in only while this
+leader's partition log is still the partition's ``writer`` (``kproto_partitions``), so a leader
+that lost the partition changes nothing (``StorageConflict``: the round commits without them).
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import psycopg
+
+from rivven_kproto.broker.durable.work import BlockingWork
+
+from ..errors import StorageConflict
+from .commit import PgCommit
+from .coordinator_log import PgDurableLog, _Decision
+from .engine import PgEngine
+
+# A partition without a row yet (created here, nothing produced) is claimed for this leader, as
+# its first commit would; then the row must name this leader's partition log as its writer.
+_CLAIM_IF_NEW = (
+    "INSERT INTO kproto_partitions (topic_id, partition, log_start_offset, next_offset, writer)"
+    " VALUES (%s, %s, 0, 0, %s) ON CONFLICT (topic_id, partition) DO NOTHING"
+)
+_WRITER = "SELECT writer FROM kproto_partitions WHERE topic_id = %s AND partition = %s FOR SHARE"
+
+
+def share_log_name(topic_id: uuid.UUID, index: int) -> str:
+    return f"share/{topic_id}/{index}"
+
+
+class PgShareStateLog(PgDurableLog):
+    def __init__(self, storage: PgEngine, topic_id: uuid.UUID, index: int, writer: uuid.UUID,
+                 work: BlockingWork | None = None) -> None:
+        super().__init__(storage, share_log_name(topic_id, index), work)
+        self.key = (topic_id, index)
+        self.writer = writer  # the leader's partition log (``PgPartitionLog.writer``)
+
+    @property
+    def pending(self) -> bool:
+        return bool(self._pending)
+
+    def begin_sync(self) -> PgCommit | None:
+        if not self._pending:
+            return None
+        items = [item for item in self._pending if not isinstance(item, _Decision)]  # (no decisions here)
+        self._pending = []
+        key, writer, name = self.key, self.writer, self.name
+
+        def write(conn: psycopg.Connection) -> None:
+            conn.execute(_CLAIM_IF_NEW, (*key, writer))
+            row = conn.execute(_WRITER, key).fetchone()
+            if row is None or row[0] != writer:
+                raise StorageConflict(f"{name}: the partition has another leader now")
+            conn.cursor().executemany(
+                "INSERT INTO kproto_coordinator_log (name, seq, payload) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+                items)
+
+        return PgCommit(write, kind="share", items=items)

@@ -329,7 +329,7 @@ class Server:
         await self.durability.after_request(ctx, coordinator_writes, critical)
         if self.follower is not None and self.broker.store.saves != catalog_saves:
             await self.follower.catalog_applied(catalog_saves)
-        if fenced := [partition for partition in ctx.touched if partition.fenced]:
+        if fenced := [partition for partition in [*ctx.touched, *ctx.shares_touched] if partition.fenced]:
             if handler.on_fenced is None:
                 raise ProtocolError("a partition this request wrote moved to another broker before the write was "
                                     "durable (the client retries with the new leader)")

@@ -66,6 +66,9 @@ class RequestContext:
     appended: bool = False
     # Logs this request wrote to, for the durability policy (fsync, flush.messages).
     touched: list[PartitionLog] = field(default_factory=list)
+    # Partitions whose share-partition state this request changed (its share-state log written
+    # with the round): refused because the partition moved, the request is not answered as done.
+    shares_touched: list[PartitionLog] = field(default_factory=list)
     # The group coordinators this request used: after it, they name the groups whose parked
     # requests (JoinGroup, SyncGroup) may be answerable now.
     groups_used: list[GroupCoordinator] = field(default_factory=list)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from rivven_kproto.broker.log.base import PartitionLogBase
@@ -104,6 +104,8 @@ def acknowledge(ctx: RequestContext, coordinator: SharePartitions, group_id: str
         except KafkaError as exc:
             for key in staged:
                 errors[key] = exc.error
+        else:
+            _note_shares(ctx, staged)
             return errors
     stats = coordinator.stats_of(group_id)
     for by_type, archived in tallies.values():
@@ -179,6 +181,8 @@ def acquire(ctx: RequestContext, coordinator: SharePartitions, group_id: str, me
         except KafkaError as exc:
             for key in staged:
                 deliveries[key] = Delivery(error=exc.error)
+        else:
+            _note_shares(ctx, staged)
     stats = coordinator.stats_of(group_id)
     for delivery in deliveries.values():
         stats.note_acquired(delivery.acquired)
@@ -220,6 +224,17 @@ def _acquire_partition(coordinator: SharePartitions, group_id: str, member_id: s
     delivery.acquired = [*again, *fresh]
     changed = current is None or staged.persisted() != current.persisted() or bool(delivery.acquired)
     return (staged if changed else None), [data[k] for k in sorted(data)]
+
+
+def _note_shares(ctx: RequestContext, staged: Mapping[Key, SharePartition]) -> None:
+    """The partitions whose share state this request changed: if a partition's share-state write
+    is refused (it moved to another leader during the round), the request fails instead of
+    answering an acknowledgement that the new leader never sees."""
+    for topic, index in staged:
+        try:
+            ctx.shares_touched.append(ctx.broker.partition(topic, index))
+        except KafkaError:
+            continue
 
 
 def _start_offset(config: ShareConfig, partition: PartitionLogBase, now_ms: int) -> int:

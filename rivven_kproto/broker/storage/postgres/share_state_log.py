@@ -15,6 +15,7 @@ that lost the partition changes nothing (``StorageConflict``: the round commits 
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import psycopg
 
@@ -40,10 +41,11 @@ def share_log_name(topic_id: uuid.UUID, index: int) -> str:
 
 class PgShareStateLog(PgDurableLog):
     def __init__(self, storage: PgEngine, topic_id: uuid.UUID, index: int, writer: uuid.UUID,
-                 work: BlockingWork | None = None) -> None:
+                 work: BlockingWork | None = None, partition: Any = None) -> None:
         super().__init__(storage, share_log_name(topic_id, index), work)
         self.key = (topic_id, index)
         self.writer = writer  # the leader's partition log (``PgPartitionLog.writer``)
+        self.partition = partition  # that log: fenced here when a write of this log is refused
 
     @property
     def pending(self) -> bool:
@@ -54,12 +56,14 @@ class PgShareStateLog(PgDurableLog):
             return None
         items = [item for item in self._pending if not isinstance(item, _Decision)]  # (no decisions here)
         self._pending = []
-        key, writer, name = self.key, self.writer, self.name
+        key, writer, name, partition = self.key, self.writer, self.name, self.partition
 
         def write(conn: psycopg.Connection) -> None:
             conn.execute(_CLAIM_IF_NEW, (*key, writer))
             row = conn.execute(_WRITER, key).fetchone()
             if row is None or row[0] != writer:
+                if partition is not None:  # nothing more is written or served here (as its own refused commit)
+                    partition.fenced = True
                 raise StorageConflict(f"{name}: the partition has another leader now")
             conn.cursor().executemany(
                 "INSERT INTO kproto_coordinator_log (name, seq, payload) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",

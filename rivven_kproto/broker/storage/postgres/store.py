@@ -151,7 +151,7 @@ class PostgresStorage:
     def share_state_log(self, partition: Any, work: BlockingWork) -> PgShareStateLog:
         """The share-partition state log of a partition this broker leads (``share_state_log.py``)."""
         topic_id, index = partition.key
-        return PgShareStateLog(self, topic_id, index, partition.writer, work)
+        return PgShareStateLog(self, topic_id, index, partition.writer, work, partition)
 
     def producer_id_blocks(self) -> PgBlocks:
         return PgBlocks(self.pool)

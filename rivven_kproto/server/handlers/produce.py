@@ -51,6 +51,7 @@ from rivven_kproto.codec.records.batch import BatchFormatError, BatchHeader, ite
 from rivven_kproto.codec.records.scan import COMPILED
 
 from ..context import NoResponse, PartitionKey, PartitionLog, RequestContext
+from ..delayed import HEARTBEAT_FOLLOWED, HEARTBEAT_HOLD_MS, Pending
 from ..log_limits import RateLimitedLog
 from ..routes import Leader, Shape
 from ._txn_verification import verify_with_coordinator
@@ -133,10 +134,67 @@ def _run(preparation: Preparation) -> RecordCheck | KafkaError:
         return KafkaError(Errors.CORRUPT_MESSAGE, str(exc))
 
 
-def handle(ctx: RequestContext, request: ProduceRequest, version: int) -> ProduceResponse | NoResponse:
+def handle(ctx: RequestContext, request: ProduceRequest, version: int) -> ProduceResponse | NoResponse | Pending:
     response = answer(ctx, request, version)
     ctx.sync_before_answer = request.acks != 0
-    return NoResponse(response) if request.acks == 0 else response
+    if request.acks == 0:
+        return NoResponse(response)
+    doubts = _sequence_doubts(ctx, response)
+    return _checked_first(ctx, response, doubts) if doubts else response
+
+
+def _sequence_doubts(ctx: RequestContext, response: ProduceResponse) -> dict[PartitionKey, PartitionLog]:
+    """On a cluster, the partitions answered OUT_OF_ORDER_SEQUENCE_NUMBER, with the log that
+    answered: that log's producer state may be stale, another broker having claimed the partition
+    and written the producer's next batches before this one's heartbeat let go of it."""
+    if ctx.broker.claims.bound_s is None:
+        return {}
+    doubts = {}
+    for topic in response.responses:
+        for answered in topic.partition_responses:
+            if answered.error_code == Errors.OUT_OF_ORDER_SEQUENCE_NUMBER:
+                try:
+                    doubts[(topic.name, answered.index)] = ctx.broker.partition(topic.name, answered.index)
+                except KafkaError:
+                    continue
+    return doubts
+
+
+def _checked_first(ctx: RequestContext, response: ProduceResponse, doubts: dict[PartitionKey, PartitionLog]) -> Pending:
+    """OUT_OF_ORDER_SEQUENCE_NUMBER is fatal to an idempotent producer (verify-eos seed 77: a
+    broker checked a batch against the state it had before another broker led the partition), so
+    on a cluster it waits until a heartbeat that started after the request checked these
+    partitions' claims in the store (or ``HEARTBEAT_HOLD_MS``): a partition this broker lost, or
+    read again from the store, answers NOT_LEADER_OR_FOLLOWER (the client retries with the leader
+    it finds); one still led by the same log keeps its answer."""
+    claims = ctx.broker.claims
+    asked_at = claims.clock()
+    ctx.broker.doubted.update(doubts)
+
+    def settled(now_ms: int) -> ProduceResponse:
+        for topic in response.responses:
+            topic.partition_responses = [
+                error_partition(answered.index, Errors.NOT_LEADER_OR_FOLLOWER,
+                                f"{topic.name}-{answered.index}: this broker's state of it was stale")
+                if (topic.name, answered.index) in doubts and not _still_led(ctx, topic.name, answered.index,
+                                                                            doubts[(topic.name, answered.index)])
+                else answered
+                for answered in topic.partition_responses
+            ]
+        return response
+
+    def complete(now_ms: int) -> ProduceResponse | None:
+        return settled(now_ms) if claims.confirmed_at > asked_at else None
+
+    return Pending(HEARTBEAT_FOLLOWED, ctx.now_ms + HEARTBEAT_HOLD_MS, complete, settled)
+
+
+def _still_led(ctx: RequestContext, topic: str, index: int, answered_by: PartitionLog) -> bool:
+    try:
+        current = ctx.broker.partition(topic, index)
+    except KafkaError:
+        return False
+    return current is answered_by and not current.fenced
 
 
 def answer(ctx: RequestContext, request: ProduceRequest, version: int) -> ProduceResponse:

@@ -69,6 +69,8 @@ class RequestContext:
     # Partitions whose share-partition state this request changed (its share-state log written
     # with the round): refused because the partition moved, the request is not answered as done.
     shares_touched: list[PartitionLog] = field(default_factory=list)
+    # A request its group's coordinator answered (forwarded there by ``prepare``): the answer.
+    forwarded_answer: Response | None = None
     # The group coordinators this request used: after it, they name the groups whose parked
     # requests (JoinGroup, SyncGroup) may be answerable now.
     groups_used: list[GroupCoordinator] = field(default_factory=list)

@@ -15,8 +15,10 @@ from dataclasses import dataclass
 
 from rivven_kproto.codec.connection import ProtocolError, RequestEvent, decode_request, encode_request
 from rivven_kproto.codec.errors import Errors, KafkaError
+from rivven_kproto.codec.headers import RequestHeader
 from rivven_kproto.codec.messages.envelope import EnvelopeRequest, EnvelopeResponse
 from rivven_kproto.codec.principal_data import decode_principal, encode_principal
+from rivven_kproto.codec.schema import Request
 
 ENVELOPE_API_KEY = EnvelopeRequest.API_KEY
 ENVELOPE_VERSION = 0
@@ -26,7 +28,12 @@ _SIZE = struct.Struct(">i")
 def wrap(event: RequestEvent, principal: str, client_host: str) -> EnvelopeRequest:
     """The Envelope carrying ``event`` for the client ``principal`` at ``client_host`` ("/1.2.3.4")."""
     assert event.request is not None
-    frame = encode_request(event.header, event.request)
+    return wrap_request(event.header, event.request, principal, client_host)
+
+
+def wrap_request(header: RequestHeader, request: Request, principal: str, client_host: str) -> EnvelopeRequest:
+    """The Envelope carrying ``request`` (with ``header``) for the client ``principal``."""
+    frame = encode_request(header, request)
     return EnvelopeRequest(request_data=frame[_SIZE.size:], request_principal=encode_principal(principal),
                            client_host_address=_address_bytes(client_host))
 

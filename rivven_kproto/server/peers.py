@@ -187,10 +187,10 @@ async def call(node: Node, request: Request, version: int, response_cls: type[R]
     """One request of this broker's own (client id ``kproto-broker-<id>``) and its decoded response."""
     header = RequestHeader(request_api_key=request.API_KEY, request_api_version=version, correlation_id=1,
                            client_id=peer_client_id(self_id))
-    return _decode_response(await exchange(node, header, request, self_id), request, version, response_cls)
+    return decode_response(await exchange(node, header, request, self_id), request, version, response_cls)
 
 
-def _decode_response(frame: bytes, request: Request, version: int, response_cls: type[R]) -> R:
+def decode_response(frame: bytes, request: Request, version: int, response_cls: type[R]) -> R:
     """The body of a response frame (size prefix and header skipped)."""
     body = io.BytesIO(frame)
     body.seek(_SIZE.size)
@@ -236,7 +236,7 @@ async def _sasl_request(stream: trio.abc.Stream, request: Request, version: int,
                         client_id: str | None, correlation_id: int) -> R:
     header = RequestHeader(request_api_key=request.API_KEY, request_api_version=version,
                            correlation_id=correlation_id, client_id=client_id)
-    return _decode_response(await _round_trip(stream, encode_request(header, request)), request, version, response_cls)
+    return decode_response(await _round_trip(stream, encode_request(header, request)), request, version, response_cls)
 
 
 async def _authenticate(stream: trio.abc.Stream, security: ClientSecurity, client_id: str | None) -> None:

@@ -2,7 +2,8 @@
 
 Kafka takes Envelopes from brokers on their listener only: elsewhere the connection is closed.
 Only a principal allowed ClusterAction on the cluster (a broker) may send one (the refusal is the
-envelope's error). The inner request must be one the controller answers (``ROUTE = CONTROLLER``);
+envelope's error). The inner request must be one the controller answers (``ROUTE = CONTROLLER``) or a group's
+coordinator (``Coordinator``: an OffsetFetch a broker forwards, see ``coordinator_forwarding``);
 it is then dispatched as that client's (:class:`~..context.Redispatch`: its principal, its
 address, never forwarded again), and its answer goes back inside the envelope.
 """
@@ -20,7 +21,7 @@ from rivven_kproto.codec.messages.envelope import EnvelopeRequest, EnvelopeRespo
 from ..context import Redispatch, RequestContext
 from ..forwarding import envelope_response, unwrap
 from ..log_limits import RateLimitedLog
-from ..routes import LOCAL, Controller
+from ..routes import LOCAL, Controller, Coordinator
 
 log = logging.getLogger(__name__)
 _warnings = RateLimitedLog(log)
@@ -47,7 +48,7 @@ def handle(ctx: RequestContext, request: EnvelopeRequest, version: int) -> Envel
                           ctx.principal, ctx.client_host)
         return envelope_response(None, refused)
     try:
-        inner = unwrap(request, routed_to(Controller))
+        inner = unwrap(request, routed_to(Controller) | routed_to(Coordinator))
     except KafkaError as exc:
         return envelope_response(None, exc.error)
     return Redispatch(inner.event, inner.principal, inner.client_host, envelope_response)

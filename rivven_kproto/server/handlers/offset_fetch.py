@@ -35,6 +35,7 @@ from rivven_kproto.codec.messages.offset_fetch import (
 )
 
 from ..context import RequestContext
+from ..coordinator_forwarding import forward_to_coordinator
 from ..routes import Coordinator
 
 API_KEY = OffsetFetchRequest.API_KEY
@@ -44,7 +45,17 @@ GROUP, TOPIC, LISTED = (rule(API_KEY).check(label) for label in ("group", "topic
 FIRST_WITH_TOP_LEVEL_ERROR = 2
 
 
+async def prepare(ctx: RequestContext, request: OffsetFetchRequest, limiter: object) -> None:
+    """v8+ on a cluster: groups another broker coordinates are asked there (librdkafka#5586:
+    a group-level NOT_COORDINATOR leaves a new assignment's partitions unfetched for good)."""
+    if ctx.api_version >= 8:
+        ctx.forwarded_answer = await forward_to_coordinator(
+            ctx, [group.group_id for group in request.groups], request, OffsetFetchResponse)
+
+
 def handle(ctx: RequestContext, request: OffsetFetchRequest, version: int) -> OffsetFetchResponse:
+    if isinstance(ctx.forwarded_answer, OffsetFetchResponse):
+        return ctx.forwarded_answer
     if version >= 8:
         groups = []
         for group in request.groups:

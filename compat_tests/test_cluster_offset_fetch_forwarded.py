@@ -1,0 +1,55 @@
+"""OffsetFetch v8+ sent to a broker that does not coordinate the group is answered by the one that
+does (#36, verify-eos seed 77).
+
+Kafka answers it NOT_COORDINATOR at group level with no partitions. librdkafka (#5586) never asks
+again for the partitions of a new assignment after that answer: the consumer never fetches them
+(seed 77's transform stage, stuck from its first assignment after the group's shard moved). The
+broker forwards the request to the group's coordinator (an Envelope with the client's principal)
+and returns its answer.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from confluent_kafka import Consumer, TopicPartition
+
+from rivven_kproto.codec.errors import Errors
+from rivven_kproto.codec.messages.offset_fetch import (
+    OffsetFetchRequest,
+    OffsetFetchRequestGroup,
+    OffsetFetchRequestTopics,
+    OffsetFetchResponse,
+)
+
+from .test_cluster import bootstrap, create, three_brokers
+from .test_cluster_killed_coordinator import _pick
+from .test_cluster_shards import GROUP
+from .txn_helpers import Raw
+
+TOPIC = "forwarded-offsets"
+
+
+def test_offset_fetch_at_another_broker_answers_the_committed_offsets(tmp_path: Path, postgres_url: str) -> None:
+    with three_brokers(tmp_path, postgres_url) as brokers:
+        servers = bootstrap(brokers)
+        create(servers, TOPIC, 2, 1)
+        group, coordinator = _pick(brokers, GROUP, "fwd-group", {2, 3})
+        consumer = Consumer({"bootstrap.servers": servers, "group.id": group, "enable.auto.commit": False})
+        try:
+            consumer.commit(offsets=[TopicPartition(TOPIC, 0, 7), TopicPartition(TOPIC, 1, 3)], asynchronous=False)
+        finally:
+            consumer.close()
+        request = OffsetFetchRequest(groups=[OffsetFetchRequestGroup(
+            group_id=group, member_id=None, member_epoch=-1,
+            topics=[OffsetFetchRequestTopics(name=TOPIC, partition_indexes=[0, 1])])], require_stable=True)
+        raw = Raw(brokers[1].bootstrap)  # node 1 does not coordinate the group
+        try:
+            response: OffsetFetchResponse = raw.call(request, 9)
+        finally:
+            raw.close()
+        (answer,) = response.groups
+        assert answer.error_code == Errors.NONE, (
+            f"node 1 answered {Errors(answer.error_code).name} for a group node {coordinator} coordinates")
+        offsets = {p.partition_index: (p.committed_offset, p.error_code) for t in answer.topics for p in t.partitions}
+        assert offsets == {0: (7, Errors.NONE), 1: (3, Errors.NONE)}, offsets

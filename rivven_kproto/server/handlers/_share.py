@@ -104,9 +104,8 @@ def acknowledge(ctx: RequestContext, coordinator: SharePartitions, group_id: str
         except KafkaError as exc:
             for key in staged:
                 errors[key] = exc.error
-        else:
-            _note_shares(ctx, staged)
             return errors
+        _note_shares(ctx, staged)
     stats = coordinator.stats_of(group_id)
     for by_type, archived in tallies.values():
         stats.note_acknowledged(by_type, archived)

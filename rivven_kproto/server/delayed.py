@@ -20,6 +20,8 @@ from typing import Any
 
 import trio
 
+from rivven_kproto.broker.broker import Broker
+
 APPENDED = "records-appended"  # the wake key of parked fetches: records or markers were appended
 
 
@@ -49,6 +51,21 @@ class Pending:
     deadline_ms: int
     complete: Callable[[int], Any | None]  # now_ms -> the response, or None if not ready yet
     expire: Callable[[int], Any]  # now_ms -> the response at the deadline; also the release hook
+
+
+def after_claims_checked(broker: Broker, doubts: Iterable[tuple[str, int]], now_ms: int,
+                         answer: Callable[[int], Any]) -> Pending:
+    """An answer that must wait until a heartbeat started after now checked these partitions'
+    claims in the store (a lost one is fenced meanwhile), or ``HEARTBEAT_HOLD_MS``: ``answer``
+    gives it then, from what the broker holds at that time."""
+    claims = broker.claims
+    asked_at = claims.clock()
+    broker.doubted.update(doubts)
+
+    def complete(at_ms: int) -> Any | None:
+        return answer(at_ms) if claims.confirmed_at > asked_at else None
+
+    return Pending(HEARTBEAT_FOLLOWED, now_ms + HEARTBEAT_HOLD_MS, complete, answer)
 
 
 class DelayedResponses:

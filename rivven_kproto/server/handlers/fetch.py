@@ -54,7 +54,7 @@ from rivven_kproto.codec.messages.fetch import (
     PartitionData,
 )
 from rivven_kproto.server.context import RequestContext
-from rivven_kproto.server.delayed import APPENDED, HEARTBEAT_FOLLOWED, HEARTBEAT_HOLD_MS, Pending
+from rivven_kproto.server.delayed import APPENDED, Pending, after_claims_checked
 from rivven_kproto.server.txn_decisions import learn_decisions
 
 from ..routes import Leader, Shape
@@ -162,15 +162,7 @@ def _checked_first(ctx: RequestContext, request: FetchRequest, version: int, dou
     re-read 27 committed records from 0), so the answer waits until a heartbeat that started after
     the request checked these partitions' claims in the store (a lost one answers
     NOT_LEADER_OR_FOLLOWER), or ``HEARTBEAT_HOLD_MS``."""
-    claims = ctx.broker.claims
-    asked_at = claims.clock()
-    ctx.broker.doubted.update(doubts)
-
-    def complete(now_ms: int) -> FetchResponse | None:
-        return fetch(ctx, request, version)[0] if claims.confirmed_at > asked_at else None
-
-    return Pending(HEARTBEAT_FOLLOWED, ctx.now_ms + HEARTBEAT_HOLD_MS, complete,
-                   lambda now_ms: fetch(ctx, request, version)[0])
+    return after_claims_checked(ctx.broker, doubts, ctx.now_ms, lambda now_ms: fetch(ctx, request, version)[0])
 
 
 def fetch(ctx: RequestContext, request: FetchRequest, version: int,

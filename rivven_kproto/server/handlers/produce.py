@@ -51,7 +51,7 @@ from rivven_kproto.codec.records.batch import BatchFormatError, BatchHeader, ite
 from rivven_kproto.codec.records.scan import COMPILED
 
 from ..context import NoResponse, PartitionKey, PartitionLog, RequestContext
-from ..delayed import HEARTBEAT_FOLLOWED, HEARTBEAT_HOLD_MS, Pending
+from ..delayed import Pending, after_claims_checked
 from ..log_limits import RateLimitedLog
 from ..routes import Leader, Shape
 from ._txn_verification import verify_with_coordinator
@@ -167,10 +167,6 @@ def _checked_first(ctx: RequestContext, response: ProduceResponse, doubts: dict[
     partitions' claims in the store (or ``HEARTBEAT_HOLD_MS``): a partition this broker lost, or
     read again from the store, answers NOT_LEADER_OR_FOLLOWER (the client retries with the leader
     it finds); one still led by the same log keeps its answer."""
-    claims = ctx.broker.claims
-    asked_at = claims.clock()
-    ctx.broker.doubted.update(doubts)
-
     def settled(now_ms: int) -> ProduceResponse:
         for topic in response.responses:
             topic.partition_responses = [
@@ -183,10 +179,7 @@ def _checked_first(ctx: RequestContext, response: ProduceResponse, doubts: dict[
             ]
         return response
 
-    def complete(now_ms: int) -> ProduceResponse | None:
-        return settled(now_ms) if claims.confirmed_at > asked_at else None
-
-    return Pending(HEARTBEAT_FOLLOWED, ctx.now_ms + HEARTBEAT_HOLD_MS, complete, settled)
+    return after_claims_checked(ctx.broker, doubts, ctx.now_ms, settled)
 
 
 def _still_led(ctx: RequestContext, topic: str, index: int, answered_by: PartitionLog) -> bool:

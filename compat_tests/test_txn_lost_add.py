@@ -7,6 +7,12 @@ state (CompleteCommit). Kafka answers INVALID_TXN_STATE there, which librdkafka 
 healthy producer died this way in the cluster fault test (seed 46, after a coordinator handover).
 The broker answers NONE (nothing to abort) and the producer goes on, with nothing of the aborted
 transaction visible.
+
+The same file holds the other lost request of an abort: a Produce in flight when the abort begins,
+whose connection then dies with its broker. librdkafka puts that batch back in its queue and does not
+send it while aborting, so the abort call can only time out; the retried call purges it (the verify
+workload aborts with a short, retried timeout for this reason). The broker, restarted, must then
+abort the batch it wrote before it died.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from .broker_process import BrokerProcess
 from .fault_proxy import FaultProxy
 
 ADD_PARTITIONS_TO_TXN = 24
+RETRIED_ABORT_S = 2.0  # the abort's own timeout, retried (a short one, as the verify workload uses)
 TIMEOUT_S = 60
 
 
@@ -105,9 +112,57 @@ def test_abort_after_a_lost_add_partitions_is_not_fatal(proxied: tuple[FaultProx
     assert committed_values(proxy.bootstrap, topic_name) == [b"first", b"second"]
 
 
-def _abort(producer: Producer) -> BaseException | None:
+def _abort(producer: Producer, timeout_s: float = TIMEOUT_S) -> BaseException | None:
     try:
-        producer.abort_transaction(TIMEOUT_S)
+        producer.abort_transaction(timeout_s)
     except KafkaException as error:
         return error
     return None
+
+
+def test_an_abort_whose_in_flight_produce_dies_with_the_broker_ends_on_a_retried_call(
+    proxied: tuple[FaultProxy, BrokerProcess], topic_name: str
+) -> None:
+    proxy, broker = proxied
+    admin = AdminClient({"bootstrap.servers": proxy.bootstrap})
+    admin.create_topics([NewTopic(topic_name, 1, 1)])[topic_name].result(TIMEOUT_S)
+    producer = Producer({
+        "bootstrap.servers": proxy.bootstrap, "transactional.id": f"{topic_name}-tx",
+        "linger.ms": 0, "reconnect.backoff.max.ms": 500,
+    })
+    producer.init_transactions(TIMEOUT_S)
+    producer.begin_transaction()
+    producer.produce(topic_name, b"first")
+    producer.commit_transaction(TIMEOUT_S)
+
+    # The broker writes the next batch but its answer never comes back: the batch is in flight.
+    producer.begin_transaction()
+    proxy.withhold_produce_responses = True
+    producer.produce(topic_name, b"aborted")
+    producer.poll(0)
+    wait_until(lambda: proxy.counters["withheld"] >= 1, "the broker to answer the Produce")
+    outcome: list[BaseException | None] = []
+    first_call = threading.Thread(
+        target=lambda: outcome.append(_abort(producer, RETRIED_ABORT_S)), daemon=True)
+    first_call.start()
+    time.sleep(0.5)  # the abort has begun (it waits for the batch in flight); then the broker dies
+    broker.kill()
+    proxy.withhold_produce_responses = False
+    broker.start(broker.port)
+    first_call.join(TIMEOUT_S + 10)
+    assert outcome, "abort_transaction did not return"
+    # Whatever the first call said (librdkafka: a timeout, the batch re-queued and never sent while
+    # aborting), a retried call with a short timeout ends the abort.
+    attempts = 0
+    while outcome[-1] is not None:
+        error = outcome[-1].args[0]
+        assert error.retriable() and not error.fatal(), f"abort failed for good: {error}\n{broker.log_text()[-3000:]}"
+        attempts += 1
+        assert attempts <= TIMEOUT_S / RETRIED_ABORT_S, f"the retried abort never ended: {error}"
+        outcome.append(_abort(producer, RETRIED_ABORT_S))
+
+    producer.begin_transaction()
+    producer.produce(topic_name, b"second")
+    producer.commit_transaction(TIMEOUT_S)
+    # The batch the killed broker wrote is aborted by the restarted one: never visible.
+    assert committed_values(proxy.bootstrap, topic_name) == [b"first", b"second"]

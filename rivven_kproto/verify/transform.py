@@ -20,6 +20,7 @@ log = logging.getLogger(__name__)
 
 PREFIX = "T:"
 CALL_TIMEOUT_S = 60.0
+ABORT_CALL_TIMEOUT_S = 5.0  # retried: see the workload's ABORT_CALL_TIMEOUT_S
 HUNG_GRACE_S = 15.0  # a call still running this long after its own timeout is hung (a client bug)
 
 
@@ -170,7 +171,7 @@ class TransformStage:
             log.info("transform stage: %s; restarting it", error)
             if error.txn_requires_abort() and not error.fatal():
                 try:
-                    self._retrying(lambda: self.producer.abort_transaction(CALL_TIMEOUT_S), "abort_transaction")
+                    self._retrying(lambda: self.producer.abort_transaction(ABORT_CALL_TIMEOUT_S), "abort_transaction")
                 except KafkaException:
                     pass
             self._abandon()

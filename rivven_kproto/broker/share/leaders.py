@@ -20,10 +20,10 @@ spans the partitions this broker leads), commit by partition and the statistics.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from rivven_kproto.codec.errors import KafkaError
+from rivven_kproto.codec.errors import Errors, KafkaError
 
 from .config import ShareConfig
 from .coordinator import ShareCoordinator
@@ -75,6 +75,34 @@ class LeaderShares:
         """Each partition's staged state on its own log (one entry per partition)."""
         for key, state in staged.items():
             self._of(*key).commit(group_id, {key: state})
+
+    # -- the group coordinator's admin changes (Alter/DeleteShareGroupOffsets), on the leader ----
+
+    def alter(self, group_id: str, starts: Mapping[Key, int]) -> dict[Key, Errors]:
+        """Reset the group's share-partitions led here to new start offsets, in-flight records
+        dropped, on each partition's share-state log (the group's coordinator checked the group is
+        empty); NOT_LEADER_OR_FOLLOWER for a partition not led here."""
+        errors: dict[Key, Errors] = {}
+        for key, start in starts.items():
+            try:
+                errors[key] = self._of(*key).alter_offsets(group_id, {key: start})
+            except KafkaError as exc:
+                errors[key] = exc.error
+        return errors
+
+    def delete(self, group_id: str, topic: str, indexes: Iterable[int]) -> Errors:
+        """Forget the group's share-partitions of ``topic`` led here (NONE when one was found,
+        UNKNOWN_TOPIC_OR_PARTITION when the group had none of them)."""
+        found = Errors.UNKNOWN_TOPIC_OR_PARTITION
+        for index in indexes:
+            shares = self._of(topic, index)
+            if shares.current(group_id, topic, index) is None:
+                continue
+            error, _ = shares.delete_offsets(group_id, [topic])
+            if error is not Errors.NONE:
+                return error
+            found = Errors.NONE
+        return found
 
     def release_session(self, group_id: str, member_id: str) -> None:
         for _, shares in self._held.values():

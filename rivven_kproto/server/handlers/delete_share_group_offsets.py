@@ -4,23 +4,29 @@ share.auto.offset.reset.
 
 As Kafka: NON_EMPTY_GROUP while the group has members, GROUP_ID_NOT_FOUND for an unknown one (at
 the top); per topic: TOPIC_AUTHORIZATION_FAILED without Read on it, UNKNOWN_TOPIC_OR_PARTITION
-when the group has no state for it. Checks come from the authorization table.
+when the group has no state for it. Checks come from the authorization table. On PostgreSQL
+the partitions' leaders forget the state (``server/share_offsets.py``).
 """
 
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from rivven_kproto.broker.security.authorization_rules import rule
+from rivven_kproto.broker.share import ShareCoordinator
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.share_group_offsets import (
     DeleteShareGroupOffsetsRequest,
     DeleteShareGroupOffsetsResponse,
+    DeleteShareOffsetsRequestTopic,
     DeleteShareOffsetsTopic,
 )
+from rivven_kproto.codec.schema import Request
 
 from ..context import RequestContext
 from ..routes import LOCAL
+from ..share_offsets import ask_leaders, by_leader, from_coordinator, kept_by_leaders, touch
 from ._share_groups import offsets_unserved, share_coordinator
 
 API_KEY = DeleteShareGroupOffsetsRequest.API_KEY
@@ -40,22 +46,119 @@ def _answer(ctx: RequestContext, errors: dict[str, Errors], error: Errors = Erro
                                            responses=responses)
 
 
-def handle(ctx: RequestContext, request: DeleteShareGroupOffsetsRequest,
-           version: int) -> DeleteShareGroupOffsetsResponse:
+async def prepare(ctx: RequestContext, request: DeleteShareGroupOffsetsRequest, limiter: Any) -> None:
+    """On PostgreSQL the partitions' leaders forget the state (``server/share_offsets.py``): this
+    broker as the group's coordinator checks the group and asks the leaders of the topics'
+    partitions; as a leader asked by the coordinator, it forgets those it leads."""
+    if not kept_by_leaders(ctx) or not ctx.broker.share_enabled:
+        return
+    if from_coordinator(ctx):
+        ctx.forwarded_answer = _as_leader(ctx, request)
+        return
     group_id = request.group_id
+    checked = _checked(ctx, group_id)
+    if isinstance(checked, DeleteShareGroupOffsetsResponse):
+        ctx.forwarded_answer = checked
+        return
+    errors = _topic_checks(ctx, request)
+    try:  # the group's checks only (exists, empty): it keeps no share-partitions here
+        error, _ = checked.delete_offsets(group_id, [])
+    except KafkaError as exc:
+        error = exc.error
+    if error is not Errors.NONE:
+        ctx.forwarded_answer = _answer(ctx, {}, error)
+        return
+    keys = [(topic, index) for topic, error in errors.items() if error is Errors.NONE and topic in ctx.broker.topics
+            for index in range(len(ctx.broker.topics[topic].partitions))]
+    local, remote, lost = by_leader(ctx, keys)
+    found: dict[str, list[Errors]] = {topic: [] for topic in errors}
+    for topic in dict.fromkeys(topic for topic, _ in local):
+        found[topic].append(_delete_here(ctx, group_id, topic, [i for t, i in local if t == topic]))
+    for topic, _ in lost:
+        found[topic].append(Errors.COORDINATOR_NOT_AVAILABLE)
+    requests: dict[int, Request] = {
+        leader: DeleteShareGroupOffsetsRequest(group_id=group_id, topics=[
+            DeleteShareOffsetsRequestTopic(topic_name=topic) for topic in dict.fromkeys(t for t, _ in leader_keys)])
+        for leader, leader_keys in remote.items()}
+    answers = await ask_leaders(ctx, requests, DeleteShareGroupOffsetsResponse)
+    for leader, leader_keys in remote.items():
+        answer = answers.get(leader)
+        said = {t.topic_name: Errors(t.error_code) for t in answer.responses} if answer is not None else {}
+        for topic in dict.fromkeys(t for t, _ in leader_keys):
+            found[topic].append(said.get(topic, Errors.COORDINATOR_NOT_AVAILABLE))
+    for topic, error in errors.items():
+        if error is Errors.NONE:
+            errors[topic] = _combined(found[topic])
+    ctx.forwarded_answer = _answer(ctx, errors)
+
+
+def _combined(answers: list[Errors]) -> Errors:
+    """A topic's answer from its partitions' leaders: NONE when one forgot state of the group,
+    a leader's failure first, else UNKNOWN_TOPIC_OR_PARTITION (the group had none of it)."""
+    if Errors.NONE in answers:
+        return Errors.NONE
+    failures = [error for error in answers if error is not Errors.UNKNOWN_TOPIC_OR_PARTITION]
+    return failures[0] if failures else Errors.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def _as_leader(ctx: RequestContext, request: DeleteShareGroupOffsetsRequest) -> DeleteShareGroupOffsetsResponse:
+    """The coordinator's forward: the topics' share-partitions led here, without the group checks."""
+    if (refused := ctx.refusal(GROUP, request.group_id)) is not None:
+        return _answer(ctx, {}, refused)
+    errors = _topic_checks(ctx, request)
+    broker = ctx.broker
+    for topic, error in errors.items():
+        if error is Errors.NONE:
+            count = len(broker.topics[topic].partitions) if topic in broker.topics else 0
+            led = [index for index in range(count) if _led(ctx, topic, index)]
+            errors[topic] = _delete_here(ctx, request.group_id, topic, led)
+    return _answer(ctx, errors)
+
+
+def _led(ctx: RequestContext, topic: str, index: int) -> bool:
+    try:
+        ctx.broker.partition(topic, index)
+    except KafkaError:
+        return False
+    return True
+
+
+def _delete_here(ctx: RequestContext, group_id: str, topic: str, indexes: list[int]) -> Errors:
+    assert ctx.broker.leader_shares is not None
+    try:
+        error = ctx.broker.leader_shares.delete(group_id, topic, indexes)
+    except KafkaError as exc:
+        return exc.error
+    touch(ctx, [(topic, index) for index in indexes])
+    return error
+
+
+def _checked(ctx: RequestContext, group_id: str) -> ShareCoordinator | DeleteShareGroupOffsetsResponse:
+    """The group's coordinator here, or the answer."""
     if (unserved := offsets_unserved(ctx.broker)) is not None:
         return _answer(ctx, {}, Errors.UNSUPPORTED_VERSION, unserved)
     if (refused := ctx.refusal(GROUP, group_id)) is not None:
         return _answer(ctx, {}, refused)
     coordinator = share_coordinator(ctx.broker, group_id)
-    if coordinator is None:
-        return _answer(ctx, {}, Errors.NOT_COORDINATOR)
-    errors: dict[str, Errors] = {}
-    for topic in dict.fromkeys(t.topic_name for t in request.topics):
-        errors[topic] = ctx.refusal(TOPIC, topic) or Errors.NONE
+    return coordinator if coordinator is not None else _answer(ctx, {}, Errors.NOT_COORDINATOR)
+
+
+def _topic_checks(ctx: RequestContext, request: DeleteShareGroupOffsetsRequest) -> dict[str, Errors]:
+    return {topic: ctx.refusal(TOPIC, topic) or Errors.NONE for topic in dict.fromkeys(t.topic_name for t in request.topics)}
+
+
+def handle(ctx: RequestContext, request: DeleteShareGroupOffsetsRequest,
+           version: int) -> DeleteShareGroupOffsetsResponse:
+    if isinstance(ctx.forwarded_answer, DeleteShareGroupOffsetsResponse):
+        return ctx.forwarded_answer
+    group_id = request.group_id
+    checked = _checked(ctx, group_id)
+    if isinstance(checked, DeleteShareGroupOffsetsResponse):
+        return checked
+    errors = _topic_checks(ctx, request)
     allowed = [topic for topic, error in errors.items() if error is Errors.NONE]
     try:
-        error, deleted = coordinator.delete_offsets(group_id, allowed)
+        error, deleted = checked.delete_offsets(group_id, allowed)
     except KafkaError as exc:
         error, deleted = exc.error, {}
     if error is not Errors.NONE:

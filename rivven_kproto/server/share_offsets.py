@@ -30,10 +30,16 @@ import trio
 
 from rivven_kproto.broker.share import SharePartition
 from rivven_kproto.broker.storage.postgres.share_state_reads import group_summary
+from rivven_kproto.broker.topics import INTERNAL_TOPICS
 from rivven_kproto.codec.connection import ProtocolError
-from rivven_kproto.codec.errors import KafkaError
+from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.headers import RequestHeader
 from rivven_kproto.codec.messages.envelope import EnvelopeResponse
+from rivven_kproto.codec.messages.share_group_offsets import (
+    DeleteShareGroupOffsetsRequest,
+    DeleteShareGroupOffsetsResponse,
+    DeleteShareOffsetsRequestTopic,
+)
 from rivven_kproto.codec.schema import Request, Response
 
 from .context import RequestContext
@@ -66,6 +72,21 @@ async def read_summary(ctx: RequestContext, group_id: str, keys: Iterable[Partit
     ids = {(broker.topics[topic].meta.topic_id, index): (topic, index) for topic, index in keys}
     return await trio.to_thread.run_sync(group_summary, broker.storage, broker.leader_shares.config, group_id, ids,
                                          limiter=limiter)
+
+
+def every_partition(ctx: RequestContext) -> list[PartitionKey]:
+    """Every partition of every topic but the internal ones (a group may have state on any)."""
+    return [(name, index) for name, topic in ctx.broker.topics.items() if name not in INTERNAL_TOPICS
+            for index in range(len(topic.partitions))]
+
+
+async def forget_group(ctx: RequestContext, group_id: str, limiter: Any) -> Errors:
+    """DeleteGroups of an empty share group: its state goes from every partition's share-state log
+    first (the topics found in them, by their leaders); the first leader's failure, else NONE."""
+    states, _ = await read_summary(ctx, group_id, every_partition(ctx), limiter)
+    forgotten = await forget_on_leaders(ctx, group_id, sorted({topic for topic, _ in states}))
+    failures = [e for e in forgotten.values() if e not in (Errors.NONE, Errors.UNKNOWN_TOPIC_OR_PARTITION)]
+    return failures[0] if failures else Errors.NONE
 
 
 def by_leader(ctx: RequestContext, keys: Iterable[PartitionKey]) -> tuple[list[PartitionKey], dict[int, list[PartitionKey]],
@@ -126,3 +147,55 @@ async def ask_leaders(ctx: RequestContext, requests: dict[int, Request], respons
         for leader, request in requests.items():
             nursery.start_soon(ask, leader, request)
     return answers
+
+
+def is_led(ctx: RequestContext, topic: str, index: int) -> bool:
+    try:
+        ctx.broker.partition(topic, index)
+    except KafkaError:
+        return False
+    return True
+
+
+def forget_here(ctx: RequestContext, group_id: str, topic: str, indexes: list[int]) -> Errors:
+    """The group's state of ``topic``'s partitions led here goes (``LeaderShares.delete``)."""
+    assert ctx.broker.leader_shares is not None
+    try:
+        error = ctx.broker.leader_shares.delete(group_id, topic, indexes)
+    except KafkaError as exc:
+        return exc.error
+    touch(ctx, [(topic, index) for index in indexes])
+    return error
+
+
+async def forget_on_leaders(ctx: RequestContext, group_id: str, topics: Iterable[str]) -> dict[str, Errors]:
+    """Each topic's share-partitions of the group forgotten by their leaders (here, or asked in a
+    DeleteShareGroupOffsets): NONE when one was, a leader's failure, else UNKNOWN_TOPIC_OR_PARTITION."""
+    broker = ctx.broker
+    found: dict[str, list[Errors]] = {topic: [] for topic in topics}  # a topic unknown: none found
+    local, remote, lost = by_leader(ctx, [(topic, index) for topic in found if topic in broker.topics
+                                          for index in range(len(broker.topics[topic].partitions))])
+    for topic in dict.fromkeys(topic for topic, _ in local):
+        found[topic].append(forget_here(ctx, group_id, topic, [i for t, i in local if t == topic]))
+    for topic, _ in lost:
+        found[topic].append(Errors.COORDINATOR_NOT_AVAILABLE)
+    asked = {leader: list(dict.fromkeys(topic for topic, _ in keys)) for leader, keys in remote.items()}
+    answers = await ask_leaders(ctx, {
+        leader: DeleteShareGroupOffsetsRequest(group_id=group_id, topics=[
+            DeleteShareOffsetsRequestTopic(topic_name=topic) for topic in names]) for leader, names in asked.items()},
+        DeleteShareGroupOffsetsResponse)
+    for leader, names in asked.items():
+        answer = answers.get(leader)
+        said = {t.topic_name: Errors(t.error_code) for t in answer.responses} if answer is not None else {}
+        for topic in names:
+            found[topic].append(said.get(topic, Errors.COORDINATOR_NOT_AVAILABLE))
+    return {topic: _combined(answers_) for topic, answers_ in found.items()}
+
+
+def _combined(answers: list[Errors]) -> Errors:
+    """A topic's answer from its partitions' leaders: NONE when one forgot state of the group,
+    a leader's failure first, else UNKNOWN_TOPIC_OR_PARTITION (the group had none of it)."""
+    if Errors.NONE in answers:
+        return Errors.NONE
+    failures = [error for error in answers if error is not Errors.UNKNOWN_TOPIC_OR_PARTITION]
+    return failures[0] if failures else Errors.UNKNOWN_TOPIC_OR_PARTITION

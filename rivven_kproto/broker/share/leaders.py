@@ -92,15 +92,18 @@ class LeaderShares:
 
     def delete(self, group_id: str, topic: str, indexes: Iterable[int]) -> Errors:
         """Forget the group's share-partitions of ``topic`` led here (NONE when one was found,
-        UNKNOWN_TOPIC_OR_PARTITION when the group had none of them)."""
+        UNKNOWN_TOPIC_OR_PARTITION when the group had none of them). Each partition's log holds
+        one share-partition per group, so the group goes from it (a tombstone), and the log is
+        compacted at once: its earlier rows of the group are deleted with the snapshot's job."""
         found = Errors.UNKNOWN_TOPIC_OR_PARTITION
         for index in indexes:
             shares = self._of(topic, index)
-            if shares.current(group_id, topic, index) is None:
+            if shares.group(group_id) is None:
                 continue
-            error, _ = shares.delete_offsets(group_id, [topic])
+            error = shares.delete_group(group_id)
             if error is not Errors.NONE:
                 return error
+            shares._compact()
             found = Errors.NONE
         return found
 

@@ -19,14 +19,12 @@ from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.share_group_offsets import (
     DeleteShareGroupOffsetsRequest,
     DeleteShareGroupOffsetsResponse,
-    DeleteShareOffsetsRequestTopic,
     DeleteShareOffsetsTopic,
 )
-from rivven_kproto.codec.schema import Request
 
 from ..context import RequestContext
 from ..routes import LOCAL
-from ..share_offsets import ask_leaders, by_leader, from_coordinator, kept_by_leaders, touch
+from ..share_offsets import forget_here, forget_on_leaders, from_coordinator, is_led, kept_by_leaders
 from ._share_groups import offsets_unserved, share_coordinator
 
 API_KEY = DeleteShareGroupOffsetsRequest.API_KEY
@@ -68,37 +66,8 @@ async def prepare(ctx: RequestContext, request: DeleteShareGroupOffsetsRequest, 
     if error is not Errors.NONE:
         ctx.forwarded_answer = _answer(ctx, {}, error)
         return
-    keys = [(topic, index) for topic, error in errors.items() if error is Errors.NONE and topic in ctx.broker.topics
-            for index in range(len(ctx.broker.topics[topic].partitions))]
-    local, remote, lost = by_leader(ctx, keys)
-    found: dict[str, list[Errors]] = {topic: [] for topic in errors}
-    for topic in dict.fromkeys(topic for topic, _ in local):
-        found[topic].append(_delete_here(ctx, group_id, topic, [i for t, i in local if t == topic]))
-    for topic, _ in lost:
-        found[topic].append(Errors.COORDINATOR_NOT_AVAILABLE)
-    requests: dict[int, Request] = {
-        leader: DeleteShareGroupOffsetsRequest(group_id=group_id, topics=[
-            DeleteShareOffsetsRequestTopic(topic_name=topic) for topic in dict.fromkeys(t for t, _ in leader_keys)])
-        for leader, leader_keys in remote.items()}
-    answers = await ask_leaders(ctx, requests, DeleteShareGroupOffsetsResponse)
-    for leader, leader_keys in remote.items():
-        answer = answers.get(leader)
-        said = {t.topic_name: Errors(t.error_code) for t in answer.responses} if answer is not None else {}
-        for topic in dict.fromkeys(t for t, _ in leader_keys):
-            found[topic].append(said.get(topic, Errors.COORDINATOR_NOT_AVAILABLE))
-    for topic, error in errors.items():
-        if error is Errors.NONE:
-            errors[topic] = _combined(found[topic])
-    ctx.forwarded_answer = _answer(ctx, errors)
-
-
-def _combined(answers: list[Errors]) -> Errors:
-    """A topic's answer from its partitions' leaders: NONE when one forgot state of the group,
-    a leader's failure first, else UNKNOWN_TOPIC_OR_PARTITION (the group had none of it)."""
-    if Errors.NONE in answers:
-        return Errors.NONE
-    failures = [error for error in answers if error is not Errors.UNKNOWN_TOPIC_OR_PARTITION]
-    return failures[0] if failures else Errors.UNKNOWN_TOPIC_OR_PARTITION
+    forgotten = await forget_on_leaders(ctx, group_id, [topic for topic, error in errors.items() if error is Errors.NONE])
+    ctx.forwarded_answer = _answer(ctx, {**errors, **forgotten})
 
 
 def _as_leader(ctx: RequestContext, request: DeleteShareGroupOffsetsRequest) -> DeleteShareGroupOffsetsResponse:
@@ -110,27 +79,9 @@ def _as_leader(ctx: RequestContext, request: DeleteShareGroupOffsetsRequest) -> 
     for topic, error in errors.items():
         if error is Errors.NONE:
             count = len(broker.topics[topic].partitions) if topic in broker.topics else 0
-            led = [index for index in range(count) if _led(ctx, topic, index)]
-            errors[topic] = _delete_here(ctx, request.group_id, topic, led)
+            led = [index for index in range(count) if is_led(ctx, topic, index)]
+            errors[topic] = forget_here(ctx, request.group_id, topic, led)
     return _answer(ctx, errors)
-
-
-def _led(ctx: RequestContext, topic: str, index: int) -> bool:
-    try:
-        ctx.broker.partition(topic, index)
-    except KafkaError:
-        return False
-    return True
-
-
-def _delete_here(ctx: RequestContext, group_id: str, topic: str, indexes: list[int]) -> Errors:
-    assert ctx.broker.leader_shares is not None
-    try:
-        error = ctx.broker.leader_shares.delete(group_id, topic, indexes)
-    except KafkaError as exc:
-        return exc.error
-    touch(ctx, [(topic, index) for index in indexes])
-    return error
 
 
 def _checked(ctx: RequestContext, group_id: str) -> ShareCoordinator | DeleteShareGroupOffsetsResponse:

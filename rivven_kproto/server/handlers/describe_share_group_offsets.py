@@ -16,7 +16,6 @@ from typing import Any
 
 from rivven_kproto.broker.security.authorization_rules import rule
 from rivven_kproto.broker.share import ShareCoordinator, SharePartition
-from rivven_kproto.broker.topics import INTERNAL_TOPICS
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.share_group_offsets import (
     DescribeShareGroupOffsetsRequest,
@@ -29,7 +28,7 @@ from rivven_kproto.codec.messages.share_group_offsets import (
 
 from ..context import RequestContext
 from ..routes import LOCAL
-from ..share_offsets import kept_by_leaders, read_summary
+from ..share_offsets import every_partition, kept_by_leaders, read_summary
 from ._share_groups import share_coordinator
 
 API_KEY = DescribeShareGroupOffsetsRequest.API_KEY
@@ -90,8 +89,7 @@ def _existing(ctx: RequestContext, wanted: DescribeShareOffsetsRequestGroup) -> 
     """The existing partitions a describe may show: those named, or every topic's."""
     topics = ctx.broker.topics
     if wanted.topics is None:
-        return [(name, index) for name, topic in topics.items() if name not in INTERNAL_TOPICS
-                for index in range(len(topic.partitions))]
+        return every_partition(ctx)
     return [(t.topic_name, index) for t in wanted.topics if t.topic_name in topics
             for index in t.partitions if 0 <= index < len(topics[t.topic_name].partitions)]
 

@@ -7,7 +7,7 @@ it) read-only, never writing to it, so it is correct wherever the leaders are an
 a leader answers a ShareFetch or ShareAcknowledge only after its state is in these rows. One
 query per table for any number of partitions; run on a worker thread.
 
-DeleteTopics drops a topic's share-state logs with its partitions (:func:`drop_share_logs`).
+DeleteTopics drops a partition's share-state log with its rows (``queries.delete_partition``).
 """
 
 from __future__ import annotations
@@ -60,15 +60,6 @@ def partition_ends(pool: PgPool, keys: Sequence[Key]) -> dict[Key, int]:
             " WHERE (topic_id, partition) IN (SELECT * FROM unnest(%s::uuid[], %s::int[]))",
             ([k[0] for k in keys], [k[1] for k in keys])).fetchall()
     return {(row[0], row[1]): int(row[2]) for row in rows}
-
-
-def drop_share_logs(pool: PgPool, topic_id: uuid.UUID) -> None:
-    """A deleted topic's share-state logs (every partition's, entries and snapshots)."""
-    pattern = f"share/{topic_id}/%"
-    with pool.connection() as conn, conn.transaction():
-        conn.execute("DELETE FROM kproto_coordinator_log WHERE name LIKE %s", (pattern,))
-        conn.execute("DELETE FROM kproto_coordinator_snapshots WHERE name LIKE %s", (pattern,))
-
 
 
 def group_summary(storage: Any, config: ShareConfig, group_id: str, keys: Mapping[Key, PartitionKey],

@@ -19,6 +19,7 @@ from __future__ import annotations
 import uuid
 
 from rivven_kproto.broker.security.authorization_rules import rule
+from rivven_kproto.broker.share.sessions import INITIAL_EPOCH
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.share_common import ShareLeaderIdAndEpoch
 from rivven_kproto.codec.messages.share_fetch import (
@@ -32,6 +33,7 @@ from rivven_kproto.codec.messages.share_fetch import (
 from ..context import RequestContext
 from ..delayed import Pending
 from ..routes import LOCAL
+from ..share_disconnect import opened_by_connection
 from ._share import Delivery, Key, acknowledge, acquire, topic_names
 from ._share_groups import member_coordinator
 from .fetch import APPENDED
@@ -76,6 +78,8 @@ def handle(ctx: RequestContext, request: ShareFetchRequest, version: int) -> Sha
         coordinator.release_session(group_id, member_id)
         ctx.appended = True
         return _respond(ids, ack_errors, {}, unknown, ctx.config.node_id, lock_ms)
+    if request.share_session_epoch == INITIAL_EPOCH:
+        opened_by_connection(ctx, session, group_id, member_id)
     wanted_partitions = sorted(session.partitions)
 
     def attempt(now_ms: int) -> dict[Key, Delivery]:

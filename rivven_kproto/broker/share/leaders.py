@@ -46,6 +46,7 @@ class LeaderShares:
         self.stats: dict[str, ShareStats] = {}
         self._held: dict[Key, tuple[Any, ShareCoordinator]] = {}
         self._retired: list[Any] = []  # logs of partitions gone, until their last entries are written
+        self._preloaded: dict[Key, tuple[Any, Any]] = {}  # a led partition's log read ahead, off the loop
         self._retired_appends = 0
 
     def _of(self, topic: str, index: int) -> ShareCoordinator:
@@ -56,12 +57,38 @@ class LeaderShares:
             return held[1]
         if held is not None:
             self._forget((topic, index))
-        shares = ShareCoordinator(self.config, self.open_log(partition))
+        preloaded = self._preloaded.pop((topic, index), None)
+        ahead = preloaded is not None and preloaded[0] is partition
+        shares = ShareCoordinator(self.config, preloaded[1] if preloaded is not None and ahead else self.open_log(partition))
         shares.stats = self.stats
         shares.load(0)
-        log.info("share state of %s-%d loaded: %d share groups", topic, index, len(shares.groups))
+        log.info("share state of %s-%d loaded%s: %d share groups", topic, index, " (read ahead)" if ahead else "",
+                 len(shares.groups))
         self._held[(topic, index)] = (partition, shares)
         return shares
+
+    # -- reading a partition's share state ahead, on a worker thread (server/share_loading.py) ---
+
+    def to_load(self, keys: Iterable[Key]) -> list[tuple[Key, Any, Any]]:
+        """The partitions led here whose share state is not loaded nor read ahead yet: (key, the
+        partition's log, its share-state log to read ahead with ``preload()``)."""
+        wanted = []
+        for key in dict.fromkeys(keys):
+            try:
+                partition = self.partition(*key)
+            except KafkaError:
+                continue
+            held = self._held.get(key)
+            ahead = self._preloaded.get(key)
+            if (held is None or held[0] is not partition) and (ahead is None or ahead[0] is not partition):
+                wanted.append((key, partition, self.open_log(partition)))
+        return wanted
+
+    def read_ahead(self, key: Key, partition: Any, durable_log: Any) -> None:
+        """``durable_log`` was read ahead: the partition's first use here replays it from memory."""
+        held = self._held.get(key)
+        if held is None or held[0] is not partition:
+            self._preloaded[key] = (partition, durable_log)
 
     def _forget(self, key: Key) -> None:
         _, shares = self._held.pop(key)
@@ -131,7 +158,18 @@ class LeaderShares:
                 continue
             shares.tick(now_ms)
             changed = shares.take_changed() or changed
+        self.drop_stale_reads()
         return changed
+
+    def drop_stale_reads(self) -> None:
+        """Reads ahead of partitions no longer led here (or led by another log object now)."""
+        for key, (partition, _) in list(self._preloaded.items()):
+            try:
+                led = self.partition(*key) is partition
+            except KafkaError:
+                led = False
+            if not led:
+                del self._preloaded[key]
 
     def holds_locks(self) -> bool:
         return bool(self._held)

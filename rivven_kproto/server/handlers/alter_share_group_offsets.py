@@ -29,6 +29,7 @@ from rivven_kproto.codec.schema import Request
 
 from ..context import RequestContext
 from ..routes import LOCAL
+from ..share_loading import read_ahead
 from ..share_offsets import ask_leaders, by_leader, from_coordinator, kept_by_leaders, touch
 from ._share_groups import offsets_unserved, share_coordinator
 
@@ -47,6 +48,8 @@ async def prepare(ctx: RequestContext, request: AlterShareGroupOffsetsRequest, l
     broker as the group's coordinator checks the group and asks them; as a leader asked by the
     coordinator, it changes the share-partitions it leads."""
     if kept_by_leaders(ctx) and ctx.broker.share_enabled:
+        await read_ahead(ctx, [(t.topic_name, p.partition_index) for t in request.topics for p in t.partitions
+                               if t.topic_name in ctx.broker.topics], limiter)
         leader = from_coordinator(ctx)
         ctx.forwarded_answer = _as_leader(ctx, request) if leader else await _as_coordinator(ctx, request)
 

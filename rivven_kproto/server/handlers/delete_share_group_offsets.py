@@ -24,6 +24,7 @@ from rivven_kproto.codec.messages.share_group_offsets import (
 
 from ..context import RequestContext
 from ..routes import LOCAL
+from ..share_loading import read_ahead
 from ..share_offsets import forget_here, forget_on_leaders, from_coordinator, is_led, kept_by_leaders
 from ._share_groups import offsets_unserved, share_coordinator
 
@@ -50,6 +51,9 @@ async def prepare(ctx: RequestContext, request: DeleteShareGroupOffsetsRequest, 
     partitions; as a leader asked by the coordinator, it forgets those it leads."""
     if not kept_by_leaders(ctx) or not ctx.broker.share_enabled:
         return
+    topics = ctx.broker.topics
+    await read_ahead(ctx, [(t.topic_name, index) for t in request.topics if t.topic_name in topics
+                           for index in range(len(topics[t.topic_name].partitions))], limiter)
     if from_coordinator(ctx):
         ctx.forwarded_answer = _as_leader(ctx, request)
         return

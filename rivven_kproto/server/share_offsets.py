@@ -45,6 +45,7 @@ from rivven_kproto.codec.schema import Request, Response
 from .context import RequestContext
 from .forwarding import ENVELOPE_VERSION, unwrap_response, wrap_request
 from .peers import call, decode_response
+from .share_loading import read_ahead
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +85,7 @@ async def forget_group(ctx: RequestContext, group_id: str, limiter: Any) -> Erro
     """DeleteGroups of an empty share group: its state goes from every partition's share-state log
     first (the topics found in them, by their leaders); the first leader's failure, else NONE."""
     states, _ = await read_summary(ctx, group_id, every_partition(ctx), limiter)
-    forgotten = await forget_on_leaders(ctx, group_id, sorted({topic for topic, _ in states}))
+    forgotten = await forget_on_leaders(ctx, group_id, sorted({topic for topic, _ in states}), limiter)
     failures = [e for e in forgotten.values() if e not in (Errors.NONE, Errors.UNKNOWN_TOPIC_OR_PARTITION)]
     return failures[0] if failures else Errors.NONE
 
@@ -168,13 +169,15 @@ def forget_here(ctx: RequestContext, group_id: str, topic: str, indexes: list[in
     return error
 
 
-async def forget_on_leaders(ctx: RequestContext, group_id: str, topics: Iterable[str]) -> dict[str, Errors]:
+async def forget_on_leaders(ctx: RequestContext, group_id: str, topics: Iterable[str],
+                            limiter: Any) -> dict[str, Errors]:
     """Each topic's share-partitions of the group forgotten by their leaders (here, or asked in a
     DeleteShareGroupOffsets): NONE when one was, a leader's failure, else UNKNOWN_TOPIC_OR_PARTITION."""
     broker = ctx.broker
     found: dict[str, list[Errors]] = {topic: [] for topic in topics}  # a topic unknown: none found
     local, remote, lost = by_leader(ctx, [(topic, index) for topic in found if topic in broker.topics
                                           for index in range(len(broker.topics[topic].partitions))])
+    await read_ahead(ctx, local, limiter)
     for topic in dict.fromkeys(topic for topic, _ in local):
         found[topic].append(forget_here(ctx, group_id, topic, [i for t, i in local if t == topic]))
     for topic, _ in lost:

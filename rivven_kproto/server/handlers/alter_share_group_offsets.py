@@ -48,10 +48,8 @@ async def prepare(ctx: RequestContext, request: AlterShareGroupOffsetsRequest, l
     broker as the group's coordinator checks the group and asks them; as a leader asked by the
     coordinator, it changes the share-partitions it leads."""
     if kept_by_leaders(ctx) and ctx.broker.share_enabled:
-        await read_ahead(ctx, [(t.topic_name, p.partition_index) for t in request.topics for p in t.partitions
-                               if t.topic_name in ctx.broker.topics], limiter)
         leader = from_coordinator(ctx)
-        ctx.forwarded_answer = _as_leader(ctx, request) if leader else await _as_coordinator(ctx, request)
+        ctx.forwarded_answer = await (_as_leader if leader else _as_coordinator)(ctx, request, limiter)
 
 
 def handle(ctx: RequestContext, request: AlterShareGroupOffsetsRequest, version: int) -> AlterShareGroupOffsetsResponse:
@@ -110,12 +108,14 @@ def _partition_checks(ctx: RequestContext, request: AlterShareGroupOffsetsReques
     return errors, starts
 
 
-def _as_leader(ctx: RequestContext, request: AlterShareGroupOffsetsRequest) -> AlterShareGroupOffsetsResponse:
+async def _as_leader(ctx: RequestContext, request: AlterShareGroupOffsetsRequest,
+                     limiter: Any) -> AlterShareGroupOffsetsResponse:
     """The coordinator's forward: the share-partitions led here, without the group checks."""
     error, message, _ = _group_checks(ctx, request.group_id, coordinator=False)
     if error is not Errors.NONE:
         return _answer(ctx, request, {}, error, message)
     errors, starts = _partition_checks(ctx, request)
+    await read_ahead(ctx, starts, limiter)
     errors.update(_alter_here(ctx, request.group_id, starts))
     return _answer(ctx, request, errors, Errors.NONE, None)
 
@@ -128,7 +128,8 @@ def _alter_here(ctx: RequestContext, group_id: str, starts: Starts) -> Partition
     return errors
 
 
-async def _as_coordinator(ctx: RequestContext, request: AlterShareGroupOffsetsRequest) -> AlterShareGroupOffsetsResponse:
+async def _as_coordinator(ctx: RequestContext, request: AlterShareGroupOffsetsRequest,
+                          limiter: Any) -> AlterShareGroupOffsetsResponse:
     group_id = request.group_id
     error, message, coordinator = _group_checks(ctx, group_id)
     if error is not Errors.NONE:
@@ -145,6 +146,7 @@ async def _as_coordinator(ctx: RequestContext, request: AlterShareGroupOffsetsRe
         errors.update({key: error for key in starts})
         return _answer(ctx, request, errors, error, None)
     local, remote, lost = by_leader(ctx, starts)
+    await read_ahead(ctx, local, limiter)
     errors.update(_alter_here(ctx, group_id, {key: starts[key] for key in local}))
     errors.update({key: Errors.COORDINATOR_NOT_AVAILABLE for key in lost})
     requests: dict[int, Request] = {}

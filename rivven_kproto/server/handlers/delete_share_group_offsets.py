@@ -51,11 +51,8 @@ async def prepare(ctx: RequestContext, request: DeleteShareGroupOffsetsRequest, 
     partitions; as a leader asked by the coordinator, it forgets those it leads."""
     if not kept_by_leaders(ctx) or not ctx.broker.share_enabled:
         return
-    topics = ctx.broker.topics
-    await read_ahead(ctx, [(t.topic_name, index) for t in request.topics if t.topic_name in topics
-                           for index in range(len(topics[t.topic_name].partitions))], limiter)
     if from_coordinator(ctx):
-        ctx.forwarded_answer = _as_leader(ctx, request)
+        ctx.forwarded_answer = await _as_leader(ctx, request, limiter)
         return
     group_id = request.group_id
     checked = _checked(ctx, group_id)
@@ -70,11 +67,13 @@ async def prepare(ctx: RequestContext, request: DeleteShareGroupOffsetsRequest, 
     if error is not Errors.NONE:
         ctx.forwarded_answer = _answer(ctx, {}, error)
         return
-    forgotten = await forget_on_leaders(ctx, group_id, [topic for topic, error in errors.items() if error is Errors.NONE])
+    forgotten = await forget_on_leaders(ctx, group_id, [topic for topic, error in errors.items() if error is Errors.NONE],
+                                        limiter)
     ctx.forwarded_answer = _answer(ctx, {**errors, **forgotten})
 
 
-def _as_leader(ctx: RequestContext, request: DeleteShareGroupOffsetsRequest) -> DeleteShareGroupOffsetsResponse:
+async def _as_leader(ctx: RequestContext, request: DeleteShareGroupOffsetsRequest,
+                     limiter: Any) -> DeleteShareGroupOffsetsResponse:
     """The coordinator's forward: the topics' share-partitions led here, without the group checks."""
     if (refused := ctx.refusal(GROUP, request.group_id)) is not None:
         return _answer(ctx, {}, refused)
@@ -84,6 +83,7 @@ def _as_leader(ctx: RequestContext, request: DeleteShareGroupOffsetsRequest) -> 
         if error is Errors.NONE:
             count = len(broker.topics[topic].partitions) if topic in broker.topics else 0
             led = [index for index in range(count) if is_led(ctx, topic, index)]
+            await read_ahead(ctx, [(topic, index) for index in led], limiter)
             errors[topic] = forget_here(ctx, request.group_id, topic, led)
     return _answer(ctx, errors)
 

@@ -37,7 +37,9 @@ def _error(error: Errors, message: str | None = None) -> ShareAcknowledgeRespons
 
 async def prepare(ctx: RequestContext, request: ShareAcknowledgeRequest, limiter: Any) -> None:
     """On PostgreSQL: the share state of partitions this leader serves for the first time is read
-    on a worker thread first (``server/share_loading.py``)."""
+    on a worker thread first (``server/share_loading.py``), for a client that may read the group."""
+    if ctx.refusal(GROUP, request.group_id or "") is not None:
+        return
     await read_ahead(ctx, requested(ctx, request.topics), limiter)
 
 

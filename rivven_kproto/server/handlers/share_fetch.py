@@ -53,7 +53,9 @@ def _error(error: Errors, message: str | None = None, lock_ms: int = 0) -> Share
 
 async def prepare(ctx: RequestContext, request: ShareFetchRequest, limiter: Any) -> None:
     """On PostgreSQL: the share state of partitions this leader serves for the first time is read
-    on a worker thread first (``server/share_loading.py``)."""
+    on a worker thread first (``server/share_loading.py``), for a client that may read the group."""
+    if ctx.refusal(GROUP, request.group_id or "") is not None:
+        return
     keys = requested(ctx, request.topics)
     shares = ctx.broker.leader_shares
     session = shares.sessions.sessions.get((request.group_id or "", request.member_id or "")) if shares else None

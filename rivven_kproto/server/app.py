@@ -58,6 +58,7 @@ from .peers import configure as configure_peers
 from .routes import Controller, Coordinator, Leader
 from .sending import send_reply
 from .session import SASL_MAX_RECEIVE_BYTES, ListenerRuntime, Session, open_listeners, raw_sasl_token
+from .share_disconnect import release_disconnected
 
 log = logging.getLogger(__name__)
 
@@ -161,6 +162,7 @@ class Server:
         if self.metrics is not None:
             self.metrics.connections.labels(listener_name).inc()
             self.metrics.connections_opened.labels(listener_name).inc()
+        session: Session | None = None
         try:
             if runtime.ssl_context is not None:
                 secured = await self._tls_handshake(raw, runtime, peer)
@@ -233,6 +235,8 @@ class Server:
             log.exception("closing connection from %s after an internal error", peer)
         finally:
             await trio.aclose_forcefully(stream)
+            if session is not None and session.share_sessions and release_disconnected(self.broker, session):
+                self.notify_append()  # parked share fetches may acquire what the member held
             if self.metrics is not None:
                 self.metrics.connections.labels(listener_name).dec()
                 self.metrics.connections_closed.labels(listener_name).inc()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import ssl
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import trio
 
@@ -48,6 +48,7 @@ class Session:
     expires_at_ms: int | None = None  # when the authenticated session ends unless re-authenticated
     raw_tokens: bool = False  # after SaslHandshake v0: the next frames are bare SASL tokens (no header)
     forwarded_principal: str | None = None  # a request a broker forwarded in an Envelope: its client's
+    share_sessions: set[tuple[str, str]] = field(default_factory=set)  # (group, member) opened here (share_disconnect)
 
     def forwarded_for(self, principal: str) -> Session:
         """This (broker's) session acting for the client whose request it forwarded."""

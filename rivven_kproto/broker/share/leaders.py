@@ -20,10 +20,10 @@ spans the partitions this broker leads), commit by partition and the statistics.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from rivven_kproto.codec.errors import KafkaError
+from rivven_kproto.codec.errors import Errors, KafkaError
 
 from .config import ShareConfig
 from .coordinator import ShareCoordinator
@@ -46,6 +46,7 @@ class LeaderShares:
         self.stats: dict[str, ShareStats] = {}
         self._held: dict[Key, tuple[Any, ShareCoordinator]] = {}
         self._retired: list[Any] = []  # logs of partitions gone, until their last entries are written
+        self._preloaded: dict[Key, tuple[Any, Any]] = {}  # a led partition's log read ahead, off the loop
         self._retired_appends = 0
 
     def _of(self, topic: str, index: int) -> ShareCoordinator:
@@ -56,12 +57,38 @@ class LeaderShares:
             return held[1]
         if held is not None:
             self._forget((topic, index))
-        shares = ShareCoordinator(self.config, self.open_log(partition))
+        preloaded = self._preloaded.pop((topic, index), None)
+        ahead = preloaded is not None and preloaded[0] is partition
+        shares = ShareCoordinator(self.config, preloaded[1] if preloaded is not None and ahead else self.open_log(partition))
         shares.stats = self.stats
         shares.load(0)
-        log.info("share state of %s-%d loaded: %d share groups", topic, index, len(shares.groups))
+        log.info("share state of %s-%d loaded%s: %d share groups", topic, index, " (read ahead)" if ahead else "",
+                 len(shares.groups))
         self._held[(topic, index)] = (partition, shares)
         return shares
+
+    # -- reading a partition's share state ahead, on a worker thread (server/share_loading.py) ---
+
+    def to_load(self, keys: Iterable[Key]) -> list[tuple[Key, Any, Any]]:
+        """The partitions led here whose share state is not loaded nor read ahead yet: (key, the
+        partition's log, its share-state log to read ahead with ``preload()``)."""
+        wanted = []
+        for key in dict.fromkeys(keys):
+            try:
+                partition = self.partition(*key)
+            except KafkaError:
+                continue
+            held = self._held.get(key)
+            ahead = self._preloaded.get(key)
+            if (held is None or held[0] is not partition) and (ahead is None or ahead[0] is not partition):
+                wanted.append((key, partition, self.open_log(partition)))
+        return wanted
+
+    def read_ahead(self, key: Key, partition: Any, durable_log: Any) -> None:
+        """``durable_log`` was read ahead: the partition's first use here replays it from memory."""
+        held = self._held.get(key)
+        if held is None or held[0] is not partition:
+            self._preloaded[key] = (partition, durable_log)
 
     def _forget(self, key: Key) -> None:
         _, shares = self._held.pop(key)
@@ -75,6 +102,37 @@ class LeaderShares:
         """Each partition's staged state on its own log (one entry per partition)."""
         for key, state in staged.items():
             self._of(*key).commit(group_id, {key: state})
+
+    # -- the group coordinator's admin changes (Alter/DeleteShareGroupOffsets), on the leader ----
+
+    def alter(self, group_id: str, starts: Mapping[Key, int]) -> dict[Key, Errors]:
+        """Reset the group's share-partitions led here to new start offsets, in-flight records
+        dropped, on each partition's share-state log (the group's coordinator checked the group is
+        empty); NOT_LEADER_OR_FOLLOWER for a partition not led here."""
+        errors: dict[Key, Errors] = {}
+        for key, start in starts.items():
+            try:
+                errors[key] = self._of(*key).alter_offsets(group_id, {key: start})
+            except KafkaError as exc:
+                errors[key] = exc.error
+        return errors
+
+    def delete(self, group_id: str, topic: str, indexes: Iterable[int]) -> Errors:
+        """Forget the group's share-partitions of ``topic`` led here (NONE when one was found,
+        UNKNOWN_TOPIC_OR_PARTITION when the group had none of them). Each partition's log holds
+        one share-partition per group, so the group goes from it (a tombstone), and the log is
+        compacted at once: its earlier rows of the group are deleted with the snapshot's job."""
+        found = Errors.UNKNOWN_TOPIC_OR_PARTITION
+        for index in indexes:
+            shares = self._of(topic, index)
+            if shares.group(group_id) is None:
+                continue
+            error = shares.delete_group(group_id)
+            if error is not Errors.NONE:
+                return error
+            shares._compact()
+            found = Errors.NONE
+        return found
 
     def release_session(self, group_id: str, member_id: str) -> None:
         for _, shares in self._held.values():
@@ -100,7 +158,18 @@ class LeaderShares:
                 continue
             shares.tick(now_ms)
             changed = shares.take_changed() or changed
+        self.drop_stale_reads()
         return changed
+
+    def drop_stale_reads(self) -> None:
+        """Reads ahead of partitions no longer led here (or led by another log object now)."""
+        for key, (partition, _) in list(self._preloaded.items()):
+            try:
+                led = self.partition(*key) is partition
+            except KafkaError:
+                led = False
+            if not led:
+                del self._preloaded[key]
 
     def holds_locks(self) -> bool:
         return bool(self._held)

@@ -1,7 +1,10 @@
 """Share sessions (KIP-932's ShareSessionCache): which partitions a member's ShareFetch covers.
 
 Soft state, as in Kafka: a broker restart loses them and clients open new ones (epoch 0).
-Epoch 0 opens (replacing an open one), -1 closes, any other must be the next epoch.
+Epoch 0 opens (replacing an open one), -1 closes, any other must be the next epoch. As in Kafka,
+a session belongs to the connection that opened it: when that connection goes (the consumer
+killed or gone without closing its session), the session goes and the member's acquired records
+are released (:meth:`ShareSessions.drop_if_opened_by`).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ Key = tuple[str, int]  # (topic, partition)
 class ShareSession:
     epoch: int  # the epoch the next request must carry
     partitions: set[Key] = field(default_factory=set)
+    connection: object = None  # the connection that opened it (the server's token)
 
 
 class ShareSessions:
@@ -65,3 +69,12 @@ class ShareSessions:
 
     def drop_member(self, group_id: str, member_id: str) -> None:
         self.sessions.pop((group_id, member_id), None)
+
+    def drop_if_opened_by(self, group_id: str, member_id: str, connection: object) -> bool:
+        """The member's session goes if ``connection`` opened it (not one the member opened again
+        on another connection since); True when it went."""
+        session = self.sessions.get((group_id, member_id))
+        if session is None or session.connection is not connection:
+            return False
+        del self.sessions[(group_id, member_id)]
+        return True

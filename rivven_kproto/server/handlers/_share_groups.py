@@ -22,14 +22,8 @@ def share_coordinator(broker: Broker, group_id: str) -> ShareCoordinator | None:
 
 
 def offsets_unserved(broker: Broker) -> str | None:
-    """Why Describe/Alter/DeleteShareGroupOffsets are not served here (None: they are): off, or on
-    PostgreSQL, where the partitions' leaders keep the share state and the group's coordinator
-    cannot read or reset it yet (answered UNSUPPORTED_VERSION rather than a wrong answer)."""
-    if not broker.share_enabled:
-        return "Share groups are not enabled on this broker."
-    if broker.leader_shares is not None:
-        return "Share-group offsets are not served on the PostgreSQL engine yet."
-    return None
+    """Why Alter/DeleteShareGroupOffsets are not served here (None: they are): share groups off."""
+    return None if broker.share_enabled else "Share groups are not enabled on this broker."
 
 
 def member_coordinator(ctx: RequestContext, group_id: str, member_id: str,

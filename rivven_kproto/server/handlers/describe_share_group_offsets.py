@@ -6,14 +6,16 @@ topic, UNKNOWN_TOPIC_OR_PARTITION on one that does not exist, start offset -1 (l
 the group has not initialized yet. The lag is the records from the start offset to the end of
 what may be delivered (the high watermark, or the last stable offset at read_committed) less
 those in flight already acknowledged or archived. Checks come from the authorization table.
+On PostgreSQL the state is read from the partitions' share-state logs (``server/share_offsets.py``).
 """
 
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from rivven_kproto.broker.security.authorization_rules import rule
-from rivven_kproto.broker.share import ShareCoordinator
+from rivven_kproto.broker.share import ShareCoordinator, SharePartition
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.share_group_offsets import (
     DescribeShareGroupOffsetsRequest,
@@ -26,39 +28,80 @@ from rivven_kproto.codec.messages.share_group_offsets import (
 
 from ..context import RequestContext
 from ..routes import LOCAL
-from ._share_groups import offsets_unserved, share_coordinator
+from ..share_offsets import every_partition, kept_by_leaders, read_summary
+from ._share_groups import share_coordinator
 
 API_KEY = DescribeShareGroupOffsetsRequest.API_KEY
 ROUTE = LOCAL
 GROUP, TOPIC, LISTED = (rule(API_KEY).check(label) for label in ("group", "topic", "listed"))
 UNINITIALIZED = -1
 ZERO_ID = uuid.UUID(int=0)  # a refused or unknown topic's id
+Summary = tuple[dict[tuple[str, int], SharePartition], dict[tuple[str, int], int]]  # states, committed ends
+
+
+async def prepare(ctx: RequestContext, request: DescribeShareGroupOffsetsRequest, limiter: Any) -> None:
+    """On PostgreSQL the partitions' leaders keep the state: the answer is read from their
+    share-state logs here, on a worker thread (``server/share_offsets.py``)."""
+    if not kept_by_leaders(ctx) or not ctx.broker.share_enabled:
+        return
+    groups = []
+    for wanted in request.groups:
+        checked = _checked(ctx, wanted)
+        if isinstance(checked, DescribeShareOffsetsGroup):
+            groups.append(checked)
+            continue
+        summary = await read_summary(ctx, wanted.group_id, _existing(ctx, wanted), limiter)
+        groups.append(_described(ctx, wanted, checked, summary))
+    ctx.forwarded_answer = DescribeShareGroupOffsetsResponse(throttle_time_ms=0, groups=groups)
 
 
 def handle(ctx: RequestContext, request: DescribeShareGroupOffsetsRequest,
            version: int) -> DescribeShareGroupOffsetsResponse:
-    return DescribeShareGroupOffsetsResponse(throttle_time_ms=0, groups=[_group(ctx, g) for g in request.groups])
+    if isinstance(ctx.forwarded_answer, DescribeShareGroupOffsetsResponse):
+        return ctx.forwarded_answer
+    groups = []
+    for wanted in request.groups:
+        checked = _checked(ctx, wanted)
+        groups.append(checked if isinstance(checked, DescribeShareOffsetsGroup) else _described(ctx, wanted, checked))
+    return DescribeShareGroupOffsetsResponse(throttle_time_ms=0, groups=groups)
 
 
 def _error(group_id: str, error: Errors, message: str | None = None) -> DescribeShareOffsetsGroup:
     return DescribeShareOffsetsGroup(group_id=group_id, topics=[], error_code=error, error_message=message)
 
 
-def _group(ctx: RequestContext, wanted: DescribeShareOffsetsRequestGroup) -> DescribeShareOffsetsGroup:
+def _checked(ctx: RequestContext, wanted: DescribeShareOffsetsRequestGroup) -> DescribeShareOffsetsGroup | ShareCoordinator:
+    """The group's coordinator here, or the group's error answer."""
     group_id = wanted.group_id
-    if (unserved := offsets_unserved(ctx.broker)) is not None:
-        return _error(group_id, Errors.UNSUPPORTED_VERSION, unserved)
+    if not ctx.broker.share_enabled:
+        return _error(group_id, Errors.UNSUPPORTED_VERSION, "Share groups are not enabled on this broker.")
     if (refused := ctx.refusal(GROUP, group_id)) is not None:
         return _error(group_id, refused)
     coordinator = share_coordinator(ctx.broker, group_id)
     if coordinator is None:
         return _error(group_id, Errors.NOT_COORDINATOR)
-    group = coordinator.group(group_id)
-    if group is None:
+    if coordinator.group(group_id) is None:
         return _error(group_id, Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+    return coordinator
+
+
+def _existing(ctx: RequestContext, wanted: DescribeShareOffsetsRequestGroup) -> list[tuple[str, int]]:
+    """The existing partitions a describe may show: those named, or every topic's."""
+    topics = ctx.broker.topics
+    if wanted.topics is None:
+        return every_partition(ctx)
+    return [(t.topic_name, index) for t in wanted.topics if t.topic_name in topics
+            for index in t.partitions if 0 <= index < len(topics[t.topic_name].partitions)]
+
+
+def _described(ctx: RequestContext, wanted: DescribeShareOffsetsRequestGroup, coordinator: ShareCoordinator,
+               summary: Summary | None = None) -> DescribeShareOffsetsGroup:
+    group_id = wanted.group_id
+    group = coordinator.group(group_id)
+    assert group is not None
     if wanted.topics is None:
         by_topic: dict[str, list[int]] = {}
-        for topic, index in sorted(group.partitions):
+        for topic, index in sorted(summary[0] if summary is not None else group.partitions):
             if ctx.permits(LISTED, topic):
                 by_topic.setdefault(topic, []).append(index)
     else:
@@ -71,26 +114,33 @@ def _group(ctx: RequestContext, wanted: DescribeShareOffsetsRequestGroup) -> Des
         meta = ctx.broker.topics.get(topic)
         topics.append(DescribeShareOffsetsTopic(
             topic_name=topic, topic_id=meta.meta.topic_id if meta is not None and refused is None else ZERO_ID,
-            partitions=[_partition(ctx, coordinator, group_id, topic, index, refused) for index in partitions]))
+            partitions=[_partition(ctx, coordinator, group_id, topic, index, refused, summary)
+                        for index in partitions]))
     return DescribeShareOffsetsGroup(group_id=group_id, topics=topics, error_code=Errors.NONE)
 
 
 def _partition(ctx: RequestContext, coordinator: ShareCoordinator, group_id: str, topic: str, index: int,
-               refused: Errors | None) -> DescribeShareOffsetsPartition:
+               refused: Errors | None, summary: Summary | None) -> DescribeShareOffsetsPartition:
     def error(code: Errors) -> DescribeShareOffsetsPartition:
         return DescribeShareOffsetsPartition(partition_index=index, start_offset=UNINITIALIZED, leader_epoch=-1,
                                              lag=UNINITIALIZED, error_code=code)
     if refused is not None:
         return error(refused)
     try:
-        log = ctx.broker.partition(topic, index)
+        ctx.broker.check_partition_exists(topic, index)
     except KafkaError as exc:
         return error(exc.error)
-    current = coordinator.current(group_id, topic, index)
+    key = (topic, index)
+    current = summary[0].get(key) if summary is not None else coordinator.current(group_id, topic, index)
     if current is None:
         return DescribeShareOffsetsPartition(partition_index=index, start_offset=UNINITIALIZED, leader_epoch=0,
                                              lag=UNINITIALIZED, error_code=Errors.NONE)
-    end = log.last_stable_offset if coordinator.config.read_committed else log.high_watermark
-    lag = max(0, end - current.start - current.completed())
+    read_committed = coordinator.config.read_committed
+    try:
+        log = ctx.broker.partition(topic, index)
+        end: int | None = log.last_stable_offset if read_committed else log.high_watermark
+    except KafkaError:  # led by another broker (PostgreSQL): the committed end, not its last stable offset
+        end = summary[1].get(key) if summary is not None and not read_committed else None
+    lag = max(0, end - current.start - current.completed()) if end is not None else UNINITIALIZED
     return DescribeShareOffsetsPartition(partition_index=index, start_offset=current.start, leader_epoch=0, lag=lag,
                                          error_code=Errors.NONE)

@@ -3,8 +3,9 @@
 Kafka takes Envelopes from brokers on their listener only: elsewhere the connection is closed.
 Only a principal allowed ClusterAction on the cluster (a broker) may send one (the refusal is the
 envelope's error). The inner request must be one the controller answers (``ROUTE = CONTROLLER``) or a group's
-coordinator (``Coordinator``: an OffsetFetch a broker forwards, see ``coordinator_forwarding``);
-it is then dispatched as that client's (:class:`~..context.Redispatch`: its principal, its
+coordinator (``Coordinator``: an OffsetFetch a broker forwards, see ``coordinator_forwarding``),
+or an Alter/DeleteShareGroupOffsets a share group's coordinator sends a partition's leader
+(``share_offsets``); it is then dispatched as that client's (:class:`~..context.Redispatch`: its principal, its
 address, never forwarded again), and its answer goes back inside the envelope.
 """
 
@@ -22,6 +23,7 @@ from ..context import Redispatch, RequestContext
 from ..forwarding import envelope_response, unwrap
 from ..log_limits import RateLimitedLog
 from ..routes import LOCAL, Controller, Coordinator
+from ..share_offsets import FORWARDED_API_KEYS as SHARE_OFFSETS_TO_LEADERS
 
 log = logging.getLogger(__name__)
 _warnings = RateLimitedLog(log)
@@ -48,7 +50,7 @@ def handle(ctx: RequestContext, request: EnvelopeRequest, version: int) -> Envel
                           ctx.principal, ctx.client_host)
         return envelope_response(None, refused)
     try:
-        inner = unwrap(request, routed_to(Controller) | routed_to(Coordinator))
+        inner = unwrap(request, routed_to(Controller) | routed_to(Coordinator) | SHARE_OFFSETS_TO_LEADERS)
     except KafkaError as exc:
         return envelope_response(None, exc.error)
     return Redispatch(inner.event, inner.principal, inner.client_host, envelope_response)

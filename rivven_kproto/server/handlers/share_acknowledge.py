@@ -6,6 +6,8 @@ member still holds). Authorization (the table): Read on the group, Read on each 
 
 from __future__ import annotations
 
+from typing import Any
+
 from rivven_kproto.broker.security.authorization_rules import rule
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.share_acknowledge import (
@@ -18,6 +20,7 @@ from rivven_kproto.codec.messages.share_common import ShareLeaderIdAndEpoch
 
 from ..context import RequestContext
 from ..routes import LOCAL
+from ..share_loading import read_ahead, requested
 from ._share import acknowledge, topic_names
 from ._share_groups import member_coordinator
 
@@ -30,6 +33,14 @@ FINAL_EPOCH = -1
 def _error(error: Errors, message: str | None = None) -> ShareAcknowledgeResponse:
     return ShareAcknowledgeResponse(throttle_time_ms=0, error_code=error, error_message=message, responses=[],
                                     node_endpoints=[])
+
+
+async def prepare(ctx: RequestContext, request: ShareAcknowledgeRequest, limiter: Any) -> None:
+    """On PostgreSQL: the share state of partitions this leader serves for the first time is read
+    on a worker thread first (``server/share_loading.py``), for a client that may read the group."""
+    if ctx.refusal(GROUP, request.group_id or "") is not None:
+        return
+    await read_ahead(ctx, requested(ctx, request.topics), limiter)
 
 
 def handle(ctx: RequestContext, request: ShareAcknowledgeRequest, version: int) -> ShareAcknowledgeResponse:

@@ -17,8 +17,10 @@ ShareAcquireMode is read as batch-optimized), NodeEndpoints (one broker leads ev
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from rivven_kproto.broker.security.authorization_rules import rule
+from rivven_kproto.broker.share.sessions import INITIAL_EPOCH
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.share_common import ShareLeaderIdAndEpoch
 from rivven_kproto.codec.messages.share_fetch import (
@@ -32,6 +34,8 @@ from rivven_kproto.codec.messages.share_fetch import (
 from ..context import RequestContext
 from ..delayed import Pending
 from ..routes import LOCAL
+from ..share_disconnect import opened_by_connection
+from ..share_loading import read_ahead, requested
 from ._share import Delivery, Key, acknowledge, acquire, topic_names
 from ._share_groups import member_coordinator
 from .fetch import APPENDED
@@ -45,6 +49,19 @@ FINAL_EPOCH = -1
 def _error(error: Errors, message: str | None = None, lock_ms: int = 0) -> ShareFetchResponse:
     return ShareFetchResponse(throttle_time_ms=0, error_code=error, error_message=message,
                               acquisition_lock_timeout_ms=lock_ms, responses=[], node_endpoints=[])
+
+
+async def prepare(ctx: RequestContext, request: ShareFetchRequest, limiter: Any) -> None:
+    """On PostgreSQL: the share state of partitions this leader serves for the first time is read
+    on a worker thread first (``server/share_loading.py``), for a client that may read the group."""
+    if ctx.refusal(GROUP, request.group_id or "") is not None:
+        return
+    keys = requested(ctx, request.topics)
+    shares = ctx.broker.leader_shares
+    session = shares.sessions.sessions.get((request.group_id or "", request.member_id or "")) if shares else None
+    if session is not None:  # an incremental fetch names only the partitions it adds
+        keys += sorted(session.partitions)
+    await read_ahead(ctx, keys, limiter)
 
 
 def handle(ctx: RequestContext, request: ShareFetchRequest, version: int) -> ShareFetchResponse | Pending:
@@ -76,6 +93,8 @@ def handle(ctx: RequestContext, request: ShareFetchRequest, version: int) -> Sha
         coordinator.release_session(group_id, member_id)
         ctx.appended = True
         return _respond(ids, ack_errors, {}, unknown, ctx.config.node_id, lock_ms)
+    if request.share_session_epoch == INITIAL_EPOCH:
+        opened_by_connection(ctx, session, group_id, member_id)
     wanted_partitions = sorted(session.partitions)
 
     def attempt(now_ms: int) -> dict[Key, Delivery]:

@@ -188,3 +188,6 @@ class PgQueries:
         with self.pool.connection() as conn, conn.transaction():
             conn.execute("DELETE FROM kproto_batches WHERE topic_id = %s AND partition = %s", key)
             conn.execute("DELETE FROM kproto_partitions WHERE topic_id = %s AND partition = %s", key)
+            share_log = (f"share/{key[0]}/{key[1]}",)  # its share-state log (share_state_log.py), every group's
+            conn.execute("DELETE FROM kproto_coordinator_log WHERE name = %s", share_log)
+            conn.execute("DELETE FROM kproto_coordinator_snapshots WHERE name = %s", share_log)

@@ -15,10 +15,13 @@ that lost the partition changes nothing (``StorageConflict``: the round commits 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import psycopg
 
+from rivven_kproto.broker.durable.log import MAGIC, frame
 from rivven_kproto.broker.durable.work import BlockingWork
 
 from ..errors import StorageConflict
@@ -33,6 +36,21 @@ _CLAIM_IF_NEW = (
     " VALUES (%s, %s, 0, 0, %s) ON CONFLICT (topic_id, partition) DO NOTHING"
 )
 _WRITER = "SELECT writer FROM kproto_partitions WHERE topic_id = %s AND partition = %s FOR SHARE"
+
+
+_SNAPSHOT = (
+    "INSERT INTO kproto_coordinator_snapshots (name, seq, payloads) VALUES (%s, %s, %s)"
+    " ON CONFLICT (name) DO UPDATE SET seq = EXCLUDED.seq, payloads = EXCLUDED.payloads"
+    " WHERE kproto_coordinator_snapshots.seq <= EXCLUDED.seq"
+)
+
+
+@dataclass(frozen=True)
+class _Roll:
+    """A snapshot of the whole state as of ``seq``: it replaces the entries below ``seq``."""
+
+    seq: int
+    data: bytes
 
 
 def share_log_name(topic_id: uuid.UUID, index: int) -> str:
@@ -51,10 +69,23 @@ class PgShareStateLog(PgDurableLog):
     def pending(self) -> bool:
         return bool(self._pending)
 
+    def roll(self, snapshot: Iterable[bytes], *, now: bool = False) -> None:
+        """Compaction in the next commit round, after the entries before it and fenced like them
+        (not a job of its own): a deposed leader cannot replace the snapshot, and a share group's
+        deletion (its tombstone then a snapshot without it) leaves none of its rows behind."""
+        data = MAGIC + b"".join(frame(payload) for payload in snapshot)
+        self._pending.append(_Roll(self._seq, data))  # type: ignore[arg-type]
+        self.size = 0
+        self.snapshot_size = len(data)
+        if now:
+            self.close()
+
     def begin_sync(self) -> PgCommit | None:
         if not self._pending:
             return None
-        items = [item for item in self._pending if not isinstance(item, _Decision)]  # (no decisions here)
+        items: list[Any] = [item for item in self._pending if not isinstance(item, _Decision)]  # (no decisions here)
+        rows = [item for item in items if not isinstance(item, _Roll)]
+        rolls: list[_Roll] = [item for item in items if isinstance(item, _Roll)]
         self._pending = []
         key, writer, name, partition = self.key, self.writer, self.name, self.partition
 
@@ -65,8 +96,12 @@ class PgShareStateLog(PgDurableLog):
                 if partition is not None:  # nothing more is written or served here (as its own refused commit)
                     partition.fenced = True
                 raise StorageConflict(f"{name}: the partition has another leader now")
-            conn.cursor().executemany(
-                "INSERT INTO kproto_coordinator_log (name, seq, payload) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
-                items)
+            if rows:
+                conn.cursor().executemany(
+                    "INSERT INTO kproto_coordinator_log (name, seq, payload) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+                    rows)
+            if rolls:  # the last snapshot is the state as of the round's end
+                conn.execute(_SNAPSHOT, (name, rolls[-1].seq, rolls[-1].data))
+                conn.execute("DELETE FROM kproto_coordinator_log WHERE name = %s AND seq < %s", (name, rolls[-1].seq))
 
         return PgCommit(write, kind="share", items=items)

@@ -9,6 +9,7 @@ broker confirmed (nothing confirmed accepted is delivered again, nothing is lost
 
 from __future__ import annotations
 
+import re
 import uuid
 from pathlib import Path
 
@@ -47,8 +48,12 @@ def test_a_killed_leader_loses_no_record_and_redelivers_no_accepted_one(tmp_path
         consumers = share_consumers(servers, group, topic, 2)
         accepted = Accepted()
         try:
-            # Mid-stream: some records accepted (those of the victim's partitions among them) ...
-            assert accept_until(consumers, accepted, lambda: len(accepted.confirmed) >= RECORDS // 3, 4 * TIMEOUT_S)
+            # Mid-stream: some records accepted, partition 0's among them (its leader has share
+            # state to lose) ...
+            first = {f"r{topic}-{i}".encode() for i in range(0, RECORDS, PARTITIONS)}
+            assert accept_until(consumers, accepted,
+                                lambda: len(accepted.confirmed) >= RECORDS // 3 and bool(first & accepted.confirmed),
+                                4 * TIMEOUT_S)
             cluster[victim].kill()  # ... then the leader of partition 0 dies
             assert wait_for(lambda: all_see(cluster, set(NODES) - {victim}, topic), 2 * TIMEOUT_S)
             # Records after those of the moved partitions: a new leader that lost the share state
@@ -63,5 +68,8 @@ def test_a_killed_leader_loses_no_record_and_redelivers_no_accepted_one(tmp_path
         assert accepted.confirmed == produced
         assert len(produced) == RECORDS + PARTITIONS * 10
         # ... read ahead on a worker thread (server/share_loading.py), not on the event loop
-        assert f"share state of {topic}-0 loaded (read ahead)" in "".join(
-            cluster[n].log_text() for n in NODES if n != victim), "no broker read the moved share-partition ahead"
+        # and the state it read holds the group (the moved partition had state to carry over).
+        loads = re.findall(rf"share state of {re.escape(topic)}-0 loaded \(read ahead\): (\d+) share groups",
+                           "".join(cluster[n].log_text() for n in NODES if n != victim))
+        assert loads, "no broker read the moved share-partition ahead"
+        assert int(loads[-1]) >= 1, f"the new leader loaded no share group for partition 0: {loads}"

@@ -34,11 +34,12 @@ def enable(server: Any) -> None:
 def snapshot(url: str) -> dict[str, Any]:
     """Counters of the whole server now (every database: the brokers' is created per point)."""
     with psycopg.connect(url, autocommit=True) as conn:
-        # pg_stat_database and pg_stat_wal lag by up to a second: the statements' own counts
-        # (COMMIT, rows written) and the WAL position are exact.
+        # pg_stat_database and pg_stat_wal lag by up to a second (and pg_stat_statements misses a
+        # COMMIT sent in a pipeline): the transaction ids handed out (one per writing
+        # transaction), the statements' rows and the WAL position are exact.
         commits, rows = conn.execute(
-            "SELECT coalesce(sum(calls) FILTER (WHERE query = 'COMMIT'), 0)::bigint, coalesce(sum(rows) FILTER"
-            " (WHERE query ~* '^\\s*(INSERT|UPDATE|DELETE)'), 0)::bigint FROM pg_stat_statements").fetchone() or (0, 0)
+            "SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint, coalesce(sum(rows) FILTER"
+            " (WHERE query ~* '^\\s*(INSERT|UPDATE|DELETE|WITH)'), 0)::bigint FROM pg_stat_statements").fetchone() or (0, 0)
         (wal,) = conn.execute("SELECT pg_current_wal_insert_lsn() - '0/0'::pg_lsn").fetchone() or (0,)
         by_query = dict(conn.execute(
             "SELECT left(regexp_replace(query, '\\s+', ' ', 'g'), 90), sum(calls)::bigint FROM pg_stat_statements"

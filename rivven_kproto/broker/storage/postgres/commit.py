@@ -4,10 +4,9 @@ Concurrent produce requests, markers on several partitions and coordinator entri
 together. A partition another broker claimed since (``StorageConflict``) is left out and marked
 ``fenced``: its writes are never acknowledged; the rest of the round commits.
 
-A round costs two round trips whatever it holds: BEGIN and the round's multi-row statements
-(``RoundWrites``, which the partitions' and coordinator logs' ``stage`` fill) in one pipeline,
-their answers checked, then COMMIT. A log that writes with statements of its own (``write``, run
-after them in the same transaction) adds its round trips.
+A round costs one round trip and one statement whatever it holds (``RoundWrites``, which the
+partitions' and coordinator logs' ``stage`` fill). A log that writes with statements of its own
+(``write``, run after it in the same transaction) adds BEGIN, COMMIT and its own round trips.
 """
 
 from __future__ import annotations
@@ -57,7 +56,7 @@ def pg_items(items: Iterable[FlushItem]) -> list[PgCommit]:
     return commits
 
 
-def commit_round(pool: PgPool, items: list[PgCommit], shard_lock_class: int = 0) -> None:
+def commit_round(pool: PgPool, items: list[PgCommit], shard_lock_class: int = 0, owner_pid: int = 0) -> None:
     """Worker thread: one database transaction for every log's writes of a round (the caller
     checked that this broker still owns what it writes)."""
     started = time.perf_counter()
@@ -65,50 +64,48 @@ def commit_round(pool: PgPool, items: list[PgCommit], shard_lock_class: int = 0)
     while True:
         try:
             with pool.connection() as conn:
-                _write_round(conn, remaining, shard_lock_class)
+                refused = _write_round(conn, remaining, shard_lock_class, owner_pid)
             break
         except StorageConflict as exc:
-            # A partition another broker claimed since: the rest of the round commits without
-            # it; its writes are never acknowledged (the flusher releases the partition).
+            # A log with statements of its own found its partition claimed: the round is written
+            # again without it.
             log.warning("%s; the partition moved to another broker", exc)
             assert exc.item is not None
             exc.item.fenced = True
             remaining.remove(exc.item)
+    for item in refused:
+        # A partition another broker claimed since: the rest of the round committed without it;
+        # its writes are never acknowledged (the flusher releases the partition).
+        item.fenced = True
+        remaining.remove(item)
     seconds = time.perf_counter() - started
     pool.available = True
     for item in remaining:
         item.synced, item.seconds = True, seconds
 
 
-def _write_round(conn: psycopg.Connection, items: list[PgCommit], shard_lock_class: int) -> None:
-    """Two round trips: BEGIN and the staged statements in one pipeline, whose answers are
-    checked; then COMMIT. Anything raised rolls back. (BEGIN and COMMIT are ours: psycopg's own
-    BEGIN would cost a round trip of its own in pipeline mode.)"""
-    conn.autocommit = True
-    try:
-        with conn.pipeline() as pipeline:
-            conn.execute("BEGIN")
-            staged = RoundWrites(shard_lock_class)
-            for item in items:
-                if item.stage is not None:
-                    item.stage(staged, item)
-            staged.send(conn)
-            pipeline.sync()
-            staged.verify()
-            for item in items:
-                if item.write is None:
-                    continue
-                write: Callable[[psycopg.Connection], None] = item.write  # type: ignore[assignment]
-                try:
-                    write(conn)
-                except StorageConflict as exc:
-                    exc.item = item
-                    raise
-            conn.execute("COMMIT")  # answered with the pipeline's closing sync
-    except BaseException:
-        if not conn.closed and conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-            conn.execute("ROLLBACK")
-        raise
-    finally:
-        if not conn.closed:
+def _write_round(conn: psycopg.Connection, items: list[PgCommit], shard_lock_class: int,
+                 owner_pid: int) -> list[PgCommit]:
+    """The staged rows in one statement, committed on its own (one round trip) unless a log has
+    statements of its own (``write``): then all in one transaction. The items refused."""
+    staged = RoundWrites(shard_lock_class, owner_pid)
+    for item in items:
+        if item.stage is not None:
+            item.stage(staged, item)
+    writes = [item for item in items if item.write is not None]
+    if not writes:
+        conn.autocommit = True  # one statement: its own transaction, committed before the answer
+        try:
+            return staged.execute(conn)  # type: ignore[return-value]
+        finally:
             conn.autocommit = False
+    with conn.transaction():
+        refused: list[PgCommit] = staged.execute(conn)  # type: ignore[assignment]
+        for item in writes:
+            write: Callable[[psycopg.Connection], None] = item.write  # type: ignore[assignment]
+            try:
+                write(conn)
+            except StorageConflict as exc:
+                exc.item = item
+                raise
+    return refused

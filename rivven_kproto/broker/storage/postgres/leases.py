@@ -236,6 +236,11 @@ class PgLeases:
             " AND classid::bigint = %s AND objid::bigint = %s", (SHARD_LOCK_CLASS, shard)).fetchall()}
         self.judge_shard(shard, holders)
 
+    @property
+    def owner_pid(self) -> int:
+        """The backend of this broker's own session (the one holding its locks)."""
+        return int(self._owner.info.backend_pid)
+
     def judge_shard(self, shard: int, holders: set[int]) -> None:
         """``check_shard_lease``'s verdict from the backends holding the shard's lock (a round reads
         them for all of its shards in one statement, ``RoundWrites``)."""

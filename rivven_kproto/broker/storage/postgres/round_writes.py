@@ -1,18 +1,24 @@
-"""A round's writes gathered into a few multi-row statements, sent in one pipeline.
+"""A round's writes as one statement: one round trip and one commit whatever the round holds.
 
 Before, each log of a round wrote its own statements one round trip at a time (a partition: its
 batches, then its end move; a coordinator log: its shard's lock check, its entries, each commit
-decision): a transaction on the PostgreSQL engine cost ~17 statements and as many round trips.
-Here every log only adds rows (``PgCommit.stage``); the round then sends one statement per kind
-(the batches of every partition, the end moves, the coordinator entries, the decisions, the shard
-lock check) after BEGIN in the same pipeline, reads the results once, and checks them before
-COMMIT. The checks are the same as the statements' one by one: a partition whose end moved is
-refused (``StorageConflict``), a coordinator log whose shard's lock is not this broker's changes
-nothing (``PgLeases.judge_shard``): the transaction is rolled back and nothing is acknowledged.
+decision), between BEGIN and COMMIT: a transaction on the PostgreSQL engine cost ~17 statements
+and as many round trips. Here every log only adds rows (``PgCommit.stage``), and the round sends
+them as arrays in one statement whose parts (data-modifying CTEs) commit together, each write
+under the condition its old statement checked:
+
+- a partition's end moves only while this log is the partition's writer, from where it left it;
+  its batches go in only if its end moved (a partition another broker claimed is left out, the
+  rest of the round commits: ``refused`` names them);
+- coordinator entries and commit decisions go in only if this broker's session holds the lock of
+  every coordinator shard the round writes; the lock's holders come back, and
+  ``PgLeases.judge_shard`` says what a missing lock means (the round is then retried or the broker
+  stops; the partitions' part, committed, is written again idempotently).
 """
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,44 +26,46 @@ from typing import Any
 
 import psycopg
 
-from ..errors import StorageConflict
+log = logging.getLogger(__name__)
 
-_INSERT_BATCHES = (
-    "INSERT INTO kproto_batches (topic_id, partition, base_offset, last_offset, max_timestamp, producer_id,"
-    " producer_epoch, base_sequence, attributes, data) SELECT * FROM unnest(%s::uuid[], %s::int[], %s::bigint[],"
-    " %s::bigint[], %s::bigint[], %s::bigint[], %s::smallint[], %s::int[], %s::smallint[], %s::bytea[])"
-    " ON CONFLICT DO NOTHING"
-)
-# Each partition's end moves only while this log is its writer, from where it left it (or, when its
-# earlier attempt of the same commit reached the database but the answer was lost, from anywhere up
-# to the new end); a partition without a row gets one. Rows returned: the moves made. The UPDATE
-# does not see the rows the INSERT adds (one snapshot), so each key is returned at most once.
-_MOVE_ENDS = (
-    "WITH m (topic_id, partition, start, before, after, writer) AS (SELECT * FROM unnest(%s::uuid[], %s::int[],"
-    " %s::bigint[], %s::bigint[], %s::bigint[], %s::uuid[])),"
+_ROUND = (
+    "WITH holders AS (SELECT objid::bigint AS shard, pid FROM pg_locks WHERE locktype = 'advisory' AND granted"
+    " AND objsubid = 2 AND classid::bigint = %(lock_class)s AND objid::bigint = ANY(%(shards)s::bigint[])),"
+    " shards_held AS (SELECT NOT EXISTS (SELECT 1 FROM unnest(%(shards)s::bigint[]) AS s (shard) WHERE NOT EXISTS"
+    " (SELECT 1 FROM holders h WHERE h.shard = s.shard AND h.pid = %(owner)s)) AS held),"
+    " m (topic_id, partition, start, before, after, writer) AS (SELECT * FROM unnest(%(m_topic)s::uuid[],"
+    " %(m_partition)s::int[], %(m_start)s::bigint[], %(m_before)s::bigint[], %(m_after)s::bigint[],"
+    " %(m_writer)s::uuid[])),"
+    # A partition without a row gets one; the UPDATE does not see it (one snapshot): each key once.
     " created AS (INSERT INTO kproto_partitions (topic_id, partition, log_start_offset, next_offset, writer)"
     " SELECT topic_id, partition, start, after, writer FROM m ON CONFLICT (topic_id, partition) DO NOTHING"
     " RETURNING topic_id, partition),"
+    # From where this log left it, or (its earlier attempt reached the database, the answer was
+    # lost) from anywhere up to the new end.
     " moved AS (UPDATE kproto_partitions p SET next_offset = m.after FROM m WHERE p.topic_id = m.topic_id"
     " AND p.partition = m.partition AND p.writer = m.writer AND p.next_offset BETWEEN m.before AND m.after"
-    " RETURNING p.topic_id, p.partition)"
-    " SELECT topic_id, partition FROM created UNION ALL SELECT topic_id, partition FROM moved"
-)
-_INSERT_ENTRIES = (
-    "INSERT INTO kproto_coordinator_log (name, seq, payload) SELECT * FROM unnest(%s::text[], %s::bigint[],"
-    " %s::bytea[]) ON CONFLICT DO NOTHING"
-)
-_UPSERT_DECISIONS = (
-    "INSERT INTO kproto_txn_decisions (producer_id, producer_epoch) SELECT * FROM unnest(%s::bigint[],"
-    " %s::smallint[]) ON CONFLICT (producer_id) DO UPDATE SET producer_epoch = EXCLUDED.producer_epoch"
-)
-_DELETE_DECISIONS = "DELETE FROM kproto_txn_decisions WHERE producer_id = ANY(%s::bigint[])"
-_SHARD_HOLDERS = (
-    "SELECT objid::bigint, pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 2"
-    " AND classid::bigint = %s AND objid::bigint = ANY(%s::bigint[])"
+    " RETURNING p.topic_id, p.partition),"
+    " ended AS (SELECT topic_id, partition FROM created UNION ALL SELECT topic_id, partition FROM moved),"
+    " batches AS (INSERT INTO kproto_batches (topic_id, partition, base_offset, last_offset, max_timestamp,"
+    " producer_id, producer_epoch, base_sequence, attributes, data) SELECT * FROM unnest(%(b_topic)s::uuid[],"
+    " %(b_partition)s::int[], %(b_base)s::bigint[], %(b_last)s::bigint[], %(b_time)s::bigint[],"
+    " %(b_pid)s::bigint[], %(b_epoch)s::smallint[], %(b_sequence)s::int[], %(b_attributes)s::smallint[],"
+    " %(b_data)s::bytea[]) AS b (topic_id, partition) WHERE (b.topic_id, b.partition) IN (SELECT topic_id, partition FROM ended)"
+    " ON CONFLICT DO NOTHING),"
+    " entries AS (INSERT INTO kproto_coordinator_log (name, seq, payload) SELECT * FROM unnest(%(e_name)s::text[],"
+    " %(e_seq)s::bigint[], %(e_payload)s::bytea[]) WHERE (SELECT held FROM shards_held) ON CONFLICT DO NOTHING),"
+    " decided AS (INSERT INTO kproto_txn_decisions (producer_id, producer_epoch) SELECT * FROM"
+    " unnest(%(d_pid)s::bigint[], %(d_epoch)s::smallint[]) WHERE (SELECT held FROM shards_held)"
+    " ON CONFLICT (producer_id) DO UPDATE SET producer_epoch = EXCLUDED.producer_epoch),"
+    " completed AS (DELETE FROM kproto_txn_decisions WHERE producer_id = ANY(%(c_pid)s::bigint[])"
+    " AND (SELECT held FROM shards_held))"
+    " SELECT topic_id, partition, NULL::bigint, NULL::int FROM ended"
+    " UNION ALL SELECT NULL, NULL, shard, pid FROM holders"
 )
 
 BatchRow = tuple[Any, ...]  # (topic_id, partition, base, last, max_timestamp, pid, epoch, sequence, attributes, data)
+_BATCH_COLUMNS = ("b_topic", "b_partition", "b_base", "b_last", "b_time", "b_pid", "b_epoch", "b_sequence",
+                  "b_attributes", "b_data")
 
 
 @dataclass
@@ -73,17 +81,16 @@ class _Move:
 
 @dataclass
 class RoundWrites:
-    """What the logs of one round add; ``send`` queues it, ``verify`` checks the answers."""
+    """What the logs of one round add; ``execute`` writes it all in one statement."""
 
     shard_lock_class: int = 0
+    owner_pid: int = 0  # the backend of this broker's own session, which holds its shards' locks
     batches: list[BatchRow] = field(default_factory=list)
     entries: list[tuple[str, int, bytes]] = field(default_factory=list)
     decisions: dict[int, int | None] = field(default_factory=dict)  # producer id -> epoch; None: delete
     moves: list[_Move] = field(default_factory=list)
-    # shard -> how to judge its lock's holders (the leases' ``judge_shard``)
+    # shard -> what a lock not held by this broker means (the leases' ``judge_shard``)
     shards: dict[int, Callable[[int, set[int]], None]] = field(default_factory=dict)
-    _moved: psycopg.Cursor[Any] | None = None
-    _holders: psycopg.Cursor[Any] | None = None
 
     def move_end(self, item: object, name: str, key: tuple[uuid.UUID, int], start: int, before: int, after: int,
                  writer: uuid.UUID) -> None:
@@ -94,39 +101,34 @@ class RoundWrites:
         self.decisions.pop(producer_id, None)
         self.decisions[producer_id] = epoch
 
-    def send(self, conn: psycopg.Connection) -> None:
-        """In pipeline mode, after BEGIN: the lock check first, then one statement per kind."""
-        if self.shards:
-            self._holders = conn.execute(_SHARD_HOLDERS, (self.shard_lock_class, list(self.shards)))
-        if self.batches:
-            conn.execute(_INSERT_BATCHES, [list(column) for column in zip(*self.batches, strict=True)])
-        if self.moves:
-            if len({move.key for move in self.moves}) != len(self.moves):
-                raise ValueError("a round moves a partition's end twice")  # one begin_flush per log and round
-            self._moved = conn.execute(_MOVE_ENDS, (
-                [m.key[0] for m in self.moves], [m.key[1] for m in self.moves], [m.start for m in self.moves],
-                [m.before for m in self.moves], [m.after for m in self.moves], [m.writer for m in self.moves]))
-        if self.entries:
-            conn.execute(_INSERT_ENTRIES, [list(column) for column in zip(*self.entries, strict=True)])
+    def execute(self, conn: psycopg.Connection) -> list[object]:
+        """The round's statement; the items refused (their partition's end moved: another writer).
+        Raises what ``judge_shard`` raises when a shard's lock is not this broker's."""
+        if len({move.key for move in self.moves}) != len(self.moves):
+            raise ValueError("a round moves a partition's end twice")  # one begin_flush per log and round
+        columns = list(zip(*self.batches, strict=True)) if self.batches else [() for _ in _BATCH_COLUMNS]
+        entries = list(zip(*self.entries, strict=True)) if self.entries else [(), (), ()]
         upserts = [(pid, epoch) for pid, epoch in self.decisions.items() if epoch is not None]
-        deletes = [pid for pid, epoch in self.decisions.items() if epoch is None]
-        if upserts:
-            conn.execute(_UPSERT_DECISIONS, ([pid for pid, _ in upserts], [epoch for _, epoch in upserts]))
-        if deletes:
-            conn.execute(_DELETE_DECISIONS, (deletes,))
-
-    def verify(self) -> None:
-        """After the pipeline's sync: the shards' locks are this broker's, every end moved."""
-        if self._holders is not None:
-            holders: dict[int, set[int]] = {shard: set() for shard in self.shards}
-            for shard, pid in self._holders.fetchall():
+        params: dict[str, Any] = {
+            "lock_class": self.shard_lock_class, "owner": self.owner_pid, "shards": list(self.shards),
+            "m_topic": [m.key[0] for m in self.moves], "m_partition": [m.key[1] for m in self.moves],
+            "m_start": [m.start for m in self.moves], "m_before": [m.before for m in self.moves],
+            "m_after": [m.after for m in self.moves], "m_writer": [m.writer for m in self.moves],
+            **{name: list(column) for name, column in zip(_BATCH_COLUMNS, columns, strict=True)},
+            "e_name": list(entries[0]), "e_seq": list(entries[1]), "e_payload": list(entries[2]),
+            "d_pid": [pid for pid, _ in upserts], "d_epoch": [epoch for _, epoch in upserts],
+            "c_pid": [pid for pid, epoch in self.decisions.items() if epoch is None],
+        }
+        rows = conn.execute(_ROUND, params).fetchall()
+        ended = {(topic_id, int(index)) for topic_id, index, _, _ in rows if topic_id is not None}
+        holders: dict[int, set[int]] = {shard: set() for shard in self.shards}
+        for topic_id, _, shard, pid in rows:
+            if topic_id is None:
                 holders[int(shard)].add(int(pid))
-            for shard, judge in self.shards.items():
-                judge(shard, holders[shard])
-        if self._moved is not None:
-            moved = {(topic_id, int(index)) for topic_id, index in self._moved.fetchall()}
-            for move in self.moves:
-                if move.key not in moved:
-                    conflict = StorageConflict(f"{move.name}: its end moved in the database (another writer?)")
-                    conflict.item = move.item
-                    raise conflict
+        for shard, judge in self.shards.items():
+            judge(shard, holders[shard])
+        refused = [move for move in self.moves if move.key not in ended]
+        for move in refused:
+            log.warning("%s: its end moved in the database (another writer?); the partition moved to another broker",
+                        move.name)
+        return [move.item for move in refused]

@@ -187,7 +187,7 @@ class PostgresStorage:
             return
         with self.leases.lock:
             self.leases.check_ownership()
-        commit_round(self.pool, items, SHARD_LOCK_CLASS)
+        commit_round(self.pool, items, SHARD_LOCK_CLASS, self.leases.owner_pid)
 
     def committed_decisions(self, producer_ids: list[int]) -> dict[int, int]:
         """Worker thread: see ``PgQueries.committed_decisions``."""

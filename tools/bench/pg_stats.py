@@ -41,7 +41,7 @@ def snapshot(url: str) -> dict[str, Any]:
             "SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint, coalesce(sum(rows) FILTER"
             " (WHERE query ~* '^\\s*(INSERT|UPDATE|DELETE|WITH)'), 0)::bigint FROM pg_stat_statements").fetchone() or (0, 0)
         (wal,) = conn.execute("SELECT pg_current_wal_insert_lsn() - '0/0'::pg_lsn").fetchone() or (0,)
-        by_query = dict(conn.execute(
+        by_query: dict[str, int] = dict(conn.execute(
             "SELECT left(regexp_replace(query, '\\s+', ' ', 'g'), 90), sum(calls)::bigint FROM pg_stat_statements"
             " WHERE query NOT LIKE '%%pg_stat%%' GROUP BY 1").fetchall())
     return {"commits": int(commits or 0), "rows": int(rows or 0), "wal_bytes": int(wal or 0), "by_query": by_query}

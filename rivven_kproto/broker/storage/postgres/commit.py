@@ -4,9 +4,9 @@ Concurrent produce requests, markers on several partitions and coordinator entri
 together. A partition another broker claimed since (``StorageConflict``) is left out and marked
 ``fenced``: its writes are never acknowledged; the rest of the round commits.
 
-A round costs one round trip and one statement whatever it holds (``RoundWrites``, which the
-partitions' and coordinator logs' ``stage`` fill). A log that writes with statements of its own
-(``write``, run after it in the same transaction) adds BEGIN, COMMIT and its own round trips.
+A round costs two round trips and one statement (plus BEGIN and COMMIT) whatever it holds
+(``RoundWrites``, which the partitions' and coordinator logs' ``stage`` fill). A log that writes
+with statements of its own (``write``, run after it in the same transaction) adds its own.
 """
 
 from __future__ import annotations
@@ -86,26 +86,35 @@ def commit_round(pool: PgPool, items: list[PgCommit], shard_lock_class: int = 0,
 
 def _write_round(conn: psycopg.Connection, items: list[PgCommit], shard_lock_class: int,
                  owner_pid: int) -> list[PgCommit]:
-    """The staged rows in one statement, committed on its own (one round trip) unless a log has
-    statements of its own (``write``): then all in one transaction. The items refused."""
+    """BEGIN and the staged rows' one statement in a pipeline (one round trip), its answer
+    checked, a log's statements of its own (``write``), then COMMIT (the second). COMMIT goes only
+    after the answer: a broker killed while its statement waits (a lock) leaves nothing committed.
+    The items refused. (BEGIN is ours: psycopg's own costs a round trip of its own in a pipeline.)"""
     staged = RoundWrites(shard_lock_class, owner_pid)
     for item in items:
         if item.stage is not None:
             item.stage(staged, item)
-    writes = [item for item in items if item.write is not None]
-    if not writes:
-        conn.autocommit = True  # one statement: its own transaction, committed before the answer
-        try:
-            return staged.execute(conn)  # type: ignore[return-value]
-        finally:
-            conn.autocommit = False
-    with conn.transaction():
-        refused: list[PgCommit] = staged.execute(conn)  # type: ignore[assignment]
-        for item in writes:
+    conn.autocommit = True
+    try:
+        with conn.pipeline():
+            conn.execute("BEGIN")
+            cursor = staged.send(conn)
+        refused: list[PgCommit] = staged.verify(cursor)  # type: ignore[assignment]
+        for item in items:
+            if item.write is None:
+                continue
             write: Callable[[psycopg.Connection], None] = item.write  # type: ignore[assignment]
             try:
                 write(conn)
             except StorageConflict as exc:
                 exc.item = item
                 raise
-    return refused
+        conn.execute("COMMIT")
+        return refused
+    except BaseException:
+        if not conn.closed and conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            conn.execute("ROLLBACK")
+        raise
+    finally:
+        if not conn.closed:
+            conn.autocommit = False

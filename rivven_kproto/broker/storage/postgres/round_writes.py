@@ -1,11 +1,12 @@
-"""A round's writes as one statement: one round trip and one commit whatever the round holds.
+"""A round's writes as one statement: two round trips and one commit whatever the round holds.
 
 Before, each log of a round wrote its own statements one round trip at a time (a partition: its
 batches, then its end move; a coordinator log: its shard's lock check, its entries, each commit
 decision), between BEGIN and COMMIT: a transaction on the PostgreSQL engine cost ~17 statements
 and as many round trips. Here every log only adds rows (``PgCommit.stage``), and the round sends
-them as arrays in one statement whose parts (data-modifying CTEs) commit together, each write
-under the condition its old statement checked:
+them as arrays (binary: a text array of bytea costs Python time per byte) in one statement whose
+parts (data-modifying CTEs) commit together, each write under the condition its old statement
+checked:
 
 - a partition's end moves only while this log is the partition's writer, from where it left it;
   its batches go in only if its end moved (a partition another broker claimed is left out, the
@@ -30,12 +31,12 @@ log = logging.getLogger(__name__)
 
 _ROUND = (
     "WITH holders AS (SELECT objid::bigint AS shard, pid FROM pg_locks WHERE locktype = 'advisory' AND granted"
-    " AND objsubid = 2 AND classid::bigint = %(lock_class)s AND objid::bigint = ANY(%(shards)s::bigint[])),"
-    " shards_held AS (SELECT NOT EXISTS (SELECT 1 FROM unnest(%(shards)s::bigint[]) AS s (shard) WHERE NOT EXISTS"
+    " AND objsubid = 2 AND classid::bigint = %(lock_class)s AND objid::bigint = ANY(%(shards)b::bigint[])),"
+    " shards_held AS (SELECT NOT EXISTS (SELECT 1 FROM unnest(%(shards)b::bigint[]) AS s (shard) WHERE NOT EXISTS"
     " (SELECT 1 FROM holders h WHERE h.shard = s.shard AND h.pid = %(owner)s)) AS held),"
-    " m (topic_id, partition, start, before, after, writer) AS (SELECT * FROM unnest(%(m_topic)s::uuid[],"
-    " %(m_partition)s::int[], %(m_start)s::bigint[], %(m_before)s::bigint[], %(m_after)s::bigint[],"
-    " %(m_writer)s::uuid[])),"
+    " m (topic_id, partition, start, before, after, writer) AS (SELECT * FROM unnest(%(m_topic)b::uuid[],"
+    " %(m_partition)b::int[], %(m_start)b::bigint[], %(m_before)b::bigint[], %(m_after)b::bigint[],"
+    " %(m_writer)b::uuid[])),"
     # A partition without a row gets one; the UPDATE does not see it (one snapshot): each key once.
     " created AS (INSERT INTO kproto_partitions (topic_id, partition, log_start_offset, next_offset, writer)"
     " SELECT topic_id, partition, start, after, writer FROM m ON CONFLICT (topic_id, partition) DO NOTHING"
@@ -47,17 +48,17 @@ _ROUND = (
     " RETURNING p.topic_id, p.partition),"
     " ended AS (SELECT topic_id, partition FROM created UNION ALL SELECT topic_id, partition FROM moved),"
     " batches AS (INSERT INTO kproto_batches (topic_id, partition, base_offset, last_offset, max_timestamp,"
-    " producer_id, producer_epoch, base_sequence, attributes, data) SELECT * FROM unnest(%(b_topic)s::uuid[],"
-    " %(b_partition)s::int[], %(b_base)s::bigint[], %(b_last)s::bigint[], %(b_time)s::bigint[],"
-    " %(b_pid)s::bigint[], %(b_epoch)s::smallint[], %(b_sequence)s::int[], %(b_attributes)s::smallint[],"
-    " %(b_data)s::bytea[]) AS b (topic_id, partition) WHERE (b.topic_id, b.partition) IN (SELECT topic_id, partition FROM ended)"
+    " producer_id, producer_epoch, base_sequence, attributes, data) SELECT * FROM unnest(%(b_topic)b::uuid[],"
+    " %(b_partition)b::int[], %(b_base)b::bigint[], %(b_last)b::bigint[], %(b_time)b::bigint[],"
+    " %(b_pid)b::bigint[], %(b_epoch)b::smallint[], %(b_sequence)b::int[], %(b_attributes)b::smallint[],"
+    " %(b_data)b::bytea[]) AS b (topic_id, partition) WHERE (b.topic_id, b.partition) IN (SELECT topic_id, partition FROM ended)"
     " ON CONFLICT DO NOTHING),"
-    " entries AS (INSERT INTO kproto_coordinator_log (name, seq, payload) SELECT * FROM unnest(%(e_name)s::text[],"
-    " %(e_seq)s::bigint[], %(e_payload)s::bytea[]) WHERE (SELECT held FROM shards_held) ON CONFLICT DO NOTHING),"
+    " entries AS (INSERT INTO kproto_coordinator_log (name, seq, payload) SELECT * FROM unnest(%(e_name)b::text[],"
+    " %(e_seq)b::bigint[], %(e_payload)b::bytea[]) WHERE (SELECT held FROM shards_held) ON CONFLICT DO NOTHING),"
     " decided AS (INSERT INTO kproto_txn_decisions (producer_id, producer_epoch) SELECT * FROM"
-    " unnest(%(d_pid)s::bigint[], %(d_epoch)s::smallint[]) WHERE (SELECT held FROM shards_held)"
+    " unnest(%(d_pid)b::bigint[], %(d_epoch)b::smallint[]) WHERE (SELECT held FROM shards_held)"
     " ON CONFLICT (producer_id) DO UPDATE SET producer_epoch = EXCLUDED.producer_epoch),"
-    " completed AS (DELETE FROM kproto_txn_decisions WHERE producer_id = ANY(%(c_pid)s::bigint[])"
+    " completed AS (DELETE FROM kproto_txn_decisions WHERE producer_id = ANY(%(c_pid)b::bigint[])"
     " AND (SELECT held FROM shards_held))"
     " SELECT topic_id, partition, NULL::bigint, NULL::int FROM ended"
     " UNION ALL SELECT NULL, NULL, shard, pid FROM holders"
@@ -101,9 +102,8 @@ class RoundWrites:
         self.decisions.pop(producer_id, None)
         self.decisions[producer_id] = epoch
 
-    def execute(self, conn: psycopg.Connection) -> list[object]:
-        """The round's statement; the items refused (their partition's end moved: another writer).
-        Raises what ``judge_shard`` raises when a shard's lock is not this broker's."""
+    def send(self, conn: psycopg.Connection) -> psycopg.Cursor[Any]:
+        """The round's statement (in a pipeline, its answer comes with the pipeline's sync)."""
         if len({move.key for move in self.moves}) != len(self.moves):
             raise ValueError("a round moves a partition's end twice")  # one begin_flush per log and round
         columns = list(zip(*self.batches, strict=True)) if self.batches else [() for _ in _BATCH_COLUMNS]
@@ -119,7 +119,12 @@ class RoundWrites:
             "d_pid": [pid for pid, _ in upserts], "d_epoch": [epoch for _, epoch in upserts],
             "c_pid": [pid for pid, epoch in self.decisions.items() if epoch is None],
         }
-        rows = conn.execute(_ROUND, params).fetchall()
+        return conn.execute(_ROUND, params)
+
+    def verify(self, cursor: psycopg.Cursor[Any]) -> list[object]:
+        """The items refused (their partition's end moved: another writer); raises what
+        ``judge_shard`` raises when a shard's lock is not this broker's."""
+        rows = cursor.fetchall()
         ended = {(topic_id, int(index)) for topic_id, index, _, _ in rows if topic_id is not None}
         holders: dict[int, set[int]] = {shard: set() for shard in self.shards}
         for topic_id, _, shard, pid in rows:

@@ -19,6 +19,7 @@ checked:
 
 from __future__ import annotations
 
+import functools
 import logging
 import uuid
 from collections.abc import Callable
@@ -29,12 +30,16 @@ import psycopg
 
 log = logging.getLogger(__name__)
 
-_ROUND = (
-    "WITH holders AS (SELECT objid::bigint AS shard, pid FROM pg_locks WHERE locktype = 'advisory' AND granted"
+# The statement's parts; a round sends those it needs (a round of partitions alone does not read
+# pg_locks, one of a coordinator log alone moves no ends), each combination prepared once.
+_HOLDERS = (
+    "holders AS (SELECT objid::bigint AS shard, pid FROM pg_locks WHERE locktype = 'advisory' AND granted"
     " AND objsubid = 2 AND classid::bigint = %(lock_class)s AND objid::bigint = ANY(%(shards)b::bigint[])),"
     " shards_held AS (SELECT NOT EXISTS (SELECT 1 FROM unnest(%(shards)b::bigint[]) AS s (shard) WHERE NOT EXISTS"
-    " (SELECT 1 FROM holders h WHERE h.shard = s.shard AND h.pid = %(owner)s)) AS held),"
-    " m (topic_id, partition, start, before, after, writer) AS (SELECT * FROM unnest(%(m_topic)b::uuid[],"
+    " (SELECT 1 FROM holders h WHERE h.shard = s.shard AND h.pid = %(owner)s)) AS held)"
+)
+_MOVES = (
+    "m (topic_id, partition, start, before, after, writer) AS (SELECT * FROM unnest(%(m_topic)b::uuid[],"
     " %(m_partition)b::int[], %(m_start)b::bigint[], %(m_before)b::bigint[], %(m_after)b::bigint[],"
     " %(m_writer)b::uuid[])),"
     # A partition without a row gets one; the UPDATE does not see it (one snapshot): each key once.
@@ -51,18 +56,35 @@ _ROUND = (
     " producer_id, producer_epoch, base_sequence, attributes, data) SELECT * FROM unnest(%(b_topic)b::uuid[],"
     " %(b_partition)b::int[], %(b_base)b::bigint[], %(b_last)b::bigint[], %(b_time)b::bigint[],"
     " %(b_pid)b::bigint[], %(b_epoch)b::smallint[], %(b_sequence)b::int[], %(b_attributes)b::smallint[],"
-    " %(b_data)b::bytea[]) AS b (topic_id, partition) WHERE (b.topic_id, b.partition) IN (SELECT topic_id, partition FROM ended)"
-    " ON CONFLICT DO NOTHING),"
-    " entries AS (INSERT INTO kproto_coordinator_log (name, seq, payload) SELECT * FROM unnest(%(e_name)b::text[],"
-    " %(e_seq)b::bigint[], %(e_payload)b::bytea[]) WHERE (SELECT held FROM shards_held) ON CONFLICT DO NOTHING),"
-    " decided AS (INSERT INTO kproto_txn_decisions (producer_id, producer_epoch) SELECT * FROM"
-    " unnest(%(d_pid)b::bigint[], %(d_epoch)b::smallint[]) WHERE (SELECT held FROM shards_held)"
-    " ON CONFLICT (producer_id) DO UPDATE SET producer_epoch = EXCLUDED.producer_epoch),"
-    " completed AS (DELETE FROM kproto_txn_decisions WHERE producer_id = ANY(%(c_pid)b::bigint[])"
-    " AND (SELECT held FROM shards_held))"
-    " SELECT topic_id, partition, NULL::bigint, NULL::int FROM ended"
-    " UNION ALL SELECT NULL, NULL, shard, pid FROM holders"
+    " %(b_data)b::bytea[]) AS b (topic_id, partition) WHERE (b.topic_id, b.partition) IN"
+    " (SELECT topic_id, partition FROM ended) ON CONFLICT DO NOTHING)"
 )
+_HELD = " WHERE (SELECT held FROM shards_held)"
+_ENTRIES = (
+    "entries AS (INSERT INTO kproto_coordinator_log (name, seq, payload) SELECT * FROM unnest(%(e_name)b::text[],"
+    " %(e_seq)b::bigint[], %(e_payload)b::bytea[]){held} ON CONFLICT DO NOTHING)"
+)
+_DECIDED = (
+    "decided AS (INSERT INTO kproto_txn_decisions (producer_id, producer_epoch) SELECT * FROM"
+    " unnest(%(d_pid)b::bigint[], %(d_epoch)b::smallint[]){held}"
+    " ON CONFLICT (producer_id) DO UPDATE SET producer_epoch = EXCLUDED.producer_epoch)"
+)
+_COMPLETED = "completed AS (DELETE FROM kproto_txn_decisions WHERE producer_id = ANY(%(c_pid)b::bigint[]){held})"
+_ENDED = "SELECT topic_id, partition, NULL::bigint, NULL::int FROM ended"
+_HOLDING = "SELECT NULL::uuid, NULL::int, shard, pid FROM holders"
+_NOTHING = "SELECT NULL::uuid, NULL::int, NULL::bigint, NULL::int WHERE false"
+
+
+@functools.cache
+def _statement(shards: bool, moves: bool, entries: bool, decided: bool, completed: bool) -> str:
+    """The round's statement of the parts it needs (its entries and decisions under the shards' locks)."""
+    where, also = (_HELD, _HELD.replace(" WHERE ", " AND ")) if shards else ("", "")
+    parts = [text for wanted, text in ((shards, _HOLDERS), (moves, _MOVES), (entries, _ENTRIES.format(held=where)),
+                                       (decided, _DECIDED.format(held=where)), (completed, _COMPLETED.format(held=also)))
+             if wanted]
+    answers = [text for wanted, text in ((moves, _ENDED), (shards, _HOLDING)) if wanted] or [_NOTHING]
+    return ("WITH " + ", ".join(parts) + " " if parts else "") + " UNION ALL ".join(answers)
+
 
 BatchRow = tuple[Any, ...]  # (topic_id, partition, base, last, max_timestamp, pid, epoch, sequence, attributes, data)
 _BATCH_COLUMNS = ("b_topic", "b_partition", "b_base", "b_last", "b_time", "b_pid", "b_epoch", "b_sequence",
@@ -106,20 +128,26 @@ class RoundWrites:
         """The round's statement (in a pipeline, its answer comes with the pipeline's sync)."""
         if len({move.key for move in self.moves}) != len(self.moves):
             raise ValueError("a round moves a partition's end twice")  # one begin_flush per log and round
-        columns = list(zip(*self.batches, strict=True)) if self.batches else [() for _ in _BATCH_COLUMNS]
-        entries = list(zip(*self.entries, strict=True)) if self.entries else [(), (), ()]
         upserts = [(pid, epoch) for pid, epoch in self.decisions.items() if epoch is not None]
-        params: dict[str, Any] = {
-            "lock_class": self.shard_lock_class, "owner": self.owner_pid, "shards": list(self.shards),
-            "m_topic": [m.key[0] for m in self.moves], "m_partition": [m.key[1] for m in self.moves],
-            "m_start": [m.start for m in self.moves], "m_before": [m.before for m in self.moves],
-            "m_after": [m.after for m in self.moves], "m_writer": [m.writer for m in self.moves],
-            **{name: list(column) for name, column in zip(_BATCH_COLUMNS, columns, strict=True)},
-            "e_name": list(entries[0]), "e_seq": list(entries[1]), "e_payload": list(entries[2]),
-            "d_pid": [pid for pid, _ in upserts], "d_epoch": [epoch for _, epoch in upserts],
-            "c_pid": [pid for pid, epoch in self.decisions.items() if epoch is None],
-        }
-        return conn.execute(_ROUND, params)
+        deletes = [pid for pid, epoch in self.decisions.items() if epoch is None]
+        params: dict[str, Any] = {}
+        if self.shards:
+            params.update(lock_class=self.shard_lock_class, owner=self.owner_pid, shards=list(self.shards))
+        if self.moves:
+            params.update(m_topic=[m.key[0] for m in self.moves], m_partition=[m.key[1] for m in self.moves],
+                          m_start=[m.start for m in self.moves], m_before=[m.before for m in self.moves],
+                          m_after=[m.after for m in self.moves], m_writer=[m.writer for m in self.moves])
+            columns = list(zip(*self.batches, strict=True)) if self.batches else [() for _ in _BATCH_COLUMNS]
+            params.update({name: list(column) for name, column in zip(_BATCH_COLUMNS, columns, strict=True)})
+        if self.entries:
+            names, seqs, payloads = zip(*self.entries, strict=True)
+            params.update(e_name=list(names), e_seq=list(seqs), e_payload=list(payloads))
+        if upserts:
+            params.update(d_pid=[pid for pid, _ in upserts], d_epoch=[epoch for _, epoch in upserts])
+        if deletes:
+            params.update(c_pid=deletes)
+        statement = _statement(bool(self.shards), bool(self.moves), bool(self.entries), bool(upserts), bool(deletes))
+        return conn.execute(statement, params)
 
     def verify(self, cursor: psycopg.Cursor[Any]) -> list[object]:
         """The items refused (their partition's end moved: another writer); raises what

@@ -17,9 +17,12 @@ fails is recorded with its error and the brokers' log tails, and the run goes on
 
 Around each workload the tool reads the CPU time of every broker (summed), of the PostgreSQL
 server (the postmaster and its backends) and of this process (the librdkafka clients), so the
-table shows how many of the machine's cores the run kept busy. Prints a table (medians of the
-rounds), writes every round to JSON (``--json``) and ``scaling.png`` into ``--out``: throughput
-against brokers, the native log as a dashed reference line.
+table shows how many of the machine's cores the run kept busy, and what the PostgreSQL server did
+(``pg_stats``: commits, statements, WAL bytes), so that a second table gives the cost per message
+and per transaction (CPU of brokers + PostgreSQL, database work), which a busy machine distorts
+less than rates. Prints both (medians of the rounds), writes every round to JSON (``--json``)
+and ``scaling.png`` into ``--out``: throughput against brokers, the native log as a dashed
+reference line.
 """
 
 from __future__ import annotations

@@ -17,9 +17,12 @@ fails is recorded with its error and the brokers' log tails, and the run goes on
 
 Around each workload the tool reads the CPU time of every broker (summed), of the PostgreSQL
 server (the postmaster and its backends) and of this process (the librdkafka clients), so the
-table shows how many of the machine's cores the run kept busy. Prints a table (medians of the
-rounds), writes every round to JSON (``--json``) and ``scaling.png`` into ``--out``: throughput
-against brokers, the native log as a dashed reference line.
+table shows how many of the machine's cores the run kept busy, and what the PostgreSQL server did
+(``pg_stats``: commits, statements, WAL bytes), so that a second table gives the cost per message
+and per transaction (CPU of brokers + PostgreSQL, database work), which a busy machine distorts
+less than rates. Prints both (medians of the rounds), writes every round to JSON (``--json``)
+and ``scaling.png`` into ``--out``: throughput against brokers, the native log as a dashed
+reference line.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import brokers
+from . import brokers, pg_stats
 from . import workloads as w
 from .__main__ import machine
 from .curves import chart
@@ -153,13 +156,14 @@ def run_workload(name: str, cluster: Cluster, settings: Settings, txn_budget_s: 
 
 
 def measure(cluster: Cluster, name: str, settings: Settings, postmaster: int | None,
-            txn_budget_s: float) -> dict[str, Any]:
+            txn_budget_s: float, server_url: str | None = None) -> dict[str, Any]:
     """One workload; its figures plus the CPU of brokers, PostgreSQL and clients: over the whole
     call (``*_cpu_s``, as ``python -m tools.bench`` counts) and as cores busy over its timed part."""
     exact_peak = all([reset_peak(pid) for pid in cluster.pids])
     before = [usage(pid).cpu_s for pid in cluster.pids]
     pg_before = tree_cpu_s(postmaster) if postmaster else 0.0
     client_before = client_cpu_s()
+    stats_before = pg_stats.snapshot(server_url) if server_url else None
     with CpuSampler(cluster.pids, postmaster) as sampler:
         figures = run_workload(name, cluster, settings, txn_budget_s)
         end = time.perf_counter()
@@ -171,6 +175,15 @@ def measure(cluster: Cluster, name: str, settings: Settings, postmaster: int | N
                      max(a.rss_mib for a in after), exact_peak)
     out.update(broker_cpu_s_each=[round(c, 3) for c in per_broker], pg_cpu_s=round(pg, 3),
                client_cpu_s=round(client, 3), **sampler.cores(end - figures.seconds, end))
+    transactions = figures.extra.get("transactions")
+    total_cpu = sum(per_broker) + pg
+    out.update(cpu_ms_per_msg=round(total_cpu * 1000 / max(figures.messages, 1), 4))
+    if transactions:
+        out.update(cpu_ms_per_txn=round(total_cpu * 1000 / transactions, 3),
+                   broker_cpu_ms_per_txn=round(sum(per_broker) * 1000 / transactions, 3),
+                   pg_cpu_ms_per_txn=round(pg * 1000 / transactions, 3))
+    if server_url and stats_before is not None:
+        out.update(pg_stats.cost(stats_before, pg_stats.snapshot(server_url), figures.messages, transactions))
     if name == "transactions":  # a commit waits for markers on the partition's leader: which node is it?
         described = w.described_by(cluster.nodes[0].bootstrap, "bench-txn")
         out.update(partition_leader=described.topics[0].partitions[0].leader_id,
@@ -179,7 +192,7 @@ def measure(cluster: Cluster, name: str, settings: Settings, postmaster: int | N
 
 
 def run_point(targets: list[brokers.Target], round_: int, settings: Settings, postmaster: int | None,
-              txn_budget_s: float) -> dict[str, Any]:
+              txn_budget_s: float, server_url: str | None = None) -> dict[str, Any]:
     results: dict[str, Any] = {"brokers": len(targets)}
     try:
         cluster = Cluster(targets, round_)
@@ -191,7 +204,7 @@ def run_point(targets: list[brokers.Target], round_: int, settings: Settings, po
     try:
         for name in WORKLOADS:
             try:
-                results[name] = measure(cluster, name, settings, postmaster, txn_budget_s)
+                results[name] = measure(cluster, name, settings, postmaster, txn_budget_s, server_url)
             except Exception as exc:  # noqa: BLE001 - a failed workload is a result (with the brokers' logs)
                 log.warning("%s with %d broker(s): %s", name, len(targets), exc)
                 results[name] = {"error": f"{type(exc).__name__}: {exc}"[:500], "logs": cluster.log_tails()}
@@ -210,6 +223,7 @@ def run_all(counts: list[int], settings: Settings, txn_budget_s: float) -> dict[
 
     rounds: dict[str, list[dict[str, Any]]] = {NATIVE: [], **{pg_name(n): [] for n in counts}}
     with temporary_postgres() as server:
+        pg_stats.enable(server)
         postmaster = int((server.data_dir / "postmaster.pid").read_text().split()[0])
         for round_ in range(settings.rounds):
             log.info("round %d: native", round_ + 1)
@@ -218,12 +232,15 @@ def run_all(counts: list[int], settings: Settings, txn_budget_s: float) -> dict[
                 log.info("round %d: %d broker(s) on PostgreSQL", round_ + 1, count)
                 url = create_database(server)
                 targets = [brokers.cluster_node(url, node) for node in range(1, count + 1)]
-                rounds[pg_name(count)].append(run_point(targets, round_, settings, postmaster, txn_budget_s))
+                rounds[pg_name(count)].append(run_point(targets, round_, settings, postmaster, txn_budget_s,
+                                                        server.url))
     return rounds
 
 
 KEYS = ("msgs_per_s", "txn_per_s", "transactions", "p50_ms", "p99_ms", "broker_cpu_s", "pg_cpu_s", "client_cpu_s",
-        "cores_brokers", "cores_pg", "cores_client", "cores_busy", "seconds")
+        "cores_brokers", "cores_pg", "cores_client", "cores_busy", "seconds", "cpu_ms_per_msg", "cpu_ms_per_txn",
+        "broker_cpu_ms_per_txn", "pg_cpu_ms_per_txn", "db_commits_per_msg", "statements_per_msg",
+        "wal_bytes_per_msg", "db_commits_per_txn", "statements_per_txn", "wal_bytes_per_txn", "db_rows_per_txn")
 
 
 def summarize(rounds: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, dict[str, float]]]:
@@ -254,6 +271,26 @@ def table(summary: dict[str, dict[str, dict[str, float]]], rounds: int) -> list[
                                                     ("client_cpu_s", 2))]
             cores = "+".join(_cell(f.get(k), 2) for k in ("cores_brokers", "cores_pg", "cores_client"))
             rows.append([name, label, *cells, f"{cores}={_cell(f.get('cores_busy'), 2)}", str(int(f["rounds"]))])
+    return rows
+
+
+def cost_table(summary: dict[str, dict[str, dict[str, float]]]) -> list[list[str]]:
+    """Medians of the cost per unit of work: CPU (brokers + PostgreSQL) and the database's commits,
+    statements and WAL bytes, per message (produce, consume) or per transaction."""
+    rows = [["workload", "brokers", "unit", "CPU ms", "broker CPU ms", "PG CPU ms", "DB commits", "statements",
+             "WAL bytes"]]
+    for name in WORKLOADS:
+        unit = "txn" if name == "transactions" else "msg"
+        for config, by_workload in summary.items():
+            f = by_workload[name]
+            label = "1 native" if config == NATIVE else f"{config.split('-')[1]} on PostgreSQL"
+            if unit == "txn":
+                cpu = [f.get("cpu_ms_per_txn"), f.get("broker_cpu_ms_per_txn"), f.get("pg_cpu_ms_per_txn")]
+            else:
+                cpu = [f.get("cpu_ms_per_msg"), None, None]
+            rows.append([name, label, unit, *(_cell(c, 4 if unit == "msg" else 2) for c in cpu),
+                         _cell(f.get(f"db_commits_per_{unit}"), 3), _cell(f.get(f"statements_per_{unit}"), 2),
+                         _cell(f.get(f"wal_bytes_per_{unit}"), 0)])
     return rows
 
 
@@ -308,6 +345,7 @@ def main(argv: list[str] | None = None) -> int:
                 "summary": summary}
     args.json.write_text(json.dumps(document, indent=1))
     print(render_plain(table(summary, settings.rounds)))
+    print(render_plain(cost_table(summary)))
     failed = [(config, i + 1, name) for config, runs in rounds.items() for i, run in enumerate(runs)
               for name in WORKLOADS if "error" in run.get(name, {})]
     for config, round_, name in failed:

@@ -18,9 +18,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
-
-import psycopg
 
 from rivven_kproto.broker.durable.flush import FlushItem
 from rivven_kproto.broker.durable.log import MAGIC, MAX_ENTRY, frame, scan
@@ -28,21 +25,13 @@ from rivven_kproto.broker.durable.work import BlockingWork, submit
 
 from .commit import PgCommit, pg_items
 from .engine import PgEngine
+from .round_writes import RoundWrites
 
 
 @dataclass(frozen=True)
 class _Decision:
     producer_id: int
     epoch: int | None  # None: the transaction is complete, its decision no longer needed
-
-    def write(self, cursor: psycopg.Cursor[Any]) -> None:
-        if self.epoch is None:
-            cursor.execute("DELETE FROM kproto_txn_decisions WHERE producer_id = %s", (self.producer_id,))
-        else:
-            cursor.execute(
-                "INSERT INTO kproto_txn_decisions (producer_id, producer_epoch) VALUES (%s, %s)"
-                " ON CONFLICT (producer_id) DO UPDATE SET producer_epoch = EXCLUDED.producer_epoch",
-                (self.producer_id, self.epoch))
 
 
 class PgDurableLog:
@@ -109,21 +98,17 @@ class PgDurableLog:
         if not self._pending:
             return None
         items, self._pending = self._pending, []
-        storage, shard = self.storage, self.shard
+        judge, shard, name = self.storage.leases.judge_shard, self.shard, self.name
 
-        def write(conn: psycopg.Connection) -> None:
-            storage.leases.check_shard_lease(conn, shard)
-            with conn.cursor() as cursor:
-                rows = [item for item in items if not isinstance(item, _Decision)]
-                if rows:
-                    cursor.executemany(
-                        "INSERT INTO kproto_coordinator_log (name, seq, payload) VALUES (%s, %s, %s)"
-                        " ON CONFLICT DO NOTHING", rows)
-                for item in items:  # in order: made and completed in one round, it ends deleted
-                    if isinstance(item, _Decision):
-                        item.write(cursor)
+        def stage(round_: RoundWrites, _: PgCommit) -> None:
+            round_.shards[shard] = judge  # checked in the round's transaction, before its COMMIT
+            for item in items:  # in order: made and completed in one round, a decision ends deleted
+                if isinstance(item, _Decision):
+                    round_.decide(item.producer_id, item.epoch)
+                else:
+                    round_.entries.append(item)
 
-        return PgCommit(write, kind=self.name, items=items)
+        return PgCommit(kind=name, items=items, stage=stage)
 
     def abandon_sync(self, item: FlushItem) -> None:
         """A round that failed: its entries go again, first."""

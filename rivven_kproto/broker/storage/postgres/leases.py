@@ -234,6 +234,16 @@ class PgLeases:
         holders = {pid for (pid,) in conn.execute(
             "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 2"
             " AND classid::bigint = %s AND objid::bigint = %s", (SHARD_LOCK_CLASS, shard)).fetchall()}
+        self.judge_shard(shard, holders)
+
+    @property
+    def owner_pid(self) -> int:
+        """The backend of this broker's own session (the one holding its locks)."""
+        return int(self._owner.info.backend_pid)
+
+    def judge_shard(self, shard: int, holders: set[int]) -> None:
+        """``check_shard_lease``'s verdict from the backends holding the shard's lock (a round reads
+        them for all of its shards in one statement, ``RoundWrites``)."""
         if self._owner.info.backend_pid in holders:
             return
         if shard in self.shards_held and not holders:

@@ -32,8 +32,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import psycopg
-
 from rivven_kproto.broker.durable.work import BlockingWork, submit
 from rivven_kproto.broker.log.base import Batches, PartitionLogBase, ReadResult
 from rivven_kproto.broker.log.config import LogConfig
@@ -43,30 +41,15 @@ from rivven_kproto.codec.enums import MAX_TIMESTAMP, IsolationLevel
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.records.batch import CONTROL_MASK, HEADER_SIZE, parse_header
 
-from ..errors import StorageConflict
 from .commit import PgCommit
 from .engine import PgEngine
 from .queries import take_batches
 from .region import PgRegion
+from .round_writes import RoundWrites
 
 log = logging.getLogger(__name__)
 
 CACHE_BYTES = 4 * 1024 * 1024  # the newest bytes of each partition kept in memory for reads
-_INSERT_BATCH = (
-    "INSERT INTO kproto_batches (topic_id, partition, base_offset, last_offset, max_timestamp, producer_id,"
-    " producer_epoch, base_sequence, attributes, data) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
-    " ON CONFLICT DO NOTHING"
-)
-# The end moves only while this log is the partition's writer (it claimed the row when it opened,
-# or created it), from where it left it; or, when its earlier attempt of the same commit reached
-# the database but the answer was lost, from anywhere up to the new end.
-_MOVE_END = (
-    "INSERT INTO kproto_partitions (topic_id, partition, log_start_offset, next_offset, writer)"
-    " VALUES (%(topic_id)s, %(partition)s, %(start)s, %(after)s, %(writer)s)"
-    " ON CONFLICT (topic_id, partition) DO UPDATE SET next_offset = EXCLUDED.next_offset"
-    " WHERE kproto_partitions.writer = EXCLUDED.writer"
-    " AND kproto_partitions.next_offset BETWEEN %(before)s AND EXCLUDED.next_offset"
-)
 # Opening a partition makes this log its writer: a commit of the log that wrote it before (a
 # broker that led it, or this broker before a restart) is refused from then on.
 _CLAIM = (
@@ -390,18 +373,13 @@ class PgPartitionLog(PartitionLogBase):
         rows = [batch.row for batch in self._pending if batch.row is not None]
         pending, self._pending = self._pending, []
         before, after, start = self._committed_end, self._next_offset, self._log_start_offset
-        topic_id, index = self.key
+        name, key, writer = self.name, self.key, self.writer
 
-        def write(conn: psycopg.Connection) -> None:
-            with conn.cursor() as cursor:
-                if rows:
-                    cursor.executemany(_INSERT_BATCH, rows)
-                cursor.execute(_MOVE_END, {"topic_id": topic_id, "partition": index, "start": start, "after": after,
-                                           "before": before, "writer": self.writer})
-                if cursor.rowcount != 1:
-                    raise StorageConflict(f"{self.name}: its end moved in the database (another writer?)")
+        def stage(round_: RoundWrites, item: PgCommit) -> None:
+            round_.batches.extend(rows)  # type: ignore[arg-type]
+            round_.move_end(item, name, key, start, before, after, writer)
 
-        return PgCommit(write, end_offset=after, items=pending)
+        return PgCommit(end_offset=after, items=pending, stage=stage)
 
     def finish_flush(self, pending: PgCommit, now_ms: int | None = None) -> None:
         if self._closed:

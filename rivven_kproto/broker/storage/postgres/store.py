@@ -26,7 +26,7 @@ from rivven_kproto.broker.log.config import LogConfig
 from ..errors import StorageConflict, StorageUnavailable
 from .commit import PgCommit, commit_round, pg_items
 from .coordinator_log import PgDurableLog
-from .leases import PgLeases
+from .leases import SHARD_LOCK_CLASS, PgLeases
 from .partition import PgPartitionLog
 from .pool import POOL_SIZE, PgPool, unavailable_on_error
 from .queries import PgQueries
@@ -187,7 +187,7 @@ class PostgresStorage:
             return
         with self.leases.lock:
             self.leases.check_ownership()
-        commit_round(self.pool, items)
+        commit_round(self.pool, items, SHARD_LOCK_CLASS, self.leases.owner_pid)
 
     def committed_decisions(self, producer_ids: list[int]) -> dict[int, int]:
         """Worker thread: see ``PgQueries.committed_decisions``."""

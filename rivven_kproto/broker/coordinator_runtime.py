@@ -52,7 +52,7 @@ class Shard(Protocol[Rec]):
     def decode(self, payload: bytes) -> Iterable[Rec]:
         """The records of one log entry (as ``encode`` wrote them)."""
 
-    def appended(self) -> None:
+    def appended(self, records: Sequence[Rec]) -> None:
         """After each append and apply: the shard's own policy (compaction snapshots)."""
 
 
@@ -78,6 +78,9 @@ class CoordinatorRuntime(Generic[Rec]):
 
     log: AppendLog | None
     shard: Shard[Rec]
+    # How an entry is appended (default ``log.append``): the group coordinator's turns a failure
+    # into the request's error (``coordinator_log.append_or_refuse``).
+    write: Callable[[bytes], object] | None = None
     _routes: dict[type, _Route] = field(default_factory=dict)
 
     def on(self, kind: type, run: EffectRunner, then: Feedback | None = None) -> None:
@@ -96,9 +99,25 @@ class CoordinatorRuntime(Generic[Rec]):
     def run(self, result: Result[R], now_ms: int) -> R:
         """Append and apply ``result``'s records, run its effects; the append's failure raises
         (nothing changed); so does an effect's."""
-        self._commit(result.records)
+        self.append(result.records)
         self._run_effects(result.effects, now_ms)
         return result.response
+
+    def append(self, records: Sequence[Rec], *, apply: bool = True) -> None:
+        """Log ``records`` as one entry, then apply them (an operation with no effects).
+
+        ``apply=False``: records the live state already holds (the group coordinator's records of
+        its members, kept as they change): only a replay applies them."""
+        if not records:
+            return
+        if self.write is not None:
+            self.write(self.shard.encode(records))
+        elif self.log is not None:
+            self.log.append(self.shard.encode(records))
+        if apply:
+            for record in records:
+                self.shard.apply(record)
+        self.shard.appended(records)
 
     def follow(self, result: Result[Any] | None, now_ms: int) -> None:
         """A follow-up (fed back from an effect, or retried by a timer): a failed append is logged
@@ -106,20 +125,11 @@ class CoordinatorRuntime(Generic[Rec]):
         if result is None:
             return
         try:
-            self._commit(result.records)
+            self.append(result.records)
         except OSError:
             log.exception("coordinator log write failed; the follow-up will be retried")
             return
         self._run_effects(result.effects, now_ms)
-
-    def _commit(self, records: Sequence[Rec]) -> None:
-        if not records:
-            return
-        if self.log is not None:
-            self.log.append(self.shard.encode(records))
-        for record in records:
-            self.shard.apply(record)
-        self.shard.appended()
 
     def _run_effects(self, effects: Sequence[Any], now_ms: int) -> None:
         for effect in effects:

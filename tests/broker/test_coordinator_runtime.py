@@ -72,7 +72,7 @@ class Counter:
     def decode(self, payload: bytes) -> list[tuple[str, int]]:
         return [(k, int(d)) for k, d in (part.split("=") for part in payload.decode().split(";"))]
 
-    def appended(self) -> None:
+    def appended(self, records: Sequence[tuple[str, int]]) -> None:
         self.appends += 1
 
 

@@ -155,7 +155,7 @@ class TransactionCoordinator:
     def decode(self, payload: bytes) -> list[TxnMetadata]:
         return [TxnMetadata.from_json(json.loads(payload))]
 
-    def appended(self) -> None:
+    def appended(self, records: Sequence[TxnMetadata]) -> None:
         """Start a new log file from a snapshot every COMPACT_AFTER_ENTRIES entries."""
         if self.log.appended - self._appended_at_roll >= COMPACT_AFTER_ENTRIES:
             self._appended_at_roll = self.log.appended

@@ -15,8 +15,10 @@ from dataclasses import dataclass, field
 import pytest
 
 from rivven_kproto.broker.coordinator_runtime import CoordinatorRuntime, Result
+from rivven_kproto.broker.groups import GroupCoordinator
+from rivven_kproto.broker.groups.api import CommitPartition
 from rivven_kproto.broker.txn.coordinator import TransactionCoordinator
-from rivven_kproto.codec.errors import Errors
+from rivven_kproto.codec.errors import Errors, KafkaError
 
 NOW = 1_700_000_000_000
 
@@ -29,6 +31,12 @@ class MemoryLog:
         self.appended = 0
         self.failing = False
         self.decisions: list[tuple[int, int | None]] = []
+
+    snapshot_size = 0  # the group coordinator's compaction policy reads these
+
+    @property
+    def size(self) -> int:
+        return sum(len(entry) for entry in self.entries)
 
     def append(self, payload: bytes) -> None:
         if self.failing:
@@ -232,3 +240,43 @@ def test_the_live_state_changes_only_through_apply(monkeypatch: pytest.MonkeyPat
     assert applied == durable_log.entries and len(applied) == 4
     assert durable_log.decisions == [(pid, epoch), (pid, None)]
     assert replayed(durable_log).txns == coord.txns
+
+
+# -- the group coordinator: its offsets, live and replayed ------------------------------------------
+
+
+def offsets_of(groups: GroupCoordinator) -> tuple[list[object], list[object], set[str]]:
+    return (sorted(map(repr, groups.offsets.records())), sorted(map(repr, groups.offsets.pending_records())),
+            set(groups.groups))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_group_coordinators_log_replays_to_its_offsets(seed: int) -> None:
+    rng = random.Random(seed)
+    durable_log = MemoryLog()
+    live = GroupCoordinator(None, durable_log=durable_log)
+    now = NOW
+    for _ in range(120):
+        group = rng.choice(["g1", "g2"])
+        parts = [CommitPartition("t", p, rng.randrange(100), -1, None) for p in rng.sample(range(3), 2)]
+        op = rng.randrange(6)
+        durable_log.failing = rng.random() < 0.05
+        try:
+            if op == 0:
+                live.commit_offsets(group, -1, "", None, parts, now, version=8)
+            elif op == 1:
+                live.commit_txn_offsets(group, rng.choice([7, 8]), 0, -1, "", None, parts, now)
+            elif op == 2:
+                live.complete_transaction(rng.choice([7, 8]), [group], rng.random() < 0.5)
+            elif op == 3:
+                live.delete_offsets(group, [("t", [rng.randrange(3)])])
+            elif op == 4:
+                live.delete_groups([group])
+            else:
+                now += 1_000
+        except (KafkaError, OSError):
+            pass  # refused: the log could not be written, and nothing changed
+        fresh = GroupCoordinator(None, durable_log=MemoryLog(durable_log.entries))
+        fresh.load(now)
+        assert offsets_of(fresh) == offsets_of(live)
+    assert durable_log.entries

@@ -31,7 +31,7 @@ Rec = TypeVar("Rec")
 Rec_contra = TypeVar("Rec_contra", contravariant=True)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Result(Generic[R]):
     """What an operation returns: records to log, the response, effects to run after the append."""
 

@@ -41,7 +41,6 @@ from ..faults import fault_point
 from .effects import (
     Completed,
     CompleteGroups,
-    FaultPoint,
     GroupCompleter,
     GroupsNotCompleted,
     MarkerWriter,
@@ -105,7 +104,6 @@ class TransactionCoordinator:
         self.runtime.on(CompleteGroups, self._run_complete_groups, then=self.groups_completed)
         self.runtime.on(RecordDecision, self._run_record_decision)
         self.runtime.on(Completed, self._run_completed)
-        self.runtime.on(FaultPoint, lambda effect, now_ms: fault_point(effect.name))
 
     # -- persistence --------------------------------------------------------------------------
 
@@ -441,18 +439,21 @@ class TransactionCoordinator:
         effects: list[object] = []
         if prepared.state is TxnState.PREPARE_COMMIT:
             effects.append(RecordDecision(txn.producer_id, txn.producer_epoch))
-        effects += [FaultPoint("txn-after-prepare"), self._write_markers(prepared)]
+        effects.append(self._write_markers(prepared, after_prepare=True))
         return self._transition(prepared, response, effects)
 
-    def _write_markers(self, txn: TxnMetadata) -> WriteMarkers:
+    def _write_markers(self, txn: TxnMetadata, *, after_prepare: bool = False) -> WriteMarkers:
         """The markers still to write: all of the transaction's partitions, or those a try left."""
-        return WriteMarkers(txn, tuple(sorted(self.unwritten.get(txn.transactional_id, set(txn.partitions)))))
+        todo = self.unwritten.get(txn.transactional_id, txn.partitions)
+        return WriteMarkers(txn, tuple(sorted(todo)), after_prepare)
 
     def _resume(self, txn: TxnMetadata, now_ms: int) -> None:
         """Go on with a prepared transaction: write its markers (again), then complete it."""
         self.runtime.run(Result(None, effects=[self._write_markers(txn)]), now_ms)
 
     def _run_write_markers(self, effect: WriteMarkers, now_ms: int) -> set[Partition]:
+        if effect.after_prepare:
+            fault_point("txn-after-prepare")
         txn = effect.txn
         return self.write_markers(txn.producer_id, txn.producer_epoch, effect.commit, effect.partitions, now_ms)
 

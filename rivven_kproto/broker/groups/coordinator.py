@@ -3,7 +3,7 @@
 Operations take ``now_ms`` and never block; the server layer decides when to wait. Offset
 operations follow Kafka's CoordinatorShard pattern strictly: validate, build records, append them
 to the durable log (see ``broker/durable/log.py``), then change state only by applying those records — the same
-``_apply`` that replays the log at start-up. Group records are the persisted projection of soft
+``apply`` that replays the log at start-up (both run by ``broker/coordinator_runtime.py``). Group records are the persisted projection of soft
 membership state (see ``membership.py``). ``tick(now_ms)`` fires session, join and sync timers
 and expires offsets (the server's flusher fsyncs the log); ``take_changed()`` names the groups
 whose parked requests may now be answered.
@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from rivven_kproto.codec.errors import Errors, KafkaError
 
 from ..coordinator_log import append_or_refuse
+from ..coordinator_runtime import CoordinatorRuntime
 from ..durable.log import DurableLog
 from ..durable.work import BlockingWork
 from .api import (
@@ -113,6 +114,7 @@ class GroupCoordinator(ConsumerGroups):
         self._last_expiry_ms = 0
         self._failed_size = 0
         self.txn_guards = TxnOffsetGuards()
+        self.runtime: CoordinatorRuntime[Record] = CoordinatorRuntime(self.log, self, write=self._append)
 
     # -- start-up -----------------------------------------------------------------------------
 
@@ -121,12 +123,7 @@ class GroupCoordinator(ConsumerGroups):
         self._last_expiry_ms = now_ms
         if self.log is None:
             return
-        payloads = self.log.open()
-        count = 0
-        for payload in payloads:
-            for record in decode_records(payload):
-                self._apply(record)
-                count += 1
+        count = self.runtime.replay(self.log.open())
         for group in self.groups.values():
             for member in group.members.values():
                 member.heartbeat_deadline = now_ms + member.session_timeout_ms
@@ -137,7 +134,9 @@ class GroupCoordinator(ConsumerGroups):
         log.info("group coordinator loaded %d classic and %d consumer groups and %d committed offsets from %d records",
                  len(self.groups), len(self.consumer_groups), sum(1 for _ in self.offsets.records()), count)
 
-    def _apply(self, record: Record) -> None:
+    # -- the shard: one apply for live records and replay (``coordinator_runtime``) -------------
+
+    def apply(self, record: Record) -> None:
         if isinstance(record, OffsetRecord | OffsetTombstone | TxnOffsetRecord | TxnEndRecord):
             if isinstance(record, OffsetRecord | TxnOffsetRecord) and record.group_id not in self.groups \
                     and record.group_id not in self.consumer_groups:
@@ -157,15 +156,21 @@ class GroupCoordinator(ConsumerGroups):
 
     # -- the log ------------------------------------------------------------------------------
 
+    def encode(self, records: Sequence[Record]) -> bytes:
+        return encode_records(list(records))
+
+    def decode(self, payload: bytes) -> list[Record]:
+        return decode_records(payload)
+
+    def _append(self, payload: bytes) -> None:
+        if self.log is not None:
+            append_or_refuse(self.log, payload, "group")
+
     def _write(self, records: list[Record], *, replay: bool) -> None:
         """Append first, then (for replayable records) apply; a failed append changes nothing."""
-        if not records:
-            return
-        if self.log is not None:
-            append_or_refuse(self.log, encode_records(records), "group")
-        if replay:
-            for record in records:
-                self._apply(record)
+        self.runtime.append(records, apply=replay)
+
+    def appended(self, records: Sequence[Record]) -> None:
         for record in records:
             if isinstance(record, GroupRecord) and record.group_id in self.groups:
                 # Before any compaction: the snapshot must include it.

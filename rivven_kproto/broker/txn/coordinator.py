@@ -1,63 +1,64 @@
 """The transaction coordinator: Kafka's state machine per transactional id, error code for error code.
 
-Every transition is checked against Kafka's table of legal previous states (``VALID_PREVIOUS``),
-built as a new :class:`TxnMetadata`, appended to the durable log (one JSON entry per transition,
-replayed "last entry per id wins"), and only then installed in memory (a failed write answers
-COORDINATOR_NOT_AVAILABLE and changes nothing). The coordinator does no other I/O: the server's
-flusher fsyncs the log off the event loop.
+A coordinator shard run by the coordinator runtime (``broker/coordinator_runtime.py``): every
+operation checks the transition against Kafka's table of legal previous states
+(``VALID_PREVIOUS``) and returns a ``Result`` whose record is the new :class:`TxnMetadata` (one
+JSON entry per transition) and whose effects are what follows once it is logged (write markers,
+complete groups, record a commit's decision: ``effects.py``). The runtime appends the record and
+only then applies it through :meth:`apply`, the same code that replays the log at load (a failed
+write answers COORDINATOR_NOT_AVAILABLE and changes nothing). The coordinator does no other I/O:
+the server's flusher fsyncs the log off the event loop.
 
 Ending a transaction is a two-phase commit: log PrepareCommit/PrepareAbort, write a COMMIT/ABORT
-marker to every partition of the transaction (through ``write_markers``), then log
+marker to every partition of the transaction (the ``WriteMarkers`` effect, run by
+``write_markers``; its outcome comes back to :meth:`markers_written`), then log
 CompleteCommit/CompleteAbort. A commit's decision is also recorded with its PrepareCommit entry
 (``record_decision``, kept by a shared database's log): a leader whose marker has not arrived yet
 reads it there, so the commit becomes visible on all of its partitions at once. With
 ``complete_after_sync`` (the server sets it for ``fsync=always``) the completion waits in
 :attr:`awaiting_sync` until the flusher has made the markers durable (``take_awaiting``, then
-``complete_synced``). Partitions whose marker could not
-be written are retried by :meth:`tick`; a logged commit decision is never turned into an abort.
+``complete_synced``). Partitions whose marker could not be written are retried by :meth:`tick`;
+a logged commit decision is never turned into an abort.
 On start, :meth:`recover` re-writes the markers of every transaction left in a Prepare state,
 has the broker flush them, then logs the completions.
 
-Transactions V2 (KIP-890 part 2, Kafka 4.0): the handlers pass ``client_txn_version=2`` for the
-V2 request versions (Produce v12, TxnOffsetCommit v5, EndTxn v5) when the broker's
-``transaction.version`` feature is 2. Such a transaction is started by the first transactional
-Produce (the partition leader, this process, adds the partition: :meth:`add_partitions`) and
-ended by :meth:`end_txn_v2`, which bumps the epoch in the Prepare entry, so the markers carry the
-new epoch and every partition of the transaction fences the old one: a delayed Produce of the
-ended transaction can no longer be written into the next one. The new producer id and epoch are
-returned to the client; at an exhausted epoch the transaction completes onto a new producer id
-with epoch 0 (``next_producer_id``), as Kafka's ``prepareComplete`` does. A V2 transaction
-aborted by a timeout or a fencing InitProducerId gets the fencing epoch and then the V2 bump.
+Transactions V2 (KIP-890 part 2, Kafka 4.0): see ``epochs.py``.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from rivven_kproto.codec.errors import Errors
 
+from ..coordinator_runtime import CoordinatorRuntime, Result
 from ..durable.log import DurableLog
 from ..faults import fault_point
+from .effects import (
+    Completed,
+    CompleteGroups,
+    GroupCompleter,
+    GroupsNotCompleted,
+    MarkerWriter,
+    Partition,
+    RecordDecision,
+    WriteMarkers,
+)
+from .epochs import INT16_MAX, MAX_EPOCH, epoch_exhausted, fenced, may_claim, next_epoch
 from .legacy_log import has_legacy, read_legacy, remove_legacy
 from .state import NOTHING_TO_ABORT, VALID_PREVIOUS, TxnMetadata, TxnState, abort_of_nothing
+from .state import encode_entry as _encode
 
 log = logging.getLogger(__name__)
-_string = json.encoder.encode_basestring_ascii  # a JSON string literal, as json.dumps writes it
+T = TypeVar("T")
 
-INT16_MAX = 0x7FFF
-MAX_EPOCH = INT16_MAX - 1  # Short.MAX_VALUE - 1: at this epoch a new producer id is allocated
-NO_EPOCH = -1
 COMPACT_AFTER_ENTRIES = 10_000
 MARKER_WARNING_INTERVAL_MS = 10_000  # how often a transaction whose markers keep failing is warned about
 
-Partition = tuple[str, int]
-# (producer id, epoch, commit, partitions, now_ms) -> partitions whose marker could not be written
-MarkerWriter = Callable[[int, int, bool, Iterable[Partition], int], set[Partition]]
-# (producer id, groups, commit): make pending transactional offsets visible or drop them
-GroupCompleter = Callable[[int, frozenset[str], bool], None]
 
 
 class IllegalTransition(RuntimeError):
@@ -70,10 +71,6 @@ class TxnCounters:
     committed: int = 0
     aborted: int = 0
     timed_out: int = 0
-
-
-class GroupsNotCompleted(OSError):
-    """``complete_groups`` could not complete every group yet (another broker holds some): retried."""
 
 
 class TransactionCoordinator:
@@ -102,6 +99,11 @@ class TransactionCoordinator:
         self.unwritten: dict[str, set[Partition]] = {}
         self._marker_warned_ms: dict[str, int] = {}  # when a transaction's failing markers were last warned about
         self.counters = TxnCounters()
+        self.runtime: CoordinatorRuntime[TxnMetadata] = CoordinatorRuntime(durable_log, self)
+        self.runtime.on(WriteMarkers, self._run_write_markers, then=self.markers_written)
+        self.runtime.on(CompleteGroups, self._run_complete_groups, then=self.groups_completed)
+        self.runtime.on(RecordDecision, self._run_record_decision)
+        self.runtime.on(Completed, self._run_completed)
 
     # -- persistence --------------------------------------------------------------------------
 
@@ -110,13 +112,9 @@ class TransactionCoordinator:
         markers, let ``make_durable`` flush them, then log the completions."""
         legacy_dir = getattr(self.log, "directory", None)  # the native log's files only
         state: dict[str, dict[str, object]] = read_legacy(legacy_dir) if legacy_dir is not None else {}
-        for payload in self.log.open():
-            doc = json.loads(payload)
-            state[doc["transactional_id"]] = doc
         for doc in state.values():
-            txn = TxnMetadata.from_json(doc)
-            if txn.state is not TxnState.DEAD:
-                self._install(txn)
+            self.apply(TxnMetadata.from_json(doc))
+        self.runtime.replay(self.log.open())
         if legacy_dir is not None and has_legacy(legacy_dir):
             self.log.roll(self._snapshot(), now=True)
             remove_legacy(legacy_dir)
@@ -125,7 +123,7 @@ class TransactionCoordinator:
             for txn in list(self.txns.values()):
                 if txn.state.is_prepare:
                     log.info("completing %s of %s after restart", txn.state.value, txn.transactional_id)
-                    self._write_markers_and_complete(txn, now_ms)
+                    self._resume(txn, now_ms)
         finally:
             self.complete_after_sync = complete_after_sync
         make_durable()
@@ -134,30 +132,50 @@ class TransactionCoordinator:
     def _snapshot(self) -> list[bytes]:
         return [_encode(txn) for txn in self.txns.values()]
 
-    def _install(self, txn: TxnMetadata) -> None:
+    # -- the shard: one apply for live records and replay ------------------------------------------
+
+    def apply(self, txn: TxnMetadata) -> None:
+        """The only change of ``txns``: a transition's record, logged just now or replayed."""
+        if txn.state is TxnState.DEAD:
+            self.txns.pop(txn.transactional_id, None)
+            self.by_producer.pop(txn.producer_id, None)
+            return
         previous = self.txns.get(txn.transactional_id)
         if previous is not None and previous.producer_id != txn.producer_id:
             self.by_producer.pop(previous.producer_id, None)  # rotated after epoch exhaustion
         self.txns[txn.transactional_id] = txn
         self.by_producer[txn.producer_id] = txn.transactional_id
 
-    def _transition(self, txn: TxnMetadata) -> None:
-        """Check, log, then install. Raises OSError with memory untouched."""
-        previous = self.txns.get(txn.transactional_id)
-        if previous is not None and previous.state not in VALID_PREVIOUS[txn.state]:
-            raise IllegalTransition(f"{txn.transactional_id}: {previous.state.value} -> {txn.state.value}")
-        self.log.append(_encode(txn))
-        if txn.state is TxnState.DEAD:
-            self.txns.pop(txn.transactional_id, None)
-            self.by_producer.pop(txn.producer_id, None)
-        else:
-            self._install(txn)
+    def encode(self, records: Sequence[TxnMetadata]) -> bytes:
+        (txn,) = records  # one entry per transition
+        return _encode(txn)
+
+    def decode(self, payload: bytes) -> list[TxnMetadata]:
+        return [TxnMetadata.from_json(json.loads(payload))]
+
+    def appended(self, records: Sequence[TxnMetadata]) -> None:
+        """Start a new log file from a snapshot every COMPACT_AFTER_ENTRIES entries."""
         if self.log.appended - self._appended_at_roll >= COMPACT_AFTER_ENTRIES:
             self._appended_at_roll = self.log.appended
             try:
                 self.log.roll(self._snapshot())
             except OSError:
                 log.exception("could not start a new transaction log file; the current one keeps growing")
+
+    def _transition(self, txn: TxnMetadata, response: T, effects: Sequence[object] = ()) -> Result[T]:
+        """The operation's result logging ``txn``, checked against Kafka's legal transitions."""
+        previous = self.txns.get(txn.transactional_id)
+        if previous is not None and previous.state not in VALID_PREVIOUS[txn.state]:
+            raise IllegalTransition(f"{txn.transactional_id}: {previous.state.value} -> {txn.state.value}")
+        return Result(response, [txn], effects)
+
+    def _run(self, result: Result[T], now_ms: int, unavailable: T) -> T:
+        """Run an API's result; a failed log write answers ``unavailable`` (nothing changed)."""
+        try:
+            return self.runtime.run(result, now_ms)
+        except OSError:
+            log.exception("transaction log write failed")
+            return unavailable
 
     # -- the APIs -----------------------------------------------------------------------------
 
@@ -177,59 +195,36 @@ class TransactionCoordinator:
             return Errors.INVALID_TRANSACTION_TIMEOUT, -1, -1
         txn = self.txns.get(transactional_id)
         expected = (expected_pid, expected_epoch) if expected_pid != -1 else None
-        try:
-            if txn is None:
-                fresh = TxnMetadata(
-                    transactional_id, self.allocate_producer_id(), 0, timeout_ms, last_update_ms=now_ms
-                )
-                self._transition(fresh)
-                return Errors.NONE, fresh.producer_id, fresh.producer_epoch
-            if txn.state.is_prepare:
-                return Errors.CONCURRENT_TRANSACTIONS, -1, -1
-            if expected is not None and not _may_claim(txn, *expected):
-                return Errors.PRODUCER_FENCED, -1, -1
-            if txn.state is TxnState.ONGOING:
-                # Fence the previous instance and abort what it left open; the client retries.
-                self._abort(self._fenced(txn, now_ms), now_ms)
-                return Errors.CONCURRENT_TRANSACTIONS, -1, -1
-            bumped = self._next_epoch(txn, expected, now_ms)
-            if bumped is None:
-                return Errors.PRODUCER_FENCED, -1, -1
-            ready = bumped.evolve(
-                state=TxnState.EMPTY, timeout_ms=timeout_ms, partitions=frozenset(), groups=frozenset(),
-                last_update_ms=now_ms,
-            )
-            self._transition(ready)
-            return Errors.NONE, ready.producer_id, ready.producer_epoch
+        unavailable = (Errors.COORDINATOR_NOT_AVAILABLE, -1, -1)
+        try:  # allocating a producer id may fail too
+            result = self._init(transactional_id, txn, timeout_ms, expected, now_ms)
         except OSError:
             log.exception("transaction log write failed")
-            return Errors.COORDINATOR_NOT_AVAILABLE, -1, -1
+            return unavailable
+        return self._run(result, now_ms, unavailable)
 
-    def _next_epoch(self, txn: TxnMetadata, expected: tuple[int, int] | None, now_ms: int) -> TxnMetadata | None:
-        """The producer id and epoch a completed transactional id hands out next; None: fenced."""
-        if _epoch_exhausted(txn.producer_epoch) and (expected is None or expected[1] == txn.producer_epoch):
-            return txn.evolve(
-                producer_id=self.allocate_producer_id(), producer_epoch=0, last_producer_id=txn.producer_id,
-                last_producer_epoch=txn.producer_epoch if expected is not None else NO_EPOCH,
-            )
-        if expected is None:  # a new instance
-            return txn.evolve(
-                producer_epoch=txn.producer_epoch + 1, last_producer_id=txn.producer_id, last_producer_epoch=NO_EPOCH
-            )
-        if expected[1] == txn.producer_epoch:  # KIP-360: the producer bumps its own epoch
-            return txn.evolve(
-                producer_epoch=txn.producer_epoch + 1, last_producer_id=txn.producer_id,
-                last_producer_epoch=txn.producer_epoch,
-            )
-        if expected[1] == txn.last_producer_epoch:  # a retry of a bump whose answer was lost
-            return txn
-        return None
-
-    @staticmethod
-    def _fenced(txn: TxnMetadata, now_ms: int) -> TxnMetadata:
-        """The epoch that aborts a fenced or timed-out transaction: one more, never handed out."""
-        epoch = txn.producer_epoch + 1 if txn.producer_epoch < INT16_MAX else txn.producer_epoch
-        return txn.evolve(producer_epoch=epoch, last_producer_epoch=NO_EPOCH, last_update_ms=now_ms)
+    def _init(
+        self, transactional_id: str, txn: TxnMetadata | None, timeout_ms: int, expected: tuple[int, int] | None,
+        now_ms: int,
+    ) -> Result[tuple[Errors, int, int]]:
+        if txn is None:
+            fresh = TxnMetadata(transactional_id, self.allocate_producer_id(), 0, timeout_ms, last_update_ms=now_ms)
+            return self._transition(fresh, (Errors.NONE, fresh.producer_id, fresh.producer_epoch))
+        if txn.state.is_prepare:
+            return Result((Errors.CONCURRENT_TRANSACTIONS, -1, -1))
+        if expected is not None and not may_claim(txn, *expected):
+            return Result((Errors.PRODUCER_FENCED, -1, -1))
+        if txn.state is TxnState.ONGOING:
+            # Fence the previous instance and abort what it left open; the client retries.
+            return self._abort(fenced(txn, now_ms), now_ms, (Errors.CONCURRENT_TRANSACTIONS, -1, -1))
+        bumped = next_epoch(txn, expected, self.allocate_producer_id)
+        if bumped is None:
+            return Result((Errors.PRODUCER_FENCED, -1, -1))
+        ready = bumped.evolve(
+            state=TxnState.EMPTY, timeout_ms=timeout_ms, partitions=frozenset(), groups=frozenset(),
+            last_update_ms=now_ms,
+        )
+        return self._transition(ready, (Errors.NONE, ready.producer_id, ready.producer_epoch))
 
     def _check_producer(self, transactional_id: str, producer_id: int, epoch: int) -> tuple[Errors, TxnMetadata | None]:
         txn = self.txns.get(transactional_id)
@@ -283,14 +278,10 @@ class TransactionCoordinator:
             state=TxnState.ONGOING, start_ms=now_ms if starting else txn.start_ms, last_update_ms=now_ms,
             client_txn_version=client_txn_version, **changes,
         )
-        try:
-            self._transition(updated)
-        except OSError:
-            log.exception("transaction log write failed")
-            return Errors.COORDINATOR_NOT_AVAILABLE
-        if starting:
+        error = self._run(self._transition(updated, Errors.NONE), now_ms, Errors.COORDINATOR_NOT_AVAILABLE)
+        if starting and error is Errors.NONE:
             self.counters.started += 1
-        return Errors.NONE
+        return error
 
     def end_txn(self, transactional_id: str, producer_id: int, epoch: int, commit: bool, now_ms: int) -> Errors:
         error, txn = self._check_producer(transactional_id, producer_id, epoch)
@@ -298,12 +289,8 @@ class TransactionCoordinator:
             return error
         state = txn.state
         if state is TxnState.ONGOING:
-            try:
-                self._complete(txn, commit, now_ms, bump=False)
-            except OSError:
-                log.exception("transaction log write failed")
-                return Errors.COORDINATOR_NOT_AVAILABLE
-            return Errors.NONE
+            return self._run(self._prepare(txn, commit, now_ms, Errors.NONE, bump=False), now_ms,
+                             Errors.COORDINATOR_NOT_AVAILABLE)
         if state is (TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT):
             return Errors.NONE  # a retry of what already happened
         if state is (TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT):
@@ -357,14 +344,17 @@ class TransactionCoordinator:
         return self._end_v2(txn.evolve(start_ms=now_ms, partitions=frozenset(), groups=frozenset()), False, now_ms)
 
     def _end_v2(self, txn: TxnMetadata, commit: bool, now_ms: int) -> tuple[Errors, int, int]:
-        try:
-            prepared = self._complete(txn, commit, now_ms, bump=True)
+        unavailable = (Errors.COORDINATOR_NOT_AVAILABLE, -1, -1)
+        try:  # allocating a producer id may fail too
+            prepared = self._prepared(txn, commit, now_ms, bump=True)
         except OSError:
             log.exception("transaction log write failed")
-            return Errors.COORDINATOR_NOT_AVAILABLE, -1, -1
+            return unavailable
         if prepared.next_producer_id != -1:
-            return Errors.NONE, prepared.next_producer_id, 0
-        return Errors.NONE, prepared.producer_id, prepared.producer_epoch
+            response = (Errors.NONE, prepared.next_producer_id, 0)
+        else:
+            response = (Errors.NONE, prepared.producer_id, prepared.producer_epoch)
+        return self._run(self._prepare_result(txn, prepared, response), now_ms, unavailable)
 
     def verify_partition(self, transactional_id: str, producer_id: int, epoch: int, topic: str, partition: int) -> Errors:
         """KIP-890 part 1: a transactional write must belong to the ongoing transaction of the
@@ -423,34 +413,53 @@ class TransactionCoordinator:
 
     # -- two-phase commit ---------------------------------------------------------------------
 
-    def _abort(self, txn: TxnMetadata, now_ms: int) -> None:
+    def _abort(self, txn: TxnMetadata, now_ms: int, response: T) -> Result[T]:
         """Abort a fenced or timed-out transaction; a V2 one also gets the V2 bump (Kafka's
         PrepareEpochFence with TV_2 ends two epochs above the fenced producer's)."""
-        self._complete(txn, False, now_ms, bump=txn.is_v2)
+        return self._prepare(txn, False, now_ms, response, bump=txn.is_v2)
 
-    def _complete(self, txn: TxnMetadata, commit: bool, now_ms: int, *, bump: bool) -> TxnMetadata:
+    def _prepare(self, txn: TxnMetadata, commit: bool, now_ms: int, response: T, *, bump: bool) -> Result[T]:
+        return self._prepare_result(txn, self._prepared(txn, commit, now_ms, bump=bump), response)
+
+    def _prepared(self, txn: TxnMetadata, commit: bool, now_ms: int, *, bump: bool) -> TxnMetadata:
         state = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
         if bump:
             # KIP-890 part 2: the Prepare entry holds the bumped epoch, so the markers carry it.
-            next_pid = self.allocate_producer_id() if _epoch_exhausted(txn.producer_epoch) else -1
-            prepared = txn.evolve(
+            next_pid = self.allocate_producer_id() if epoch_exhausted(txn.producer_epoch) else -1
+            return txn.evolve(
                 state=state, producer_epoch=min(txn.producer_epoch + 1, INT16_MAX),
                 last_producer_epoch=txn.producer_epoch, next_producer_id=next_pid, client_txn_version=2,
                 last_update_ms=now_ms,
             )
-        else:
-            prepared = txn.evolve(state=state, client_txn_version=0, last_update_ms=now_ms)
-        self._transition(prepared)
-        if commit:  # durable with the entry: leaders may show the commit before their marker lands
-            self.log.record_decision(txn.producer_id, txn.producer_epoch)
-        fault_point("txn-after-prepare")
-        self._write_markers_and_complete(prepared, now_ms)
-        return prepared
+        return txn.evolve(state=state, client_txn_version=0, last_update_ms=now_ms)
 
-    def _write_markers_and_complete(self, txn: TxnMetadata, now_ms: int) -> None:
-        commit = txn.state is TxnState.PREPARE_COMMIT
-        todo = self.unwritten.get(txn.transactional_id, set(txn.partitions))
-        failed = self.write_markers(txn.producer_id, txn.producer_epoch, commit, sorted(todo), now_ms)
+    def _prepare_result(self, txn: TxnMetadata, prepared: TxnMetadata, response: T) -> Result[T]:
+        """Log the Prepare entry, then (a commit's decision durable with the entry: leaders may
+        show the commit before their marker lands) write the markers."""
+        effects: list[object] = []
+        if prepared.state is TxnState.PREPARE_COMMIT:
+            effects.append(RecordDecision(txn.producer_id, txn.producer_epoch))
+        effects.append(self._write_markers(prepared, after_prepare=True))
+        return self._transition(prepared, response, effects)
+
+    def _write_markers(self, txn: TxnMetadata, *, after_prepare: bool = False) -> WriteMarkers:
+        """The markers still to write: all of the transaction's partitions, or those a try left."""
+        todo = self.unwritten.get(txn.transactional_id, txn.partitions)
+        return WriteMarkers(txn, tuple(sorted(todo)), after_prepare)
+
+    def _resume(self, txn: TxnMetadata, now_ms: int) -> None:
+        """Go on with a prepared transaction: write its markers (again), then complete it."""
+        self.runtime.run(Result(None, effects=[self._write_markers(txn)]), now_ms)
+
+    def _run_write_markers(self, effect: WriteMarkers, now_ms: int) -> set[Partition]:
+        if effect.after_prepare:
+            fault_point("txn-after-prepare")
+        txn = effect.txn
+        return self.write_markers(txn.producer_id, txn.producer_epoch, effect.commit, effect.partitions, now_ms)
+
+    def markers_written(self, effect: WriteMarkers, failed: set[Partition], now_ms: int) -> Result[None] | None:
+        """The outcome of ``WriteMarkers``: retry the ``failed`` later, or go on to complete."""
+        txn = effect.txn
         if failed:
             # The first attempt leaves the markers of partitions other brokers lead unwritten (their
             # leaders are asked): only a retry that still finds some is worth a warning, once per
@@ -464,13 +473,13 @@ class TransactionCoordinator:
             else:
                 log.debug("%d markers of %s not written yet; will retry", len(failed), txn.transactional_id)
             self.unwritten[txn.transactional_id] = failed
-            return
+            return None
         self.unwritten.pop(txn.transactional_id, None)
         self._marker_warned_ms.pop(txn.transactional_id, None)
         if self.complete_after_sync:
             self.awaiting_sync[txn.transactional_id] = txn
-            return
-        self._complete_written(txn, now_ms)
+            return None
+        return self._completion(txn, now_ms)
 
     def retry_unwritten(self, now_ms: int) -> None:
         """Markers other brokers were asked for have been answered: try to complete at once
@@ -479,7 +488,7 @@ class TransactionCoordinator:
             txn = self.txns.get(transactional_id)
             if txn is not None and txn.state.is_prepare and transactional_id not in self.awaiting_sync:
                 try:
-                    self._write_markers_and_complete(txn, now_ms)
+                    self._resume(txn, now_ms)
                 except OSError:
                     log.exception("transaction log write failed while retrying markers")
 
@@ -511,18 +520,35 @@ class TransactionCoordinator:
             if self.awaiting_sync.get(txn.transactional_id) is txn:
                 del self.awaiting_sync[txn.transactional_id]
                 if self.txns.get(txn.transactional_id) is txn:
-                    self._complete_written(txn, now_ms)
+                    self.runtime.follow(self._completion(txn, now_ms), now_ms)
 
-    def _complete_written(self, txn: TxnMetadata, now_ms: int) -> None:
-        commit = txn.state is TxnState.PREPARE_COMMIT
+    def _completion(self, txn: TxnMetadata, now_ms: int) -> Result[None]:
+        """Every marker is written: complete the transaction's groups first, if it has any."""
         if txn.groups and self.complete_groups is not None:
-            try:
-                self.complete_groups(txn.producer_id, txn.groups, commit)
-            except GroupsNotCompleted:
-                # Offsets in a group shard another broker holds: its marker is on its way; the
-                # completion is retried like an unwritten marker (every partition's is written).
-                self.unwritten[txn.transactional_id] = set()
-                return
+            return Result(None, effects=[CompleteGroups(txn)])
+        return self._complete(txn, now_ms)
+
+    def _run_complete_groups(self, effect: CompleteGroups, now_ms: int) -> bool:
+        """True once every group is completed; False while a shard another broker holds is not."""
+        txn = effect.txn
+        assert self.complete_groups is not None
+        try:
+            self.complete_groups(txn.producer_id, txn.groups, txn.state is TxnState.PREPARE_COMMIT)
+        except GroupsNotCompleted:
+            return False
+        return True
+
+    def groups_completed(self, effect: CompleteGroups, done: bool, now_ms: int) -> Result[None] | None:
+        if not done:
+            # Offsets in a group shard another broker holds: its marker is on its way; the
+            # completion is retried like an unwritten marker (every partition's is written).
+            self.unwritten[effect.txn.transactional_id] = set()
+            return None
+        return self._complete(effect.txn, now_ms)
+
+    def _complete(self, txn: TxnMetadata, now_ms: int) -> Result[None]:
+        """Log CompleteCommit/CompleteAbort (its append may fail: the timer retries)."""
+        commit = txn.state is TxnState.PREPARE_COMMIT
         fault_point("txn-before-complete")
         done = txn.evolve(
             state=TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT,
@@ -535,18 +561,20 @@ class TransactionCoordinator:
                 producer_id=txn.next_producer_id, producer_epoch=0, last_producer_id=txn.producer_id,
                 next_producer_id=-1,
             )
-        try:
-            self._transition(done)
-        except OSError:
-            log.exception("transaction log write failed; completion will be retried")
-            return
-        if commit:
-            self.log.record_decision(txn.producer_id, None)  # every marker is written
+        effects: list[object] = [RecordDecision(txn.producer_id, None)] if commit else []  # every marker is written
+        effects.append(Completed(commit, max(now_ms - txn.last_update_ms, 0) / 1000))
+        return self._transition(done, None, effects)
+
+    def _run_record_decision(self, effect: RecordDecision, now_ms: int) -> None:
+        self.log.record_decision(effect.producer_id, effect.producer_epoch)
+
+    def _run_completed(self, effect: Completed, now_ms: int) -> None:
+        if effect.commit:
             self.counters.committed += 1
         else:
             self.counters.aborted += 1
         if self.completion_observer is not None:
-            self.completion_observer(commit, max(now_ms - txn.last_update_ms, 0) / 1000)
+            self.completion_observer(effect.commit, effect.seconds)
 
     # -- time ---------------------------------------------------------------------------------
 
@@ -557,11 +585,12 @@ class TransactionCoordinator:
                 if txn.state is TxnState.ONGOING and now_ms - txn.start_ms > txn.timeout_ms:
                     log.info("aborting transaction %s: timed out after %d ms", txn.transactional_id, txn.timeout_ms)
                     self.counters.timed_out += 1
-                    self._abort(self._fenced(txn, now_ms), now_ms)
+                    self.runtime.run(self._abort(fenced(txn, now_ms), now_ms, None), now_ms)
                 elif txn.state.is_prepare and txn.transactional_id not in self.awaiting_sync:
-                    self._write_markers_and_complete(txn, now_ms)
+                    self._resume(txn, now_ms)
                 elif txn.state.is_complete and now_ms - txn.last_update_ms > self.id_expiration_ms:
-                    self._transition(txn.evolve(state=TxnState.DEAD, last_update_ms=now_ms))
+                    self.runtime.run(self._transition(txn.evolve(state=TxnState.DEAD, last_update_ms=now_ms), None),
+                                     now_ms)
             except OSError:
                 log.exception("transaction log write failed during tick")
 
@@ -569,32 +598,3 @@ class TransactionCoordinator:
     def active(self) -> int:
         """Transactions in flight: Ongoing, PrepareCommit or PrepareAbort (the design's definition)."""
         return sum(1 for t in self.txns.values() if t.state is TxnState.ONGOING or t.state.is_prepare)
-
-
-def _encode(txn: TxnMetadata) -> bytes:
-    """The entry: ``json.dumps(txn.to_json(), separators=(",", ":"))``, byte for byte (a test holds
-    them equal), written out directly since each transaction logs three of them."""
-    partitions = ",".join(f"[{_string(topic)},{index}]" for topic, index in sorted(txn.partitions))
-    groups = ",".join(_string(group) for group in sorted(txn.groups))
-    return (
-        f'{{"transactional_id":{_string(txn.transactional_id)},"producer_id":{int(txn.producer_id)},'
-        f'"producer_epoch":{int(txn.producer_epoch)},"timeout_ms":{int(txn.timeout_ms)},'
-        f'"state":{_string(txn.state.value)},"last_producer_id":{int(txn.last_producer_id)},'
-        f'"last_producer_epoch":{int(txn.last_producer_epoch)},"partitions":[{partitions}],"groups":[{groups}],'
-        f'"start_ms":{int(txn.start_ms)},"last_update_ms":{int(txn.last_update_ms)},'
-        f'"client_txn_version":{int(txn.client_txn_version)},"next_producer_id":{int(txn.next_producer_id)}}}'
-    ).encode()
-
-
-def _epoch_exhausted(epoch: int) -> bool:
-    return epoch >= MAX_EPOCH
-
-
-def _may_claim(txn: TxnMetadata, expected_pid: int, expected_epoch: int) -> bool:
-    """Kafka's isValidProducerId: may a KIP-360 caller with this (producer id, epoch) go on?
-
-    Yes for the current producer id (its epoch is checked when bumping), or for the previous one
-    when its epoch was exhausted (a retry of the call that rotated the producer id)."""
-    return txn.producer_id == expected_pid or (
-        txn.last_producer_id == expected_pid and _epoch_exhausted(expected_epoch)
-    )

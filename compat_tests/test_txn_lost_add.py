@@ -79,18 +79,23 @@ def committed_values(bootstrap: str, topic: str) -> list[bytes]:
         consumer.close()
 
 
-def test_abort_after_a_lost_add_partitions_is_not_fatal(proxied: tuple[FaultProxy, BrokerProcess], topic_name: str) -> None:
-    proxy, broker = proxied
+def _committed_first(proxy: FaultProxy, topic_name: str, config: dict[str, object]) -> Producer:
+    """A one-partition topic and a transactional producer (``config`` added) that committed "first"."""
     admin = AdminClient({"bootstrap.servers": proxy.bootstrap})
     admin.create_topics([NewTopic(topic_name, 1, 1)])[topic_name].result(TIMEOUT_S)
     producer = Producer({
-        "bootstrap.servers": proxy.bootstrap, "transactional.id": f"{topic_name}-tx",
-        "linger.ms": 0, "retry.backoff.ms": 100,
+        "bootstrap.servers": proxy.bootstrap, "transactional.id": f"{topic_name}-tx", "linger.ms": 0, **config,
     })
     producer.init_transactions(TIMEOUT_S)
     producer.begin_transaction()
     producer.produce(topic_name, b"first")
     producer.commit_transaction(TIMEOUT_S)
+    return producer
+
+
+def test_abort_after_a_lost_add_partitions_is_not_fatal(proxied: tuple[FaultProxy, BrokerProcess], topic_name: str) -> None:
+    proxy, broker = proxied
+    producer = _committed_first(proxy, topic_name, {"retry.backoff.ms": 100})
 
     # Every AddPartitionsToTxn of the next transaction dies with its connection before the broker
     # sees it; the application gives up on the transaction and aborts.
@@ -124,16 +129,7 @@ def test_an_abort_whose_in_flight_produce_dies_with_the_broker_ends_on_a_retried
     proxied: tuple[FaultProxy, BrokerProcess], topic_name: str
 ) -> None:
     proxy, broker = proxied
-    admin = AdminClient({"bootstrap.servers": proxy.bootstrap})
-    admin.create_topics([NewTopic(topic_name, 1, 1)])[topic_name].result(TIMEOUT_S)
-    producer = Producer({
-        "bootstrap.servers": proxy.bootstrap, "transactional.id": f"{topic_name}-tx",
-        "linger.ms": 0, "reconnect.backoff.max.ms": 500,
-    })
-    producer.init_transactions(TIMEOUT_S)
-    producer.begin_transaction()
-    producer.produce(topic_name, b"first")
-    producer.commit_transaction(TIMEOUT_S)
+    producer = _committed_first(proxy, topic_name, {"reconnect.backoff.max.ms": 500})
 
     # The broker writes the next batch but its answer never comes back: the batch is in flight.
     producer.begin_transaction()

@@ -11,6 +11,8 @@ TYPE_OF_MECHANISM = {name: code for code, name in MECHANISM_TYPES.items()}
 # The hashlib name of each mechanism's hash.
 HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
 MECHANISMS = tuple(HASHES)
+# Every SASL mechanism a broker or our client speaks: PLAIN and the SCRAM ones.
+SASL_MECHANISMS = ("PLAIN", *MECHANISMS)
 
 
 def salted_password(mechanism: str, password: str, salt: bytes, iterations: int) -> bytes:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from rivven_kproto.auth.scram import SASL_MECHANISMS
 from rivven_kproto.codec.errors import KafkaError
 
 from .groups.config import MIGRATION_POLICIES, GroupConfig
@@ -46,7 +47,6 @@ class ConfigError(ValueError):
     """A configuration value that cannot be used; the CLI prints it as one line."""
 
 
-SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 AUTHORIZERS = ("org.apache.kafka.metadata.authorizer.StandardAuthorizer", "kafka.security.authorizer.AclAuthorizer")
 
 

@@ -20,12 +20,12 @@ import ssl
 from collections.abc import Mapping
 
 from rivven_kproto.auth.pem import load_inline_chain
+from rivven_kproto.auth.protocols import SECURITY_PROTOCOLS as PROTOCOLS
 from rivven_kproto.auth.sasl_client import ClientSecurity, sasl_conversation
+from rivven_kproto.auth.scram import SASL_MECHANISMS as MECHANISMS
 
 __all__ = ["ClientSecurity", "from_properties", "sasl_conversation"]
 
-PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 _JAAS_OPTION = re.compile(r'(username|password)\s*=\s*"((?:[^"\\]|\\.)*)"')
 
 

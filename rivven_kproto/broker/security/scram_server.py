@@ -15,9 +15,9 @@ import hmac
 import secrets
 from collections.abc import Callable
 
-from .scram import ScramCredential
+from rivven_kproto.auth.scram import HASHES
 
-HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
+from .scram import ScramCredential
 
 
 class ScramError(ValueError):

@@ -15,15 +15,20 @@ from typing import TypeVar
 
 import trio
 
-from rivven_kproto.codec.errors import Errors
+from rivven_kproto.auth.sasl_client import SaslRefused, sasl_exchange
 from rivven_kproto.codec.messages.api_versions import ApiVersionsResponse
-from rivven_kproto.codec.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
-from rivven_kproto.codec.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
 from rivven_kproto.codec.schema import Request, Response
 
-from .errors import BrokerUnreachableError, ClientError, ConnectionLostError, ProtocolViolationError, check
+from .errors import (
+    BrokerUnreachableError,
+    ClientError,
+    ConnectionLostError,
+    KafkaResponseError,
+    ProtocolViolationError,
+    check,
+)
 from .protocol import ClientProtocol
-from .security import ClientSecurity, sasl_conversation
+from .security import ClientSecurity
 from .versions import NegotiatedVersions, api_versions_exchange
 
 CLIENT_SOFTWARE_NAME = "rivven-kproto"
@@ -114,26 +119,17 @@ class BrokerConnection:
         )
 
     async def _authenticate(self, security: ClientSecurity) -> None:
-        """SaslHandshake, then SaslAuthenticate rounds of PLAIN or SCRAM (KIP-152 framing)."""
-        from scramp import ScramException  # imported when SASL is used: start-up of every verb otherwise
-
-        assert security.mechanism is not None
-        handshake = await self.request(SaslHandshakeRequest(mechanism=security.mechanism), 1, SaslHandshakeResponse)
-        check(handshake.error_code, context=f"SASL {security.mechanism} with {self.address}")
-        conversation = sasl_conversation(security)
+        """Carry :func:`sasl_exchange`'s requests (PLAIN or SCRAM, KIP-152 framing)."""
+        exchange = sasl_exchange(security)
         try:
-            token = next(conversation)
+            step = next(exchange)
             while True:
-                token = conversation.send(await self._sasl_step(token))
+                step = exchange.send(await self.request(*step))
         except StopIteration:
             return
-        except ScramException as exc:
-            raise ClientError(Errors.SASL_AUTHENTICATION_FAILED, f"SCRAM with {self.address}: {exc}") from None
-
-    async def _sasl_step(self, token: bytes) -> bytes:
-        response = await self.request(SaslAuthenticateRequest(auth_bytes=token), None, SaslAuthenticateResponse)
-        check(response.error_code, response.error_message, context=f"SASL with {self.address}")
-        return bytes(response.auth_bytes)
+        except SaslRefused as exc:
+            raise KafkaResponseError(exc.error_code, exc.message,
+                                     context=f"SASL {security.mechanism} with {self.address}") from None
 
     async def send_only(self, request: Request, version: int) -> None:
         """Send a request that gets no response (Produce acks=0)."""

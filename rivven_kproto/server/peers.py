@@ -25,9 +25,8 @@ from collections import defaultdict
 from typing import TypeVar
 
 import trio
-from scramp import ScramException
 
-from rivven_kproto.auth.sasl_client import ClientSecurity, sasl_conversation
+from rivven_kproto.auth.sasl_client import ClientSecurity, SaslRefused, sasl_exchange
 from rivven_kproto.broker.cluster import Node
 from rivven_kproto.broker.config import InterBrokerClient
 from rivven_kproto.broker.markers.remote import RemoteMarker
@@ -45,8 +44,6 @@ from rivven_kproto.codec.messages.create_topics import (
     CreateTopicsRequest,
     CreateTopicsResponse,
 )
-from rivven_kproto.codec.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
-from rivven_kproto.codec.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
 from rivven_kproto.codec.messages.write_txn_markers import (
     WritableTxnMarker,
     WritableTxnMarkerTopic,
@@ -65,8 +62,7 @@ ADD_PARTITIONS_TO_TXN_VERSION = 5  # the broker-to-coordinator form (v4+), with 
 CREATE_TOPICS_VERSION = 4  # the first with -1 (the controller's default) partitions and replication factor
 PEER_TIMEOUT_S = 30.0  # a leader that does not answer within this is asked again later
 MAX_RESPONSE_BYTES = 16 * 1024 * 1024
-SASL_HANDSHAKE_VERSION = 1  # KIP-152: SaslAuthenticate requests follow
-SASL_AUTHENTICATE_VERSION = 1
+SASL_AUTHENTICATE_VERSION = 1  # peers negotiate no versions: the first with a session lifetime
 _SIZE = struct.Struct(">i")
 R = TypeVar("R", bound=Response)
 # How each broker of this process (by node id) connects to the others; absent: plaintext, no SASL.
@@ -232,31 +228,19 @@ async def _round_trip(stream: trio.abc.Stream, frame: bytes) -> bytes:
         raise OSError(f"the peer closed the connection: {exc.__cause__ or exc}") from None
 
 
-async def _sasl_request(stream: trio.abc.Stream, request: Request, version: int, response_cls: type[R],
-                        client_id: str | None, correlation_id: int) -> R:
-    header = RequestHeader(request_api_key=request.API_KEY, request_api_version=version,
-                           correlation_id=correlation_id, client_id=client_id)
-    return decode_response(await _round_trip(stream, encode_request(header, request)), request, version, response_cls)
-
-
 async def _authenticate(stream: trio.abc.Stream, security: ClientSecurity, client_id: str | None) -> None:
-    """SaslHandshake, then SaslAuthenticate rounds (PLAIN, or SCRAM); OSError if refused."""
-    assert security.mechanism is not None
-    handshake = await _sasl_request(stream, SaslHandshakeRequest(mechanism=security.mechanism),
-                                    SASL_HANDSHAKE_VERSION, SaslHandshakeResponse, client_id, 1)
-    if handshake.error_code:
-        raise OSError(f"SASL {security.mechanism} refused: {Errors(handshake.error_code).name}")
-    conversation = sasl_conversation(security)
+    """Carry :func:`sasl_exchange`'s requests (PLAIN or SCRAM); OSError if refused."""
+    exchange = sasl_exchange(security)
     try:
-        token = next(conversation)
+        request, version, response_cls = next(exchange)
         while True:
-            response = await _sasl_request(stream, SaslAuthenticateRequest(auth_bytes=token),
-                                           SASL_AUTHENTICATE_VERSION, SaslAuthenticateResponse, client_id, 1)
-            if response.error_code:
-                raise OSError(f"SASL {security.mechanism} as {security.username} refused: "
-                              f"{Errors(response.error_code).name} {response.error_message or ''}".rstrip())
-            token = conversation.send(bytes(response.auth_bytes))
+            header = RequestHeader(request_api_key=request.API_KEY, request_api_version=SASL_AUTHENTICATE_VERSION if version is None else version,
+                                   correlation_id=1, client_id=client_id)
+            frame = await _round_trip(stream, encode_request(header, request))
+            request, version, response_cls = exchange.send(
+                decode_response(frame, request, header.request_api_version, response_cls))
     except StopIteration:
         return
-    except ScramException as exc:
-        raise OSError(f"SCRAM: the peer's answers are not genuine: {exc}") from None
+    except SaslRefused as exc:
+        raise OSError(f"SASL {security.mechanism} as {security.username} refused: "
+                      f"{Errors.for_code(exc.error_code).name} {exc.message}") from None

@@ -21,11 +21,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from scramp import ScramException
-
+from rivven_kproto.auth.sasl_client import SaslRefused, sasl_exchange
 from rivven_kproto.client.errors import ClientError, ProtocolViolationError, UnsupportedApiError
 from rivven_kproto.client.protocol import ClientProtocol
-from rivven_kproto.client.security import ClientSecurity, sasl_conversation
+from rivven_kproto.client.security import ClientSecurity
 from rivven_kproto.client.versions import NegotiatedVersions, api_versions_exchange
 from rivven_kproto.codec import messages as _messages  # noqa: F401  (registers every declaration)
 from rivven_kproto.codec.errors import Errors
@@ -44,8 +43,6 @@ from rivven_kproto.codec.messages.list_offsets import (
     ListOffsetsTopic,
 )
 from rivven_kproto.codec.messages.metadata import MetadataRequest, MetadataRequestTopic, MetadataResponse
-from rivven_kproto.codec.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
-from rivven_kproto.codec.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
 from rivven_kproto.codec.schema import Request, Response
 
 FETCH_MIN_VERSION = 4  # isolation level, last stable offset, aborted transactions
@@ -125,24 +122,18 @@ class Connection:
             raise KafkaWireError(f"TLS handshake with {self.address} failed: {exc}", Errors.NETWORK_EXCEPTION) from None
 
     def _authenticate(self, security: ClientSecurity) -> None:
-        """SaslHandshake v1, then SaslAuthenticate rounds (KIP-152), as the Java client does."""
-        assert security.mechanism is not None
-        handshake = self.request(SaslHandshakeRequest(mechanism=security.mechanism), 1, SaslHandshakeResponse)
-        check(handshake.error_code, f"SASL {security.mechanism} with {self.address}")
-        conversation = sasl_conversation(security)
+        """Carry :func:`sasl_exchange`'s requests (SaslHandshake v1, then SaslAuthenticate rounds)."""
+        exchange = sasl_exchange(security)
         try:
-            token = next(conversation)
+            step = next(exchange)
             while True:
-                answer = self.request(SaslAuthenticateRequest(auth_bytes=token), None, SaslAuthenticateResponse)
-                if answer.error_code:
-                    error = Errors.for_code(answer.error_code)
-                    raise KafkaWireError(f"SASL with {self.address}: {error.name}: {answer.error_message or error.message}",
-                                         answer.error_code)
-                token = conversation.send(bytes(answer.auth_bytes))
+                step = exchange.send(self.request(*step))
         except StopIteration:
             return
-        except ScramException as exc:
-            raise KafkaWireError(f"SCRAM with {self.address}: {exc}", Errors.SASL_AUTHENTICATION_FAILED) from None
+        except SaslRefused as exc:
+            error = Errors.for_code(exc.error_code)
+            raise KafkaWireError(f"SASL {security.mechanism} with {self.address}: {error.name}: {exc.message}",
+                                 exc.error_code) from None
 
     def _negotiate(self) -> None:
         exchange = api_versions_exchange("rivven-kproto-spark", "0.1.0")

@@ -131,6 +131,21 @@ class CoordinatorRuntime(Generic[Rec]):
             return
         self._run_effects(result.effects, now_ms)
 
+    def run_each(self, results: Iterable[Result[Any]], now_ms: int) -> int:
+        """Run independent operations one by one (what a timer found due), each as :meth:`run`
+        does: one that fails with an OSError (its append or an effect) is logged and the rest still
+        run. ``results`` may be lazy: each is made after the one before it ran. Returns how many
+        ran whole."""
+        done = 0
+        for result in results:
+            try:
+                self.run(result, now_ms)
+            except OSError:
+                log.exception("coordinator log write failed in a timer's operation; retried at the next")
+                continue
+            done += 1
+        return done
+
     def _run_effects(self, effects: Sequence[Any], now_ms: int) -> None:
         for effect in effects:
             route = self._routes.get(type(effect))

@@ -17,8 +17,8 @@ CompleteCommit/CompleteAbort. A commit's decision is also recorded with its Prep
 reads it there, so the commit becomes visible on all of its partitions at once. With
 ``complete_after_sync`` (the server sets it for ``fsync=always``) the completion waits in
 :attr:`awaiting_sync` until the flusher has made the markers durable (``take_awaiting``, then
-``complete_synced``). Partitions whose marker could not be written are retried by :meth:`tick`;
-a logged commit decision is never turned into an abort.
+``complete_synced``). Timers are operations too: :meth:`due` and :meth:`retries` make Results that
+``runtime.run_each`` runs. A logged commit decision is never turned into an abort.
 On start, :meth:`recover` re-writes the markers of every transaction left in a Prepare state,
 has the broker flush them, then logs the completions.
 
@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -58,7 +58,6 @@ T = TypeVar("T")
 
 COMPACT_AFTER_ENTRIES = 10_000
 MARKER_WARNING_INTERVAL_MS = 10_000  # how often a transaction whose markers keep failing is warned about
-
 
 
 class IllegalTransition(RuntimeError):
@@ -123,7 +122,7 @@ class TransactionCoordinator:
             for txn in list(self.txns.values()):
                 if txn.state.is_prepare:
                     log.info("completing %s of %s after restart", txn.state.value, txn.transactional_id)
-                    self._resume(txn, now_ms)
+                    self.runtime.run(self._resume(txn), now_ms)
         finally:
             self.complete_after_sync = complete_after_sync
         make_durable()
@@ -447,9 +446,9 @@ class TransactionCoordinator:
         todo = self.unwritten.get(txn.transactional_id, txn.partitions)
         return WriteMarkers(txn, tuple(sorted(todo)), after_prepare)
 
-    def _resume(self, txn: TxnMetadata, now_ms: int) -> None:
+    def _resume(self, txn: TxnMetadata) -> Result[None]:
         """Go on with a prepared transaction: write its markers (again), then complete it."""
-        self.runtime.run(Result(None, effects=[self._write_markers(txn)]), now_ms)
+        return Result(None, effects=[self._write_markers(txn)])
 
     def _run_write_markers(self, effect: WriteMarkers, now_ms: int) -> set[Partition]:
         if effect.after_prepare:
@@ -482,15 +481,15 @@ class TransactionCoordinator:
         return self._completion(txn, now_ms)
 
     def retry_unwritten(self, now_ms: int) -> None:
-        """Markers other brokers were asked for have been answered: try to complete at once
-        (instead of at the next tick)."""
+        """Other brokers answered the markers asked of them: complete now, not at the next tick."""
+        self.runtime.run_each(self.retries(), now_ms)
+
+    def retries(self) -> Iterator[Result[None]]:
+        """The operations retrying unwritten markers (prepared transactions not awaiting a sync)."""
         for transactional_id in list(self.unwritten):
             txn = self.txns.get(transactional_id)
             if txn is not None and txn.state.is_prepare and transactional_id not in self.awaiting_sync:
-                try:
-                    self._resume(txn, now_ms)
-                except OSError:
-                    log.exception("transaction log write failed while retrying markers")
+                yield self._resume(txn)
 
     def take_awaiting(self) -> list[TxnMetadata]:
         """Transactions whose markers are written; complete them once a flush that starts now ends."""
@@ -579,20 +578,21 @@ class TransactionCoordinator:
     # -- time ---------------------------------------------------------------------------------
 
     def tick(self, now_ms: int) -> None:
-        """Abort timed-out transactions (fencing their producer), retry markers, expire idle ids."""
+        """The timer: run :meth:`due`'s operations (a failed write is retried at the next tick)."""
+        self.runtime.run_each(self.due(now_ms), now_ms)
+
+    def due(self, now_ms: int) -> Iterator[Result[None]]:
+        """The operations due at ``now_ms``, made lazily (each after the one before it ran): abort a
+        timed-out transaction (fencing its producer), resume a prepared one, expire an idle id."""
         for txn in list(self.txns.values()):
-            try:
-                if txn.state is TxnState.ONGOING and now_ms - txn.start_ms > txn.timeout_ms:
-                    log.info("aborting transaction %s: timed out after %d ms", txn.transactional_id, txn.timeout_ms)
-                    self.counters.timed_out += 1
-                    self.runtime.run(self._abort(fenced(txn, now_ms), now_ms, None), now_ms)
-                elif txn.state.is_prepare and txn.transactional_id not in self.awaiting_sync:
-                    self._resume(txn, now_ms)
-                elif txn.state.is_complete and now_ms - txn.last_update_ms > self.id_expiration_ms:
-                    self.runtime.run(self._transition(txn.evolve(state=TxnState.DEAD, last_update_ms=now_ms), None),
-                                     now_ms)
-            except OSError:
-                log.exception("transaction log write failed during tick")
+            if txn.state is TxnState.ONGOING and now_ms - txn.start_ms > txn.timeout_ms:
+                log.info("aborting transaction %s: timed out after %d ms", txn.transactional_id, txn.timeout_ms)
+                self.counters.timed_out += 1
+                yield self._abort(fenced(txn, now_ms), now_ms, None)
+            elif txn.state.is_prepare and txn.transactional_id not in self.awaiting_sync:
+                yield self._resume(txn)
+            elif txn.state.is_complete and now_ms - txn.last_update_ms > self.id_expiration_ms:
+                yield self._transition(txn.evolve(state=TxnState.DEAD, last_update_ms=now_ms), None)
 
     @property
     def active(self) -> int:

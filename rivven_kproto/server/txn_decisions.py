@@ -5,7 +5,8 @@ time, but its coordinator commits the decision to the database first (with the P
 entry, ``record_decision``). Before a read_committed Fetch or ListOffsets is answered, the open
 transactions that hold back a partition it reads are looked up there (one query, on a worker
 thread): a decided commit is shown at once, so a consumer that has seen a commit on one partition
-sees it on every other, whichever broker leads them. A transaction that this broker coordinates
+sees it on every other, whichever broker leads them. The lookup is planned as a job like a cold
+read (``broker/log/decisions.py``): collected here, run on a worker thread, applied back here. A transaction that this broker coordinates
 and holds Ongoing needs no query (its decision would be made here); the native log has no such
 transactions at all (``undecided_transactions`` is empty).
 """
@@ -19,12 +20,11 @@ import trio
 
 from rivven_kproto.broker.broker import Broker
 from rivven_kproto.broker.log.base import PartitionLogBase
+from rivven_kproto.broker.log.decisions import plan_decision_lookup
 from rivven_kproto.broker.storage import StorageError
 from rivven_kproto.broker.txn.state import TxnState
 
 log = logging.getLogger(__name__)
-
-Waiting = tuple[PartitionLogBase, int, int]  # the partition, the epoch of the batches, first offset
 
 
 def _ongoing_here(broker: Broker, producer_id: int, epoch: int) -> bool:
@@ -42,19 +42,13 @@ async def learn_decisions(
     """Before answering reads (partition, offset) at read_committed: learn which of the open
     transactions holding them back are decided committed. Without the database, nothing is
     learnt (the reads wait for the markers, as before)."""
-    waiting: dict[int, list[Waiting]] = {}
-    for partition, offset in reads:
-        for producer_id, epoch, first in partition.undecided_transactions(offset):
-            if not _ongoing_here(broker, producer_id, epoch):
-                waiting.setdefault(producer_id, []).append((partition, epoch, first))
-    if not waiting:
+    plan = plan_decision_lookup(reads, broker.storage.committed_decisions,
+                                lambda producer_id, epoch: _ongoing_here(broker, producer_id, epoch))
+    if plan is None:
         return
     try:
-        decided = await trio.to_thread.run_sync(broker.storage.committed_decisions, list(waiting), limiter=limiter)
+        decided = await trio.to_thread.run_sync(plan.run, limiter=limiter)
     except StorageError as exc:
         log.debug("reading transactions' commit decisions failed: %s", exc)
         return
-    for producer_id, epoch in decided.items():
-        for partition, wanted_epoch, first in waiting.get(producer_id, ()):
-            if epoch == wanted_epoch:
-                partition.learn_committed(producer_id, epoch, first)
+    plan.apply(decided)

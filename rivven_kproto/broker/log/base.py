@@ -3,7 +3,8 @@
 Validation, offset assignment, the idempotent producer's checks, transaction markers and the last
 stable offset, and a consumer's view of the log are the same whichever engine keeps the bytes: the
 native segment files (``partition_log.PartitionLog``) or PostgreSQL rows
-(``broker.storage.postgres.partition``). An engine implements the storage primitives at the end.
+(``broker.storage.postgres.partition``). An engine implements the storage primitives at the end:
+the members of ``engine.EngineLog``, the typed protocol of what the engines differ in.
 """
 
 from __future__ import annotations
@@ -11,10 +12,11 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from rivven_kproto.broker.durable.flush import FlushItem
 from rivven_kproto.broker.log.config import LogConfig
+from rivven_kproto.broker.log.engine import Batches, ColdReadPlan, ReadResult  # noqa: F401 (re-exported)
 from rivven_kproto.broker.log.producer_state import AbortedTxn, BatchMeta, ProducerStateManager
 from rivven_kproto.broker.log.region import BatchRegion
 from rivven_kproto.broker.log.segment import MAX_RELATIVE_OFFSET
@@ -34,17 +36,6 @@ from rivven_kproto.codec.records.records import decode_batch
 
 LEADER_EPOCH = 0  # one leader epoch: a partition's leader never changes
 NO_LEADER_EPOCH = -1
-Batches = list[tuple[int, BatchHeader]]  # (position in the buffer, header), as validate_batches returns
-
-
-class ColdReadPlan(Protocol):
-    """A read prepared on the loop and run once on a worker thread (``span.ColdRead``, or a query)."""
-
-    offset: int
-
-    def run(self) -> bytes | BatchRegion: ...
-
-    def release(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -81,13 +72,6 @@ class AppendInfo:
     batches: tuple[BatchHeader, ...]  # headers as written (offsets, timestamps, producer fields)
     size: int
     duplicate: bool = False  # an idempotent retry: nothing written, offsets are the original ones
-
-
-@dataclass(frozen=True)
-class ReadResult:
-    data: bytes
-    log_start_offset: int
-    log_end_offset: int
 
 
 def exact_record(data: bytes, log_start: int, wanted: Callable[[int], bool]) -> tuple[int, int] | None:
@@ -135,11 +119,11 @@ class PartitionLogBase(ABC):
         """The next offset to assign."""
 
     @abstractmethod
-    def _check_open(self) -> None:
+    def check_open(self) -> None:
         ...
 
     @abstractmethod
-    def _write(self, buf: bytes | bytearray, batches: Batches, max_timestamp: int, now_ms: int) -> None:
+    def write_batches(self, buf: bytes | bytearray, batches: Batches, max_timestamp: int, now_ms: int) -> None:
         """Store validated, stamped batches at the log end (raise KafkaError to refuse)."""
 
     @abstractmethod
@@ -149,7 +133,7 @@ class PartitionLogBase(ABC):
         ...
 
     @abstractmethod
-    def _advance_log_start(self, offset: int) -> None:
+    def advance_log_start(self, offset: int) -> None:
         """Hide (and eventually delete) the offsets below ``offset``."""
 
     @property
@@ -250,7 +234,7 @@ class PartitionLogBase(ABC):
         writers (control batches allowed, records not walked). Client batches have every record
         walked, here or earlier off the event loop (``record_check`` for exactly this ``data``).
         """
-        self._check_open()
+        self.check_open()
         batches = validate_batches(data, self.config, from_client=from_client)
         max_timestamps = None
         if from_client:
@@ -284,7 +268,7 @@ class PartitionLogBase(ABC):
         for header in headers:
             if header.max_timestamp > max_timestamp:
                 max_timestamp, offset_of_max = header.max_timestamp, header.base_offset
-        self._write(buf, batches, max_timestamp, now_ms)
+        self.write_batches(buf, batches, max_timestamp, now_ms)
         self.producers.update(headers)
         if from_client:
             self.appended_messages += headers[-1].last_offset - headers[0].base_offset + 1
@@ -431,7 +415,7 @@ class PartitionLogBase(ABC):
     def delete_records(self, before_offset: int, *, high_watermark: int | None = None) -> int:
         """DeleteRecords: hide offsets below ``before_offset`` (-1: the high watermark); returns
         the new log start offset (the response's low watermark)."""
-        self._check_open()
+        self.check_open()
         limit = self.log_end_offset if high_watermark is None else high_watermark
         if before_offset == -1:
             before_offset = limit
@@ -441,5 +425,5 @@ class PartitionLogBase(ABC):
                 f"cannot delete records before {before_offset}: the limit is {limit}",
             )
         if before_offset > self._log_start_offset:
-            self._advance_log_start(before_offset)
+            self.advance_log_start(before_offset)
         return self._log_start_offset

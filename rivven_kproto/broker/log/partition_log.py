@@ -187,13 +187,13 @@ class PartitionLog(PartitionLogBase):
     def _active(self) -> Segment:
         return self._segments[-1]
 
-    def _check_open(self) -> None:
+    def check_open(self) -> None:
         if self._closed:
             raise ValueError(f"log {self.directory} is closed")
 
     # -- appending -------------------------------------------------------------------------------
 
-    def _write(self, buf: bytes | bytearray, batches: Batches, max_timestamp: int, now_ms: int) -> None:
+    def write_batches(self, buf: bytes | bytearray, batches: Batches, max_timestamp: int, now_ms: int) -> None:
         first, last = batches[0][1], batches[-1][1]
         self._maybe_roll(len(buf), first.base_offset, last.last_offset, max_timestamp, now_ms)
         try:
@@ -241,7 +241,7 @@ class PartitionLog(PartitionLogBase):
 
     def _readable_range(self, offset: int) -> tuple[int, int]:
         """(log start, log end) when ``offset`` lies within them, else OFFSET_OUT_OF_RANGE."""
-        self._check_open()
+        self.check_open()
         start, end = self._log_start_offset, self.log_end_offset
         if offset < start or offset > end:
             raise KafkaError(
@@ -293,7 +293,7 @@ class PartitionLog(PartitionLogBase):
         segment (its pages are the likely ones to be off the cache), or a large one (a consumer
         catching up: ``LARGE_READ_BYTES`` or more to copy; with ``zero_copy`` nothing is copied,
         so only the sealed case). None: read it inline."""
-        self._check_open()
+        self.check_open()
         upper_bound = self.visible_end(isolation)
         if not self._log_start_offset <= offset < upper_bound:
             return None
@@ -321,7 +321,7 @@ class PartitionLog(PartitionLogBase):
 
         The indexes find the batch; that one batch is then decoded for the exact record.
         """
-        self._check_open()
+        self.check_open()
         for segment in self._segments:
             if segment.next_offset <= self._log_start_offset:
                 continue
@@ -335,7 +335,7 @@ class PartitionLog(PartitionLogBase):
 
     def max_timestamp_offset(self) -> tuple[int, int] | None:
         """(offset, timestamp) of the record with the largest timestamp, for ListOffsets -3."""
-        self._check_open()
+        self.check_open()
         best: tuple[int, int] | None = None
         for segment in self._segments:
             if segment.offset_of_max_timestamp >= 0 and (best is None or segment.max_timestamp > best[1]):
@@ -357,7 +357,7 @@ class PartitionLog(PartitionLogBase):
 
     def apply_retention(self, now_ms: int) -> int:
         """Delete old whole segments by retention.ms then retention.bytes; returns how many."""
-        self._check_open()
+        self.check_open()
         deleted = 0
         retention_ms = self.config.retention_ms
         if retention_ms >= 0:
@@ -379,7 +379,7 @@ class PartitionLog(PartitionLogBase):
         self.producers.aborted = [a for a in self.producers.aborted if a.last_offset >= self._log_start_offset]
         return deleted
 
-    def _advance_log_start(self, offset: int) -> None:
+    def advance_log_start(self, offset: int) -> None:
         self._set_log_start_offset(offset)
         self._delete_oldest(lambda segment: segment.next_offset <= self._log_start_offset)
 
@@ -420,7 +420,7 @@ class PartitionLog(PartitionLogBase):
     def truncate_to(self, offset: int) -> None:
         """Drop every batch at or after ``offset``; a batch straddling it goes whole, so the new
         log end offset may be below ``offset``. Below the log start the log restarts empty there."""
-        self._check_open()
+        self.check_open()
         if offset >= self.log_end_offset:
             return
         if offset < self._log_start_offset:
@@ -471,7 +471,7 @@ class PartitionLog(PartitionLogBase):
     def begin_flush(self) -> PendingFlush:
         """Capture what a flush must sync now: duplicated descriptors of the open files, the paths of
         those the descriptor cache closed, index entries to write (see ``flush.py``)."""
-        self._check_open()
+        self.check_open()
         pending = PendingFlush(self.log_end_offset, self._truncations)
         try:
             for segment in self._segments:

@@ -33,8 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rivven_kproto.broker.durable.work import BlockingWork, submit
-from rivven_kproto.broker.log.base import Batches, PartitionLogBase, ReadResult
+from rivven_kproto.broker.log.base import PartitionLogBase
 from rivven_kproto.broker.log.config import LogConfig
+from rivven_kproto.broker.log.engine import Batches, ReadResult
 from rivven_kproto.broker.log.producer_state import ProducerStateManager
 from rivven_kproto.broker.log.region import ZERO_COPY_MIN_BYTES, HeldBatches
 from rivven_kproto.codec.enums import MAX_TIMESTAMP, IsolationLevel
@@ -222,11 +223,11 @@ class PgPartitionLog(PartitionLogBase):
     def segment_base_offsets(self) -> list[int]:
         return [self._log_start_offset]  # one "segment": the partition's rows
 
-    def _check_open(self) -> None:
+    def check_open(self) -> None:
         if self._closed:
             raise ValueError(f"log {self.name} is closed")
 
-    def _write(self, buf: bytes | bytearray, batches: Batches, max_timestamp: int, now_ms: int) -> None:
+    def write_batches(self, buf: bytes | bytearray, batches: Batches, max_timestamp: int, now_ms: int) -> None:
         topic_id, index = self.key
         for position, header in batches:
             data = bytes(buf[position : position + header.size])
@@ -245,7 +246,7 @@ class PgPartitionLog(PartitionLogBase):
     def read(
         self, offset: int, max_bytes: int, *, upper_bound: int | None = None, min_one_batch: bool = True
     ) -> ReadResult:
-        self._check_open()
+        self.check_open()
         self._take_retained()
         start, end = self._log_start_offset, self._next_offset
         if offset < start or offset > end:
@@ -264,7 +265,7 @@ class PgPartitionLog(PartitionLogBase):
         self, offset: int, max_bytes: int, isolation: IsolationLevel, *, zero_copy: bool = False
     ) -> PgColdRead | None:
         """Reads below the cache go to the database on a worker thread."""
-        self._check_open()
+        self.check_open()
         self._take_retained()
         upper_bound = self.visible_end(isolation)
         if not self._log_start_offset <= offset < upper_bound:
@@ -279,7 +280,7 @@ class PgPartitionLog(PartitionLogBase):
     ) -> HeldBatches | None:
         """A large read of the in-memory tail as the cached batches themselves (referenced, not
         joined into a copy per response); None below the cache, out of range, or small."""
-        self._check_open()
+        self.check_open()
         self._take_retained()
         if not (self._cache and self._cache_bases[0] <= offset < min(upper_bound, self._next_offset)):
             return None
@@ -300,7 +301,7 @@ class PgPartitionLog(PartitionLogBase):
             return None
         return HeldBatches(taken, next_offsets)
 
-    def _advance_log_start(self, offset: int) -> None:
+    def advance_log_start(self, offset: int) -> None:
         self._log_start_offset = offset
         self.producers.forget_aborted_before(offset)
         key = self.key
@@ -320,7 +321,7 @@ class PgPartitionLog(PartitionLogBase):
         the oldest committed batches go while all of their timestamps are older than
         retention.ms, and while the partition stays at least retention.bytes without them. The
         query and the deletion run as a job; the new start is taken on the loop afterwards."""
-        self._check_open()
+        self.check_open()
         self._take_retained()
         retention_ms, retention_bytes = self.config.retention_ms, self.config.retention_bytes
         if retention_ms < 0 and retention_bytes < 0:
@@ -351,17 +352,17 @@ class PgPartitionLog(PartitionLogBase):
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """As Kafka's time index search (control batches count too), over committed batches."""
-        self._check_open()
+        self.check_open()
         self.storage.pool.check_available()
         return self.storage.queries.offset_lookup(self.key, self.log_start_offset, timestamp)
 
     def max_timestamp_offset(self) -> tuple[int, int] | None:
-        self._check_open()
+        self.check_open()
         self.storage.pool.check_available()
         return self.storage.queries.offset_lookup(self.key, self.log_start_offset, MAX_TIMESTAMP)
 
     def plan_offset_lookup(self, timestamp: int) -> Callable[[], tuple[int, int] | None] | None:
-        self._check_open()
+        self.check_open()
         storage, key, start = self.storage, self.key, self.log_start_offset
         return lambda: storage.queries.offset_lookup(key, start, timestamp)
 
@@ -369,7 +370,7 @@ class PgPartitionLog(PartitionLogBase):
 
     def begin_flush(self) -> PgCommit:
         """The rows appended since the last commit, and the end move that fences other writers."""
-        self._check_open()
+        self.check_open()
         rows = [batch.row for batch in self._pending if batch.row is not None]
         pending, self._pending = self._pending, []
         before, after, start = self._committed_end, self._next_offset, self._log_start_offset

@@ -7,7 +7,6 @@ every error code in the answer and returns plain dataclasses, so the CLI only re
 
 from __future__ import annotations
 
-import enum
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -19,6 +18,7 @@ from rivven_kproto.codec.enums import (
     AlterConfigOp,
     ConfigSource,
 )
+from rivven_kproto.codec.enums import ConfigResourceType as ResourceType  # the CLI's admin.ResourceType
 from rivven_kproto.codec.messages.create_partitions import (
     CreatePartitionsRequest,
     CreatePartitionsResponse,
@@ -64,11 +64,6 @@ from .versions import ApiSupport
 
 # The request timeout we ask the controller to honour; our own deadline still bounds the wait.
 ADMIN_TIMEOUT_MS = 30_000
-
-
-class ResourceType(enum.IntEnum):
-    TOPIC = 2
-    BROKER = 4
 
 
 @dataclass

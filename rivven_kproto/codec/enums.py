@@ -20,6 +20,18 @@ class OffsetSpec(enum.IntEnum):
     MAX_TIMESTAMP = -3
 
 
+class ConfigResourceType(enum.IntEnum):
+    """A config resource's type in DescribeConfigs, (Incremental)AlterConfigs and
+    ListConfigResources (Kafka's ``ConfigResource.Type``; not the ACL resource types)."""
+
+    UNKNOWN = 0
+    TOPIC = 2
+    BROKER = 4
+    BROKER_LOGGER = 8
+    CLIENT_METRICS = 16
+    GROUP = 32
+
+
 class ConfigSource(enum.IntEnum):
     """Where a config value comes from, as DescribeConfigs (v1+) and CreateTopics (v5+) say it."""
 

@@ -3,6 +3,7 @@ v1 adds the resource types, KIP-1142, Kafka 4.1)."""
 
 from __future__ import annotations
 
+from ..enums import ConfigResourceType
 from ..schema import (
     INT8,
     INT16,
@@ -17,7 +18,7 @@ from ..schema import (
     kf,
 )
 
-CLIENT_METRICS = 16  # the resource type v0 lists (and ConfigResource's default below v1)
+CLIENT_METRICS = ConfigResourceType.CLIENT_METRICS  # the type v0 lists (and ConfigResource's default below v1)
 
 
 @kafka_message(api_key=74, valid="0-1", flexible="0+")

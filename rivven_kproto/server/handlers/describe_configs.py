@@ -25,6 +25,7 @@ from __future__ import annotations
 from rivven_kproto.broker.security.acls import CLUSTER_NAME, ResourceType
 from rivven_kproto.broker.security.authorization_rules import rule
 from rivven_kproto.broker.topics import ConfigEntry, validate_topic_name
+from rivven_kproto.codec.enums import ConfigResourceType
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.messages.describe_configs import (
     DescribeConfigsRequest,
@@ -41,16 +42,10 @@ from ..routes import LOCAL
 API_KEY = DescribeConfigsRequest.API_KEY
 ROUTE = LOCAL
 
-TOPIC = 2
-BROKER = 4
-BROKER_LOGGER = 8
-CLIENT_METRICS = 16
-RESOURCE_TYPE_NAMES = {
-    TOPIC: "TOPIC",
-    BROKER: "BROKER",
-    BROKER_LOGGER: "BROKER_LOGGER",
-    CLIENT_METRICS: "CLIENT_METRICS",
-}
+TOPIC, BROKER = ConfigResourceType.TOPIC, ConfigResourceType.BROKER
+# The types this request may name (others fail the whole request, as in Kafka).
+RESOURCE_TYPE_NAMES: dict[int, str] = {
+    kind: kind.name for kind in (TOPIC, BROKER, ConfigResourceType.BROKER_LOGGER, ConfigResourceType.CLIENT_METRICS)}
 
 
 def handle(ctx: RequestContext, request: DescribeConfigsRequest, version: int) -> DescribeConfigsResponse:
@@ -86,7 +81,7 @@ def handle(ctx: RequestContext, request: DescribeConfigsRequest, version: int) -
 def check_config_access(ctx: RequestContext, api_key: int, resource_type: int, name: str) -> None:
     """The API's row of the authorization table: DescribeConfigs/AlterConfigs on the topic, or on
     the Cluster for broker resources."""
-    label = {TOPIC: "topic", BROKER: "broker"}.get(resource_type)
+    label = {int(TOPIC): "topic", int(BROKER): "broker"}.get(resource_type)
     if label is None:
         return
     check = rule(api_key).check(label)

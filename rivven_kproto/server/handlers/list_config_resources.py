@@ -14,9 +14,9 @@ neither), and broker loggers (DescribeConfigs does not serve BROKER_LOGGER here)
 from __future__ import annotations
 
 from rivven_kproto.broker.security.authorization_rules import rule
+from rivven_kproto.codec.enums import ConfigResourceType
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.list_config_resources import (
-    CLIENT_METRICS,
     ConfigResource,
     ListConfigResourcesRequest,
     ListConfigResourcesResponse,
@@ -29,7 +29,9 @@ API_KEY = ListConfigResourcesRequest.API_KEY
 ROUTE = LOCAL
 RULE = rule(API_KEY)
 
-TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 32
+TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = (
+    ConfigResourceType.TOPIC, ConfigResourceType.BROKER, ConfigResourceType.BROKER_LOGGER,
+    ConfigResourceType.CLIENT_METRICS, ConfigResourceType.GROUP)
 SUPPORTED_V1 = (TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP)
 
 

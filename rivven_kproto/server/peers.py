@@ -181,9 +181,14 @@ async def add_partitions_to_txn(
 
 async def call(node: Node, request: Request, version: int, response_cls: type[R], self_id: int) -> R:
     """One request of this broker's own (client id ``kproto-broker-<id>``) and its decoded response."""
-    header = RequestHeader(request_api_key=request.API_KEY, request_api_version=version, correlation_id=1,
-                           client_id=peer_client_id(self_id))
+    header = _header(request, version, peer_client_id(self_id))
     return decode_response(await exchange(node, header, request, self_id), request, version, response_cls)
+
+
+def _header(request: Request, version: int, client_id: str | None) -> RequestHeader:
+    """A request's header: each connection carries one exchange at a time, so one correlation id serves."""
+    return RequestHeader(request_api_key=request.API_KEY, request_api_version=version, correlation_id=1,
+                         client_id=client_id)
 
 
 def decode_response(frame: bytes, request: Request, version: int, response_cls: type[R]) -> R:
@@ -232,13 +237,12 @@ async def _authenticate(stream: trio.abc.Stream, security: ClientSecurity, clien
     """Carry :func:`sasl_exchange`'s requests (PLAIN or SCRAM); OSError if refused."""
     exchange = sasl_exchange(security)
     try:
-        request, version, response_cls = next(exchange)
+        step = next(exchange)
         while True:
-            header = RequestHeader(request_api_key=request.API_KEY, request_api_version=SASL_AUTHENTICATE_VERSION if version is None else version,
-                                   correlation_id=1, client_id=client_id)
-            frame = await _round_trip(stream, encode_request(header, request))
-            request, version, response_cls = exchange.send(
-                decode_response(frame, request, header.request_api_version, response_cls))
+            request, wanted, response_cls = step
+            version = SASL_AUTHENTICATE_VERSION if wanted is None else wanted
+            frame = await _round_trip(stream, encode_request(_header(request, version, client_id), request))
+            step = exchange.send(decode_response(frame, request, version, response_cls))
     except StopIteration:
         return
     except SaslRefused as exc:

@@ -6,9 +6,9 @@ entry, ``record_decision``). Before a read_committed Fetch or ListOffsets is ans
 transactions that hold back a partition it reads are looked up there (one query, on a worker
 thread): a decided commit is shown at once, so a consumer that has seen a commit on one partition
 sees it on every other, whichever broker leads them. The lookup is planned as a job like a cold
-read (``broker/log/decisions.py``): collected here, run on a worker thread, applied back here. A transaction that this broker coordinates
-and holds Ongoing needs no query (its decision would be made here); the native log has no such
-transactions at all (``undecided_transactions`` is empty).
+read (``broker/log/decisions.py``): collected here, run on a worker thread, applied back here. A
+transaction that this broker coordinates and holds Ongoing needs no query (its decision would be
+made here); the native log has no such transactions at all (``undecided_transactions`` is empty).
 """
 
 from __future__ import annotations

@@ -44,6 +44,7 @@ ROUTE = LOCAL
 
 TOPIC, BROKER = ConfigResourceType.TOPIC, ConfigResourceType.BROKER
 # The types this request may name (others fail the whole request, as in Kafka).
+RULE_LABELS: dict[int, str] = {TOPIC: "topic", BROKER: "broker"}  # the authorization table's rows
 RESOURCE_TYPE_NAMES: dict[int, str] = {
     kind: kind.name for kind in (TOPIC, BROKER, ConfigResourceType.BROKER_LOGGER, ConfigResourceType.CLIENT_METRICS)}
 
@@ -81,7 +82,7 @@ def handle(ctx: RequestContext, request: DescribeConfigsRequest, version: int) -
 def check_config_access(ctx: RequestContext, api_key: int, resource_type: int, name: str) -> None:
     """The API's row of the authorization table: DescribeConfigs/AlterConfigs on the topic, or on
     the Cluster for broker resources."""
-    label = {int(TOPIC): "topic", int(BROKER): "broker"}.get(resource_type)
+    label = RULE_LABELS.get(resource_type)
     if label is None:
         return
     check = rule(api_key).check(label)

@@ -57,6 +57,11 @@ def test_a_wrong_version_of_a_new_field_is_found(schemas: Path) -> None:
     assert checker.problems and "producer_epoch" in checker.problems[0]
 
 
+def test_every_declaration_matches_kafkas_schemas(schemas: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The spec gate itself, inside the test suite: a difference fails here too, not only in tox's spec env."""
+    assert check_spec.main(["--spec-dir", str(schemas)]) == 0, capsys.readouterr().out
+
+
 def _run_without_schemas(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
     """The tool as tox's spec env runs it, pointed at a directory with no schemas (a plain clone)."""
     clean = {k: v for k, v in os.environ.items() if k not in ("RIVVEN_REQUIRE_SPEC", "KPROTO_SPEC_DIR")}

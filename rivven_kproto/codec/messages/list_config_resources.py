@@ -18,7 +18,8 @@ from ..schema import (
     kf,
 )
 
-CLIENT_METRICS = ConfigResourceType.CLIENT_METRICS  # the type v0 lists (and ConfigResource's default below v1)
+# The type v0 lists (and ConfigResource's default below v1); a plain int, as decoded values are.
+CLIENT_METRICS = int(ConfigResourceType.CLIENT_METRICS)
 
 
 @kafka_message(api_key=74, valid="0-1", flexible="0+")

@@ -66,7 +66,7 @@ from rivven_kproto.codec.messages import (
 )
 from rivven_kproto.codec.records.records import Record, build_batch
 
-TOPIC_CONFIG, BROKER_CONFIG = 2, 4
+TOPIC_CONFIG, BROKER_CONFIG, GROUP_CONFIG = 2, 4, 32
 LATEST = -1
 
 
@@ -287,7 +287,8 @@ def _describe_configs(v: int, n: Names) -> Shapes:
         resource = make(describe_configs.DescribeConfigsResource, v, resource_type=resource_type,
                         resource_name=name, configuration_keys=None)
         return make(describe_configs.DescribeConfigsRequest, v, resources=[resource])
-    return [("topic", request(TOPIC_CONFIG, n.topic)), ("broker", request(BROKER_CONFIG, "1"))]
+    return [("topic", request(TOPIC_CONFIG, n.topic)), ("broker", request(BROKER_CONFIG, "1")),
+            ("group", request(GROUP_CONFIG, n.group))]
 
 
 def _alter_configs(v: int, n: Names) -> Shapes:
@@ -295,7 +296,8 @@ def _alter_configs(v: int, n: Names) -> Shapes:
         resource = make(alter_configs.AlterConfigsResource, v, resource_type=resource_type, resource_name=name,
                         configs=[])
         return make(alter_configs.AlterConfigsRequest, v, resources=[resource], validate_only=True)
-    return [("topic", request(TOPIC_CONFIG, n.topic)), ("broker", request(BROKER_CONFIG, "1"))]
+    return [("topic", request(TOPIC_CONFIG, n.topic)), ("broker", request(BROKER_CONFIG, "1")),
+            ("group", request(GROUP_CONFIG, n.group))]
 
 
 def _incremental_alter_configs(v: int, n: Names) -> Shapes:
@@ -304,7 +306,8 @@ def _incremental_alter_configs(v: int, n: Names) -> Shapes:
                         resource_name=name, configs=[])
         return make(incremental_alter_configs.IncrementalAlterConfigsRequest, v, resources=[resource],
                     validate_only=True)
-    return [("topic", request(TOPIC_CONFIG, n.topic)), ("broker", request(BROKER_CONFIG, "1"))]
+    return [("topic", request(TOPIC_CONFIG, n.topic)), ("broker", request(BROKER_CONFIG, "1")),
+            ("group", request(GROUP_CONFIG, n.group))]
 
 
 def _describe_log_dirs(v: int, n: Names) -> Shapes:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from rivven_kproto.codec.errors import Errors, KafkaError
 
-from . import config_descriptions
+from . import config_descriptions, group_configs
 from .claims import ClaimsLease
 from .cluster import ClusterView, Node, shard_of
 from .config import BrokerConfig
@@ -63,7 +63,7 @@ REGEX_MATCH = rule(68).check("regex")  # ConsumerGroupHeartbeat: the topics a me
 MAX_PARTITIONS = 10_000
 CLOSE_THREADS = 8  # partitions closed at once at shutdown (each fsyncs its files)
 # Documents the controller writes and the other brokers of a shared store re-read when they change.
-FOLLOWED_DOCUMENTS = (ACLS_FILE, SCRAM_FILE, DYNAMIC_CONFIGS_FILE)
+FOLLOWED_DOCUMENTS = (ACLS_FILE, SCRAM_FILE, DYNAMIC_CONFIGS_FILE, group_configs.FILE_NAME)
 
 
 @dataclass
@@ -148,11 +148,9 @@ class Broker:
         self.scram = ScramStore(storage.document(SCRAM_FILE), self.work)
         self.dynamic = DynamicBrokerConfigs(storage.document(DYNAMIC_CONFIGS_FILE), self.work)
         self.log_defaults = self._dynamic_log_defaults()
-        self.authorizer = (
-            Authorizer(storage.document(ACLS_FILE), config.super_users, config.allow_everyone_if_no_acl_found, self.work)
-            if config.authorizer_enabled
-            else None
-        )
+        self.group_configs = group_configs.open_group_configs(storage, self.work, config)
+        self.authorizer = Authorizer(storage.document(ACLS_FILE), config.super_users,
+                                     config.allow_everyone_if_no_acl_found, self.work) if config.authorizer_enabled else None
         self.catalog_seen = pulse.catalog if pulse is not None else None
         # The digests of the followed documents as loaded above (the pulse was read before them:
         # a change in between is seen as one at the next heartbeat, and read again).
@@ -174,7 +172,7 @@ class Broker:
         self.shards_dropped = 0  # coordinator shards handed over or lost so far (parked group requests re-check)
         for shard in self.cluster.shards_of(config.node_id):
             self.load_shard(shard, now_ms)
-        self.leader_shares = make_leader_shares(config.share, config.storage, self.partition,
+        self.leader_shares = make_leader_shares(self.group_configs.share, config.share, config.storage, self.partition,
                                                 lambda partition: storage.share_state_log(partition, self.work))
 
     def _may_describe_topic(self, principal: str, client_host: str, topic: str) -> bool:
@@ -191,6 +189,7 @@ class Broker:
         groups = GroupCoordinator(None, config.groups, work=self.work,
                                   durable_log=storage.coordinator_log(groups_log, self.work, shard))
         groups.topic_view = lambda: {name: len(t.partitions) for name, t in self.topics.items()}
+        groups.consumer.timeouts_of = self.group_configs.consumer_timeouts
         if self.authorizer is not None:
             groups.topic_describable = self._may_describe_topic
         txn = TransactionCoordinator(
@@ -206,7 +205,7 @@ class Broker:
         share = make_share_coordinator(
             config.share, lambda name: storage.coordinator_log(name, self.work, shard), shard, self.shard_count,
             groups.topic_view, lambda gid: gid in groups.groups or gid in groups.consumer_groups,
-        ) if self.share_enabled else None
+            self.group_configs.share) if self.share_enabled else None
         return CoordinatorShard(shard, groups, txn, share)
 
     @property

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 from .broker import FOLLOWED_DOCUMENTS, Broker, Topic
 from .dynamic_configs import FILE_NAME as DYNAMIC_CONFIGS_FILE
+from .group_configs import FILE_NAME as GROUP_CONFIGS_FILE
 from .log.base import PartitionLogBase
 from .log.config import LogConfig
 from .membership import Pulse
@@ -138,5 +139,7 @@ def reload_documents(broker: Broker, contents: dict[str, bytes | None], digests:
         elif name == DYNAMIC_CONFIGS_FILE:
             broker.dynamic.reload(data)
             broker.apply_log_defaults()
+        elif name == GROUP_CONFIGS_FILE:
+            broker.group_configs.reload(data)
         broker.documents_seen[name] = digests.get(name)
         log.info("node %d follows the controller's %s", broker.config.node_id, name)

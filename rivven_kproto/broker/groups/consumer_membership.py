@@ -81,6 +81,9 @@ class ConsumerMembership:
     def __init__(self, config: GroupConfig, topics: TopicView, describable: Callable[[], Describable | None] | None = None) -> None:
         self.config = config
         self.topics = topics
+        # A group's (session timeout, heartbeat interval): its group configs over the broker's.
+        self.timeouts_of: Callable[[str], tuple[int, int]] = lambda group_id: (
+            config.consumer_session_timeout_ms, config.consumer_heartbeat_interval_ms)
         # The authorizer's Describe decision on topics (None: every topic may be described).
         self.describable = describable or (lambda: None)
 
@@ -120,7 +123,8 @@ class ConsumerMembership:
         if draft.group_epoch > draft.target_epoch:
             self._compute_target(draft)
         member = self._reconcile(draft, member, p.owned)
-        draft.deadlines[member.member_id] = now + self.config.consumer_session_timeout_ms
+        session_ms, heartbeat_ms = self.timeouts_of(draft.group_id)
+        draft.deadlines[member.member_id] = now + session_ms
         if member.current.state == UNREVOKED:
             draft.revoke_deadlines.setdefault(member.member_id, now + member.rebalance_timeout_ms)
         else:
@@ -129,7 +133,7 @@ class ConsumerMembership:
                 or member.member_epoch != before.member_epoch
                 or (p.owned is not None and dict(p.owned) != dict(member.current.assigned)))
         result = ConsumerHeartbeatResult(
-            Errors.NONE, member.member_id, member.member_epoch, self.config.consumer_heartbeat_interval_ms,
+            Errors.NONE, member.member_id, member.member_epoch, heartbeat_ms,
             dict(member.current.assigned) if send else None,
         )
         return draft, result
@@ -182,7 +186,7 @@ class ConsumerMembership:
         else:
             self.remove(draft, member.member_id, "left the group")
         return draft, ConsumerHeartbeatResult(Errors.NONE, p.member_id, p.member_epoch,
-                                              self.config.consumer_heartbeat_interval_ms)
+                                              self.timeouts_of(group.group_id)[1])
 
     def remove(self, draft: ConsumerGroup, member_id: str, why: str) -> None:
         """The member is gone (left, expired): its partitions are free, the group epoch moves."""

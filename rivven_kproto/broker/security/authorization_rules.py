@@ -207,10 +207,12 @@ RULES: dict[int, Rule] = _rules(
     Rule(32, "DescribeConfigs", (
         Check("topic", T, O.DESCRIBE_CONFIGS, Source.CONFIG_RESOURCE, TOPIC_DENIED, ENTRY, when=frozenset({"", "topic"})),
         _cluster("broker", O.DESCRIBE_CONFIGS, ENTRY, when=frozenset({"broker"})),
+        _group(O.DESCRIBE_CONFIGS, ENTRY, Source.CONFIG_RESOURCE, when=frozenset({"group"})),
     )),
     Rule(33, "AlterConfigs", (
         Check("topic", T, O.ALTER_CONFIGS, Source.CONFIG_RESOURCE, TOPIC_DENIED, ENTRY, when=frozenset({"", "topic"})),
         _cluster("broker", O.ALTER_CONFIGS, ENTRY, when=frozenset({"broker"})),
+        _group(O.ALTER_CONFIGS, ENTRY, Source.CONFIG_RESOURCE, when=frozenset({"group"})),
     )),
     Rule(35, "DescribeLogDirs", (
         Check("cluster_v0", C, O.DESCRIBE, Source.CLUSTER, None, FILTER, versions=(0, 2)),
@@ -222,6 +224,7 @@ RULES: dict[int, Rule] = _rules(
     Rule(44, "IncrementalAlterConfigs", (
         Check("topic", T, O.ALTER_CONFIGS, Source.CONFIG_RESOURCE, TOPIC_DENIED, ENTRY, when=frozenset({"", "topic"})),
         _cluster("broker", O.ALTER_CONFIGS, ENTRY, when=frozenset({"broker"})),
+        _group(O.ALTER_CONFIGS, ENTRY, Source.CONFIG_RESOURCE, when=frozenset({"group"})),
     )),
     Rule(47, "OffsetDelete", (_group(O.DELETE), _topic(O.READ))),
     Rule(50, "DescribeUserScramCredentials", (_cluster("cluster", O.DESCRIBE),)),

@@ -69,6 +69,8 @@ class ShareHeartbeatResult:
 class ShareCoordinator:
     def __init__(self, config: ShareConfig | None = None, durable_log: Any = None) -> None:
         self.config = config or ShareConfig()
+        # A group's settings: its group configs over ``config`` (the broker sets it).
+        self.config_of: Callable[[str], ShareConfig] = lambda group_id: self.config
         self.log = durable_log
         self.groups: dict[str, ShareGroup] = {}
         self.sessions = ShareSessions()
@@ -92,7 +94,7 @@ class ShareCoordinator:
                 count += 1
         for group in self.groups.values():
             for member in group.members.values():
-                member.deadline = now_ms + self.config.session_timeout_ms
+                member.deadline = now_ms + self.config_of(group.group_id).session_timeout_ms
         log.info("share coordinator loaded %d share groups and %d share partitions from %d records",
                  len(self.groups), sum(len(g.partitions) for g in self.groups.values()), count)
 
@@ -207,12 +209,13 @@ class ShareCoordinator:
         group = self.groups[params.group_id]
         group.topic_counts = subscribed_counts
         member = group.members[params.member_id]
-        member.deadline = now_ms + self.config.session_timeout_ms
+        settings = self.config_of(params.group_id)
+        member.deadline = now_ms + settings.session_timeout_ms
         assignment = assign(members, subscribed_counts)[params.member_id]
         send = assignment if (params.member_epoch == 0 or member.sent != assignment) else None
         member.sent = assignment
         return ShareHeartbeatResult(Errors.NONE, None, params.member_id, member.epoch,
-                                    self.config.heartbeat_interval_ms, send)
+                                    settings.heartbeat_interval_ms, send)
 
     def _leave(self, params: ShareHeartbeat, now_ms: int) -> ShareHeartbeatResult:
         group = self.groups.get(params.group_id)

@@ -40,6 +40,7 @@ class LeaderShares:
     def __init__(self, config: ShareConfig, partition: Callable[[str, int], Any],
                  open_log: Callable[[Any], Any]) -> None:
         self.config = config
+        self.config_of: Callable[[str], ShareConfig] = lambda group_id: config  # a group's settings
         self.partition = partition  # (topic, index) -> the led partition's log, else NOT_LEADER_OR_FOLLOWER
         self.open_log = open_log  # a led partition's log -> its share-state log
         self.sessions = ShareSessions()
@@ -61,6 +62,7 @@ class LeaderShares:
         ahead = preloaded is not None and preloaded[0] is partition
         shares = ShareCoordinator(self.config, preloaded[1] if preloaded is not None and ahead else self.open_log(partition))
         shares.stats = self.stats
+        shares.config_of = self.config_of
         shares.load(0)
         log.info("share state of %s-%d loaded%s: %d share groups", topic, index, " (read ahead)" if ahead else "",
                  len(shares.groups))

@@ -29,17 +29,25 @@ def make_share_coordinator(
     shard_count: int,
     topic_view: Callable[[], Mapping[str, int]],
     other_kind: Callable[[str], bool],
+    config_of: Callable[[str], ShareConfig] | None = None,
 ) -> ShareCoordinator:
     """The shard's share coordinator (KIP-932) on its own durable log, told the topics (for the
-    assignor) and which ids are classic or consumer groups (one id is one kind of group)."""
+    assignor), which ids are classic or consumer groups (one id is one kind of group) and each
+    group's settings (its group configs over ``config``)."""
     share = ShareCoordinator(config, open_log(share_log_name(shard, shard_count)))
+    if config_of is not None:
+        share.config_of = config_of
     share.topic_view = topic_view
     share.other_kind = other_kind
     return share
 
 
-def make_leader_shares(config: ShareConfig, storage_url: str | None, partition: Callable[[str, int], Any],
-                       open_log: Callable[[Any], Any]) -> LeaderShares | None:
+def make_leader_shares(config_of: Callable[[str], ShareConfig], config: ShareConfig, storage_url: str | None,
+                       partition: Callable[[str, int], Any], open_log: Callable[[Any], Any]) -> LeaderShares | None:
     """On PostgreSQL, share partitions live with their partition's leader (``leaders.py``); on the
     native log (one broker) the group's share coordinator keeps them, as before."""
-    return LeaderShares(config, partition, open_log) if config.enabled and storage_url is not None else None
+    if not config.enabled or storage_url is None:
+        return None
+    leaders = LeaderShares(config, partition, open_log)
+    leaders.config_of = config_of
+    return leaders

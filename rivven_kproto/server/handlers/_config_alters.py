@@ -4,7 +4,8 @@ order of checks, and saving a topic's or a broker level's configs.
 Per resource, each answered on its own: a resource named twice is INVALID_REQUEST for both, a key
 given twice INVALID_REQUEST, then the API's own checks (null values, operations), the
 authorization table's row, then by type: BROKER (this node's id or "" for the cluster default),
-TOPIC (name, configs, existence, in the controller's order), anything else INVALID_REQUEST. The two
+TOPIC (name, configs, existence, in the controller's order), GROUP (a non-empty name, the group
+configs of ``broker/group_configs.py``; the group need not exist), anything else INVALID_REQUEST. The two
 APIs differ only in their own checks and in how the request makes the new configs of a resource.
 """
 
@@ -19,7 +20,7 @@ from rivven_kproto.broker.topics import validate_topic_name
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.server.context import RequestContext
 
-from .describe_configs import BROKER, TOPIC, broker_id, check_config_access
+from .describe_configs import BROKER, GROUP, TOPIC, broker_id, check_config_access, check_group_resource
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +73,9 @@ def _alter(ctx: RequestContext, api_key: int, resource: ResourceT, validate_only
         save_broker_configs(ctx, resource.resource_name, new_configs(ctx, resource), validate_only)
     elif resource.resource_type == TOPIC:
         save_topic_configs(ctx, resource.resource_name, new_configs(ctx, resource), validate_only)
+    elif resource.resource_type == GROUP:
+        check_group_resource(resource.resource_name)
+        save_group_configs(ctx, resource.resource_name, new_configs(ctx, resource), validate_only)
     else:
         raise KafkaError(Errors.INVALID_REQUEST, f"Unknown resource type {resource.resource_type}")
 
@@ -126,3 +130,14 @@ def save_topic_configs(ctx: RequestContext, name: str, configs: dict[str, str], 
     ctx.broker.set_topic_configs(name, configs, validate_only=validate_only)
     if not validate_only:
         log.info("topic %s configs now %s (client %s)", name, configs, ctx.client_id)
+
+
+def save_group_configs(ctx: RequestContext, name: str, configs: dict[str, str], validate_only: bool) -> None:
+    """A group's configs become ``configs`` (Kafka's GroupConfig checks, INVALID_CONFIG); the
+    controller writes them, the other brokers follow at their heartbeat."""
+    ctx.broker.check_controller()
+    if validate_only:
+        ctx.broker.group_configs.check(configs)
+        return
+    ctx.broker.group_configs.replace(name, configs)
+    log.info("group %s configs now %s (client %s)", name, configs, ctx.client_id)

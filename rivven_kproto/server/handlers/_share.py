@@ -59,7 +59,7 @@ def acknowledge(ctx: RequestContext, coordinator: SharePartitions, group_id: str
     """Apply acknowledgement batches per partition (all of a partition's or none); one log entry.
     ``topic_check`` is the calling API's topic row of the authorization table."""
     limit = coordinator.config.delivery_count_limit
-    lock_ms = coordinator.config.record_lock_duration_ms
+    lock_ms = coordinator.config_of(group_id).record_lock_duration_ms
     errors: dict[Key, Errors] = {}
     staged: dict[Key, SharePartition] = {}
     tallies: dict[Key, tuple[dict[AckType, int], int]] = {}  # per partition: records by type, archived
@@ -191,7 +191,7 @@ def acquire(ctx: RequestContext, coordinator: SharePartitions, group_id: str, me
 def _acquire_partition(coordinator: SharePartitions, group_id: str, member_id: str, topic: str, index: int,
                        partition: PartitionLogBase, budget: int, byte_budget: int, now_ms: int,
                        delivery: Delivery) -> tuple[SharePartition | None, list[bytes]]:
-    config = coordinator.config
+    config = coordinator.config_of(group_id)
     current = coordinator.current(group_id, topic, index)
     if current is None:
         staged = SharePartition(_start_offset(config, partition, now_ms))

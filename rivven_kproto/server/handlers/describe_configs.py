@@ -13,10 +13,14 @@ DEFAULT_CONFIG, the first of the chain), the rest read-only. The empty name answ
 cluster-wide dynamic defaults that are set. Another id, or a name that is not a number, is
 INVALID_REQUEST with Kafka's message.
 
+GROUP (32): a group's configs (``broker/group_configs.py``), every Kafka 4.2 group key: GROUP_CONFIG
+where the group sets it, DEFAULT_CONFIG (the broker's value) otherwise; the group need not exist;
+the empty name is INVALID_REQUEST.
+
 A resource type Kafka does not know fails the whole request with INVALID_REQUEST (Kafka's
 behaviour); BROKER_LOGGER (8) and CLIENT_METRICS (16) are INVALID_REQUEST per resource.
 
-DescribeConfigs on the topic, or on the Cluster for brokers (the authorization table).
+DescribeConfigs on the topic, on the group, or on the Cluster for brokers (the authorization table).
 Not implemented: config documentation, BROKER_LOGGER and CLIENT_METRICS resources.
 """
 
@@ -42,11 +46,14 @@ from ..routes import LOCAL
 API_KEY = DescribeConfigsRequest.API_KEY
 ROUTE = LOCAL
 
-TOPIC, BROKER = ConfigResourceType.TOPIC, ConfigResourceType.BROKER
+TOPIC, BROKER, GROUP = ConfigResourceType.TOPIC, ConfigResourceType.BROKER, ConfigResourceType.GROUP
+# The authorization table's rows, by resource type.
+RULE_LABELS: dict[int, str] = {TOPIC: "topic", BROKER: "broker", GROUP: "group"}
 # The types this request may name (others fail the whole request, as in Kafka).
-RULE_LABELS: dict[int, str] = {TOPIC: "topic", BROKER: "broker"}  # the authorization table's rows
-RESOURCE_TYPE_NAMES: dict[int, str] = {
-    kind: kind.name for kind in (TOPIC, BROKER, ConfigResourceType.BROKER_LOGGER, ConfigResourceType.CLIENT_METRICS)}
+RESOURCE_TYPE_NAMES: dict[int, str] = {kind: kind.name for kind in (
+    TOPIC, BROKER, ConfigResourceType.BROKER_LOGGER, ConfigResourceType.CLIENT_METRICS, GROUP)}
+# The resource types whose name is checked against ACLs (the others' rows are on the Cluster).
+NAMED_RESOURCES = {ResourceType.TOPIC, ResourceType.GROUP}
 
 
 def handle(ctx: RequestContext, request: DescribeConfigsRequest, version: int) -> DescribeConfigsResponse:
@@ -86,7 +93,7 @@ def check_config_access(ctx: RequestContext, api_key: int, resource_type: int, n
     if label is None:
         return
     check = rule(api_key).check(label)
-    refused = ctx.refusal(check, name if check.resource_type == ResourceType.TOPIC else CLUSTER_NAME)
+    refused = ctx.refusal(check, name if check.resource_type in NAMED_RESOURCES else CLUSTER_NAME)
     if refused is not None:
         raise KafkaError(refused, "Authorization failed.")
 
@@ -109,9 +116,18 @@ def _describe(ctx: RequestContext, resource: DescribeConfigsResource) -> list[Co
                 f"Unexpected broker id, expected {ctx.config.node_id} or empty string, but received {name}",
             )
         return ctx.broker.describe_broker_configs()
+    if resource.resource_type == GROUP:
+        check_group_resource(name, "Group name must not be empty")
+        return ctx.broker.group_configs.describe(name)
     raise KafkaError(
         Errors.INVALID_REQUEST, f"Unsupported resource type: {RESOURCE_TYPE_NAMES[resource.resource_type]}"
     )
+
+
+def check_group_resource(name: str, empty: str = "Default group resources are not allowed.") -> None:
+    """A group resource names one group: the empty name is INVALID_REQUEST (Kafka's messages)."""
+    if not name:
+        raise KafkaError(Errors.INVALID_REQUEST, empty)
 
 
 def broker_id(name: str, what: str) -> int:

@@ -135,7 +135,7 @@ def _partition(ctx: RequestContext, coordinator: ShareCoordinator, group_id: str
     if current is None:
         return DescribeShareOffsetsPartition(partition_index=index, start_offset=UNINITIALIZED, leader_epoch=0,
                                              lag=UNINITIALIZED, error_code=Errors.NONE)
-    read_committed = coordinator.config.read_committed
+    read_committed = coordinator.config_of(group_id).read_committed
     try:
         log = ctx.broker.partition(topic, index)
         end: int | None = log.last_stable_offset if read_committed else log.high_watermark

@@ -12,7 +12,8 @@ topic UNKNOWN_TOPIC_OR_PARTITION. ``validate_only`` checks without saving.
 
 BROKER resources: the same operations on the dynamic broker configs of the cluster default ("")
 or this node (``broker/dynamic_configs.py``); a read-only key is INVALID_REQUEST "Cannot update
-these configs dynamically: Set(...)". BROKER_LOGGER and other resource types are INVALID_REQUEST.
+these configs dynamically: Set(...)". GROUP resources: a group's configs (Kafka 4.2's group config
+keys: ``broker/group_configs.py``). BROKER_LOGGER and other resource types are INVALID_REQUEST.
 
 Not implemented: alter-config policies, BROKER_LOGGER (log4j levels) and
 CLIENT_METRICS resources.
@@ -34,7 +35,7 @@ from rivven_kproto.server.context import RequestContext
 
 from ..routes import CONTROLLER
 from ._config_alters import alter_each, check_nulls
-from .describe_configs import BROKER
+from .describe_configs import BROKER, GROUP
 
 API_KEY = IncrementalAlterConfigsRequest.API_KEY
 ROUTE = CONTROLLER  # changes the catalog, configs, ACLs or credentials: one writer
@@ -62,6 +63,8 @@ def _new_configs(ctx: RequestContext, resource: AlterConfigsResource) -> dict[st
     """The operations applied to the level's current configs (a broker level, a topic's overrides)."""
     if resource.resource_type == BROKER:
         current = ctx.broker.dynamic.level(resource.resource_name)
+    elif resource.resource_type == GROUP:
+        current = ctx.broker.group_configs.level(resource.resource_name)
     else:
         topic = ctx.broker.topics.get(resource.resource_name)
         current = dict(topic.meta.configs) if topic is not None else {}

@@ -5,10 +5,10 @@ As Kafka 4.1's broker: Describe-Configs on the Cluster is required (else the who
 CLUSTER_AUTHORIZATION_FAILED); v0 lists client-metrics resources only; v1 lists the types asked
 for, or every type it supports when none is given (TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS,
 GROUP), and a type outside those fails the request with UNSUPPORTED_VERSION. Topics are every
-topic, brokers every live broker (by node id).
+topic, brokers every live broker (by node id), groups every group with configs set.
 
-Not implemented, so listed empty: client-metrics subscriptions and group configs (this broker keeps
-neither), and broker loggers (DescribeConfigs does not serve BROKER_LOGGER here).
+Not implemented, so listed empty: client-metrics subscriptions (this broker keeps none) and broker
+loggers (DescribeConfigs does not serve BROKER_LOGGER here).
 """
 
 from __future__ import annotations
@@ -49,6 +49,8 @@ def handle(ctx: RequestContext, request: ListConfigResourcesRequest, version: in
                    for node in sorted(ctx.broker.cluster.node_ids)]
     if TOPIC in wanted:
         listed += [ConfigResource(resource_name=name, resource_type=TOPIC) for name in sorted(ctx.broker.topics)]
+    if GROUP in wanted:
+        listed += [ConfigResource(resource_name=name, resource_type=GROUP) for name in sorted(ctx.broker.group_configs.groups)]
     return _answer(Errors.NONE, listed)
 
 

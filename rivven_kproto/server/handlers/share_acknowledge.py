@@ -58,7 +58,7 @@ def handle(ctx: RequestContext, request: ShareAcknowledgeRequest, version: int) 
     if request.share_session_epoch == FINAL_EPOCH:
         coordinator.release_session(group_id, member_id)
         ctx.appended = True
-    lock_ms = coordinator.config.record_lock_duration_ms
+    lock_ms = coordinator.config_of(group_id).record_lock_duration_ms
     leader = ShareLeaderIdAndEpoch(leader_id=ctx.config.node_id, leader_epoch=0)
     responses = []
     for topic in request.topics:

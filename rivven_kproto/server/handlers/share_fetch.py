@@ -69,7 +69,7 @@ def handle(ctx: RequestContext, request: ShareFetchRequest, version: int) -> Sha
     coordinator = member_coordinator(ctx, group_id, member_id, GROUP)
     if isinstance(coordinator, tuple):
         return _error(*coordinator)
-    lock_ms = coordinator.config.record_lock_duration_ms
+    lock_ms = coordinator.config_of(group_id).record_lock_duration_ms
     names = topic_names(ctx)
     ids = {name: topic_id for topic_id, name in names.items()}
     unknown: list[tuple[uuid.UUID, int]] = []

@@ -14,7 +14,13 @@ import uuid
 from pathlib import Path
 
 from confluent_kafka import ShareConsumer
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
+from rivven_kproto.codec.enums import ConfigResourceType
+from rivven_kproto.codec.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResource
+
+from . import raw_client
+from .broker_process import BrokerProcess
 from .share_checker import Accepted, accept_until
 from .test_cluster import NODES, all_see, bootstrap, create, described_by, produce, three_brokers
 from .test_share_groups import BROKER_ENV as SHARE_ENV
@@ -73,3 +79,44 @@ def test_a_killed_leader_loses_no_record_and_redelivers_no_accepted_one(tmp_path
                            "".join(cluster[n].log_text() for n in NODES if n != victim))
         assert loads, "no broker read the moved share-partition ahead"
         assert int(loads[-1]) >= 1, f"the new leader loaded no share group for partition 0: {loads}"
+
+
+def group_config_on(broker: BrokerProcess, group: str, key: str) -> str | None:
+    """The group's config as this very broker holds it (DescribeConfigs is answered locally)."""
+    request = DescribeConfigsRequest(resources=[DescribeConfigsResource(
+        resource_type=int(ConfigResourceType.GROUP), resource_name=group, configuration_keys=[key])],
+        include_synonyms=False)
+    with raw_client.connect(broker.bootstrap) as sock:
+        (result,) = raw_client.call(sock, request, 4).results
+    return next((c.value for c in result.configs if c.name == key), None)
+
+
+def test_a_group_config_set_on_the_controller_reaches_every_leader(tmp_path: Path, postgres_url: str) -> None:
+    """The brokers keep their default (latest); the group is set to earliest through the cluster's
+    controller, every broker follows it, and the group reads what was produced before it joined
+    from partitions led by every broker."""
+    env = {node: {"KPROTO_GROUP_SHARE_HEARTBEAT_INTERVAL_MS": "200"} for node in NODES}
+    with three_brokers(tmp_path, postgres_url, env=env) as cluster:
+        servers = bootstrap(cluster)
+        topic, group = f"shc-{uuid.uuid4().hex[:6]}", f"g-{uuid.uuid4().hex[:6]}"
+        create(servers, topic, 3, 1)
+        assert wait_for(lambda: all_see(cluster, set(NODES), topic), TIMEOUT_S)
+        leaders = {p.leader_id for p in described_by(cluster[1], [topic]).topics[0].partitions}
+        assert len(leaders) >= 2, leaders  # partitions led by several brokers, not only the controller
+        produced = produce(servers, topic, 3, 30, "before")
+        admin = AdminClient({"bootstrap.servers": servers})
+        entry = ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)
+        for future in admin.incremental_alter_configs(
+                [ConfigResource(ResourceType.GROUP, group, incremental_configs=[entry])]).values():
+            future.result(TIMEOUT_S)
+        assert wait_for(lambda: all(group_config_on(cluster[n], group, "share.auto.offset.reset") == "earliest"
+                                    for n in NODES), TIMEOUT_S)
+        consumers = share_consumers(servers, group, topic, 1)
+        accepted = Accepted()
+        try:
+            finished = accept_until(consumers, accepted, lambda: accepted.confirmed >= produced, 4 * TIMEOUT_S)
+        finally:
+            for share in consumers:
+                share.close()
+        assert finished, f"never delivered: {sorted(produced - accepted.confirmed)[:20]} (leaders {sorted(leaders)})"
+        assert not accepted.violations

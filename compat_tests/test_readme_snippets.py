@@ -57,6 +57,7 @@ RUN: dict[tuple[str, str], str] = {
     ("python", ".option(\"topic\", \"orders-upper\")"): "test_spark_sink_snippet",
     ("sh", "kproto cluster members"): "test_cluster_members_snippet",
     ("python", "worker = ShareConsumer("): "test_queues_snippet",
+    ("sh", "kproto configs set --group workers"): "test_queues_snippet",
     ("sh", "kproto share-groups list"): "test_share_groups_snippet",
 }
 # (language, marker) -> why the block is not run here, and what runs the same thing instead.
@@ -219,11 +220,12 @@ def test_client_quickstarts(readme_broker: tuple[BrokerProcess, Path]) -> None:
 
 
 def test_queues_snippet(tmp_path: Path) -> None:
-    """docs/queues.rst: share-group workers against a broker started as the page says."""
-    broker = BrokerProcess(tmp_path / "kproto-data", tmp_path / "broker.log",
-                           env={"KPROTO_SHARE_AUTO_OFFSET_RESET": "earliest"}).start()
+    """docs/queues.rst: the group set to earliest with kproto (the broker keeps Kafka's default,
+    latest), then share-group workers that read the jobs written before they joined."""
+    broker = BrokerProcess(tmp_path / "kproto-data", tmp_path / "broker.log").start()
     try:
-        assert "KPROTO_SHARE_AUTO_OFFSET_RESET=earliest kproto serve" in docs_text()
+        run(["bash", "-euo", "pipefail", "-c", block("sh", "kproto configs set --group workers")], tmp_path,
+            broker.bootstrap)
         python = block("python", "worker = ShareConsumer(").replace("localhost:9092", broker.bootstrap)
         result = run([sys.executable, "-c", python], tmp_path, broker.bootstrap)
         assert result.stdout.strip().splitlines()[-1] == str(sorted(b"job-%d" % n for n in range(6)))

@@ -118,9 +118,9 @@ def adopt_catalog(broker: Broker, metas: dict[str, TopicMeta]) -> None:
 
 
 def documents_to_reload(broker: Broker, pulse: Pulse) -> list[str]:
-    """The ACLs, SCRAM credentials and dynamic broker configs the controller changed since this
-    broker last read them (their digests differ). The controller itself never reloads: it
-    writes them, and the store may not have its latest change yet."""
+    """The ACLs, SCRAM credentials, dynamic broker configs and group configs the controller
+    changed since this broker last read them (their digests differ). The controller itself never
+    reloads: it writes them, and the store may not have its latest change yet."""
     if broker.cluster.is_coordinator:
         return []
     return [name for name in FOLLOWED_DOCUMENTS if pulse.documents.get(name) != broker.documents_seen.get(name)]

@@ -109,8 +109,13 @@ def test_a_group_config_set_on_the_controller_reaches_every_leader(tmp_path: Pat
         for future in admin.incremental_alter_configs(
                 [ConfigResource(ResourceType.GROUP, group, incremental_configs=[entry])]).values():
             future.result(TIMEOUT_S)
-        assert wait_for(lambda: all(group_config_on(cluster[n], group, "share.auto.offset.reset") == "earliest"
-                                    for n in NODES), TIMEOUT_S)
+        seen = {n: None for n in NODES}
+
+        def everyone_follows() -> bool:
+            seen.update({n: group_config_on(cluster[n], group, "share.auto.offset.reset") for n in NODES})
+            return all(value == "earliest" for value in seen.values())
+
+        assert wait_for(everyone_follows, TIMEOUT_S), f"the brokers hold {seen}"
         consumers = share_consumers(servers, group, topic, 1)
         accepted = Accepted()
         try:

@@ -58,8 +58,8 @@ class ShareModel(RuleBasedStateMachine):
     # -- rules ------------------------------------------------------------------------------------
 
     @rule(member=st.sampled_from(MEMBERS), max_records=st.integers(1, 12),
-          batches=st.lists(st.tuples(st.integers(1, 6), st.booleans()), min_size=1, max_size=4))
-    def acquire(self, member: str, max_records: int, batches: list[tuple[int, bool]]) -> None:
+          batches=st.lists(st.tuples(st.integers(1, 6), st.booleans()), min_size=1, max_size=4), exact=st.booleans())
+    def acquire(self, member: str, max_records: int, batches: list[tuple[int, bool]], exact: bool) -> None:
         # Available records first (oldest first, exactly up to the budget) ...
         taken = self.sp.acquire_available(member, max_records, self.now, LOCK_MS)
         expected = []
@@ -73,24 +73,26 @@ class ShareModel(RuleBasedStateMachine):
                 expected.append(offset)
                 budget -= 1
         assert sorted(o for a in taken for o in range(a.first, a.last + 1)) == expected
-        # ... then whole new batches from the end, while the budget and the lock window allow.
+        # ... then whole new batches from the end, while the budget and the lock window allow
+        # (``exact``, the record-limit mode: never past the budget, the last batch in part).
         spans, first = [], self.sp.end
         for size, deliverable in batches:
             spans.append(LogSpan(first, first + size - 1, deliverable))
             first += size
-        fresh = self.sp.acquire_new(member, spans, budget, MAX_LOCKS, self.now, LOCK_MS)
+        fresh = self.sp.acquire_new(member, spans, budget, MAX_LOCKS, self.now, LOCK_MS, exact)
         fresh_offsets = []
         for span in spans:
             if budget <= 0 or (span.deliverable and MAX_LOCKS - (self.end() - self.start) <= 0):
                 break
-            for offset in range(span.first, span.last + 1):
+            last = min(span.last, span.first + budget - 1) if exact and span.deliverable else span.last
+            for offset in range(span.first, last + 1):
                 if span.deliverable:
                     self.model[offset] = Entry(RecordState.ACQUIRED, 1, member, self.now + LOCK_MS)
                     fresh_offsets.append(offset)
                 else:
                     self.model[offset] = Entry(RecordState.ARCHIVED, 0)
             if span.deliverable:
-                budget -= span.last - span.first + 1
+                budget -= last - span.first + 1
         assert [o for a in fresh for o in range(a.first, a.last + 1)] == fresh_offsets
         self.settle()
 

@@ -203,10 +203,12 @@ class SharePartition:
         return max(max_locks - self.in_flight(), 0)
 
     def acquire_new(self, member: str, batches: Iterable[LogSpan], max_records: int, max_locks: int,
-                    now_ms: int, lock_ms: int) -> list[Acquired]:
+                    now_ms: int, lock_ms: int, exact: bool = False) -> list[Acquired]:
         """Acquire whole batches from ``end`` on (batches end where the log's visible end is)
         while fewer than ``max_records`` were taken and the window has room; batches nobody may
-        see are archived as they are passed."""
+        see are archived as they are passed. ``exact`` (ShareFetch v2's record-limit acquire mode,
+        KIP-1206): never more than ``max_records``, the last batch taken in part; the rest of it
+        is acquired from ``end`` next time."""
         taken: list[Acquired] = []
         budget = max_records
         for batch in batches:
@@ -218,9 +220,10 @@ class SharePartition:
             if first > self.end:  # offsets the log no longer has (compaction, deleted records)
                 self.spans.append(Span(self.end, first - 1, RecordState.ARCHIVED, 0))
             if batch.deliverable:
-                self.spans.append(Span(first, batch.last, RecordState.ACQUIRED, 1, member, now_ms + lock_ms))
-                taken.append(Acquired(first, batch.last, 1))
-                budget -= batch.last - first + 1
+                last = min(batch.last, first + budget - 1) if exact else batch.last
+                self.spans.append(Span(first, last, RecordState.ACQUIRED, 1, member, now_ms + lock_ms))
+                taken.append(Acquired(first, last, 1))
+                budget -= last - first + 1
             else:
                 self.spans.append(Span(first, batch.last, RecordState.ARCHIVED, 0))
         self.normalize()

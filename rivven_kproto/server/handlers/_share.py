@@ -142,9 +142,10 @@ def _apply_batch(sp: SharePartition, member_id: str, batch: AcknowledgementBatch
 
 def acquire(ctx: RequestContext, coordinator: SharePartitions, group_id: str, member_id: str,
             partitions: Iterable[Key], max_records: int, max_bytes: int, now_ms: int,
-            topic_check: Check) -> dict[Key, Delivery]:
-    """Acquire up to ``max_records`` over the partitions (batch alignment may exceed it) and read them;
-    a partition of a topic ``topic_check`` refuses answers its error."""
+            topic_check: Check, exact: bool = False) -> dict[Key, Delivery]:
+    """Acquire up to ``max_records`` over the partitions (batch alignment may exceed it, unless
+    ``exact``: the record-limit acquire mode) and read them; a partition of a topic
+    ``topic_check`` refuses answers its error."""
     deliveries: dict[Key, Delivery] = {}
     staged: dict[Key, SharePartition] = {}
     budget = max(max_records, 1)
@@ -160,7 +161,7 @@ def acquire(ctx: RequestContext, coordinator: SharePartitions, group_id: str, me
         try:
             partition = ctx.broker.partition(topic, index)
             edited, data = _acquire_partition(coordinator, group_id, member_id, topic, index, partition, budget,
-                                              byte_budget, now_ms, delivery)
+                                              byte_budget, now_ms, delivery, exact)
         except KafkaError as exc:
             delivery.error = exc.error
             continue
@@ -190,7 +191,7 @@ def acquire(ctx: RequestContext, coordinator: SharePartitions, group_id: str, me
 
 def _acquire_partition(coordinator: SharePartitions, group_id: str, member_id: str, topic: str, index: int,
                        partition: PartitionLogBase, budget: int, byte_budget: int, now_ms: int,
-                       delivery: Delivery) -> tuple[SharePartition | None, list[bytes]]:
+                       delivery: Delivery, exact: bool) -> tuple[SharePartition | None, list[bytes]]:
     config = coordinator.config_of(group_id)
     current = coordinator.current(group_id, topic, index)
     if current is None:
@@ -216,7 +217,7 @@ def _acquire_partition(coordinator: SharePartitions, group_id: str, member_id: s
                    if batches and config.read_committed else [])
         spans = [LogSpan(h.base_offset, h.last_offset, _deliverable(h, aborted, config.read_committed))
                  for _, h in batches]
-        fresh = staged.acquire_new(member_id, spans, budget, config.partition_max_record_locks, now_ms, lock_ms)
+        fresh = staged.acquire_new(member_id, spans, budget, config.partition_max_record_locks, now_ms, lock_ms, exact)
         for pos, h in batches:
             if any(a.first <= h.last_offset and h.base_offset <= a.last for a in fresh):
                 data.setdefault(h.base_offset, bytes(read[pos : pos + h.size]))

@@ -10,8 +10,11 @@ session releases what the member still holds.
 
 Authorization (the table, ``broker/security/authorization_rules.py``): Read on the group, Read on
 each topic (TOPIC_AUTHORIZATION_FAILED per partition).
-Not implemented: MinBytes (any acquired record answers), the record-limit acquire mode (v2's
-ShareAcquireMode is read as batch-optimized), NodeEndpoints (one broker leads everything here).
+MinBytes: with fewer bytes acquired the request waits, acquiring more as records arrive, until
+MinBytes or MaxWaitMs (what it holds is answered then); MaxRecords and MaxBytes bound the whole
+answer. v2's record-limit acquire mode (KIP-1206) never acquires more than MaxRecords, taking
+part of a batch; batch-optimized (the default) acquires whole batches.
+Not implemented: NodeEndpoints (one broker leads everything here).
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ API_KEY = ShareFetchRequest.API_KEY
 ROUTE = LOCAL
 GROUP, TOPIC = rule(API_KEY).check("group"), rule(API_KEY).check("topic")
 FINAL_EPOCH = -1
+RECORD_LIMIT = 1  # ShareAcquireMode: 0 batch-optimized, 1 record-limit (KIP-1206)
 
 
 def _error(error: Errors, message: str | None = None, lock_ms: int = 0) -> ShareFetchResponse:
@@ -96,20 +100,30 @@ def handle(ctx: RequestContext, request: ShareFetchRequest, version: int) -> Sha
     if request.share_session_epoch == INITIAL_EPOCH:
         opened_by_connection(ctx, session, group_id, member_id)
     wanted_partitions = sorted(session.partitions)
+    exact = version >= 2 and request.share_acquire_mode == RECORD_LIMIT
+    min_bytes = max(request.min_bytes, 1)
+    deliveries: dict[Key, Delivery] = {}
 
-    def attempt(now_ms: int) -> dict[Key, Delivery]:
-        return acquire(ctx, coordinator, group_id, member_id, wanted_partitions, request.max_records,
-                       request.max_bytes, now_ms, TOPIC)
+    def attempt(now_ms: int) -> None:
+        """Acquire within what is left of MaxRecords and MaxBytes, adding to ``deliveries``."""
+        records = request.max_records - sum(a.last - a.first + 1 for d in deliveries.values() for a in d.acquired)
+        room = request.max_bytes - _bytes(deliveries)
+        if deliveries and (records <= 0 or room <= 0):
+            return
+        got = acquire(ctx, coordinator, group_id, member_id, wanted_partitions, records, room, now_ms, TOPIC, exact)
+        for key, delivery in got.items():
+            _merge(deliveries.setdefault(key, Delivery()), delivery)
 
-    deliveries = attempt(ctx.now_ms)
-    if _any(deliveries) or request.max_wait_ms <= 0 or not wanted_partitions:
+    attempt(ctx.now_ms)
+    if _enough(deliveries, min_bytes) or request.max_wait_ms <= 0 or not wanted_partitions:
         return _respond(ids, ack_errors, deliveries, unknown, ctx.config.node_id, lock_ms)
 
     def complete(now_ms: int) -> ShareFetchResponse | None:
-        if coordinator.sessions.sessions.get((group_id, member_id)) is not session:
-            return _respond(ids, ack_errors, {}, unknown, ctx.config.node_id, lock_ms)  # session replaced
-        again = attempt(now_ms)
-        return _respond(ids, ack_errors, again, unknown, ctx.config.node_id, lock_ms) if _any(again) else None
+        if coordinator.sessions.sessions.get((group_id, member_id)) is not session:  # session replaced
+            return _respond(ids, ack_errors, deliveries, unknown, ctx.config.node_id, lock_ms)
+        attempt(now_ms)
+        return _respond(ids, ack_errors, deliveries, unknown, ctx.config.node_id, lock_ms) if _enough(
+            deliveries, min_bytes) else None
 
     def expire(now_ms: int) -> ShareFetchResponse:
         return _respond(ids, ack_errors, deliveries, unknown, ctx.config.node_id, lock_ms)
@@ -117,8 +131,29 @@ def handle(ctx: RequestContext, request: ShareFetchRequest, version: int) -> Sha
     return Pending(APPENDED, ctx.now_ms + request.max_wait_ms, complete, expire)
 
 
-def _any(deliveries: dict[Key, Delivery]) -> bool:
-    return any(d.acquired or d.error is not Errors.NONE for d in deliveries.values())
+def _enough(deliveries: dict[Key, Delivery], min_bytes: int) -> bool:
+    """Answer now: an error, or records acquired and at least MinBytes of them (as a Fetch waits)."""
+    if any(d.error is not Errors.NONE for d in deliveries.values()):
+        return True
+    return any(d.acquired for d in deliveries.values()) and _bytes(deliveries) >= min_bytes
+
+
+def _bytes(deliveries: dict[Key, Delivery]) -> int:
+    return sum(len(chunk) for d in deliveries.values() for chunk in d.records)
+
+
+def _merge(into: Delivery, more: Delivery) -> None:
+    """A later attempt's acquisitions added to a partition's answer: ranges and batches in offset
+    order (released records come back below newer ones), each batch once."""
+    if more.error is not Errors.NONE:
+        into.error = more.error
+    into.acquired = sorted([*into.acquired, *more.acquired], key=lambda a: a.first)
+    chunks = {_base_offset(chunk): chunk for chunk in [*into.records, *more.records]}
+    into.records = [chunks[k] for k in sorted(chunks)]
+
+
+def _base_offset(chunk: bytes) -> int:
+    return int.from_bytes(chunk[:8], "big", signed=True)
 
 
 def _respond(ids: dict[str, uuid.UUID], ack_errors: dict[Key, Errors], deliveries: dict[Key, Delivery],

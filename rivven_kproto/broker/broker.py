@@ -170,6 +170,7 @@ class Broker:
         self.markers = MarkerWriter(self.topics, self.shards, self.shard_of, self.unflushed)
         self._dropped_appends = 0  # coordinator log entries of shards handed over (``coordinator_writes``)
         self.shards_dropped = 0  # coordinator shards handed over or lost so far (parked group requests re-check)
+        self.wake_group = lambda group_id: None  # wakes a group's parked requests (the server sets it)
         for shard in self.cluster.shards_of(config.node_id):
             self.load_shard(shard, now_ms)
         self.leader_shares = make_leader_shares(self.group_configs.share, config.share, config.storage, self.partition,
@@ -189,6 +190,7 @@ class Broker:
         groups = GroupCoordinator(None, config.groups, work=self.work,
                                   durable_log=storage.coordinator_log(groups_log, self.work, shard))
         groups.topic_view = lambda: {name: len(t.partitions) for name, t in self.topics.items()}
+        groups.wake = lambda group_id: self.wake_group(group_id)
         groups.consumer.timeouts_of = self.group_configs.consumer_timeouts
         if self.authorizer is not None:
             groups.topic_describable = self._may_describe_topic

@@ -11,14 +11,12 @@ import dataclasses
 import functools
 import logging
 import time
-from collections.abc import Iterable
 from typing import Any
 
 import trio
 
 from rivven_kproto.broker.broker import Broker
 from rivven_kproto.broker.config import BrokerConfig
-from rivven_kproto.broker.groups import GroupCoordinator
 from rivven_kproto.broker.security.principal_mapping import NoMatchingRule
 from rivven_kproto.broker.security.x500 import MalformedCertificate
 from rivven_kproto.codec.connection import (
@@ -81,8 +79,9 @@ class Server:
         # A parked request answered after a pause re-checks the claims first (broker/claims.py).
         self.delayed = DelayedResponses(wall_clock_ms, broker.claims.refresh)
         self._group_timers_moved = trio.Event()  # set: the group loop looks at the deadlines again
-        # (shards dropped so far, claims valid) at the last wake_groups: a drop or a lapse since wakes parked joins.
+        # (shards dropped so far, claims valid) at the last look: a drop or a lapse since wakes parked joins.
         self._served: tuple[int, bool] = (0, True)
+        broker.wake_group = self.wake_group
         if broker.storage.acknowledge_after_commit:
             # Readers see records once committed (the high watermark): wake parked fetches then.
             self.durability.after_commit = self.notify_append
@@ -326,7 +325,7 @@ class Server:
             return await self._redispatch(reply, event, session)
         if handler.moves_group_timers:
             self.group_timers_moved()
-        self.wake_groups(ctx.groups_used)
+        self.wake_unserved_groups()
         response: Response | NoResponse = await self.delayed.wait(reply) if isinstance(reply, Pending) else reply
         if ctx.appended:
             self.notify_append()
@@ -363,18 +362,19 @@ class Server:
         assert not isinstance(inner, Frame)  # only a client connection's Fetch answers with file regions
         return encode_response(event.header, reply.answer(inner))
 
-    def wake_groups(self, used: Iterable[GroupCoordinator] | None = None) -> None:
-        """Parked JoinGroup/SyncGroup requests of groups that changed may be answerable now: those
-        the coordinators ``used`` by a request report (None: every coordinator's, after a tick); all
-        of them once a shard stopped being served here (handed over, or the claims lapsed): those
-        of its groups answer COORDINATOR_NOT_AVAILABLE instead of waiting out their timeout."""
+    def wake_group(self, group_id: str) -> None:
+        """The effect a group coordinator reports when it answered a parked JoinGroup/SyncGroup
+        (an operation or a timer did): that group's parked requests look again."""
+        self.delayed.notify(wake_keys((group_id,)))
+
+    def wake_unserved_groups(self) -> None:
+        """Every parked group request once a shard stopped being served here (handed over, or the
+        claims lapsed): those of its groups answer COORDINATOR_NOT_AVAILABLE instead of waiting out
+        their timeout."""
         served = (self.broker.shards_dropped, self.broker.claims.valid)
         if served != self._served and (served[0] != self._served[0] or not served[1]):
             self.delayed.notify(group_keys(self.delayed.parked_keys()))
         self._served = served
-        for groups in self.broker.group_coordinators() if used is None else used:
-            if changed := groups.take_changed():
-                self.delayed.notify(wake_keys(changed))
 
     # -- lifecycle ----------------------------------------------------------------------------
 

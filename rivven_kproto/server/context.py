@@ -71,9 +71,6 @@ class RequestContext:
     shares_touched: list[PartitionLog] = field(default_factory=list)
     # A request its group's coordinator answered (forwarded there by ``prepare``): the answer.
     forwarded_answer: Response | None = None
-    # The group coordinators this request used: after it, they name the groups whose parked
-    # requests (JoinGroup, SyncGroup) may be answerable now.
-    groups_used: list[GroupCoordinator] = field(default_factory=list)
     # Answer only once this request's writes are durable, when the fsync policy says so (acks != 0).
     sync_before_answer: bool = False
     # Produce: each partition's batch validated (and recompressed) before the handler runs, or why not.
@@ -168,8 +165,6 @@ class RequestContext:
         coordinator = self.broker.group_coordinator(group_id)
         if coordinator is None:
             raise KafkaError(Errors.NOT_COORDINATOR, f"node {self.config.node_id} does not coordinate {group_id!r}")
-        if coordinator not in self.groups_used:
-            self.groups_used.append(coordinator)
         return coordinator
 
     def txn_for(self, transactional_id: str) -> TransactionCoordinator:

@@ -71,7 +71,7 @@ async def group_loop(server: Server) -> None:
         for groups in server.broker.group_coordinators():
             with surviving_shortage(server.warnings, "groups"):
                 groups.tick(wall_clock_ms())
-        server.wake_groups()
+        server.wake_unserved_groups()
         if tick_share_groups(server.broker, wall_clock_ms()):
             server.notify_append()  # records released by an expired lock or member: wake share fetches
         deadlines = [groups.next_deadline() for groups in server.broker.group_coordinators()]

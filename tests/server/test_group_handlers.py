@@ -393,15 +393,15 @@ def test_delete_groups_every_version(ctx: RequestContext, version: int) -> None:
 
 async def test_the_server_wakes_parked_joins_when_a_shard_stops_being_served(
         broker: Broker, autojump_clock: trio.abc.Clock) -> None:
-    """The wake-up half: after a shard is dropped, the next ``wake_groups`` wakes every parked group
-    request (long before its rebalance timeout), and those of the dropped shard answer."""
+    """The wake-up half: after a shard is dropped, the next ``wake_unserved_groups`` wakes every
+    parked group request (long before its rebalance timeout), and those of the dropped shard answer."""
     from rivven_kproto.server.app import Server
     from rivven_kproto.server.durability import wall_clock_ms
 
     server = Server(broker, broker.config)
     ctx = RequestContext(broker, broker.config, wall_clock_ms(), "cli", "/10.0.0.1")  # the server's clock
     stable_member(ctx)
-    server.wake_groups()  # notes the shards served
+    server.wake_unserved_groups()  # notes the shards served
     pending = parked(join_group, ctx, join_request(), 3)
     answers: list[Any] = []
     async with trio.open_nursery() as nursery:
@@ -412,7 +412,7 @@ async def test_the_server_wakes_parked_joins_when_a_shard_stops_being_served(
         await trio.sleep(1)
         assert answers == []
         broker.drop_shard(broker.shard_of("g"))
-        server.wake_groups()
+        server.wake_unserved_groups()
         with trio.fail_after(1):  # the rebalance timeout is 30 s
             while not answers:
                 await trio.sleep(0.01)
@@ -421,16 +421,16 @@ async def test_the_server_wakes_parked_joins_when_a_shard_stops_being_served(
 
 async def test_a_request_wakes_the_parked_requests_of_the_groups_it_changed(
         broker: Broker, autojump_clock: trio.abc.Clock) -> None:
-    """Wake-ups are the effect of the coordinators a request used (``ctx.groups_used``), not a
-    pass over every coordinator: the member's rejoin completes the join phase, and the new
-    member's parked join answers right after that request, long before its rebalance timeout."""
+    """Wake-ups are an effect the group coordinator reports as it answers a parked request, not a
+    pass the server makes after every request: the member's rejoin completes the join phase, and
+    the new member's parked join answers, with nothing else called, long before its rebalance
+    timeout."""
     from rivven_kproto.server.app import Server
     from rivven_kproto.server.durability import wall_clock_ms
 
     server = Server(broker, broker.config)
     ctx = RequestContext(broker, broker.config, wall_clock_ms(), "cli", "/10.0.0.1")
     member_id, _ = stable_member(ctx)
-    server.wake_groups()
     pending = parked(join_group, ctx, join_request(), 3)  # a new member: the group rebalances
     answers: list[Any] = []
     async with trio.open_nursery() as nursery:
@@ -442,8 +442,6 @@ async def test_a_request_wakes_the_parked_requests_of_the_groups_it_changed(
         assert answers == []
         rejoin = RequestContext(broker, broker.config, wall_clock_ms(), "cli", "/10.0.0.1")
         join_group.handle(rejoin, join_request(member_id), 3)  # the last member rejoins: the phase ends
-        assert rejoin.groups_used == [broker.group_coordinator("g")]
-        server.wake_groups(rejoin.groups_used)
         with trio.fail_after(1):  # the rebalance timeout is 30 s
             while not answers:
                 await trio.sleep(0.01)

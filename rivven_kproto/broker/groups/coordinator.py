@@ -5,8 +5,9 @@ operations follow Kafka's CoordinatorShard pattern strictly: validate, build rec
 to the durable log (see ``broker/durable/log.py``), then change state only by applying those records — the same
 ``apply`` that replays the log at start-up (both run by ``broker/coordinator_runtime.py``). Group records are the persisted projection of soft
 membership state (see ``membership.py``). ``tick(now_ms)`` fires session, join and sync timers
-and expires offsets (the server's flusher fsyncs the log); ``take_changed()`` names the groups
-whose parked requests may now be answered.
+and expires offsets (the server's flusher fsyncs the log). A parked JoinGroup/SyncGroup answered
+by an operation or a timer is reported at once through ``wake`` (the group id), an effect the
+server runs by waking that group's parked requests.
 
 Transactional offsets (see ``offsets.py``): ``commit_txn_offsets`` logs them as pending per
 (group, producer id) before answering; the transaction coordinator, once every marker of the
@@ -97,7 +98,9 @@ class GroupCoordinator(ConsumerGroups):
         self.config = config or GroupConfig()
         self.groups: dict[str, ClassicGroup] = {}
         self.offsets = OffsetStore()
-        self.tickets = Tickets()
+        # Parked requests of a group may be answerable now (the server sets what runs it).
+        self.wake: Callable[[str], None] = lambda group_id: None
+        self.tickets = Tickets(lambda group_id: self.wake(group_id))
         self.membership = Membership(self.groups, self.config, self.tickets, self._store_group, new_id)
         # KIP-848 groups (see consumer_membership.py); one group id is one kind of group at a time.
         self.consumer_groups: dict[str, ConsumerGroup] = {}
@@ -259,11 +262,6 @@ class GroupCoordinator(ConsumerGroups):
 
     def cancel(self, ticket: int) -> None:
         self.tickets.cancel(ticket)
-
-    def take_changed(self) -> set[str]:
-        """Groups whose parked requests may have been answered since the last call."""
-        changed, self.tickets.changed = self.tickets.changed, set()
-        return changed
 
     # -- timers -------------------------------------------------------------------------------
 

@@ -38,13 +38,15 @@ DEAD = GroupState.DEAD
 
 
 class Tickets:
-    """Parked JoinGroup/SyncGroup requests: one ticket each, completed at most once."""
+    """Parked JoinGroup/SyncGroup requests: one ticket each, completed at most once. A completion
+    is reported at once through ``wake`` (the group id): the effect that lets the server answer the
+    group's parked requests, instead of asking every coordinator after every request."""
 
-    def __init__(self) -> None:
+    def __init__(self, wake: Callable[[str], None] | None = None) -> None:
         self._next = 1
         self._open: dict[int, str] = {}  # ticket -> group id
         self._done: dict[int, Result] = {}
-        self.changed: set[str] = set()
+        self.wake: Callable[[str], None] = wake or (lambda group_id: None)
 
     def issue(self, group_id: str) -> int:
         ticket, self._next = self._next, self._next + 1
@@ -55,7 +57,7 @@ class Tickets:
         group_id = self._open.pop(ticket, None) if ticket is not None else None
         if group_id is not None:
             self._done[ticket] = result  # type: ignore[index]
-            self.changed.add(group_id)
+            self.wake(group_id)
 
     def take(self, ticket: int) -> Result | None:
         return self._done.pop(ticket, None)

@@ -9,8 +9,9 @@ the partition's writer row). So:
 - Describe reads the logs read-only from the database, on a worker thread
   (``storage/postgres/share_state_reads.py``): what every leader made durable before it answered
   a consumer, correct wherever the leaders are and while they move. Its lag uses the partition's
-  log here, or the committed end in the database for a partition led elsewhere (at
-  read_committed the last stable offset is the leader's only: lag -1 there).
+  log here, or for a partition led elsewhere the committed end in the database, or at
+  read_committed the last stable offset its leader answers (ListOffsets, ``stable_ends``; lag -1
+  where the leader cannot be reached).
 - Alter and Delete are made by the leaders: the partitions led here directly, the others'
   forwarded to their leader in an Envelope (the client's principal, so its ACLs apply there, and
   ClusterAction for this broker), which applies them on its share-partition (replacing it in
@@ -35,6 +36,12 @@ from rivven_kproto.codec.connection import ProtocolError
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.headers import RequestHeader
 from rivven_kproto.codec.messages.envelope import EnvelopeResponse
+from rivven_kproto.codec.messages.list_offsets import (
+    ListOffsetsPartition,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    ListOffsetsTopic,
+)
 from rivven_kproto.codec.messages.share_group_offsets import (
     DeleteShareGroupOffsetsRequest,
     DeleteShareGroupOffsetsResponse,
@@ -52,6 +59,7 @@ log = logging.getLogger(__name__)
 R = TypeVar("R", bound=Response)
 PartitionKey = tuple[str, int]
 FORWARDED_API_KEYS = frozenset({91, 92})  # Alter/DeleteShareGroupOffsets: a coordinator asks the leaders
+LATEST, READ_COMMITTED, LIST_OFFSETS_VERSION = -1, 1, 5
 
 
 def kept_by_leaders(ctx: RequestContext) -> bool:
@@ -202,3 +210,39 @@ def _combined(answers: list[Errors]) -> Errors:
         return Errors.NONE
     failures = [error for error in answers if error is not Errors.UNKNOWN_TOPIC_OR_PARTITION]
     return failures[0] if failures else Errors.UNKNOWN_TOPIC_OR_PARTITION
+
+
+async def stable_ends(ctx: RequestContext, keys: Iterable[PartitionKey]) -> dict[PartitionKey, int]:
+    """The last stable offsets of those of ``keys`` led by other brokers, as their leaders answer
+    a read_committed ListOffsets (one request per leader, at once); a leader that cannot be
+    reached, or answers an error, leaves its partitions out."""
+    broker = ctx.broker
+    by_leader: dict[int, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
+    for topic, index in keys:
+        meta = broker.topics[topic].meta
+        leader = broker.cluster.leader(meta.topic_id, index, meta.assigned(index))
+        if leader != broker.cluster.self_id and broker.cluster.node(leader) is not None:
+            by_leader[leader][topic].append(index)
+    ends: dict[PartitionKey, int] = {}
+
+    async def ask(leader: int, topics: dict[str, list[int]]) -> None:
+        node = broker.cluster.node(leader)
+        request = ListOffsetsRequest(replica_id=-1, isolation_level=READ_COMMITTED, topics=[
+            ListOffsetsTopic(name=topic, partitions=[ListOffsetsPartition(partition_index=i, timestamp=LATEST)
+                                                     for i in indexes]) for topic, indexes in topics.items()])
+        try:
+            if node is None or node.port == 0:
+                raise OSError(f"node {leader} has no address")
+            response = await call(node, request, LIST_OFFSETS_VERSION, ListOffsetsResponse, broker.cluster.self_id)
+        except (OSError, trio.TooSlowError, ValueError, ProtocolError) as exc:
+            log.info("the last stable offsets of node %d's partitions could not be read: %s", leader, exc)
+            return
+        for topic in response.topics:
+            for partition in topic.partitions:
+                if partition.error_code == Errors.NONE and partition.offset >= 0:
+                    ends[(topic.name, partition.partition_index)] = partition.offset
+
+    async with trio.open_nursery() as nursery:
+        for leader, topics in by_leader.items():
+            nursery.start_soon(ask, leader, topics)
+    return ends

@@ -28,7 +28,7 @@ from rivven_kproto.codec.messages.share_group_offsets import (
 
 from ..context import RequestContext
 from ..routes import LOCAL
-from ..share_offsets import every_partition, kept_by_leaders, read_summary
+from ..share_offsets import every_partition, kept_by_leaders, read_summary, stable_ends
 from ._share_groups import share_coordinator
 
 API_KEY = DescribeShareGroupOffsetsRequest.API_KEY
@@ -36,7 +36,8 @@ ROUTE = LOCAL
 GROUP, TOPIC, LISTED = (rule(API_KEY).check(label) for label in ("group", "topic", "listed"))
 UNINITIALIZED = -1
 ZERO_ID = uuid.UUID(int=0)  # a refused or unknown topic's id
-Summary = tuple[dict[tuple[str, int], SharePartition], dict[tuple[str, int], int]]  # states, committed ends
+# The states, and the ends of partitions led elsewhere: committed ends, or last stable offsets at read_committed.
+Summary = tuple[dict[tuple[str, int], SharePartition], dict[tuple[str, int], int]]
 
 
 async def prepare(ctx: RequestContext, request: DescribeShareGroupOffsetsRequest, limiter: Any) -> None:
@@ -51,6 +52,8 @@ async def prepare(ctx: RequestContext, request: DescribeShareGroupOffsetsRequest
             groups.append(checked)
             continue
         summary = await read_summary(ctx, wanted.group_id, _existing(ctx, wanted), limiter)
+        if ctx.broker.group_configs.share(wanted.group_id).read_committed:  # the leaders' last stable offsets
+            summary = (summary[0], await stable_ends(ctx, summary[0]))
         groups.append(_described(ctx, wanted, checked, summary))
     ctx.forwarded_answer = DescribeShareGroupOffsetsResponse(throttle_time_ms=0, groups=groups)
 
@@ -139,8 +142,8 @@ def _partition(ctx: RequestContext, coordinator: ShareCoordinator, group_id: str
     try:
         log = ctx.broker.partition(topic, index)
         end: int | None = log.last_stable_offset if read_committed else log.high_watermark
-    except KafkaError:  # led by another broker (PostgreSQL): the committed end, not its last stable offset
-        end = summary[1].get(key) if summary is not None and not read_committed else None
+    except KafkaError:  # led by another broker (PostgreSQL): the committed end, or its leader's last stable offset
+        end = summary[1].get(key) if summary is not None else None
     lag = max(0, end - current.start - current.completed()) if end is not None else UNINITIALIZED
     return DescribeShareOffsetsPartition(partition_index=index, start_offset=current.start, leader_epoch=0, lag=lag,
                                          error_code=Errors.NONE)

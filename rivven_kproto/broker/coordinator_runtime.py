@@ -20,7 +20,8 @@ The runtime does no I/O of its own beyond ``log.append``: fsyncs stay the flushe
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -86,6 +87,19 @@ class CoordinatorRuntime(Generic[Rec]):
     def on(self, kind: type, run: EffectRunner, then: Feedback | None = None) -> None:
         """Effects of type ``kind`` are run by ``run``; ``then`` gets its outcome (for the shard)."""
         self._routes[kind] = _Route(run, then)
+
+    @contextmanager
+    def rerouted(self, kind: type, run: EffectRunner, then: Feedback | None = None) -> Iterator[None]:
+        """Effects of type ``kind`` run by ``run`` for the duration of the block, as before after it."""
+        before = self._routes.get(kind)
+        self.on(kind, run, then)
+        try:
+            yield
+        finally:
+            if before is None:
+                del self._routes[kind]
+            else:
+                self._routes[kind] = before
 
     def replay(self, payloads: Iterable[bytes]) -> int:
         """Apply every record of these log entries (load); returns how many."""

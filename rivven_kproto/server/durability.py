@@ -32,6 +32,7 @@ from rivven_kproto.broker.durable.log import DurableLog
 from rivven_kproto.broker.durable.work import Job, run_all
 from rivven_kproto.broker.log.base import PartitionLogBase as PartitionLog
 from rivven_kproto.broker.storage import Storage, StorageUnavailable
+from rivven_kproto.broker.txn.effects import AwaitSync
 
 from .context import RequestContext
 from .log_limits import RateLimitedLog
@@ -80,7 +81,8 @@ class Durability:
         """The transaction coordinator completes only after its markers are durable (at start,
         and again when this broker takes over coordinating a cluster)."""
         for txn in self.broker.txn_coordinators():
-            txn.complete_after_sync = self.sync_on_ack
+            if self.sync_on_ack:
+                txn.runtime.on(AwaitSync, txn.hold_until_synced)
             if self.metrics is not None:
                 txn.completion_observer = self.metrics.observe_transaction
 

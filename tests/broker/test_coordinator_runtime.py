@@ -140,6 +140,20 @@ def test_an_effect_nobody_runs_is_a_bug() -> None:
         runtime.run(Result(None, effects=[Ping("x")]), NOW)
 
 
+def test_an_effect_rerouted_for_a_block_runs_as_before_after_it() -> None:
+    runtime = runtime_of(Counter(), MemoryLog())
+    ran: list[str] = []
+    runtime.on(Ping, lambda effect, now_ms: ran.append(f"usual {effect.name}"))
+    with runtime.rerouted(Ping, lambda effect, now_ms: ran.append(f"held {effect.name}")):
+        runtime.run(Result(None, effects=[Ping("a")]), NOW)
+    runtime.run(Result(None, effects=[Ping("b")]), NOW)
+    with runtime.rerouted(Counter, lambda effect, now_ms: None):
+        pass
+    with pytest.raises(TypeError):  # a kind routed only for a block has no runner after it
+        runtime.run(Result(None, effects=[Counter()]), NOW)
+    assert ran == ["held a", "usual b"]
+
+
 def test_replay_is_the_live_apply() -> None:
     live, durable_log = Counter(), MemoryLog()
     runtime = runtime_of(live, durable_log)

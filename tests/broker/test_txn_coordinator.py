@@ -18,6 +18,7 @@ from rivven_kproto.broker.log.producer_state import AbortedTxn
 from rivven_kproto.broker.producer_ids import ProducerIdAllocator
 from rivven_kproto.broker.txn import coordinator as coordinator_module
 from rivven_kproto.broker.txn.coordinator import MAX_EPOCH, TransactionCoordinator
+from rivven_kproto.broker.txn.effects import AwaitSync
 from rivven_kproto.broker.txn.state import TxnMetadata, TxnState
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.records.batch import iter_headers
@@ -864,7 +865,7 @@ def test_a_marker_lost_while_another_is_unwritten_is_written_again(tmp_path: Pat
     ignored: once T2's leader answered, the abort completed with no marker on T1, and the
     producer's next COMMIT there published the aborted records."""
     s = Setup(tmp_path)
-    s.coord.complete_after_sync = True  # as the server sets it on a shared store
+    s.coord.runtime.on(AwaitSync, s.coord.hold_until_synced)  # as the server does for fsync=always
     pid, epoch = s.ready()
     s.coord.add_partitions(TID, pid, epoch, [T1, T2], NOW)
     s.markers.failing = {T2}

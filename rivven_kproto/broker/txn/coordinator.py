@@ -14,10 +14,10 @@ marker to every partition of the transaction (the ``WriteMarkers`` effect, run b
 ``write_markers``; its outcome comes back to :meth:`markers_written`), then log
 CompleteCommit/CompleteAbort. A commit's decision is also recorded with its PrepareCommit entry
 (``record_decision``, kept by a shared database's log): a leader whose marker has not arrived yet
-reads it there, so the commit becomes visible on all of its partitions at once. With
-``complete_after_sync`` (the server sets it for ``fsync=always``) the completion waits in
-:attr:`awaiting_sync` until the flusher has made the markers durable (``take_awaiting``, then
-``complete_synced``). Timers are operations too: :meth:`due` and :meth:`retries` make Results that
+reads it there, so the commit becomes visible on all of its partitions at once. The completion is
+the ``AwaitSync`` effect: run at once, or, with the runner the server registers for
+``fsync=always``, held in :attr:`awaiting_sync` until the flusher has made the markers durable
+(``take_awaiting``, then ``complete_synced``). Timers are operations too: :meth:`due` and :meth:`retries` make Results that
 ``runtime.run_each`` runs. A logged commit decision is never turned into an abort.
 On start, :meth:`recover` re-writes the markers of every transaction left in a Prepare state,
 has the broker flush them, then logs the completions.
@@ -39,6 +39,7 @@ from ..coordinator_runtime import CoordinatorRuntime, Result
 from ..durable.log import DurableLog
 from ..faults import fault_point
 from .effects import (
+    AwaitSync,
     Completed,
     CompleteGroups,
     GroupCompleter,
@@ -83,7 +84,6 @@ class TransactionCoordinator:
         id_expiration_ms: int = 7 * 24 * 3_600_000,
     ) -> None:
         self.log = durable_log
-        self.complete_after_sync = False
         # (committed, seconds from Prepare to the logged completion): the metrics' histogram.
         self.completion_observer: Callable[[bool, float], None] | None = None
         self.awaiting_sync: dict[str, TxnMetadata] = {}
@@ -103,6 +103,8 @@ class TransactionCoordinator:
         self.runtime.on(CompleteGroups, self._run_complete_groups, then=self.groups_completed)
         self.runtime.on(RecordDecision, self._run_record_decision)
         self.runtime.on(Completed, self._run_completed)
+        self.runtime.on(AwaitSync, lambda effect, now_ms: None,  # complete at once (no sync to wait for)
+                        then=lambda effect, _, now_ms: self._completion(effect.txn, now_ms))
 
     # -- persistence --------------------------------------------------------------------------
 
@@ -117,14 +119,11 @@ class TransactionCoordinator:
         if legacy_dir is not None and has_legacy(legacy_dir):
             self.log.roll(self._snapshot(), now=True)
             remove_legacy(legacy_dir)
-        complete_after_sync, self.complete_after_sync = self.complete_after_sync, True
-        try:
+        with self.runtime.rerouted(AwaitSync, self.hold_until_synced):
             for txn in list(self.txns.values()):
                 if txn.state.is_prepare:
                     log.info("completing %s of %s after restart", txn.state.value, txn.transactional_id)
                     self.runtime.run(self._resume(txn), now_ms)
-        finally:
-            self.complete_after_sync = complete_after_sync
         make_durable()
         self.complete_synced(self.take_awaiting(), now_ms)
 
@@ -475,10 +474,11 @@ class TransactionCoordinator:
             return None
         self.unwritten.pop(txn.transactional_id, None)
         self._marker_warned_ms.pop(txn.transactional_id, None)
-        if self.complete_after_sync:
-            self.awaiting_sync[txn.transactional_id] = txn
-            return None
-        return self._completion(txn, now_ms)
+        return Result(None, effects=[AwaitSync(txn)])
+
+    def hold_until_synced(self, effect: AwaitSync, now_ms: int) -> None:
+        """``AwaitSync``'s runner under ``fsync=always``: complete after the next flush."""
+        self.awaiting_sync[effect.txn.transactional_id] = effect.txn
 
     def retry_unwritten(self, now_ms: int) -> None:
         """Other brokers answered the markers asked of them: complete now, not at the next tick."""

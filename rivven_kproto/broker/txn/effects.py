@@ -21,6 +21,15 @@ class GroupsNotCompleted(OSError):
 
 
 @dataclass(slots=True)
+class AwaitSync:
+    """Every marker of the transaction is written: complete it, at once (the coordinator's own
+    runner), or once a flush that starts after now made the markers durable (the runner the
+    server registers for ``fsync=always``: ``hold_until_synced``, then ``complete_synced``)."""
+
+    txn: TxnMetadata
+
+
+@dataclass(slots=True)
 class WriteMarkers:
     """Write the COMMIT/ABORT marker of a prepared transaction to these partitions; the outcome
     (the partitions not written yet) goes back to ``markers_written``."""

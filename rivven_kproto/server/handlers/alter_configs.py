@@ -11,8 +11,9 @@ BROKER resources: this node's id or "" (cluster default). The log defaults are d
 (``broker/dynamic_configs.py``): the configs sent become that level's values (an empty set clears
 it); a read-only key is INVALID_REQUEST "Cannot update these configs dynamically: Set(...)", as
 Kafka answers for its static configs, a bad value INVALID_CONFIG. Another node id, or a name that
-is not a number, is INVALID_REQUEST. Other resource types are INVALID_REQUEST ("Unknown resource
-type N"). Success answers a null message.
+is not a number, is INVALID_REQUEST. GROUP resources: the configs sent become the group's
+(``broker/group_configs.py``). Other resource types are INVALID_REQUEST ("Unknown resource type
+N"). Success answers a null message.
 
 Not implemented: alter-config policies, CLIENT_METRICS.
 """

@@ -16,6 +16,7 @@ from rivven_kproto.broker.group_configs import GROUP_KEYS, GroupConfigs
 from rivven_kproto.broker.share.config import ShareConfig
 from rivven_kproto.codec.enums import AlterConfigOp, ConfigResourceType, ConfigSource
 from rivven_kproto.codec.errors import Errors, KafkaError
+from rivven_kproto.codec.messages import alter_configs as legacy
 from rivven_kproto.codec.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 from rivven_kproto.codec.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResource
 from rivven_kproto.codec.messages.incremental_alter_configs import (
@@ -26,6 +27,7 @@ from rivven_kproto.codec.messages.incremental_alter_configs import (
 from rivven_kproto.codec.messages.list_config_resources import ListConfigResourcesRequest
 from rivven_kproto.server.context import RequestContext
 from rivven_kproto.server.handlers import (
+    alter_configs,
     consumer_group_heartbeat,
     describe_configs,
     incremental_alter_configs,
@@ -133,3 +135,13 @@ def test_a_groups_share_settings_are_its_overrides_over_the_brokers(tmp_path: Pa
     with pytest.raises(KafkaError) as refused:
         reopened.check({"share.auto.offset.reset": "by_duration:-PT1H"})
     assert refused.value.error == Errors.INVALID_CONFIG
+
+
+def test_legacy_alter_configs_replaces_a_groups_whole_set(ctx: RequestContext, broker: Broker) -> None:
+    assert alter(ctx, "g", share_auto_offset_reset="earliest", share_isolation_level="read_committed") == (0, None)
+    request = legacy.AlterConfigsRequest(resources=[legacy.AlterConfigsResource(
+        resource_type=GROUP, resource_name="g",
+        configs=[legacy.AlterableConfig(name="share.record.lock.duration.ms", value="20000")])], validate_only=False)
+    (result,) = answer(alter_configs, ctx, request, 2).responses
+    assert result.error_code == 0
+    assert broker.group_configs.level("g") == {"share.record.lock.duration.ms": "20000"}  # the rest removed

@@ -122,3 +122,36 @@ def test_the_share_coordinator_is_a_runtime_shard() -> None:
     assert result.error is Errors.NONE and len(durable_log.entries) == 1
     assert [type(r).__name__ for r in applied] == ["ShareGroupRecord", "ShareMemberRecord"]
     assert share.runtime.replay(durable_log.open()) == 2
+
+
+def test_an_expired_member_is_released_by_an_effect_after_its_tombstone_is_logged() -> None:
+    """Session expiry logs the tombstone, then the runtime runs ``ReleaseMember``: the member's
+    acquired records are available again. A failed append releases nothing (retried later)."""
+    from rivven_kproto.broker.share.effects import ReleaseMember
+    from rivven_kproto.broker.share.partition import RecordState
+
+    durable_log = MemoryLog()
+    share = coordinator(durable_log)
+    assert share.heartbeat(ShareHeartbeat("g", "m", 0, None, ("t",)), NOW).error is Errors.NONE
+    staged = share.stage("g", "t", 0, lambda: 0)
+    staged.acquire_new("m", [LogSpan(0, 4, True)], 10, 50, NOW, 600_000)
+    share.commit("g", {("t", 0): staged})
+    seen: list[tuple[object, int]] = []
+    run = share._release_member
+
+    def recording(effect: ReleaseMember, now_ms: int) -> None:
+        seen.append((effect, len(durable_log.entries)))
+        run(effect, now_ms)
+
+    share.runtime.on(ReleaseMember, recording)
+    expired = NOW + share.config.session_timeout_ms
+    durable_log.failing = True
+    share.tick(expired)
+    assert seen == [] and share.current("g", "t", 0).acquired_by("m") == 5  # type: ignore[union-attr]
+    durable_log.failing = False
+    entries = len(durable_log.entries)
+    share.tick(expired + 1_000)
+    assert seen == [(ReleaseMember("g", "m"), entries + 1)]  # after the tombstone's entry
+    partition = share.current("g", "t", 0)
+    assert partition is not None and partition.acquired_by("m") == 0
+    assert {span.state for span in partition.spans} == {RecordState.AVAILABLE}

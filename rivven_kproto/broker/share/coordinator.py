@@ -22,8 +22,9 @@ from typing import Any
 from rivven_kproto.codec.errors import Errors, KafkaError
 
 from ..coordinator_log import append_or_refuse
-from ..coordinator_runtime import CoordinatorRuntime
+from ..coordinator_runtime import CoordinatorRuntime, Result
 from .config import ShareConfig
+from .effects import ReleaseMember
 from .group import ShareGroup, ShareMember, assign
 from .partition import SharePartition
 from .records import (
@@ -82,6 +83,7 @@ class ShareCoordinator:
         self.stats: dict[str, ShareStats] = {}  # per group, since start (metrics)
         self._staged: tuple[str, Mapping[PartitionKey, SharePartition]] | None = None  # being committed
         self.runtime: CoordinatorRuntime[ShareRecord] = CoordinatorRuntime(self.log, self, write=self._append)
+        self.runtime.on(ReleaseMember, self._release_member)
 
     # -- start-up and the log ---------------------------------------------------------------------
 
@@ -233,17 +235,21 @@ class ShareCoordinator:
         group = self.groups.get(params.group_id)
         if group is None or params.member_id not in group.members:
             return ShareHeartbeatResult(Errors.UNKNOWN_MEMBER_ID, f"Member {params.member_id} is not a member of the group.")
-        self.remove_member(group, params.member_id, release=False)
+        self.remove_member(group, params.member_id, release=False, now_ms=now_ms)
         return ShareHeartbeatResult(Errors.NONE, None, params.member_id, -1, 0)
 
-    def remove_member(self, group: ShareGroup, member_id: str, *, release: bool) -> None:
+    def remove_member(self, group: ShareGroup, member_id: str, *, release: bool, now_ms: int = 0) -> None:
         """The member left (its share session still commits its last acknowledgements, then closes
-        and releases) or expired (``release``: its session goes and its acquired records are
-        available again at once)."""
-        self._write([ShareGroupRecord(group.group_id, group.epoch + 1), ShareMemberTombstone(group.group_id, member_id)])
-        if release:
-            self.sessions.drop_member(group.group_id, member_id)
-            self.release_session(group.group_id, member_id)
+        and releases) or expired (``release``: the effect :class:`ReleaseMember`, run once the
+        tombstone is logged)."""
+        records: list[ShareRecord] = [ShareGroupRecord(group.group_id, group.epoch + 1),
+                                      ShareMemberTombstone(group.group_id, member_id)]
+        effects = [ReleaseMember(group.group_id, member_id)] if release else []
+        self.runtime.run(Result(None, records, effects), now_ms)
+
+    def _release_member(self, effect: ReleaseMember, now_ms: int) -> None:
+        self.sessions.drop_member(effect.group_id, effect.member_id)
+        self.release_session(effect.group_id, effect.member_id)
 
     def assignment(self, group: ShareGroup, member_id: str) -> dict[str, tuple[int, ...]]:
         members = {m.member_id: m.topics for m in group.members.values()}
@@ -355,7 +361,7 @@ class ShareCoordinator:
             for member in [m for m in group.members.values() if m.deadline <= now_ms]:
                 log.info("share group %s: member %s session expired", group.group_id, member.member_id)
                 try:
-                    self.remove_member(group, member.member_id, release=True)
+                    self.remove_member(group, member.member_id, release=True, now_ms=now_ms)
                 except KafkaError:
                     member.deadline = now_ms + 1000  # the log refused: try again later
             expired: dict[PartitionKey, SharePartition] = {}

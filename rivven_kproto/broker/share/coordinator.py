@@ -1,8 +1,9 @@
 """The share coordinator: share groups, their members and share-partition states, in plain Python.
 
-Shaped like the group coordinator (``broker/groups/coordinator.py``): an operation validates,
-builds records, appends them to its durable log (``broker/durable/log.py``, ``meta/share``) and
-only then changes state, by applying those records; ``load`` replays the same records. Share
+A shard of the coordinator runtime (``broker/coordinator_runtime.py``), like the group
+coordinator: an operation validates, builds records, and ``runtime.append`` logs them to its
+durable log (``broker/durable/log.py``, ``meta/share``) before its one :meth:`apply` changes the
+state; ``load`` replays the same records through the same ``apply``. Share
 partitions are edited on a copy (:meth:`stage`) and the copy's durable form is the record
 (:meth:`commit`): a failed append leaves the state as it was. Acquisition (owner, lock deadline)
 is soft state; see ``partition.py`` for why that loses nothing.
@@ -14,14 +15,16 @@ the share coordinator and the partition leader's SharePartitionManager).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from rivven_kproto.codec.errors import Errors, KafkaError
 
 from ..coordinator_log import append_or_refuse
+from ..coordinator_runtime import CoordinatorRuntime, Result
 from .config import ShareConfig
+from .effects import ReleaseMember
 from .group import ShareGroup, ShareMember, assign
 from .partition import SharePartition
 from .records import (
@@ -80,6 +83,9 @@ class ShareCoordinator:
         self.other_kind: Callable[[str], bool] = lambda group_id: False
         self.changed = False  # records were released or appended since the server last looked
         self.stats: dict[str, ShareStats] = {}  # per group, since start (metrics)
+        self._staged: tuple[str, Mapping[PartitionKey, SharePartition]] | None = None  # being committed
+        self.runtime: CoordinatorRuntime[ShareRecord] = CoordinatorRuntime(self.log, self, write=self._append)
+        self.runtime.on(ReleaseMember, self._release_member)
 
     # -- start-up and the log ---------------------------------------------------------------------
 
@@ -87,18 +93,16 @@ class ShareCoordinator:
         """Replay the log; members get a fresh session, as Kafka does on load."""
         if self.log is None:
             return
-        count = 0
-        for payload in self.log.open():
-            for record in decode_records(payload):
-                self._apply(record)
-                count += 1
+        count = self.runtime.replay(self.log.open())
         for group in self.groups.values():
             for member in group.members.values():
                 member.deadline = now_ms + self.config_of(group.group_id).session_timeout_ms
         log.info("share coordinator loaded %d share groups and %d share partitions from %d records",
                  len(self.groups), sum(len(g.partitions) for g in self.groups.values()), count)
 
-    def _apply(self, record: ShareRecord) -> None:
+    # -- the shard: one apply for live records and replay (``coordinator_runtime``) -------------
+
+    def apply(self, record: ShareRecord) -> None:
         if isinstance(record, ShareGroupTombstone):
             self.groups.pop(record.group_id, None)
             return
@@ -120,18 +124,31 @@ class ShareCoordinator:
             group.partitions[(record.topic, record.partition)] = SharePartition.restore(
                 record.start_offset, record.batches, self.config.delivery_count_limit)
 
-    def _write(self, records: list[ShareRecord], apply: bool = True) -> None:
-        """Append first, then apply; a failed append changes nothing."""
-        if not records:
-            return
+    def encode(self, records: Sequence[ShareRecord]) -> bytes:
+        return encode_records(list(records))
+
+    def decode(self, payload: bytes) -> list[ShareRecord]:
+        return decode_records(payload)
+
+    def _append(self, payload: bytes) -> None:
         if self.log is not None:
-            append_or_refuse(self.log, encode_records(records), "share")
-        if apply:
-            for record in records:
-                self._apply(record)
+            append_or_refuse(self.log, payload, "share")
+
+    def appended(self, records: Sequence[ShareRecord]) -> None:
+        """After an append: staged share-partitions are installed (before any compaction: its
+        snapshot must hold them), then the log is compacted when due."""
+        if self._staged is not None:
+            group_id, staged = self._staged
+            self._staged = None
+            self.groups.setdefault(group_id, ShareGroup(group_id)).partitions.update(staged)
         self.changed = True
         if self._compaction_due():
             self._compact()
+
+    def _write(self, records: list[ShareRecord], apply: bool = True) -> None:
+        """Append first, then apply (``apply=False``: staged share-partitions the caller installs,
+        acquisitions and all; replay applies their records); a failed append changes nothing."""
+        self.runtime.append(records, apply=apply)
 
     def _compaction_due(self) -> bool:
         if self.log is None:
@@ -221,17 +238,21 @@ class ShareCoordinator:
         group = self.groups.get(params.group_id)
         if group is None or params.member_id not in group.members:
             return ShareHeartbeatResult(Errors.UNKNOWN_MEMBER_ID, f"Member {params.member_id} is not a member of the group.")
-        self.remove_member(group, params.member_id, release=False)
+        self.remove_member(group, params.member_id, release=False, now_ms=now_ms)
         return ShareHeartbeatResult(Errors.NONE, None, params.member_id, -1, 0)
 
-    def remove_member(self, group: ShareGroup, member_id: str, *, release: bool) -> None:
+    def remove_member(self, group: ShareGroup, member_id: str, *, release: bool, now_ms: int = 0) -> None:
         """The member left (its share session still commits its last acknowledgements, then closes
-        and releases) or expired (``release``: its session goes and its acquired records are
-        available again at once)."""
-        self._write([ShareGroupRecord(group.group_id, group.epoch + 1), ShareMemberTombstone(group.group_id, member_id)])
-        if release:
-            self.sessions.drop_member(group.group_id, member_id)
-            self.release_session(group.group_id, member_id)
+        and releases) or expired (``release``: the effect :class:`ReleaseMember`, run once the
+        tombstone is logged)."""
+        records: list[ShareRecord] = [ShareGroupRecord(group.group_id, group.epoch + 1),
+                                      ShareMemberTombstone(group.group_id, member_id)]
+        effects = [ReleaseMember(group.group_id, member_id)] if release else []
+        self.runtime.run(Result(None, records, effects), now_ms)
+
+    def _release_member(self, effect: ReleaseMember, now_ms: int) -> None:
+        self.sessions.drop_member(effect.group_id, effect.member_id)
+        self.release_session(effect.group_id, effect.member_id)
 
     def assignment(self, group: ShareGroup, member_id: str) -> dict[str, tuple[int, ...]]:
         members = {m.member_id: m.topics for m in group.members.values()}
@@ -258,9 +279,11 @@ class ShareCoordinator:
         if not staged:
             return
         records: list[ShareRecord] = [_partition_record(group_id, key, sp) for key, sp in staged.items()]
-        self._write(records, apply=False)
-        group = self.groups.setdefault(group_id, ShareGroup(group_id))
-        group.partitions.update(staged)
+        self._staged = (group_id, staged)
+        try:
+            self._write(records, apply=False)  # ``appended`` installs them
+        finally:
+            self._staged = None
 
     def release_session(self, group_id: str, member_id: str) -> None:
         """A closed share session: the member's acquired records are available again (soft)."""
@@ -341,7 +364,7 @@ class ShareCoordinator:
             for member in [m for m in group.members.values() if m.deadline <= now_ms]:
                 log.info("share group %s: member %s session expired", group.group_id, member.member_id)
                 try:
-                    self.remove_member(group, member.member_id, release=True)
+                    self.remove_member(group, member.member_id, release=True, now_ms=now_ms)
                 except KafkaError:
                     member.deadline = now_ms + 1000  # the log refused: try again later
             expired: dict[PartitionKey, SharePartition] = {}

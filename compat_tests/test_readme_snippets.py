@@ -52,9 +52,9 @@ RUN: dict[tuple[str, str], str] = {
     ("sh", "--command-config admin.properties"): "test_security_walkthrough_admin_and_clients",
     ("python", "sasl_plain_username"): "test_security_walkthrough_admin_and_clients",
     ("python", "kafka.sasl.jaas.config"): "test_security_walkthrough_admin_and_clients",
-    ("python", "spark = with_kafka_source(SparkSession.builder).getOrCreate()"): "test_spark_snippets",
-    ("python", ".writeStream.format(\"parquet\")"): "test_spark_snippets",
-    ("python", ".option(\"topic\", \"orders-upper\")"): "test_spark_sink_snippet",
+    ("python", "spark = with_kafka_source(SparkSession.builder).getOrCreate()"): "spark_run",
+    ("python", ".writeStream.format(\"parquet\")"): "spark_run",
+    ("python", ".option(\"topic\", \"orders-upper\")"): "spark_run",
     ("sh", "kproto cluster members"): "test_cluster_members_snippet",
     ("python", "worker = ShareConsumer("): "test_queues_snippet",
     ("sh", "kproto configs set --group workers"): "test_queues_snippet",
@@ -327,28 +327,22 @@ def test_groups_snippet(readme_broker: tuple[BrokerProcess, Path]) -> None:
     assert "billing" in result.stdout + result.stderr
 
 
-def test_spark_snippets(readme_broker: tuple[BrokerProcess, Path]) -> None:
-    """The Spark section's batch and streaming blocks, in one Python process (the second uses the
-    first's session), against the demo topic the earlier snippets wrote."""
+@dataclass
+class SparkRun:
+    """What the Spark section's blocks printed, run once for both Spark tests."""
+
+    stdout: str
+
+
+@pytest.fixture(scope="module")
+def spark_run(readme_broker: tuple[BrokerProcess, Path], tmp_path_factory: pytest.TempPathFactory) -> SparkRun:
+    """The Spark section's blocks in one Python process, as a user pastes them one after the other:
+    the batch and streaming reads (against the demo topic the earlier snippets wrote), then the
+    sink's streaming block on the same session (one JVM start for all of them, the bulk of their
+    time). The sink's checkpoint is a directory of its own (Spark resolves the block's relative
+    ``ckpt`` against the JVM's start directory, the reading block's), and records produced once it
+    runs must come out upper-cased, once each (test_spark_sink_snippet)."""
     broker, workdir = readme_broker
-    code = (block("python", "spark = with_kafka_source(SparkSession.builder).getOrCreate()")
-            + block("python", ".writeStream.format(\"parquet\")")
-            + "print('batch rows', df.count())\n"
-            + "print('streamed rows', spark.read.parquet('out').count())\n").replace("localhost:9092", broker.bootstrap)
-    done = run_spark_python(code, workdir)
-    batch = int(re.search(r"batch rows (\d+)", done.stdout).group(1))  # type: ignore[union-attr]
-    streamed = int(re.search(r"streamed rows (\d+)", done.stdout).group(1))  # type: ignore[union-attr]
-    assert batch > 0 and streamed > 0
-
-
-def test_spark_sink_snippet(readme_broker: tuple[BrokerProcess, Path], tmp_path: Path) -> None:
-    """The sink's streaming block as written (exactly once, orders -> orders-upper), in a process of
-    its own (its checkpoint is not the reading block's): records produced once it runs come out
-    upper-cased, once each, for a read_committed reader. ``orders-upper`` does not exist, as on a
-    user's new broker: the first (empty) micro-batch writes and commits nothing, the first rows
-    auto-create it as Kafka's producer does (#41 item 2: the empty batch's marker commit retried
-    UNKNOWN_TOPIC_OR_PARTITION, was fenced and the query died)."""
-    broker, _ = readme_broker
     create_topics(broker.bootstrap, {"orders": 2})
     feed = (
         "from confluent_kafka import Producer\n"
@@ -357,11 +351,35 @@ def test_spark_sink_snippet(readme_broker: tuple[BrokerProcess, Path], tmp_path:
         "    producer.produce('orders', f'order-{i}'.encode(), key=f'k{i}'.encode())\n"
         "assert producer.flush(30) == 0\n"
     )
+    sink = block("python", ".option(\"topic\", \"orders-upper\")")
+    sink_checkpoint = tmp_path_factory.mktemp("spark-sink") / "ckpt"
+    assert sink.count('"ckpt"') == 1, sink
     code = (block("python", "spark = with_kafka_source(SparkSession.builder).getOrCreate()")
-            + "query = " + block("python", ".option(\"topic\", \"orders-upper\")")
+            + block("python", ".writeStream.format(\"parquet\")")
+            + "print('batch rows', df.count())\n"
+            + "print('streamed rows', spark.read.parquet('out').count())\n"
+            + "query = " + sink.replace('"ckpt"', repr(str(sink_checkpoint)))
             + "query.processAllAvailable()\n" + feed
             + "query.processAllAvailable()\nquery.stop()\n").replace("localhost:9092", broker.bootstrap)
-    run_spark_python(code, tmp_path)
+    return SparkRun(run_spark_python(code, workdir).stdout)
+
+
+def test_spark_snippets(spark_run: SparkRun) -> None:
+    """The Spark section's batch and streaming blocks, in one Python process (the second uses the
+    first's session), against the demo topic the earlier snippets wrote."""
+    batch = int(re.search(r"batch rows (\d+)", spark_run.stdout).group(1))  # type: ignore[union-attr]
+    streamed = int(re.search(r"streamed rows (\d+)", spark_run.stdout).group(1))  # type: ignore[union-attr]
+    assert batch > 0 and streamed > 0
+
+
+def test_spark_sink_snippet(readme_broker: tuple[BrokerProcess, Path], spark_run: SparkRun) -> None:
+    """The sink's streaming block as written (exactly once, orders -> orders-upper; run by
+    :func:`spark_run` after the reading blocks, with a checkpoint of its own): records produced once
+    it runs come out upper-cased, once each, for a read_committed reader. ``orders-upper`` does not
+    exist, as on a user's new broker: the first (empty) micro-batch writes and commits nothing, the
+    first rows auto-create it as Kafka's producer does (#41 item 2: the empty batch's marker commit
+    retried UNKNOWN_TOPIC_OR_PARTITION, was fenced and the query died)."""
+    broker, _ = readme_broker
     seen = consume("confluent-kafka", broker.bootstrap, [("orders-upper", 0)], committed=True, expected=20)
     written = [value for records in values(seen).values() for value in records]
     assert sorted(written, key=lambda v: v or b"") == sorted(f"ORDER-{i}".encode() for i in range(20))

@@ -17,18 +17,17 @@ INVALID_CONFIG.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from rivven_kproto.codec.errors import Errors, KafkaError
 
+from .config_levels import parse_levels, save_level
 from .durable.work import BlockingWork, Document
 from .dynamic_keys import PER_BROKER, TOPIC_SYNONYMS, config_type
 from .log.config import LogConfig
 from .topics import (
     TOPIC_CONFIGS,
     ConfigType,
-    CorruptMetadata,
     parse_config_value,
     validate_topic_config_values,
 )
@@ -58,14 +57,7 @@ class DynamicBrokerConfigs:
 
     def reload(self, raw: bytes | None) -> None:
         """Take the values as stored (at start, and on a broker following the controller)."""
-        if raw is None:
-            self.levels = {}
-            return
-        try:
-            loaded = json.loads(raw)
-            self.levels = {str(level): {str(k): str(v) for k, v in values.items()} for level, values in loaded.items()}
-        except (ValueError, AttributeError, TypeError) as exc:
-            raise CorruptMetadata(f"{self.document.path} is corrupt ({type(exc).__name__}: {exc})") from None
+        self.levels = parse_levels(raw, self.document)
 
     def level(self, name: str) -> dict[str, str]:
         """The values set for ``name`` ("" for the cluster default, else a node id)."""
@@ -81,11 +73,7 @@ class DynamicBrokerConfigs:
         """Set ``name``'s values to exactly ``values`` (AlterConfigs), after Kafka's checks:
         read-only keys INVALID_REQUEST, bad values INVALID_CONFIG; then save."""
         self.check(values, base, name)
-        if values:
-            self.levels[name] = dict(values)
-        else:
-            self.levels.pop(name, None)
-        self.document.save(self.work, json.dumps(self.levels, indent=1, sort_keys=True).encode())
+        save_level(self.document, self.work, self.levels, name, values)
 
     @staticmethod
     def check(values: dict[str, str], base: LogConfig, name: str | None = None) -> None:

@@ -15,7 +15,6 @@ heartbeat, like the dynamic broker configs.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,9 +24,10 @@ from rivven_kproto.codec.enums import ConfigSource
 from rivven_kproto.codec.errors import Errors, KafkaError
 
 from .config import BrokerConfig
+from .config_levels import parse_levels, save_level
 from .durable.work import BlockingWork, Document
 from .share.config import ShareConfig, ShareConfigError, apply_share_keys
-from .topics import ConfigEntry, ConfigSynonym, ConfigType, CorruptMetadata
+from .topics import ConfigEntry, ConfigSynonym, ConfigType
 
 FILE_NAME = "group_configs.json"
 
@@ -98,14 +98,7 @@ class GroupConfigs:
     def reload(self, raw: bytes | None) -> None:
         """Take the values as stored (at start, and on a broker following the controller)."""
         self._share_of = {}
-        if raw is None:
-            self.groups = {}
-            return
-        try:
-            loaded = json.loads(raw)
-            self.groups = {str(group): {str(k): str(v) for k, v in values.items()} for group, values in loaded.items()}
-        except (ValueError, AttributeError, TypeError) as exc:
-            raise CorruptMetadata(f"{self.document.path} is corrupt ({type(exc).__name__}: {exc})") from None
+        self.groups = parse_levels(raw, self.document)
 
     def level(self, group_id: str) -> dict[str, str]:
         """The overrides set for ``group_id`` (a copy)."""
@@ -114,12 +107,8 @@ class GroupConfigs:
     def replace(self, group_id: str, values: dict[str, str]) -> None:
         """Set the group's overrides to exactly ``values`` after Kafka's checks; then save."""
         self.check(values)
-        if values:
-            self.groups[group_id] = dict(values)
-        else:
-            self.groups.pop(group_id, None)
         self._share_of.pop(group_id, None)
-        self.document.save(self.work, json.dumps(self.groups, indent=1, sort_keys=True).encode())
+        save_level(self.document, self.work, self.groups, group_id, values)
 
     def share(self, group_id: str) -> ShareConfig:
         """The share settings in force for ``group_id``: its overrides over the broker's."""

@@ -8,7 +8,6 @@ aborted transaction's records, does so only through its own configs. Every wait 
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,7 +24,7 @@ from confluent_kafka.admin import (
 
 from .broker_process import BrokerProcess
 from .test_cli import failed, kproto, ok
-from .test_share_groups import SENTINEL, TIMEOUT_S, consumer, has_sentinel, poll_until, produce, values
+from .test_share_groups import SENTINEL, TIMEOUT_S, consumer, fresh, has_sentinel, poll_until, produce, values
 from .txn_helpers import create_topics
 
 BROKER_ENV = {"KPROTO_GROUP_SHARE_HEARTBEAT_INTERVAL_MS": "200"}  # fast assignment; defaults otherwise
@@ -38,10 +37,6 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     yield process
     if process.alive():
         assert process.stop() == 0, process.log_text()[-4000:]
-
-
-def fresh(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
 def set_group_configs(bootstrap: str, group: str, **configs: str | None) -> None:

@@ -45,6 +45,8 @@ from rivven_kproto.server.handlers import (
     incremental_alter_configs,
 )
 
+from .round_trip import answer
+
 NOW = 1_700_000_000_000
 NODE = 7
 ZERO = uuid.UUID(int=0)
@@ -68,12 +70,6 @@ def broker(config: BrokerConfig) -> Iterator[Broker]:
 @pytest.fixture
 def ctx(broker: Broker, config: BrokerConfig) -> RequestContext:
     return RequestContext(broker, config, NOW, "test-client")
-
-
-def answer(module: Any, ctx: RequestContext, request: Any, version: int) -> Any:
-    wire_request = type(request).decode(request.encode(version), version)
-    response = module.handle(ctx, wire_request, version)
-    return type(response).decode(response.encode(version), version)
 
 
 def outcome(result: Any) -> tuple[int, str | None]:

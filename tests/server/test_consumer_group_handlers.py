@@ -6,7 +6,6 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -27,6 +26,8 @@ from rivven_kproto.server.handlers import (
     list_groups,
 )
 
+from .round_trip import answer
+
 NOW = 1_700_000_000_000
 
 
@@ -41,11 +42,6 @@ def broker(tmp_path: Path) -> Iterator[Broker]:
 @pytest.fixture
 def ctx(broker: Broker) -> RequestContext:
     return RequestContext(broker, broker.config, NOW, "cli", "/10.0.0.1")
-
-
-def answer(module: Any, ctx: RequestContext, request: Any, version: int) -> Any:
-    response = module.handle(ctx, type(request).decode(request.encode(version), version), version)
-    return type(response).decode(response.encode(version), version)
 
 
 def test_advertised() -> None:

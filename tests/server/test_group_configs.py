@@ -34,6 +34,8 @@ from rivven_kproto.server.handlers import (
     list_config_resources,
 )
 
+from .round_trip import answer
+
 NOW = 1_700_000_000_000
 GROUP = int(ConfigResourceType.GROUP)
 
@@ -49,11 +51,6 @@ def broker(tmp_path: Path) -> Iterator[Broker]:
 @pytest.fixture
 def ctx(broker: Broker) -> RequestContext:
     return RequestContext(broker, broker.config, NOW, "cli", "/10.0.0.1")
-
-
-def answer(module: Any, ctx: RequestContext, request: Any, version: int) -> Any:
-    response = module.handle(ctx, type(request).decode(request.encode(version), version), version)
-    return type(response).decode(response.encode(version), version)
 
 
 def alter(ctx: RequestContext, name: str, validate_only: bool = False, **values: str | None) -> tuple[int, str | None]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -41,6 +40,8 @@ from rivven_kproto.server.handlers import (
     txn_offset_commit,
 )
 
+from .round_trip import answer
+
 NOW = 1_700_000_000_000
 SHARDS = 4
 LOCAL = next(f"k{i}" for i in range(100) if shard_of(f"k{i}", SHARDS) == 0)
@@ -58,11 +59,6 @@ def ctx(tmp_path: Path) -> Iterator[RequestContext]:
                                          shard_owners={0: 1, 1: 2})
     yield RequestContext(broker, broker.config, NOW, "cli", "/10.0.0.1")
     broker.close()
-
-
-def answer(module: Any, ctx: RequestContext, request: Any, version: int) -> Any:
-    response = module.handle(ctx, type(request).decode(request.encode(version), version), version)
-    return type(response).decode(response.encode(version), version)
 
 
 def test_find_coordinator_answers_each_keys_shard_holder(ctx: RequestContext) -> None:

@@ -111,6 +111,9 @@ def handle(ctx: RequestContext, request: ShareFetchRequest, version: int) -> Sha
         if deliveries and (records <= 0 or room <= 0):
             return
         got = acquire(ctx, coordinator, group_id, member_id, wanted_partitions, records, room, now_ms, TOPIC, exact)
+        if not deliveries:  # the first attempt (usually the only one): its answer as it is
+            deliveries.update(got)
+            return
         for key, delivery in got.items():
             _merge(deliveries.setdefault(key, Delivery()), delivery)
 

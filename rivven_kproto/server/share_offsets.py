@@ -217,32 +217,30 @@ async def stable_ends(ctx: RequestContext, keys: Iterable[PartitionKey]) -> dict
     a read_committed ListOffsets (one request per leader, at once); a leader that cannot be
     reached, or answers an error, leaves its partitions out."""
     broker = ctx.broker
-    by_leader: dict[int, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
-    for topic, index in keys:
-        meta = broker.topics[topic].meta
-        leader = broker.cluster.leader(meta.topic_id, index, meta.assigned(index))
-        if leader != broker.cluster.self_id and broker.cluster.node(leader) is not None:
-            by_leader[leader][topic].append(index)
+    _, remote, _ = by_leader(ctx, keys)
     ends: dict[PartitionKey, int] = {}
 
-    async def ask(leader: int, topics: dict[str, list[int]]) -> None:
+    async def ask(leader: int, led: list[PartitionKey]) -> None:
         node = broker.cluster.node(leader)
+        topics: dict[str, list[int]] = defaultdict(list)
+        for topic, index in led:
+            topics[topic].append(index)
         request = ListOffsetsRequest(replica_id=-1, isolation_level=READ_COMMITTED, topics=[
             ListOffsetsTopic(name=topic, partitions=[ListOffsetsPartition(partition_index=i, timestamp=LATEST)
                                                      for i in indexes]) for topic, indexes in topics.items()])
         try:
-            if node is None or node.port == 0:
-                raise OSError(f"node {leader} has no address")
+            if node is None:
+                raise OSError(f"node {leader} is not known")
             response = await call(node, request, LIST_OFFSETS_VERSION, ListOffsetsResponse, broker.cluster.self_id)
         except (OSError, trio.TooSlowError, ValueError, ProtocolError) as exc:
             log.info("the last stable offsets of node %d's partitions could not be read: %s", leader, exc)
             return
-        for topic in response.topics:
-            for partition in topic.partitions:
+        for answered in response.topics:
+            for partition in answered.partitions:
                 if partition.error_code == Errors.NONE and partition.offset >= 0:
-                    ends[(topic.name, partition.partition_index)] = partition.offset
+                    ends[(answered.name, partition.partition_index)] = partition.offset
 
     async with trio.open_nursery() as nursery:
-        for leader, topics in by_leader.items():
-            nursery.start_soon(ask, leader, topics)
+        for leader, led in remote.items():
+            nursery.start_soon(ask, leader, led)
     return ends

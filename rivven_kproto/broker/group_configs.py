@@ -27,7 +27,7 @@ from .config import BrokerConfig
 from .config_levels import parse_levels, save_level
 from .durable.work import BlockingWork, Document
 from .share.config import ShareConfig, ShareConfigError, apply_share_keys
-from .topics import ConfigEntry, ConfigSynonym, ConfigType
+from .topics import ConfigEntry, ConfigSynonym, ConfigType, config_error, parse_config_value
 
 FILE_NAME = "group_configs.json"
 
@@ -183,16 +183,8 @@ def open_group_configs(storage: Any, work: BlockingWork, config: BrokerConfig) -
 
 
 def _int(key: str, raw: str, low: int) -> int:
-    """Parse as Kafka's ConfigDef parses an INT, with its messages."""
-    try:
-        number = int(raw.strip())
-    except ValueError:
-        raise KafkaError(Errors.INVALID_CONFIG,
-                         f"Invalid value {raw} for configuration {key}: Not a number of type INT") from None
-    if not -(1 << 31) <= number < (1 << 31):
-        raise KafkaError(Errors.INVALID_CONFIG, f"Invalid value {raw} for configuration {key}: Not a number of type INT")
+    """Parse as Kafka's ConfigDef parses an INT, then its lower bound, with Kafka's messages."""
+    number: int = parse_config_value(key, ConfigType.INT, raw)
     if number < low:
-        raise KafkaError(Errors.INVALID_CONFIG,
-                         f"Invalid value {number} for configuration {key}: Value must be at least {low}")
+        raise config_error(key, number, f"Value must be at least {low}")
     return number
-

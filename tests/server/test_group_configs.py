@@ -142,3 +142,19 @@ def test_legacy_alter_configs_replaces_a_groups_whole_set(ctx: RequestContext, b
     (result,) = answer(alter_configs, ctx, request, 2).responses
     assert result.error_code == 0
     assert broker.group_configs.level("g") == {"share.record.lock.duration.ms": "20000"}  # the rest removed
+
+
+def test_a_consumer_group_loaded_at_start_gets_its_groups_session(ctx: RequestContext, broker: Broker,
+                                                                  tmp_path: Path) -> None:
+    assert alter(ctx, "g", consumer_session_timeout_ms="50000") == (0, None)
+    join = ConsumerGroupHeartbeatRequest(group_id="g", member_id="m1", member_epoch=0, rebalance_timeout_ms=30_000,
+                                         subscribed_topic_names=["t"], topic_partitions=[])
+    assert answer(consumer_group_heartbeat, ctx, join, 1).error_code == 0
+    broker.close()
+    later = NOW + 1_000
+    reopened = Broker(BrokerConfig(data_dir=tmp_path / "data"), later)
+    try:
+        (shard,) = reopened.shards.values()
+        assert shard.groups.consumer_groups["g"].deadlines["m1"] == later + 50_000  # not the broker's 45 s
+    finally:
+        reopened.close()

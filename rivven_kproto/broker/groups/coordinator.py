@@ -133,7 +133,7 @@ class GroupCoordinator(ConsumerGroups):
         for consumer_group in self.consumer_groups.values():
             for member_id in consumer_group.members:
                 consumer_group.deadlines[member_id] = now_ms + consumer_group.session_timeout_ms(
-                    member_id, self.config.consumer_session_timeout_ms)
+                    member_id, self.consumer.timeouts_of(consumer_group.group_id)[0])
         log.info("group coordinator loaded %d classic and %d consumer groups and %d committed offsets from %d records",
                  len(self.groups), len(self.consumer_groups), sum(1 for _ in self.offsets.records()), count)
 

@@ -397,6 +397,43 @@ def test_idle_transactional_ids_expire(tmp_path: Path) -> None:
     assert error == Errors.NONE and new_pid != pid and new_epoch == 0
 
 
+
+def test_an_id_active_again_expires_after_the_ids_idle_since_before(tmp_path: Path) -> None:
+    """The expiry walk goes from the oldest transition on and stops at the first idle id that has
+    not expired: an id that transacted again must move behind the ones idle since before, also
+    across a compaction and a restart (the snapshot and its replay keep that order)."""
+    s = Setup(tmp_path, id_expiration_ms=10_000)
+    first = s.ready("first")  # Empty at NOW
+    s.ready("second")  # Empty at NOW
+    s.coord.add_partitions("first", *first, [T1], NOW + 5_000)
+    assert s.coord.end_txn("first", *first, True, NOW + 5_000) == Errors.NONE  # CompleteCommit at NOW + 5 s
+    assert list(s.coord.txns) == ["second", "first"]
+    s.coord.log.roll(s.coord._snapshot())
+    s.restart()
+    assert list(s.coord.txns) == ["second", "first"]
+    s.coord.tick(NOW + 10_001)
+    assert "second" not in s.coord.txns and "first" in s.coord.txns
+    s.coord.tick(NOW + 15_001)
+    assert "first" not in s.coord.txns
+
+
+def test_the_clock_walks_in_flight_transactions_only(s: Setup) -> None:
+    """Ongoing and prepared transactions are indexed apart (the timers' scan and the metrics'
+    count walk them, not every id); completed, fenced and expired ones leave the index."""
+    pid, epoch = s.ready()
+    s.ready("idle")
+    assert s.coord.in_flight == {} and s.coord.active == 0
+    s.coord.add_partitions(TID, pid, epoch, [T1], NOW)
+    assert list(s.coord.in_flight) == [TID] and s.coord.active == 1
+    s.markers.failing = {T1}
+    assert s.coord.end_txn(TID, pid, epoch, True, NOW) == Errors.NONE
+    assert s.coord.in_flight[TID].state is TxnState.PREPARE_COMMIT
+    s.restart()
+    assert list(s.coord.in_flight) == [TID]  # rebuilt by the replay; the marker still fails
+    s.markers.failing = set()
+    s.coord.tick(NOW + 1)
+    assert s.state().state is TxnState.COMPLETE_COMMIT and s.coord.in_flight == {}
+
 # -- failures ---------------------------------------------------------------------------------------
 
 

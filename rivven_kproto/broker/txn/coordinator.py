@@ -50,6 +50,7 @@ from .effects import (
     WriteMarkers,
 )
 from .epochs import INT16_MAX, MAX_EPOCH, epoch_exhausted, fenced, may_claim, next_epoch
+from .index import TxnIndex
 from .legacy_log import has_legacy, read_legacy, remove_legacy
 from .state import NOTHING_TO_ABORT, VALID_PREVIOUS, TxnMetadata, TxnState, abort_of_nothing
 from .state import encode_entry as _encode
@@ -93,8 +94,8 @@ class TransactionCoordinator:
         self.complete_groups: GroupCompleter | None = None
         self.max_timeout_ms = max_timeout_ms
         self.id_expiration_ms = id_expiration_ms
-        self.txns: dict[str, TxnMetadata] = {}
-        self.by_producer: dict[int, str] = {}
+        self.index = TxnIndex()  # changed by ``apply`` only; its dicts, named for the readers:
+        self.txns, self.by_producer, self.in_flight = self.index.txns, self.index.by_producer, self.index.in_flight
         self.unwritten: dict[str, set[Partition]] = {}
         self._marker_warned_ms: dict[str, int] = {}  # when a transaction's failing markers were last warned about
         self.counters = TxnCounters()
@@ -113,14 +114,14 @@ class TransactionCoordinator:
         markers, let ``make_durable`` flush them, then log the completions."""
         legacy_dir = getattr(self.log, "directory", None)  # the native log's files only
         state: dict[str, dict[str, object]] = read_legacy(legacy_dir) if legacy_dir is not None else {}
-        for doc in state.values():
-            self.apply(TxnMetadata.from_json(doc))
+        for txn in sorted((TxnMetadata.from_json(doc) for doc in state.values()), key=lambda t: t.last_update_ms):
+            self.apply(txn)  # oldest first: ``txns`` is in the order of last transition
         self.runtime.replay(self.log.open())
         if legacy_dir is not None and has_legacy(legacy_dir):
             self.log.roll(self._snapshot(), now=True)
             remove_legacy(legacy_dir)
         with self.runtime.rerouted(AwaitSync, self.hold_until_synced):
-            for txn in list(self.txns.values()):
+            for txn in list(self.in_flight.values()):
                 if txn.state.is_prepare:
                     log.info("completing %s of %s after restart", txn.state.value, txn.transactional_id)
                     self.runtime.run(self._resume(txn), now_ms)
@@ -134,15 +135,7 @@ class TransactionCoordinator:
 
     def apply(self, txn: TxnMetadata) -> None:
         """The only change of ``txns``: a transition's record, logged just now or replayed."""
-        if txn.state is TxnState.DEAD:
-            self.txns.pop(txn.transactional_id, None)
-            self.by_producer.pop(txn.producer_id, None)
-            return
-        previous = self.txns.get(txn.transactional_id)
-        if previous is not None and previous.producer_id != txn.producer_id:
-            self.by_producer.pop(previous.producer_id, None)  # rotated after epoch exhaustion
-        self.txns[txn.transactional_id] = txn
-        self.by_producer[txn.producer_id] = txn.transactional_id
+        self.index.apply(txn)
 
     def encode(self, records: Sequence[TxnMetadata]) -> bytes:
         (txn,) = records  # one entry per transition
@@ -583,18 +576,22 @@ class TransactionCoordinator:
 
     def due(self, now_ms: int) -> Iterator[Result[None]]:
         """The operations due at ``now_ms``, made lazily (each after the one before it ran): abort a
-        timed-out transaction (fencing its producer), resume a prepared one, expire an idle id."""
-        for txn in list(self.txns.values()):
+        timed-out transaction (fencing its producer), resume a prepared one, expire an idle id.
+
+        The scan is Kafka's (its coordinator aborts timed-out transactions and expires ids from
+        periodic scans too) but walks only what can be due: the transactions in flight, and the
+        idle ids from the oldest transition on, up to the first not expired yet."""
+        for txn in list(self.in_flight.values()):
             if txn.state is TxnState.ONGOING and now_ms - txn.start_ms > txn.timeout_ms:
                 log.info("aborting transaction %s: timed out after %d ms", txn.transactional_id, txn.timeout_ms)
                 self.counters.timed_out += 1
                 yield self._abort(fenced(txn, now_ms), now_ms, None)
             elif txn.state.is_prepare and txn.transactional_id not in self.awaiting_sync:
                 yield self._resume(txn)
-            elif txn.state.is_complete and now_ms - txn.last_update_ms > self.id_expiration_ms:
-                yield self._transition(txn.evolve(state=TxnState.DEAD, last_update_ms=now_ms), None)
+        for txn in self.index.expired(now_ms, self.id_expiration_ms):
+            yield self._transition(txn.evolve(state=TxnState.DEAD, last_update_ms=now_ms), None)
 
     @property
     def active(self) -> int:
         """Transactions in flight: Ongoing, PrepareCommit or PrepareAbort (the design's definition)."""
-        return sum(1 for t in self.txns.values() if t.state is TxnState.ONGOING or t.state.is_prepare)
+        return len(self.in_flight)

@@ -1,4 +1,5 @@
-"""One TCP connection to one broker, on trio, with ApiVersions negotiated at connect time.
+"""One TCP connection to one broker, on trio, with ApiVersions negotiated at connect time (or
+versions the caller fixes: a broker's requests to the others of its cluster, ``server/peers.py``).
 
 Requests may be sent concurrently from several tasks (pipelining): writes are serialised by a
 lock, and whichever waiter holds the receive lock reads frames for everyone, parking responses
@@ -27,7 +28,7 @@ from .errors import (
     ProtocolViolationError,
     check,
 )
-from .protocol import ClientProtocol
+from .protocol import DEFAULT_MAX_RESPONSE, ClientProtocol
 from .security import ClientSecurity
 from .versions import NegotiatedVersions, api_versions_exchange
 
@@ -54,11 +55,12 @@ def describe_os_error(exc: BaseException) -> str:
 class BrokerConnection:
     """A negotiated connection; use :meth:`connect` to open one."""
 
-    def __init__(self, stream: trio.abc.Stream, address: str, *, node_id: int, client_id: str | None) -> None:
+    def __init__(self, stream: trio.abc.Stream, address: str, *, node_id: int, client_id: str | None,
+                 max_response_size: int = DEFAULT_MAX_RESPONSE) -> None:
         self.address = address
         self.node_id = node_id
         self._stream = stream
-        self._protocol = ClientProtocol(client_id)
+        self._protocol = ClientProtocol(client_id, max_response_size)
         self._send_lock = trio.Lock()
         self._receive_lock = trio.Lock()
         self._ready: dict[int, Response] = {}
@@ -68,9 +70,11 @@ class BrokerConnection:
     @classmethod
     async def connect(
         cls, host: str, port: int, *, node_id: int = -1, client_id: str | None = "kproto",
-        security: ClientSecurity | None = None,
+        security: ClientSecurity | None = None, versions: NegotiatedVersions | None = None,
+        max_response_size: int = DEFAULT_MAX_RESPONSE,
     ) -> BrokerConnection:
-        """Open a TCP (and TLS) connection, negotiate API versions on it, authenticate with SASL."""
+        """Open a TCP (and TLS) connection, negotiate API versions on it (unless the caller gives
+        ``versions``), authenticate with SASL."""
         address = f"{host}:{port}"
         stream: trio.abc.Stream
         try:
@@ -84,9 +88,12 @@ class BrokerConnection:
             except trio.BrokenResourceError as exc:
                 await trio.aclose_forcefully(stream)
                 raise BrokerUnreachableError(f"TLS handshake with {address} failed: {exc.__cause__ or exc}") from None
-        connection = cls(stream, address, node_id=node_id, client_id=client_id)
+        connection = cls(stream, address, node_id=node_id, client_id=client_id, max_response_size=max_response_size)
         try:
-            await connection._negotiate()
+            if versions is None:
+                await connection._negotiate()
+            else:
+                connection._versions = versions
             if security is not None and security.uses_sasl:
                 await connection._authenticate(security)
         except BaseException:

@@ -18,7 +18,6 @@ super user, say), never ANONYMOUS. :func:`configure` sets how a broker (by node 
 
 from __future__ import annotations
 
-import io
 import logging
 import struct
 from collections import defaultdict
@@ -26,13 +25,15 @@ from typing import TypeVar
 
 import trio
 
-from rivven_kproto.auth.sasl_client import ClientSecurity, SaslRefused, sasl_exchange
+from rivven_kproto.auth.sasl_client import ClientSecurity
 from rivven_kproto.broker.cluster import Node
 from rivven_kproto.broker.config import InterBrokerClient
 from rivven_kproto.broker.markers.remote import RemoteMarker
-from rivven_kproto.codec.connection import encode_request
+from rivven_kproto.client import protocol
+from rivven_kproto.client.connection import BrokerConnection
+from rivven_kproto.client.errors import ClientError, KafkaResponseError, ProtocolViolationError
+from rivven_kproto.client.versions import NegotiatedVersions
 from rivven_kproto.codec.errors import Errors
-from rivven_kproto.codec.headers import RequestHeader, ResponseHeader, response_header_version
 from rivven_kproto.codec.messages.add_partitions_to_txn import (
     AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse,
@@ -44,6 +45,7 @@ from rivven_kproto.codec.messages.create_topics import (
     CreateTopicsRequest,
     CreateTopicsResponse,
 )
+from rivven_kproto.codec.messages.sasl_authenticate import SaslAuthenticateRequest
 from rivven_kproto.codec.messages.write_txn_markers import (
     WritableTxnMarker,
     WritableTxnMarkerTopic,
@@ -62,7 +64,10 @@ ADD_PARTITIONS_TO_TXN_VERSION = 5  # the broker-to-coordinator form (v4+), with 
 CREATE_TOPICS_VERSION = 4  # the first with -1 (the controller's default) partitions and replication factor
 PEER_TIMEOUT_S = 30.0  # a leader that does not answer within this is asked again later
 MAX_RESPONSE_BYTES = 16 * 1024 * 1024
-SASL_AUTHENTICATE_VERSION = 1  # peers negotiate no versions: the first with a session lifetime
+SASL_AUTHENTICATE_VERSION = 1  # the first with a session lifetime
+# Peers run the same software: no ApiVersions round trip. Each request names its version; this is
+# the one SASL exchange (auth/sasl_client) leaves to the driver.
+_FIXED_VERSIONS = NegotiatedVersions.fixed({SaslAuthenticateRequest: SASL_AUTHENTICATE_VERSION})
 _SIZE = struct.Struct(">i")
 R = TypeVar("R", bound=Response)
 # How each broker of this process (by node id) connects to the others; absent: plaintext, no SASL.
@@ -107,16 +112,6 @@ def marker_errors(response: WriteTxnMarkersResponse) -> dict[tuple[int, str, int
             for partition in topic.partitions:
                 errors[(result.producer_id, topic.name, partition.partition_index)] = Errors(partition.error_code)
     return errors
-
-
-async def _read_exactly(stream: trio.abc.Stream, size: int) -> bytes:
-    buf = bytearray()
-    while len(buf) < size:
-        chunk = await stream.receive_some(size - len(buf))
-        if not chunk:
-            raise OSError("the peer closed the connection")
-        buf += chunk
-    return bytes(buf)
 
 
 async def send_markers(leader: Node, markers: list[RemoteMarker], self_id: int, coordinator_epoch: int) -> dict[
@@ -180,71 +175,43 @@ async def add_partitions_to_txn(
 
 
 async def call(node: Node, request: Request, version: int, response_cls: type[R], self_id: int) -> R:
-    """One request of this broker's own (client id ``kproto-broker-<id>``) and its decoded response."""
-    header = _header(request, version, peer_client_id(self_id))
-    return decode_response(await exchange(node, header, request, self_id), request, version, response_cls)
+    """One request of this broker's own (client id ``kproto-broker-<id>``) to ``node`` at
+    ``version``, and its response, through the client's connection driver on a connection of its
+    own (secured as broker ``self_id`` was configured to). The coordinator's markers and a
+    follower's forwarding of a client's request both go this way. OSError when the peer cannot be
+    reached, refuses this broker's TLS or SASL, or breaks the connection; trio.TooSlowError when
+    it does not answer within :data:`PEER_TIMEOUT_S`."""
+    with trio.fail_after(PEER_TIMEOUT_S):
+        try:
+            connection = await _connect(node, self_id)
+            try:
+                return await connection.request(request, version, response_cls)
+            finally:
+                await connection.aclose()
+        except ClientError as exc:
+            raise OSError(f"node {node.node_id}: {exc}") from None
 
 
-def _header(request: Request, version: int, client_id: str | None) -> RequestHeader:
-    """A request's header: each connection carries one exchange at a time, so one correlation id serves."""
-    return RequestHeader(request_api_key=request.API_KEY, request_api_version=version, correlation_id=1,
-                         client_id=client_id)
+async def _connect(node: Node, self_id: int) -> BrokerConnection:
+    """A connection to ``node``'s inter-broker listener, TLS and SASL done; OSError when refused."""
+    security = _links.get(self_id)
+    host, port = node.peer_address
+    try:
+        return await BrokerConnection.connect(
+            host, port, node_id=node.node_id, client_id=peer_client_id(self_id), security=security,
+            versions=_FIXED_VERSIONS, max_response_size=MAX_RESPONSE_BYTES)
+    except KafkaResponseError as exc:  # with the versions fixed, only SASL answers an error at connect
+        who = f"{security.mechanism} as {security.username}" if security is not None else "?"
+        raise OSError(f"SASL {who} refused: {exc.error.name} {exc.message}") from None
 
 
 def decode_response(frame: bytes, request: Request, version: int, response_cls: type[R]) -> R:
-    """The body of a response frame (size prefix and header skipped)."""
-    body = io.BytesIO(frame)
-    body.seek(_SIZE.size)
-    ResponseHeader.decode_from(body, response_header_version(type(request), version))
-    return response_cls.decode(frame[body.tell():], version)
-
-
-async def exchange(node: Node, header: RequestHeader, request: Request, self_id: int) -> bytes:
-    """Send one request (with this header) to ``node`` on a connection of its own (secured as
-    broker ``self_id`` was configured to); its response frame as it came (size prefix, header with
-    the request's correlation id, body). The coordinator's markers and a follower's forwarding of
-    a client's request both go this way. OSError when the peer cannot be reached or refuses this
-    broker's TLS or SASL."""
-    security = _links.get(self_id)
-    host, port = node.peer_address
-    with trio.fail_after(PEER_TIMEOUT_S):
-        stream: trio.abc.Stream = await trio.open_tcp_stream(host, port)
-        async with stream:
-            if security is not None and security.ssl_context is not None:
-                stream = trio.SSLStream(stream, security.ssl_context, server_hostname=host)
-                try:
-                    await stream.do_handshake()
-                except trio.BrokenResourceError as exc:
-                    raise OSError(f"TLS handshake with node {node.node_id} failed: {exc.__cause__ or exc}") from None
-            if security is not None and security.uses_sasl:
-                await _authenticate(stream, security, header.client_id)
-            return await _round_trip(stream, encode_request(header, request))
-
-
-async def _round_trip(stream: trio.abc.Stream, frame: bytes) -> bytes:
+    """The body of a size-prefixed response frame (a forwarded request's answer, out of its
+    envelope); ValueError when it is not one."""
     try:
-        await stream.send_all(frame)
-        size = await _read_exactly(stream, _SIZE.size)
-        (length,) = _SIZE.unpack(size)
-        if not 0 < length <= MAX_RESPONSE_BYTES:
-            raise OSError(f"a response of {length} bytes")
-        return size + await _read_exactly(stream, length)
-    except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
-        raise OSError(f"the peer closed the connection: {exc.__cause__ or exc}") from None
-
-
-async def _authenticate(stream: trio.abc.Stream, security: ClientSecurity, client_id: str | None) -> None:
-    """Carry :func:`sasl_exchange`'s requests (PLAIN or SCRAM); OSError if refused."""
-    exchange = sasl_exchange(security)
-    try:
-        step = next(exchange)
-        while True:
-            request, wanted, response_cls = step
-            version = SASL_AUTHENTICATE_VERSION if wanted is None else wanted
-            frame = await _round_trip(stream, encode_request(_header(request, version, client_id), request))
-            step = exchange.send(decode_response(frame, request, version, response_cls))
-    except StopIteration:
-        return
-    except SaslRefused as exc:
-        raise OSError(f"SASL {security.mechanism} as {security.username} refused: "
-                      f"{Errors.for_code(exc.error_code).name} {exc.message}") from None
+        response = protocol.decode_response(frame[_SIZE.size:], request.API_KEY, version)
+    except ProtocolViolationError as exc:
+        raise ValueError(str(exc)) from None
+    if not isinstance(response, response_cls):
+        raise ValueError(f"expected {response_cls.__name__}, got {type(response).__name__}")
+    return response

@@ -1,0 +1,119 @@
+"""A broker's requests to its peers (``server/peers.py``) through the client's connection driver,
+against a real broker (``serve``) whose only listener is SASL_SSL with an authorizer: the peer
+must come in over TLS, verified against the trust store, as its own super-user principal."""
+
+from __future__ import annotations
+
+import io
+import struct
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+import trio
+import trustme
+
+from rivven_kproto.broker.cluster import Node
+from rivven_kproto.broker.config import BrokerConfig, load_config
+from rivven_kproto.codec.errors import Errors
+from rivven_kproto.codec.headers import RequestHeader
+from rivven_kproto.codec.messages.metadata import MetadataRequest, MetadataResponse
+from rivven_kproto.server import peers
+from rivven_kproto.server.app import serve
+
+SELF_ID = 7  # the calling broker's node id (a broker of this process configured only as a caller)
+STANDARD = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+
+
+def _config(tmp_path: Path, broker_password: str) -> BrokerConfig:
+    """A SASL_SSL broker whose only super user is ``broker`` (password ``broker-pw``); it logs in to
+    its peers as ``broker`` with ``broker_password``."""
+    ca = trustme.CA()
+    keystore, ca_file = tmp_path / "server.pem", tmp_path / "ca.pem"
+    ca.issue_cert("127.0.0.1", "localhost").private_key_and_cert_chain_pem.write_to_path(str(keystore))
+    ca.cert_pem.write_to_path(str(ca_file))
+    jaas = ('org.apache.kafka.common.security.plain.PlainLoginModule required'
+            f' username="broker" password="{broker_password}" user_broker="broker-pw";')
+    path = tmp_path / "server.properties"
+    path.write_text(
+        "listeners=SASL_SSL://127.0.0.1:0\n"
+        "sasl.enabled.mechanisms=PLAIN\n"
+        f"listener.name.sasl_ssl.plain.sasl.jaas.config={jaas}\n"
+        "ssl.keystore.type=PEM\n"
+        f"ssl.keystore.location={keystore}\n"
+        "ssl.truststore.type=PEM\n"
+        f"ssl.truststore.location={ca_file}\n"
+        f"authorizer.class.name={STANDARD}\n"
+        "super.users=User:broker\n"
+        "connection.failed.authentication.delay.ms=0\n"
+        f"log.dirs={tmp_path / 'data'}\n")
+    return load_config(path)
+
+
+@asynccontextmanager
+async def peer(tmp_path: Path, broker_password: str = "broker-pw") -> AsyncIterator[Node]:
+    """A running broker, as a Node of the caller's cluster; the caller (SELF_ID) configured with
+    its inter-broker client."""
+    config = _config(tmp_path, broker_password)
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(serve, config)
+        peers.configure(SELF_ID, config.inter_broker())
+        try:
+            yield Node(config.node_id, "127.0.0.1", port)
+        finally:
+            peers.configure(SELF_ID, None)
+            nursery.cancel_scope.cancel()
+
+
+async def test_a_peer_request_goes_over_tls_and_sasl_as_the_brokers_principal(tmp_path: Path) -> None:
+    with trio.fail_after(30):
+        async with peer(tmp_path) as node:
+            created = await peers.create_topics(node, ["peer-made"], SELF_ID, 5_000)
+            assert created == {"peer-made": Errors.NONE}  # CREATE on the cluster: the super user's
+            again = await peers.create_topics(node, ["peer-made"], SELF_ID, 5_000)
+            assert again == {"peer-made": Errors.TOPIC_ALREADY_EXISTS}
+            metadata = await peers.call(node, MetadataRequest(topics=None), 12, MetadataResponse, SELF_ID)
+            assert [t.name for t in metadata.topics] == ["peer-made"]  # DESCRIBE allowed: not ANONYMOUS
+
+
+async def test_refused_sasl_is_an_os_error_naming_the_mechanism_and_user(tmp_path: Path) -> None:
+    with trio.fail_after(30):
+        async with peer(tmp_path, broker_password="wrong") as node:
+            with pytest.raises(OSError, match="SASL PLAIN as broker refused: SASL_AUTHENTICATION_FAILED"):
+                await peers.create_topics(node, ["never"], SELF_ID, 5_000)
+
+
+async def test_an_unreachable_peer_is_an_os_error(tmp_path: Path) -> None:
+    listener = (await trio.open_tcp_listeners(0, host="127.0.0.1"))[0]
+    port = listener.socket.getsockname()[1]
+    await listener.aclose()  # nothing listens there now
+    with trio.fail_after(10), pytest.raises(OSError, match="node 3: NETWORK_EXCEPTION"):
+        await peers.call(Node(3, "127.0.0.1", port), MetadataRequest(topics=None), 12, MetadataResponse, SELF_ID)
+
+
+async def test_no_api_versions_round_trip_and_the_brokers_client_id(tmp_path: Path) -> None:
+    """Peers run the same software: the first request on the connection is the caller's own."""
+    seen: list[tuple[int, int, str | None]] = []
+
+    async def answer_nothing(stream: trio.SocketStream) -> None:
+        data = b""
+        while len(data) < 4 or len(data) < 4 + struct.unpack(">i", data[:4])[0]:
+            chunk = await stream.receive_some(65536)
+            if not chunk:
+                return
+            data += chunk
+        header = RequestHeader.decode_from(io.BytesIO(data[4:]), 2)
+        seen.append((header.request_api_key, header.request_api_version, header.client_id))
+        await stream.aclose()  # no answer: the caller sees a lost connection
+
+    listener = (await trio.open_tcp_listeners(0, host="127.0.0.1"))[0]
+    port = listener.socket.getsockname()[1]
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(trio.serve_listeners, answer_nothing, [listener])
+            with pytest.raises(OSError, match="node 3: NETWORK_EXCEPTION"):
+                await peers.call(Node(3, "127.0.0.1", port), MetadataRequest(topics=None), 12, MetadataResponse,
+                                 SELF_ID)
+            nursery.cancel_scope.cancel()
+    assert seen == [(MetadataRequest.API_KEY, 12, "kproto-broker-7")]

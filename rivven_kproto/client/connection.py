@@ -18,6 +18,7 @@ import trio
 
 from rivven_kproto.auth.sasl_client import SaslRefused, sasl_exchange
 from rivven_kproto.codec.messages.api_versions import ApiVersionsResponse
+from rivven_kproto.codec.messages.sasl_authenticate import SaslAuthenticateResponse
 from rivven_kproto.codec.schema import Request, Response
 
 from .errors import (
@@ -66,6 +67,9 @@ class BrokerConnection:
         self._ready: dict[int, Response] = {}
         self._failure: ClientError | None = None
         self._versions: NegotiatedVersions | None = None
+        self.bytes_received = 0  # whether a request's answer began to arrive (a pool's retry rule)
+        # When the broker ends the SASL session (KIP-368 session lifetime; trio's clock), if it does.
+        self.session_ends: float | None = None
 
     @classmethod
     async def connect(
@@ -131,7 +135,10 @@ class BrokerConnection:
         try:
             step = next(exchange)
             while True:
-                step = exchange.send(await self.request(*step))
+                response = await self.request(*step)
+                if isinstance(response, SaslAuthenticateResponse) and response.session_lifetime_ms > 0:
+                    self.session_ends = trio.current_time() + response.session_lifetime_ms / 1000
+                step = exchange.send(response)
         except StopIteration:
             return
         except SaslRefused as exc:
@@ -206,6 +213,7 @@ class BrokerConnection:
                 data = await self._stream.receive_some(RECEIVE_CHUNK)
                 if not data:
                     raise ConnectionLostError(f"{self.address} closed the connection")
+                self.bytes_received += len(data)
                 self._protocol.receive_data(data)
                 continue
             received_id, response = item

@@ -31,7 +31,12 @@ from rivven_kproto.broker.config import InterBrokerClient
 from rivven_kproto.broker.markers.remote import RemoteMarker
 from rivven_kproto.client import protocol
 from rivven_kproto.client.connection import BrokerConnection
-from rivven_kproto.client.errors import ClientError, KafkaResponseError, ProtocolViolationError
+from rivven_kproto.client.errors import (
+    ClientError,
+    ConnectionLostError,
+    KafkaResponseError,
+    ProtocolViolationError,
+)
 from rivven_kproto.client.versions import NegotiatedVersions
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.add_partitions_to_txn import (
@@ -54,6 +59,7 @@ from rivven_kproto.codec.messages.write_txn_markers import (
 )
 from rivven_kproto.codec.schema import Request, Response
 
+from .peer_pool import PeerKey, PeerPool
 from .tls import client_context
 
 log = logging.getLogger(__name__)
@@ -72,17 +78,26 @@ _SIZE = struct.Struct(">i")
 R = TypeVar("R", bound=Response)
 # How each broker of this process (by node id) connects to the others; absent: plaintext, no SASL.
 _links: dict[int, ClientSecurity] = {}
+# Its idle connections to them, from configure to close; absent: one connection per request.
+_pools: dict[int, PeerPool] = {}
 
 
-def configure(self_id: int, client: InterBrokerClient | None) -> None:
-    """Broker ``self_id`` connects to the others as ``client`` says (None: forget it, at stop).
-    ConfigError when its TLS trust or key store cannot be loaded."""
-    if client is None:
-        _links.pop(self_id, None)
-        return
+def configure(self_id: int, client: InterBrokerClient) -> None:
+    """Broker ``self_id`` connects to the others as ``client`` says, keeping idle connections
+    until :func:`close`. ConfigError when its TLS trust or key store cannot be loaded."""
     listener = client.listener
     context = client_context(client.security) if listener.uses_tls else None
     _links[self_id] = ClientSecurity(listener.protocol, context, client.mechanism, client.username, client.password)
+    _pools.setdefault(self_id, PeerPool())
+
+
+async def close(self_id: int) -> None:
+    """Broker ``self_id`` stops: forget how it connects and close its idle connections (one still
+    answering a request is closed by its caller, cancelled with the broker)."""
+    _links.pop(self_id, None)
+    pool = _pools.pop(self_id, None)
+    if pool is not None:
+        await pool.aclose()
 
 
 def peer_client_id(node_id: int) -> str:
@@ -176,20 +191,44 @@ async def add_partitions_to_txn(
 
 async def call(node: Node, request: Request, version: int, response_cls: type[R], self_id: int) -> R:
     """One request of this broker's own (client id ``kproto-broker-<id>``) to ``node`` at
-    ``version``, and its response, through the client's connection driver on a connection of its
-    own (secured as broker ``self_id`` was configured to). The coordinator's markers and a
-    follower's forwarding of a client's request both go this way. OSError when the peer cannot be
-    reached, refuses this broker's TLS or SASL, or breaks the connection; trio.TooSlowError when
-    it does not answer within :data:`PEER_TIMEOUT_S`."""
+    ``version``, and its response, through the client's connection driver on a connection secured
+    as broker ``self_id`` was configured to: an idle one of its pool, or a new one. The
+    coordinator's markers and a follower's forwarding of a client's request both go this way.
+    OSError when the peer cannot be reached, refuses this broker's TLS or SASL, or breaks the
+    connection; trio.TooSlowError when it does not answer within :data:`PEER_TIMEOUT_S`."""
+    pool = _pools.get(self_id)
+    key = (node.node_id, *node.peer_address)
     with trio.fail_after(PEER_TIMEOUT_S):
         try:
-            connection = await _connect(node, self_id)
-            try:
-                return await connection.request(request, version, response_cls)
-            finally:
-                await connection.aclose()
+            if pool is not None and (idle := await pool.take(key)) is not None:
+                received = idle.bytes_received
+                try:
+                    return await _request(idle, request, version, response_cls, pool, key)
+                except ConnectionLostError as exc:
+                    if idle.bytes_received != received:
+                        raise
+                    # Lost before any byte of the answer: the peer closed the idle connection
+                    # (it restarted, or timed it out) and never saw the request. Once more, anew.
+                    log.debug("idle connection to node %d lost (%s); asking on a new one", node.node_id, exc)
+            return await _request(await _connect(node, self_id), request, version, response_cls, pool, key)
         except ClientError as exc:
             raise OSError(f"node {node.node_id}: {exc}") from None
+
+
+async def _request(connection: BrokerConnection, request: Request, version: int, response_cls: type[R],
+                   pool: PeerPool | None, key: PeerKey) -> R:
+    """One request on ``connection``, given back to the pool once answered; closed on any failure
+    or cancellation (its stream may be out of step), or after it when there is no pool."""
+    try:
+        response = await connection.request(request, version, response_cls)
+    except BaseException:
+        await connection.aclose()
+        raise
+    if pool is None:
+        await connection.aclose()
+    else:
+        await pool.give(key, connection)
+    return response
 
 
 async def _connect(node: Node, self_id: int) -> BrokerConnection:

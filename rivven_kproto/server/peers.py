@@ -1,21 +1,26 @@
 """Requests this broker sends to the others of its cluster: transaction markers, topic creation,
-and a leader's AddPartitionsToTxn to the coordinator (KIP-890: verify, or with transactions V2 add,
-a producer's partition before its first transactional batch there is written).
+a leader's AddPartitionsToTxn to the coordinator (KIP-890: verify, or with transactions V2 add,
+a producer's partition before its first transactional batch there is written), and the requests
+a follower forwards (to a partition's leader, or in an Envelope to the controller or coordinator).
 
 When a transaction ends, the coordinator (the broker holding the coordinator lease) writes its
 markers on the partitions it leads itself and sends a WriteTxnMarkers request to the leader of
 each other partition, as Kafka's coordinator does; the leader answers once the markers are
 durable. A broker that is not the controller asks it to create the topics a client's Metadata
-request auto-creates. One short-lived connection per request, to the address of the peer's
-inter-broker listener as it registered it: these are rare (one per transaction and leader, one per
-new topic) and a connection that outlives a peer's restart would only need to be re-made.
+request auto-creates.
 
-The connection is secured as that listener requires (Kafka's ``inter.broker.listener.name``):
-TLS, verified against the listener's trust store, and SASL (SaslHandshake, SaslAuthenticate) with
-the broker's own credentials, so the other broker's authorizer sees this broker's principal (a
-super user, say), never ANONYMOUS. :func:`configure` sets how a broker (by node id) connects.
+Every request goes through the client's connection driver (``client/connection.py``), as Kafka's
+broker uses its clients module's NetworkClient: one definition of framing, correlation ids, TLS
+and SASL. Peers run the same software, so each request names its version (no ApiVersions round
+trip). The connection goes to the address of the peer's inter-broker listener as it registered
+it and is secured as that listener requires (Kafka's ``inter.broker.listener.name``): TLS,
+verified against the listener's trust store, and SASL (SaslHandshake, SaslAuthenticate) with the
+broker's own credentials, so the other broker's authorizer sees this broker's principal (a super
+user, say), never ANONYMOUS. :func:`configure` sets how a broker (by node id) connects. Answered
+connections are kept for the next request to the same peer (``peer_pool.py``, one request at a
+time on each) until :func:`close`; one the peer closed while idle (it restarted) is retried once
+on a new connection.
 """
-
 from __future__ import annotations
 
 import logging

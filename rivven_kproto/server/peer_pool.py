@@ -69,10 +69,6 @@ class PeerPool:
         for stale in closing:
             await stale.aclose()
 
-    def idle(self, key: PeerKey) -> int:
-        entry = self._idle.get(key[0])
-        return len(entry[1]) if entry is not None and entry[0] == key else 0
-
     async def aclose(self) -> None:
         """Close every idle connection; connections given back later are closed too."""
         self._closed = True

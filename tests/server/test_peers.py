@@ -213,6 +213,20 @@ async def test_concurrent_requests_each_get_a_connection_and_few_stay_idle(tmp_p
             assert proxy.accepted == 3 + 3 - MAX_IDLE_PER_PEER  # the idle ones reused, one more opened
 
 
+async def test_a_peer_at_a_new_address_has_its_old_idle_connections_closed(tmp_path: Path) -> None:
+    with trio.fail_after(30):
+        async with proxied(tmp_path) as (node, old), trio.open_nursery() as nursery:
+            await metadata(node)
+            new = CountingProxy(old.upstream)  # the same peer, registered at another address
+            listeners = await nursery.start(functools.partial(trio.serve_tcp, new.handle, 0, host="127.0.0.1"))
+            await metadata(Node(node.node_id, "127.0.0.1", listeners[0].socket.getsockname()[1]))
+            assert (old.accepted, new.accepted, new.open) == (1, 1, 1)
+            with trio.fail_after(5):
+                while old.open:  # closed when the new address's connection was kept
+                    await trio.sleep(0.01)
+            nursery.cancel_scope.cancel()
+
+
 async def test_a_cancelled_request_closes_its_connection(tmp_path: Path) -> None:
     """A peer that never answers: the abandoned connection is closed, not given back."""
     accepted: list[trio.SocketStream] = []

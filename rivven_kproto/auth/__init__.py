@@ -1,7 +1,8 @@
 """Authentication both ends of a connection speak: the client's side of SASL, SCRAM's mechanism
 codes and salting, inline PEM loading.
 
-Below ``broker/`` and above ``codec/`` (setup.cfg's layers), so the broker, the server, its
-inter-broker client (``server/peers.py``) and the client (``client/``) share one definition
-without the client depending on the broker. Sans-IO: no sockets, trio or asyncio.
+Below ``broker/`` and above ``codec/`` (setup.cfg's layers), so the broker, the server and the
+client (``client/``, whose connection driver also carries the server's requests to its peers,
+``server/peers.py``) share one definition without the client depending on the broker. Sans-IO:
+no sockets, trio or asyncio.
 """

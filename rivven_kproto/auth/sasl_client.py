@@ -1,8 +1,9 @@
 """The client's side of a SASL exchange (PLAIN, SCRAM-SHA-256/512), sans-IO.
 
-Shared by the trio client (``client/``), the Spark source's blocking client (``spark/wire.py``)
-and the broker's own requests to the other brokers of its cluster (``server/peers.py``), which may
-not import each other: each only carries the requests :func:`sasl_exchange` yields.
+Shared by the trio client (``client/``, whose connection driver also carries the broker's own
+requests to the other brokers of its cluster, ``server/peers.py``) and the Spark source's blocking
+client (``spark/wire.py``), which may not import each other: each only carries the requests
+:func:`sasl_exchange` yields.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""One TCP connection to one broker, on trio, with ApiVersions negotiated at connect time.
+"""One TCP connection to one broker, on trio, with ApiVersions negotiated at connect time (or
+versions the caller fixes: a broker's requests to the others of its cluster, ``server/peers.py``).
 
 Requests may be sent concurrently from several tasks (pipelining): writes are serialised by a
 lock, and whichever waiter holds the receive lock reads frames for everyone, parking responses
@@ -17,6 +18,7 @@ import trio
 
 from rivven_kproto.auth.sasl_client import SaslRefused, sasl_exchange
 from rivven_kproto.codec.messages.api_versions import ApiVersionsResponse
+from rivven_kproto.codec.messages.sasl_authenticate import SaslAuthenticateResponse
 from rivven_kproto.codec.schema import Request, Response
 
 from .errors import (
@@ -27,7 +29,7 @@ from .errors import (
     ProtocolViolationError,
     check,
 )
-from .protocol import ClientProtocol
+from .protocol import DEFAULT_MAX_RESPONSE, ClientProtocol
 from .security import ClientSecurity
 from .versions import NegotiatedVersions, api_versions_exchange
 
@@ -54,23 +56,29 @@ def describe_os_error(exc: BaseException) -> str:
 class BrokerConnection:
     """A negotiated connection; use :meth:`connect` to open one."""
 
-    def __init__(self, stream: trio.abc.Stream, address: str, *, node_id: int, client_id: str | None) -> None:
+    def __init__(self, stream: trio.abc.Stream, address: str, *, node_id: int, client_id: str | None,
+                 max_response_size: int = DEFAULT_MAX_RESPONSE) -> None:
         self.address = address
         self.node_id = node_id
         self._stream = stream
-        self._protocol = ClientProtocol(client_id)
+        self._protocol = ClientProtocol(client_id, max_response_size)
         self._send_lock = trio.Lock()
         self._receive_lock = trio.Lock()
         self._ready: dict[int, Response] = {}
         self._failure: ClientError | None = None
         self._versions: NegotiatedVersions | None = None
+        self.bytes_received = 0  # whether a request's answer began to arrive (a pool's retry rule)
+        # When the broker ends the SASL session (KIP-368 session lifetime; trio's clock), if it does.
+        self.session_ends: float | None = None
 
     @classmethod
     async def connect(
         cls, host: str, port: int, *, node_id: int = -1, client_id: str | None = "kproto",
-        security: ClientSecurity | None = None,
+        security: ClientSecurity | None = None, versions: NegotiatedVersions | None = None,
+        max_response_size: int = DEFAULT_MAX_RESPONSE,
     ) -> BrokerConnection:
-        """Open a TCP (and TLS) connection, negotiate API versions on it, authenticate with SASL."""
+        """Open a TCP (and TLS) connection, negotiate API versions on it (unless the caller gives
+        ``versions``), authenticate with SASL."""
         address = f"{host}:{port}"
         stream: trio.abc.Stream
         try:
@@ -84,9 +92,12 @@ class BrokerConnection:
             except trio.BrokenResourceError as exc:
                 await trio.aclose_forcefully(stream)
                 raise BrokerUnreachableError(f"TLS handshake with {address} failed: {exc.__cause__ or exc}") from None
-        connection = cls(stream, address, node_id=node_id, client_id=client_id)
+        connection = cls(stream, address, node_id=node_id, client_id=client_id, max_response_size=max_response_size)
         try:
-            await connection._negotiate()
+            if versions is None:
+                await connection._negotiate()
+            else:
+                connection._versions = versions
             if security is not None and security.uses_sasl:
                 await connection._authenticate(security)
         except BaseException:
@@ -124,7 +135,10 @@ class BrokerConnection:
         try:
             step = next(exchange)
             while True:
-                step = exchange.send(await self.request(*step))
+                response = await self.request(*step)
+                if isinstance(response, SaslAuthenticateResponse) and response.session_lifetime_ms > 0:
+                    self.session_ends = trio.current_time() + response.session_lifetime_ms / 1000
+                step = exchange.send(response)
         except StopIteration:
             return
         except SaslRefused as exc:
@@ -199,6 +213,7 @@ class BrokerConnection:
                 data = await self._stream.receive_some(RECEIVE_CHUNK)
                 if not data:
                     raise ConnectionLostError(f"{self.address} closed the connection")
+                self.bytes_received += len(data)
                 self._protocol.receive_data(data)
                 continue
             received_id, response = item

@@ -7,7 +7,7 @@ ApiVersions answer intersected with what our codec declares, so the client talks
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Generator, Mapping
 from dataclasses import dataclass
 
 from rivven_kproto.codec.errors import Errors
@@ -65,6 +65,13 @@ class NegotiatedVersions:
                 chosen = negotiate(ours.low, ours.high, entry.min_version, entry.max_version)
                 support = ApiSupport(entry.api_key, entry.min_version, entry.max_version, ours.low, ours.high, chosen)
             self.apis[entry.api_key] = support
+
+    @classmethod
+    def fixed(cls, versions: Mapping[type[Request], int]) -> NegotiatedVersions:
+        """Versions the caller knows without asking: a broker's requests to the others of its
+        cluster, which run the same software (no ApiVersions round trip per connection)."""
+        return cls([ApiVersion(api_key=request_cls.API_KEY, min_version=version, max_version=version)
+                    for request_cls, version in versions.items()])
 
     def supports(self, request_cls: type[Request], min_version: int = 0) -> bool:
         support = self.apis.get(request_cls.API_KEY)

@@ -52,6 +52,7 @@ from .leader_forwarding import merge as merge_forwarded
 from .leader_forwarding import split as split_by_leader
 from .log_limits import RateLimitedLog
 from .metrics import BrokerMetrics
+from .peers import close as close_peers
 from .peers import configure as configure_peers
 from .routes import Controller, Coordinator, Leader
 from .sending import send_reply
@@ -510,9 +511,9 @@ async def _run(broker: Broker, config: BrokerConfig, metrics: BrokerMetrics | No
     finally:
         if metrics is not None:
             metrics.broker = None
-        configure_peers(config.node_id, None)
         heap.release()
         with trio.CancelScope(shield=True):
+            await close_peers(config.node_id)  # its idle connections to the other brokers
             await trio.to_thread.run_sync(broker.close)
         log.info("shut down cleanly")
 

@@ -1,24 +1,28 @@
 """Requests this broker sends to the others of its cluster: transaction markers, topic creation,
-and a leader's AddPartitionsToTxn to the coordinator (KIP-890: verify, or with transactions V2 add,
-a producer's partition before its first transactional batch there is written).
+a leader's AddPartitionsToTxn to the coordinator (KIP-890: verify, or with transactions V2 add,
+a producer's partition before its first transactional batch there is written), and the requests
+a follower forwards (to a partition's leader, or in an Envelope to the controller or coordinator).
 
 When a transaction ends, the coordinator (the broker holding the coordinator lease) writes its
 markers on the partitions it leads itself and sends a WriteTxnMarkers request to the leader of
 each other partition, as Kafka's coordinator does; the leader answers once the markers are
 durable. A broker that is not the controller asks it to create the topics a client's Metadata
-request auto-creates. One short-lived connection per request, to the address of the peer's
-inter-broker listener as it registered it: these are rare (one per transaction and leader, one per
-new topic) and a connection that outlives a peer's restart would only need to be re-made.
+request auto-creates.
 
-The connection is secured as that listener requires (Kafka's ``inter.broker.listener.name``):
-TLS, verified against the listener's trust store, and SASL (SaslHandshake, SaslAuthenticate) with
-the broker's own credentials, so the other broker's authorizer sees this broker's principal (a
-super user, say), never ANONYMOUS. :func:`configure` sets how a broker (by node id) connects.
+Every request goes through the client's connection driver (``client/connection.py``), as Kafka's
+broker uses its clients module's NetworkClient: one definition of framing, correlation ids, TLS
+and SASL. Peers run the same software, so each request names its version (no ApiVersions round
+trip). The connection goes to the address of the peer's inter-broker listener as it registered
+it and is secured as that listener requires (Kafka's ``inter.broker.listener.name``): TLS,
+verified against the listener's trust store, and SASL (SaslHandshake, SaslAuthenticate) with the
+broker's own credentials, so the other broker's authorizer sees this broker's principal (a super
+user, say), never ANONYMOUS. :func:`configure` sets how a broker (by node id) connects. Answered
+connections are kept for the next request to the same peer (``peer_pool.py``, one request at a
+time on each) until :func:`close`; one the peer closed while idle (it restarted) is retried once
+on a new connection.
 """
-
 from __future__ import annotations
 
-import io
 import logging
 import struct
 from collections import defaultdict
@@ -26,13 +30,20 @@ from typing import TypeVar
 
 import trio
 
-from rivven_kproto.auth.sasl_client import ClientSecurity, SaslRefused, sasl_exchange
+from rivven_kproto.auth.sasl_client import ClientSecurity
 from rivven_kproto.broker.cluster import Node
 from rivven_kproto.broker.config import InterBrokerClient
 from rivven_kproto.broker.markers.remote import RemoteMarker
-from rivven_kproto.codec.connection import encode_request
+from rivven_kproto.client import protocol
+from rivven_kproto.client.connection import BrokerConnection
+from rivven_kproto.client.errors import (
+    ClientError,
+    ConnectionLostError,
+    KafkaResponseError,
+    ProtocolViolationError,
+)
+from rivven_kproto.client.versions import NegotiatedVersions
 from rivven_kproto.codec.errors import Errors
-from rivven_kproto.codec.headers import RequestHeader, ResponseHeader, response_header_version
 from rivven_kproto.codec.messages.add_partitions_to_txn import (
     AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse,
@@ -44,6 +55,7 @@ from rivven_kproto.codec.messages.create_topics import (
     CreateTopicsRequest,
     CreateTopicsResponse,
 )
+from rivven_kproto.codec.messages.sasl_authenticate import SaslAuthenticateRequest
 from rivven_kproto.codec.messages.write_txn_markers import (
     WritableTxnMarker,
     WritableTxnMarkerTopic,
@@ -52,6 +64,7 @@ from rivven_kproto.codec.messages.write_txn_markers import (
 )
 from rivven_kproto.codec.schema import Request, Response
 
+from .peer_pool import PeerKey, PeerPool
 from .tls import client_context
 
 log = logging.getLogger(__name__)
@@ -62,22 +75,34 @@ ADD_PARTITIONS_TO_TXN_VERSION = 5  # the broker-to-coordinator form (v4+), with 
 CREATE_TOPICS_VERSION = 4  # the first with -1 (the controller's default) partitions and replication factor
 PEER_TIMEOUT_S = 30.0  # a leader that does not answer within this is asked again later
 MAX_RESPONSE_BYTES = 16 * 1024 * 1024
-SASL_AUTHENTICATE_VERSION = 1  # peers negotiate no versions: the first with a session lifetime
+SASL_AUTHENTICATE_VERSION = 1  # the first with a session lifetime
+# Peers run the same software: no ApiVersions round trip. Each request names its version; this is
+# the one SASL exchange (auth/sasl_client) leaves to the driver.
+_FIXED_VERSIONS = NegotiatedVersions.fixed({SaslAuthenticateRequest: SASL_AUTHENTICATE_VERSION})
 _SIZE = struct.Struct(">i")
 R = TypeVar("R", bound=Response)
 # How each broker of this process (by node id) connects to the others; absent: plaintext, no SASL.
 _links: dict[int, ClientSecurity] = {}
+# Its idle connections to them, from configure to close; absent: one connection per request.
+_pools: dict[int, PeerPool] = {}
 
 
-def configure(self_id: int, client: InterBrokerClient | None) -> None:
-    """Broker ``self_id`` connects to the others as ``client`` says (None: forget it, at stop).
-    ConfigError when its TLS trust or key store cannot be loaded."""
-    if client is None:
-        _links.pop(self_id, None)
-        return
+def configure(self_id: int, client: InterBrokerClient) -> None:
+    """Broker ``self_id`` connects to the others as ``client`` says, keeping idle connections
+    until :func:`close`. ConfigError when its TLS trust or key store cannot be loaded."""
     listener = client.listener
     context = client_context(client.security) if listener.uses_tls else None
     _links[self_id] = ClientSecurity(listener.protocol, context, client.mechanism, client.username, client.password)
+    _pools.setdefault(self_id, PeerPool())
+
+
+async def close(self_id: int) -> None:
+    """Broker ``self_id`` stops: forget how it connects and close its idle connections (one still
+    answering a request is closed by its caller, cancelled with the broker)."""
+    _links.pop(self_id, None)
+    pool = _pools.pop(self_id, None)
+    if pool is not None:
+        await pool.aclose()
 
 
 def peer_client_id(node_id: int) -> str:
@@ -107,16 +132,6 @@ def marker_errors(response: WriteTxnMarkersResponse) -> dict[tuple[int, str, int
             for partition in topic.partitions:
                 errors[(result.producer_id, topic.name, partition.partition_index)] = Errors(partition.error_code)
     return errors
-
-
-async def _read_exactly(stream: trio.abc.Stream, size: int) -> bytes:
-    buf = bytearray()
-    while len(buf) < size:
-        chunk = await stream.receive_some(size - len(buf))
-        if not chunk:
-            raise OSError("the peer closed the connection")
-        buf += chunk
-    return bytes(buf)
 
 
 async def send_markers(leader: Node, markers: list[RemoteMarker], self_id: int, coordinator_epoch: int) -> dict[
@@ -180,71 +195,67 @@ async def add_partitions_to_txn(
 
 
 async def call(node: Node, request: Request, version: int, response_cls: type[R], self_id: int) -> R:
-    """One request of this broker's own (client id ``kproto-broker-<id>``) and its decoded response."""
-    header = _header(request, version, peer_client_id(self_id))
-    return decode_response(await exchange(node, header, request, self_id), request, version, response_cls)
+    """One request of this broker's own (client id ``kproto-broker-<id>``) to ``node`` at
+    ``version``, and its response, through the client's connection driver on a connection secured
+    as broker ``self_id`` was configured to: an idle one of its pool, or a new one. The
+    coordinator's markers and a follower's forwarding of a client's request both go this way.
+    OSError when the peer cannot be reached, refuses this broker's TLS or SASL, or breaks the
+    connection; trio.TooSlowError when it does not answer within :data:`PEER_TIMEOUT_S`."""
+    pool = _pools.get(self_id)
+    key = (node.node_id, *node.peer_address)
+    with trio.fail_after(PEER_TIMEOUT_S):
+        try:
+            if pool is not None and (idle := await pool.take(key)) is not None:
+                received = idle.bytes_received
+                try:
+                    return await _request(idle, request, version, response_cls, pool, key)
+                except ConnectionLostError as exc:
+                    if idle.bytes_received != received:
+                        raise
+                    # Lost before any byte of the answer: the peer closed the idle connection
+                    # (it restarted, or timed it out) and never saw the request. Once more, anew.
+                    log.debug("idle connection to node %d lost (%s); asking on a new one", node.node_id, exc)
+            return await _request(await _connect(node, self_id), request, version, response_cls, pool, key)
+        except ClientError as exc:
+            raise OSError(f"node {node.node_id}: {exc}") from None
 
 
-def _header(request: Request, version: int, client_id: str | None) -> RequestHeader:
-    """A request's header: each connection carries one exchange at a time, so one correlation id serves."""
-    return RequestHeader(request_api_key=request.API_KEY, request_api_version=version, correlation_id=1,
-                         client_id=client_id)
+async def _request(connection: BrokerConnection, request: Request, version: int, response_cls: type[R],
+                   pool: PeerPool | None, key: PeerKey) -> R:
+    """One request on ``connection``, given back to the pool once answered; closed on any failure
+    or cancellation (its stream may be out of step), or after it when there is no pool."""
+    try:
+        response = await connection.request(request, version, response_cls)
+    except BaseException:
+        await connection.aclose()
+        raise
+    if pool is None:
+        await connection.aclose()
+    else:
+        await pool.give(key, connection)
+    return response
+
+
+async def _connect(node: Node, self_id: int) -> BrokerConnection:
+    """A connection to ``node``'s inter-broker listener, TLS and SASL done; OSError when refused."""
+    security = _links.get(self_id)
+    host, port = node.peer_address
+    try:
+        return await BrokerConnection.connect(
+            host, port, node_id=node.node_id, client_id=peer_client_id(self_id), security=security,
+            versions=_FIXED_VERSIONS, max_response_size=MAX_RESPONSE_BYTES)
+    except KafkaResponseError as exc:  # with the versions fixed, only SASL answers an error at connect
+        who = f"{security.mechanism} as {security.username}" if security is not None else "?"
+        raise OSError(f"SASL {who} refused: {exc.error.name} {exc.message}") from None
 
 
 def decode_response(frame: bytes, request: Request, version: int, response_cls: type[R]) -> R:
-    """The body of a response frame (size prefix and header skipped)."""
-    body = io.BytesIO(frame)
-    body.seek(_SIZE.size)
-    ResponseHeader.decode_from(body, response_header_version(type(request), version))
-    return response_cls.decode(frame[body.tell():], version)
-
-
-async def exchange(node: Node, header: RequestHeader, request: Request, self_id: int) -> bytes:
-    """Send one request (with this header) to ``node`` on a connection of its own (secured as
-    broker ``self_id`` was configured to); its response frame as it came (size prefix, header with
-    the request's correlation id, body). The coordinator's markers and a follower's forwarding of
-    a client's request both go this way. OSError when the peer cannot be reached or refuses this
-    broker's TLS or SASL."""
-    security = _links.get(self_id)
-    host, port = node.peer_address
-    with trio.fail_after(PEER_TIMEOUT_S):
-        stream: trio.abc.Stream = await trio.open_tcp_stream(host, port)
-        async with stream:
-            if security is not None and security.ssl_context is not None:
-                stream = trio.SSLStream(stream, security.ssl_context, server_hostname=host)
-                try:
-                    await stream.do_handshake()
-                except trio.BrokenResourceError as exc:
-                    raise OSError(f"TLS handshake with node {node.node_id} failed: {exc.__cause__ or exc}") from None
-            if security is not None and security.uses_sasl:
-                await _authenticate(stream, security, header.client_id)
-            return await _round_trip(stream, encode_request(header, request))
-
-
-async def _round_trip(stream: trio.abc.Stream, frame: bytes) -> bytes:
+    """The body of a size-prefixed response frame (a forwarded request's answer, out of its
+    envelope); ValueError when it is not one."""
     try:
-        await stream.send_all(frame)
-        size = await _read_exactly(stream, _SIZE.size)
-        (length,) = _SIZE.unpack(size)
-        if not 0 < length <= MAX_RESPONSE_BYTES:
-            raise OSError(f"a response of {length} bytes")
-        return size + await _read_exactly(stream, length)
-    except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
-        raise OSError(f"the peer closed the connection: {exc.__cause__ or exc}") from None
-
-
-async def _authenticate(stream: trio.abc.Stream, security: ClientSecurity, client_id: str | None) -> None:
-    """Carry :func:`sasl_exchange`'s requests (PLAIN or SCRAM); OSError if refused."""
-    exchange = sasl_exchange(security)
-    try:
-        step = next(exchange)
-        while True:
-            request, wanted, response_cls = step
-            version = SASL_AUTHENTICATE_VERSION if wanted is None else wanted
-            frame = await _round_trip(stream, encode_request(_header(request, version, client_id), request))
-            step = exchange.send(decode_response(frame, request, version, response_cls))
-    except StopIteration:
-        return
-    except SaslRefused as exc:
-        raise OSError(f"SASL {security.mechanism} as {security.username} refused: "
-                      f"{Errors.for_code(exc.error_code).name} {exc.message}") from None
+        response = protocol.decode_response(frame[_SIZE.size:], request.API_KEY, version)
+    except ProtocolViolationError as exc:
+        raise ValueError(str(exc)) from None
+    if not isinstance(response, response_cls):
+        raise ValueError(f"expected {response_cls.__name__}, got {type(response).__name__}")
+    return response

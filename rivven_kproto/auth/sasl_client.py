@@ -1,7 +1,7 @@
 """The client's side of a SASL exchange (PLAIN, SCRAM-SHA-256/512), sans-IO.
 
-Shared by the trio client (``client/``, whose connection driver also carries the broker's own
-requests to the other brokers of its cluster, ``server/peers.py``) and the Spark source's blocking
+Shared by the trio connection driver (``net/``: the client's, and the broker's own requests to
+the other brokers of its cluster, ``server/peers.py``) and the Spark source's blocking
 client (``spark/wire.py``), which may not import each other: each only carries the requests
 :func:`sasl_exchange` yields.
 """

@@ -8,9 +8,9 @@ from rivven_kproto.codec.acls import AclEntry
 from rivven_kproto.codec.messages.create_acls import AclCreation, CreateAclsRequest, CreateAclsResponse
 from rivven_kproto.codec.messages.delete_acls import DeleteAclsFilter, DeleteAclsRequest, DeleteAclsResponse
 from rivven_kproto.codec.messages.describe_acls import DescribeAclsRequest, DescribeAclsResponse
+from rivven_kproto.net.errors import check
 
 from .client import KafkaClient
-from .errors import check
 
 RESOURCE_TYPES = {"any": 1, "topic": 2, "group": 3, "cluster": 4, "transactional-id": 5}
 PATTERN_TYPES = {"any": 1, "match": 2, "literal": 3, "prefixed": 4}

@@ -57,10 +57,10 @@ from rivven_kproto.codec.messages.list_offsets import (
     ListOffsetsResponse,
     ListOffsetsTopic,
 )
+from rivven_kproto.net.errors import KafkaResponseError, check
+from rivven_kproto.net.versions import ApiSupport
 
 from .client import BrokerInfo, KafkaClient, PartitionInfo, TopicInfo
-from .errors import KafkaResponseError, check
-from .versions import ApiSupport
 
 # The request timeout we ask the controller to honour; our own deadline still bounds the wait.
 ADMIN_TIMEOUT_MS = 30_000

@@ -19,11 +19,16 @@ import trio
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.metadata import MetadataRequest, MetadataRequestTopic, MetadataResponse
 from rivven_kproto.codec.schema import Request, Response
+from rivven_kproto.net.connection import BrokerConnection
+from rivven_kproto.net.errors import (
+    BrokerUnreachableError,
+    ClientError,
+    KafkaResponseError,
+    RequestTimeoutError,
+)
+from rivven_kproto.net.versions import NegotiatedVersions, api_name
 
-from .connection import BrokerConnection
-from .errors import BrokerUnreachableError, ClientError, KafkaResponseError, RequestTimeoutError
 from .security import ClientSecurity
-from .versions import NegotiatedVersions, api_name
 
 R = TypeVar("R", bound=Response)
 

@@ -38,10 +38,10 @@ from rivven_kproto.codec.records.records import (
     iter_batch_positions,
 )
 from rivven_kproto.codec.records.visibility import Visibility
+from rivven_kproto.net.errors import ClientError, KafkaResponseError, check
 
 from .admin import list_offsets
 from .client import KafkaClient, TopicInfo
-from .errors import ClientError, KafkaResponseError, check
 
 FETCH_MIN_VERSION = 4  # isolation level and aborted transactions
 # Larger than Kafka's 1 MiB max.partition.fetch.bytes: this consumer fetches, then prints, with no

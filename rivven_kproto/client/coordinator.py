@@ -15,9 +15,9 @@ import trio
 
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+from rivven_kproto.net.errors import KafkaResponseError
 
 from .client import RETRY_BACKOFF_S, BrokerInfo, KafkaClient
-from .errors import KafkaResponseError
 
 
 class KeyType(enum.IntEnum):

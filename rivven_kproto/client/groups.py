@@ -44,11 +44,11 @@ from rivven_kproto.codec.messages.offset_fetch import (
     OffsetFetchResponse,
 )
 from rivven_kproto.codec.schema import Request, Response
+from rivven_kproto.net.errors import KafkaResponseError, check
 
 from .admin import list_offsets
 from .client import RETRY_BACKOFF_S, KafkaClient
 from .coordinator import KeyType, find_coordinator
-from .errors import KafkaResponseError, check
 
 R = TypeVar("R", bound=Response)
 TP = tuple[str, int]

@@ -33,9 +33,9 @@ from rivven_kproto.codec.messages.sync_group import (
     SyncGroupRequestAssignment,
     SyncGroupResponse,
 )
+from rivven_kproto.net.errors import ClientError, check
 
 from .client import RETRY_BACKOFF_S, KafkaClient
-from .errors import ClientError, check
 from .groups import CONSUMER_PROTOCOL, TP, commit_offsets, coordinator_call, decode_assignment
 
 log = logging.getLogger(__name__)

@@ -32,9 +32,9 @@ from rivven_kproto.codec.messages.produce import (
 )
 from rivven_kproto.codec.records.batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE
 from rivven_kproto.codec.records.records import Record, build_batch, build_values_batch
+from rivven_kproto.net.errors import check
 
 from .client import KafkaClient, TopicInfo
-from .errors import check
 from .transactional import Transaction
 
 ACKS_ALL = -1

@@ -21,9 +21,9 @@ from rivven_kproto.codec.messages.describe_user_scram_credentials import (
     DescribeUserScramCredentialsResponse,
     UserName,
 )
+from rivven_kproto.net.errors import check
 
 from .client import KafkaClient
-from .errors import check
 
 SALT_BYTES = 32
 

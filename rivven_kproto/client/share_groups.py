@@ -27,9 +27,9 @@ from rivven_kproto.codec.messages.share_group_offsets import (
     DescribeShareGroupOffsetsResponse,
     DescribeShareOffsetsRequestGroup,
 )
+from rivven_kproto.net.errors import KafkaResponseError, check
 
 from .client import KafkaClient
-from .errors import KafkaResponseError, check
 from .groups import TP, coordinator_call
 
 SHARE_TYPE = "share"

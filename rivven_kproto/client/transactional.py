@@ -37,10 +37,10 @@ from rivven_kproto.codec.messages.end_txn import EndTxnRequest, EndTxnResponse
 from rivven_kproto.codec.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
 from rivven_kproto.codec.messages.produce import ProduceRequest
 from rivven_kproto.codec.schema import Request, Response
+from rivven_kproto.net.errors import ClientError, KafkaResponseError
 
 from .client import RETRY_BACKOFF_S, KafkaClient
 from .coordinator import KeyType, find_coordinator
-from .errors import ClientError, KafkaResponseError
 
 R = TypeVar("R", bound=Response)
 

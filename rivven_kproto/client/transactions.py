@@ -32,10 +32,10 @@ from rivven_kproto.codec.messages.write_txn_markers import (
     WriteTxnMarkersRequest,
     WriteTxnMarkersResponse,
 )
+from rivven_kproto.net.errors import ClientError, KafkaResponseError, UnsupportedApiError, check
 
 from .client import KafkaClient
 from .coordinator import KeyType, find_coordinator
-from .errors import ClientError, KafkaResponseError, UnsupportedApiError, check
 
 ONGOING = "Ongoing"
 # Kafka's TransactionState names, as ListTransactions filters take them.

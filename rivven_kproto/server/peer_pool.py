@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import trio
 
-from rivven_kproto.client.connection import BrokerConnection
+from rivven_kproto.net.connection import BrokerConnection
 
 MAX_IDLE_PER_PEER = 2
 SESSION_MARGIN_S = 5.0  # an idle connection whose SASL session ends sooner is not reused

@@ -9,8 +9,8 @@ each other partition, as Kafka's coordinator does; the leader answers once the m
 durable. A broker that is not the controller asks it to create the topics a client's Metadata
 request auto-creates.
 
-Every request goes through the client's connection driver (``client/connection.py``), as Kafka's
-broker uses its clients module's NetworkClient: one definition of framing, correlation ids, TLS
+Every request goes through the connection driver the client uses too (``net/connection.py``), as
+Kafka's broker uses its clients module's NetworkClient: one definition of framing, correlation ids, TLS
 and SASL. Peers run the same software, so each request names its version (no ApiVersions round
 trip). The connection goes to the address of the peer's inter-broker listener as it registered
 it and is secured as that listener requires (Kafka's ``inter.broker.listener.name``): TLS,
@@ -34,15 +34,6 @@ from rivven_kproto.auth.sasl_client import ClientSecurity
 from rivven_kproto.broker.cluster import Node
 from rivven_kproto.broker.config import InterBrokerClient
 from rivven_kproto.broker.markers.remote import RemoteMarker
-from rivven_kproto.client import protocol
-from rivven_kproto.client.connection import BrokerConnection
-from rivven_kproto.client.errors import (
-    ClientError,
-    ConnectionLostError,
-    KafkaResponseError,
-    ProtocolViolationError,
-)
-from rivven_kproto.client.versions import NegotiatedVersions
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.add_partitions_to_txn import (
     AddPartitionsToTxnRequest,
@@ -63,6 +54,15 @@ from rivven_kproto.codec.messages.write_txn_markers import (
     WriteTxnMarkersResponse,
 )
 from rivven_kproto.codec.schema import Request, Response
+from rivven_kproto.net import protocol
+from rivven_kproto.net.connection import BrokerConnection
+from rivven_kproto.net.errors import (
+    ClientError,
+    ConnectionLostError,
+    KafkaResponseError,
+    ProtocolViolationError,
+)
+from rivven_kproto.net.versions import NegotiatedVersions
 
 from .peer_pool import PeerKey, PeerPool
 from .tls import client_context
@@ -196,7 +196,7 @@ async def add_partitions_to_txn(
 
 async def call(node: Node, request: Request, version: int, response_cls: type[R], self_id: int) -> R:
     """One request of this broker's own (client id ``kproto-broker-<id>``) to ``node`` at
-    ``version``, and its response, through the client's connection driver on a connection secured
+    ``version``, and its response, through the connection driver (``net/``) on a connection secured
     as broker ``self_id`` was configured to: an idle one of its pool, or a new one. The
     coordinator's markers and a follower's forwarding of a client's request both go this way.
     OSError when the peer cannot be reached, refuses this broker's TLS or SASL, or breaks the

@@ -22,10 +22,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from rivven_kproto.auth.sasl_client import SaslRefused, sasl_exchange
-from rivven_kproto.client.errors import ClientError, ProtocolViolationError, UnsupportedApiError
-from rivven_kproto.client.protocol import ClientProtocol
 from rivven_kproto.client.security import ClientSecurity
-from rivven_kproto.client.versions import NegotiatedVersions, api_versions_exchange
 from rivven_kproto.codec import messages as _messages  # noqa: F401  (registers every declaration)
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.messages.api_versions import ApiVersionsResponse
@@ -44,6 +41,9 @@ from rivven_kproto.codec.messages.list_offsets import (
 )
 from rivven_kproto.codec.messages.metadata import MetadataRequest, MetadataRequestTopic, MetadataResponse
 from rivven_kproto.codec.schema import Request, Response
+from rivven_kproto.net.errors import ClientError, ProtocolViolationError, UnsupportedApiError
+from rivven_kproto.net.protocol import ClientProtocol
+from rivven_kproto.net.versions import NegotiatedVersions, api_versions_exchange
 
 FETCH_MIN_VERSION = 4  # isolation level, last stable offset, aborted transactions
 MAX_RESPONSE_SIZE = 512 * 1024 * 1024

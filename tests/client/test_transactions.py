@@ -11,7 +11,6 @@ import trio.testing
 
 from rivven_kproto.client import KafkaClient, KafkaResponseError
 from rivven_kproto.client.client import BrokerInfo
-from rivven_kproto.client.connection import BrokerConnection
 from rivven_kproto.client.transactional import MAX_SEQUENCE, Transaction, first_error
 from rivven_kproto.client.transactions import ActiveProducer, TransactionDescription, _verdict
 from rivven_kproto.codec.connection import RequestEvent, ServerConnection, encode_response
@@ -31,6 +30,7 @@ from rivven_kproto.codec.messages.find_coordinator import (
 )
 from rivven_kproto.codec.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
 from rivven_kproto.codec.schema import Response
+from rivven_kproto.net.connection import BrokerConnection
 
 APIS = [
     ApiVersion(api_key=10, min_version=0, max_version=4),

@@ -1,4 +1,4 @@
-"""A broker's requests to its peers (``server/peers.py``) through the client's connection driver,
+"""A broker's requests to its peers (``server/peers.py``) through the connection driver (``net/``),
 against a real broker (``serve``) whose only listener is SASL_SSL with an authorizer: the peer
 must come in over TLS, verified against the trust store, as its own super-user principal."""
 

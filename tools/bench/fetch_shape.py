@@ -17,9 +17,9 @@ import socket
 import sys
 from typing import Any
 
-from rivven_kproto.client.protocol import ClientProtocol
 from rivven_kproto.codec.messages.fetch import FetchPartition, FetchRequest, FetchResponse, FetchTopic
 from rivven_kproto.codec.records.batch import iter_headers
+from rivven_kproto.net.protocol import ClientProtocol
 
 from . import brokers
 from . import workloads as w

@@ -46,7 +46,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from rivven_kproto.client.protocol import decode_response
 from rivven_kproto.codec.connection import encode_request
 from rivven_kproto.codec.errors import Errors
 from rivven_kproto.codec.headers import RequestHeader
@@ -71,6 +70,7 @@ from rivven_kproto.codec.messages.sync_group import (
     SyncGroupResponse,
 )
 from rivven_kproto.codec.schema import Request
+from rivven_kproto.net.protocol import decode_response
 from rivven_kproto.server.connection_limits import raise_descriptor_limit
 
 from . import brokers, procstats

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from rivven_kproto.client.errors import UnsupportedApiError
-from rivven_kproto.client.versions import NegotiatedVersions, api_name, negotiate
 from rivven_kproto.codec.messages.api_versions import ApiVersion
 from rivven_kproto.codec.messages.fetch import FetchRequest
 from rivven_kproto.codec.messages.list_offsets import ListOffsetsRequest
 from rivven_kproto.codec.messages.metadata import MetadataRequest
 from rivven_kproto.codec.messages.produce import ProduceRequest
+from rivven_kproto.net.errors import UnsupportedApiError
+from rivven_kproto.net.versions import NegotiatedVersions, api_name, negotiate
 
 
 @pytest.mark.parametrize(

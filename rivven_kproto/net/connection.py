@@ -16,7 +16,7 @@ from typing import TypeVar
 
 import trio
 
-from rivven_kproto.auth.sasl_client import SaslRefused, sasl_exchange
+from rivven_kproto.auth.sasl_client import ClientSecurity, SaslRefused, sasl_exchange
 from rivven_kproto.codec.messages.api_versions import ApiVersionsResponse
 from rivven_kproto.codec.messages.sasl_authenticate import SaslAuthenticateResponse
 from rivven_kproto.codec.schema import Request, Response
@@ -30,7 +30,6 @@ from .errors import (
     check,
 )
 from .protocol import DEFAULT_MAX_RESPONSE, ClientProtocol
-from .security import ClientSecurity
 from .versions import NegotiatedVersions, api_versions_exchange
 
 CLIENT_SOFTWARE_NAME = "rivven-kproto"

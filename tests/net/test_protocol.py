@@ -6,11 +6,11 @@ import struct
 
 import pytest
 
-from rivven_kproto.client.errors import ProtocolViolationError
-from rivven_kproto.client.protocol import ClientProtocol
 from rivven_kproto.codec.connection import ServerConnection, encode_response, encode_unsupported_api_versions
 from rivven_kproto.codec.messages.api_versions import ApiVersion, ApiVersionsRequest, ApiVersionsResponse
 from rivven_kproto.codec.messages.metadata import MetadataRequest, MetadataResponse, MetadataResponseBroker
+from rivven_kproto.net.errors import ProtocolViolationError
+from rivven_kproto.net.protocol import ClientProtocol
 
 
 def _metadata_response(node: int) -> MetadataResponse:

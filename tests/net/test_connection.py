@@ -10,7 +10,6 @@ import trio
 import trio.testing
 
 from rivven_kproto.client import BrokerUnreachableError, ConnectionLostError, KafkaClient, RequestTimeoutError
-from rivven_kproto.client.connection import BrokerConnection
 from rivven_kproto.codec.connection import (
     RequestEvent,
     ServerConnection,
@@ -24,6 +23,7 @@ from rivven_kproto.codec.messages.metadata import (
     MetadataResponse,
     MetadataResponseBroker,
 )
+from rivven_kproto.net.connection import BrokerConnection
 
 SUPPORTED = [
     ApiVersion(api_key=3, min_version=0, max_version=12),

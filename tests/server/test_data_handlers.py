@@ -49,6 +49,7 @@ from rivven_kproto.server.delayed import Pending
 from rivven_kproto.server.handlers import delete_records, describe_cluster, fetch, list_offsets, metadata
 
 from ..broker.log_helpers import make_batch
+from .round_trip import answer, wire
 
 NOW = 1_700_000_000_000
 NODE = 7
@@ -78,16 +79,6 @@ def ctx(broker: Broker, config: BrokerConfig) -> RequestContext:
 def batch(count: int = 1, ts: int = NOW, value: bytes = b"value") -> bytes:
     records = [Record(offset_delta=i, timestamp_delta=0, key=None, value=value) for i in range(count)]
     return build_batch(records, base_timestamp=ts)
-
-
-def wire(request: Any, version: int) -> Any:
-    """The request as the handler would get it from a client speaking ``version``."""
-    return type(request).decode(request.encode(version), version)
-
-
-def answer(module: Any, ctx: RequestContext, request: Any, version: int) -> Any:
-    response = module.handle(ctx, wire(request, version), version)
-    return type(response).decode(response.encode(version), version)
 
 
 # -- Metadata -------------------------------------------------------------------------------------

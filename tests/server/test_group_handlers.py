@@ -60,6 +60,8 @@ from rivven_kproto.server.handlers import (
     sync_group,
 )
 
+from . import round_trip
+
 NOW = 1_700_000_000_000
 NODE, HOST, PORT = 3, "broker.example", 19092
 SUB = encode_subscription(Subscription(("t",), version=1))
@@ -84,17 +86,20 @@ def ctx(broker: Broker) -> RequestContext:
 
 def answer(module: Any, ctx: RequestContext, request: Any, version: int) -> Any:
     """Send at ``version``; a parked answer is completed by ticking the coordinator."""
-    response = module.handle(ctx, type(request).decode(request.encode(version), version), version)
-    if isinstance(response, Pending):
+
+    def settle(response: Any) -> Any:
+        if not isinstance(response, Pending):
+            return response
         ctx.broker.groups.tick(ctx.now_ms)
         done = response.complete(ctx.now_ms)
         assert done is not None, "still parked after a tick"
-        response = done
-    return type(response).decode(response.encode(version), version)
+        return done
+
+    return round_trip.answer(module, ctx, request, version, settle)
 
 
 def parked(module: Any, ctx: RequestContext, request: Any, version: int) -> Pending:
-    response = module.handle(ctx, type(request).decode(request.encode(version), version), version)
+    response = module.handle(ctx, round_trip.wire(request, version), version)
     assert isinstance(response, Pending)
     return response
 

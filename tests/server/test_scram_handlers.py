@@ -34,6 +34,8 @@ from rivven_kproto.codec.messages.describe_user_scram_credentials import (
 from rivven_kproto.server.context import RequestContext
 from rivven_kproto.server.handlers import alter_user_scram_credentials, describe_user_scram_credentials
 
+from . import round_trip
+
 NOW = 1_700_000_000_000
 SHA256, SHA512 = 1, 2
 SALT = b"0123456789abcdef"
@@ -57,9 +59,7 @@ def ctx(broker: Broker, config: BrokerConfig) -> RequestContext:
 
 
 def answer(module: Any, ctx: RequestContext, request: Any) -> Any:
-    wire_request = type(request).decode(request.encode(0), 0)
-    response = module.handle(ctx, wire_request, 0)
-    return type(response).decode(response.encode(0), 0)
+    return round_trip.answer(module, ctx, request, 0)
 
 
 def upsertion(name: str, mechanism: int = SHA256, iterations: int = 4096, password: str = "secret") -> ScramCredentialUpsertion:

@@ -1,7 +1,7 @@
 """A partition directory on disk: creating it, finding its segments, recovering them, removing it.
 
-``PartitionLog.open`` uses these at start-up and when a topic is created; ``remove_deleted`` runs
-when the broker opens, finishing deletions a crash interrupted (see ``PartitionLog.delete``).
+``NativeEngineLog.open`` uses these at start-up and when a topic is created; ``remove_deleted`` runs
+when the broker opens, finishing deletions a crash interrupted (see ``NativeEngineLog.delete``).
 """
 
 from __future__ import annotations

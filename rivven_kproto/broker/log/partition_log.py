@@ -15,6 +15,9 @@ log never fsyncs on its own: the server's flusher calls ``begin_flush``/``finish
 fsync on a worker thread. Other file work a state change causes (the producer snapshot at a roll,
 checkpoints and segment deletions of retention and DeleteRecords, a deleted partition's files) goes
 to ``work`` (see ``durable/work.py``), which the server runs in order off the event loop.
+
+``NativeEngineLog`` is the engine (an ``engine.EngineLog``); the rules are the ``Partition`` holding
+it, which ``open_partition`` builds.
 """
 
 from __future__ import annotations
@@ -75,16 +78,14 @@ def open_partition(
     directory: Path, config: LogConfig, now_ms: int, work: BlockingWork | None = None,
     files: DescriptorCache | None = None,
 ) -> Partition:
-    """The partition kept in ``directory`` (created if needed, recovered after a crash): a
-    ``Partition`` holding a :class:`NativeEngineLog` (see :meth:`NativeEngineLog.open`)."""
+    """The partition in ``directory``: a ``Partition`` holding a :meth:`NativeEngineLog.open`."""
     producers = ProducerStateManager(directory)
     engine: EngineLog = NativeEngineLog.open(directory, config, now_ms, producers, work, files)
     return Partition(engine, producers)
 
 
 class NativeEngineLog:
-    """Store, read, search, retain and recover the batches of one partition directory (an
-    ``EngineLog``; the partition's rules are ``Partition``'s, which holds it)."""
+    """Store, read, search, retain and recover the batches of one partition directory."""
 
     def __init__(
         self, directory: Path, config: LogConfig, segments: list[Segment], now_ms: int,

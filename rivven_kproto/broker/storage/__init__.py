@@ -54,7 +54,8 @@ class Storage(Protocol):
 
     def open_partition(
         self, topic_id: Any, topic: str, index: int, config: LogConfig, now_ms: int, work: BlockingWork, *, new: bool
-    ) -> Partition: ...
+    ) -> Partition:
+        """The partition: a ``Partition`` holding this engine's ``EngineLog`` (``open_partition``)."""
 
     def discard_partition(self, topic_id: Any, topic: str, index: int) -> None:
         """Remove what a partition that failed to open (a topic being created) left behind."""

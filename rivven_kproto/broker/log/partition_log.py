@@ -38,6 +38,7 @@ from rivven_kproto.broker.log.config import LogConfig
 from rivven_kproto.broker.log.descriptor_cache import DescriptorCache, shared_cache
 from rivven_kproto.broker.log.directory import (
     DELETED_SUFFIX,
+    dropped_when_deleted,
     is_segment_name,
     load_segments,
     make_directory,
@@ -563,7 +564,7 @@ class NativeEngineLog:
 
     def _submit(self, job: Callable[[], None]) -> None:
         """Queue blocking file work in this partition's directory (dropped once it is deleted)."""
-        submit(self.work, _dropped_when_deleted(self, job))
+        submit(self.work, dropped_when_deleted(job, lambda: self._deleted, self.name))
 
     def delete(self) -> None:
         """Remove the partition directory and everything in it (DeleteTopics).
@@ -580,21 +581,3 @@ class NativeEngineLog:
             return
         submit(self.work, lambda: shutil.rmtree(doomed, ignore_errors=True))
 
-
-def _dropped_when_deleted(log: NativeEngineLog, job: Callable[[], None]) -> Callable[[], None]:
-    """``job`` (a checkpoint, snapshot or segment deletion in the partition's directory), unless
-    the partition is deleted first: then it is dropped quietly, also when the directory goes while
-    it runs (DeleteRecords answered, DeleteTopics a millisecond later)."""
-
-    def guarded() -> None:
-        if log._deleted:
-            logger.debug("dropped a queued file job of deleted partition %s", log.name)
-            return
-        try:
-            job()
-        except FileNotFoundError:
-            if not log._deleted:
-                raise
-            logger.debug("dropped a file job of %s: the partition was deleted meanwhile", log.name)
-
-    return guarded

@@ -10,7 +10,7 @@ Layout of the data directory::
     <data_dir>/meta/topics.json       see broker.topics
     <data_dir>/meta/scram.json        SCRAM credentials (salted, hashed), see broker.security.scram
     <data_dir>/meta/acls.json         ACLs, see broker.security.acls
-    <data_dir>/<topic>-<partition>/   one PartitionLog each (see broker.log)
+    <data_dir>/<topic>-<partition>/   one native Partition each (see broker.log)
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ from .dynamic_configs import FILE_NAME as DYNAMIC_CONFIGS_FILE
 from .dynamic_configs import DynamicBrokerConfigs
 from .file_modes import make_private_dir, warn_if_loose
 from .groups import GroupCoordinator
-from .log.base import PartitionLogBase
 from .log.config import LogConfig
+from .log.partition import Partition
 from .markers.writer import MarkerWriter
 from .membership import Pulse
 from .producer_ids import ProducerIdAllocator
@@ -71,9 +71,9 @@ class Topic:
     meta: TopicMeta
     log_config: LogConfig
     # By index; None where another broker leads the partition (a store shared by several brokers).
-    partitions: list[PartitionLogBase | None] = field(default_factory=list)
+    partitions: list[Partition | None] = field(default_factory=list)
 
-    def led(self) -> list[PartitionLogBase]:
+    def led(self) -> list[Partition]:
         return [p for p in self.partitions if p is not None]
 
     @property
@@ -86,7 +86,7 @@ class Topic:
 
 
 class Broker:
-    """All topics of one node; the single owner of every PartitionLog."""
+    """All topics of one node; the single owner of every Partition."""
 
     def __init__(self, config: BrokerConfig, now_ms: int) -> None:
         self.config = config
@@ -113,7 +113,7 @@ class Broker:
 
     def _open(self, config: BrokerConfig, now_ms: int) -> None:
         self.work = BlockingWork(inline=True)  # until a server's flusher takes the file work over
-        self.unflushed: set[PartitionLogBase] = set()  # written by the broker itself (markers) since the last flush
+        self.unflushed: set[Partition] = set()  # written by the broker itself (markers) since the last flush
         # Partitions, coordinator logs and documents; apart, who this broker is in the cluster.
         self.storage, self.membership = open_storage(
             config.storage, self.data_dir, standby=config.storage_standby, node=(config.node_id, *config.advertised),
@@ -305,7 +305,7 @@ class Broker:
 
     # -- the cluster (several brokers on one store; following it: see follow.py) ---------------
 
-    def led_logs(self) -> list[PartitionLogBase]:
+    def led_logs(self) -> list[Partition]:
         """The logs of every partition this broker leads (as far as it knows)."""
         return [partition for topic in self.topics.values() for partition in topic.led()]
 
@@ -317,7 +317,7 @@ class Broker:
 
     def open_partition(
         self, meta: TopicMeta, index: int, log_config: LogConfig, now_ms: int, *, new: bool = True
-    ) -> PartitionLogBase:
+    ) -> Partition:
         """Open (and, on a shared store, claim) a partition's log from the engine."""
         return self.storage.open_partition(meta.topic_id, meta.name, index, log_config, now_ms, self.work, new=new)
 
@@ -392,7 +392,7 @@ class Broker:
         if not 0 <= index < len(self.topic(name).partitions):
             raise KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"unknown partition {name}-{index}")
 
-    def partition(self, name: str, index: int) -> PartitionLogBase:
+    def partition(self, name: str, index: int) -> Partition:
         """The log of a partition this broker leads (NOT_LEADER_OR_FOLLOWER for another's, and
         for every partition while this broker's claims may have lapsed: see claims)."""
         self.check_partition_exists(name, index)
@@ -559,7 +559,7 @@ class Broker:
 
     # -- housekeeping -------------------------------------------------------------------------
 
-    def all_partitions(self) -> list[PartitionLogBase]:
+    def all_partitions(self) -> list[Partition]:
         return [p for topic in self.topics.values() for p in topic.partitions if p is not None]
 
     def apply_retention(self, now_ms: int) -> None:

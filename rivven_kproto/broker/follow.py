@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from .broker import FOLLOWED_DOCUMENTS, Broker, Topic
 from .dynamic_configs import FILE_NAME as DYNAMIC_CONFIGS_FILE
 from .group_configs import FILE_NAME as GROUP_CONFIGS_FILE
-from .log.base import PartitionLogBase
 from .log.config import LogConfig
+from .log.partition import Partition
 from .membership import Pulse
 from .security.acls import FILE_NAME as ACLS_FILE
 from .security.scram import FILE_NAME as SCRAM_FILE
@@ -46,7 +46,7 @@ def apply_pulse(broker: Broker, pulse: Pulse) -> list[tuple[TopicMeta, int, LogC
     return wanted
 
 
-def fence(broker: Broker, lost: list[PartitionLogBase]) -> None:
+def fence(broker: Broker, lost: list[Partition]) -> None:
     """Partitions another broker claimed in the store while this one's claims had lapsed:
     served no more (``apply_pulse`` lets go of them, and opens again those this broker leads,
     reading them from the store)."""
@@ -56,7 +56,7 @@ def fence(broker: Broker, lost: list[PartitionLogBase]) -> None:
         partition.fenced = True
 
 
-def take_doubted(broker: Broker) -> list[PartitionLogBase]:
+def take_doubted(broker: Broker) -> list[Partition]:
     """The logs of the partitions clients fetched past the end of since the last heartbeat (whose
     claims that heartbeat checks in the store); the set starts again empty."""
     logs = []
@@ -70,7 +70,7 @@ def take_doubted(broker: Broker) -> list[PartitionLogBase]:
 
 
 def open_partitions(broker: Broker, wanted: list[tuple[TopicMeta, int, LogConfig]], now_ms: int) -> list[
-        tuple[TopicMeta, int, PartitionLogBase]]:
+        tuple[TopicMeta, int, Partition]]:
     """Worker thread: load (and claim) partitions from the store; nothing of the loop's is touched."""
     opened = []
     for meta, index, log_config in wanted:
@@ -81,7 +81,7 @@ def open_partitions(broker: Broker, wanted: list[tuple[TopicMeta, int, LogConfig
     return opened
 
 
-def install(broker: Broker, opened: list[tuple[TopicMeta, int, PartitionLogBase]]) -> None:
+def install(broker: Broker, opened: list[tuple[TopicMeta, int, Partition]]) -> None:
     """On the loop: serve the partitions just opened that this broker still leads."""
     for meta, index, partition in opened:
         topic = broker.topics.get(meta.name)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from .cluster import Node
-from .log.base import PartitionLogBase
+from .log.partition import Partition
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class ClusterMembership(Protocol):
         listener at ``peer``) is alive; answers with the brokers serving it (None: this broker is alone)."""
         ...
 
-    def claims_lost(self, logs: list[PartitionLogBase]) -> list[PartitionLogBase]:
+    def claims_lost(self, logs: list[Partition]) -> list[Partition]:
         """Worker thread: those of these logs another writer claimed since they opened."""
         ...
 
@@ -75,7 +75,7 @@ class AloneMembership:
     def heartbeat(self, host: str, port: int, peer: tuple[str, int] | None = None) -> Pulse | None:
         return None
 
-    def claims_lost(self, logs: list[PartitionLogBase]) -> list[PartitionLogBase]:
+    def claims_lost(self, logs: list[Partition]) -> list[Partition]:
         return []
 
     def release_shard(self, shard: int) -> None:

@@ -9,7 +9,7 @@ from rivven_kproto.broker.broker import Broker
 from rivven_kproto.broker.config import BrokerConfig
 from rivven_kproto.broker.groups import GroupCoordinator
 from rivven_kproto.broker.groups.txn_guards import Guard
-from rivven_kproto.broker.log.base import PartitionLogBase as PartitionLog
+from rivven_kproto.broker.log.partition import Partition
 from rivven_kproto.broker.log.region import BatchRegion
 from rivven_kproto.broker.log.validation import RecordCheck
 from rivven_kproto.broker.security.acls import CLUSTER_NAME, Operation, ResourceType
@@ -65,10 +65,10 @@ class RequestContext:
     # Filled by the server after an append so that waiters (fetch long-poll, fsync) can react.
     appended: bool = False
     # Logs this request wrote to, for the durability policy (fsync, flush.messages).
-    touched: list[PartitionLog] = field(default_factory=list)
+    touched: list[Partition] = field(default_factory=list)
     # Partitions whose share-partition state this request changed (its share-state log written
     # with the round): refused because the partition moved, the request is not answered as done.
-    shares_touched: list[PartitionLog] = field(default_factory=list)
+    shares_touched: list[Partition] = field(default_factory=list)
     # A request its group's coordinator answered (forwarded there by ``prepare``): the answer.
     forwarded_answer: Response | None = None
     # Answer only once this request's writes are durable, when the fsync policy says so (acks != 0).

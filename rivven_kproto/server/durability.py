@@ -9,7 +9,7 @@ Every policy acknowledges only data already written to the OS, so a broker crash
 acknowledged.
 
 One task runs the rounds. A round captures, on the event loop, what must be synced (the broker's
-unflushed partitions via ``PartitionLog.begin_flush``, the coordinators' logs via
+unflushed partitions via ``Partition.begin_flush``, the coordinators' logs via
 ``DurableLog.begin_sync``: duplicated descriptors and checkpoints to write) and the queued blocking
 file work (``Broker.work``: producer snapshots, retention's checkpoints and deletions, log
 compaction snapshots); a worker thread then does all of it, and the loop applies the results. The
@@ -30,7 +30,7 @@ from rivven_kproto.broker.config import BrokerConfig
 from rivven_kproto.broker.durable.flush import FlushItem
 from rivven_kproto.broker.durable.log import DurableLog
 from rivven_kproto.broker.durable.work import Job, run_all
-from rivven_kproto.broker.log.base import PartitionLogBase as PartitionLog
+from rivven_kproto.broker.log.partition import Partition
 from rivven_kproto.broker.storage import Storage, StorageUnavailable
 from rivven_kproto.broker.txn.effects import AwaitSync
 
@@ -70,7 +70,7 @@ class Durability:
         broker.work.inline = False  # from now on this flusher runs the broker's file work
         self.attach_coordinators()
         self.after_commit: Callable[[], None] | None = None  # called after a round that made records durable
-        self._due: set[PartitionLog] = set()  # reached flush.messages
+        self._due: set[Partition] = set()  # reached flush.messages
         self._kick = trio.Event()
         self._started = 0
         self._completed = 0
@@ -112,9 +112,9 @@ class Durability:
         while self._completed < target:
             await self._completed_event.wait()
 
-    def _capture(self, now: int, only_due: bool) -> tuple[list[tuple[PartitionLog, FlushItem]],
+    def _capture(self, now: int, only_due: bool) -> tuple[list[tuple[Partition, FlushItem]],
                                                          list[tuple[DurableLog, FlushItem]]]:
-        partitions: list[tuple[PartitionLog, FlushItem]] = []
+        partitions: list[tuple[Partition, FlushItem]] = []
         logs: list[tuple[DurableLog, FlushItem]] = []
         try:
             for partition in list(self.broker.unflushed):

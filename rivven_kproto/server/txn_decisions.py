@@ -19,8 +19,8 @@ from collections.abc import Iterable
 import trio
 
 from rivven_kproto.broker.broker import Broker
-from rivven_kproto.broker.log.base import PartitionLogBase
 from rivven_kproto.broker.log.decisions import plan_decision_lookup
+from rivven_kproto.broker.log.partition import Partition
 from rivven_kproto.broker.storage import StorageError
 from rivven_kproto.broker.txn.state import TxnState
 
@@ -37,7 +37,7 @@ def _ongoing_here(broker: Broker, producer_id: int, epoch: int) -> bool:
 
 
 async def learn_decisions(
-    broker: Broker, reads: Iterable[tuple[PartitionLogBase, int]], limiter: trio.CapacityLimiter
+    broker: Broker, reads: Iterable[tuple[Partition, int]], limiter: trio.CapacityLimiter
 ) -> None:
     """Before answering reads (partition, offset) at read_committed: learn which of the open
     transactions holding them back are decided committed. Without the database, nothing is

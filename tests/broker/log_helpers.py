@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from rivven_kproto.broker.log.config import LogConfig
-from rivven_kproto.broker.log.partition_log import PartitionLog
+from rivven_kproto.broker.log.partition import Partition
+from rivven_kproto.broker.log.partition_log import open_partition
 from rivven_kproto.codec.records.batch import BatchHeader, iter_headers
 from rivven_kproto.codec.records.records import Record, build_batch
 
@@ -27,13 +28,13 @@ def config(**overrides: object) -> LogConfig:
     return LogConfig(**overrides)  # type: ignore[arg-type]
 
 
-def open_log(path: Path, now: int = NOW, **overrides: object) -> PartitionLog:
-    return PartitionLog.open(path, config(**overrides), now)
+def open_log(path: Path, now: int = NOW, **overrides: object) -> Partition:
+    return open_partition(path, config(**overrides), now)
 
 
-def crash(log: PartitionLog) -> None:
+def crash(log: Partition) -> None:
     """Drop a log the way kill -9 does: file descriptors closed, no flush, no marker."""
-    for segment in log._segments:
+    for segment in log.engine._segments:
         segment.close()
 
 
@@ -43,7 +44,7 @@ def headers(data: bytes) -> list[BatchHeader]:
     return [h for _, h in found]
 
 
-def read_all(log: PartitionLog) -> bytes:
+def read_all(log: Partition) -> bytes:
     return log.read(log.log_start_offset, 1 << 30).data
 
 

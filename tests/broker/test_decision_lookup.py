@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from rivven_kproto.broker.log.decisions import plan_decision_lookup
-from rivven_kproto.broker.storage.postgres.partition import PgPartitionLog
+from rivven_kproto.broker.storage.postgres.partition import open_partition as open_pg_partition
 from rivven_kproto.broker.storage.postgres.store import PostgresStorage
 from rivven_kproto.codec.records.records import Record, build_batch
 
@@ -33,7 +33,7 @@ def _txn_batch(pid: int, epoch: int) -> bytes:
 
 
 def test_a_planned_lookup_runs_on_another_thread_and_releases_what_was_decided(storage: PostgresStorage) -> None:
-    pg = PgPartitionLog.open(storage, uuid.uuid4(), "t", 0, config(), NOW, None, new=True)
+    pg = open_pg_partition(storage, uuid.uuid4(), "t", 0, config(), NOW, None, new=True)
     pg.append(_txn_batch(7, 3), NOW)  # offsets 0-1, producer 7
     pg.append(_txn_batch(8, 1), NOW)  # offsets 2-3, producer 8
     pg.flush()

@@ -12,7 +12,8 @@ from pathlib import Path
 from rivven_kproto.broker.durable.flush import sync_all
 from rivven_kproto.broker.log.descriptor_cache import DescriptorCache
 from rivven_kproto.broker.log.index import OFFSET_ENTRY
-from rivven_kproto.broker.log.partition_log import PartitionLog
+from rivven_kproto.broker.log.partition import Partition
+from rivven_kproto.broker.log.partition_log import open_partition
 
 from .log_helpers import NOW, config, crash, headers, make_batch, read_all
 
@@ -29,8 +30,8 @@ def open_descriptors() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
-def open_logs(root: Path, count: int, files: DescriptorCache, **overrides: object) -> list[PartitionLog]:
-    return [PartitionLog.open(root / f"p-{i}", config(**overrides), NOW, files=files) for i in range(count)]
+def open_logs(root: Path, count: int, files: DescriptorCache, **overrides: object) -> list[Partition]:
+    return [open_partition(root / f"p-{i}", config(**overrides), NOW, files=files) for i in range(count)]
 
 
 def test_many_partitions_hold_at_most_the_cache_capacity(tmp_path: Path) -> None:
@@ -62,7 +63,7 @@ def test_a_file_the_cache_closed_is_synced_by_its_path(tmp_path: Path) -> None:
     first.append(make_batch(3), NOW)
     for log in others:
         log.append(make_batch(1), NOW)  # pushes ``first``'s file out of the cache, unsynced
-    active = first._active
+    active = first.engine._active
     assert not active.is_open()
     pending = first.begin_flush()
     assert pending.paths == [active.log_path] and pending.descriptors == []
@@ -76,7 +77,7 @@ def test_a_file_the_cache_closed_is_synced_by_its_path(tmp_path: Path) -> None:
 
 def test_sealed_segments_reopen_for_reads_retention_and_recovery(tmp_path: Path) -> None:
     files = DescriptorCache(4)
-    log = PartitionLog.open(tmp_path / "p", config(segment_bytes=300, index_interval_bytes=60), NOW, files=files)
+    log = open_partition(tmp_path / "p", config(segment_bytes=300, index_interval_bytes=60), NOW, files=files)
     for i in range(30):
         log.append(make_batch(2, value_size=30, ts=NOW + i), NOW)
     assert len(log.segment_base_offsets) > 8 and len(files) == 4
@@ -91,17 +92,17 @@ def test_sealed_segments_reopen_for_reads_retention_and_recovery(tmp_path: Path)
     log.delete_records(start)
     assert log.log_start_offset == start and log.segment_base_offsets[0] == start
     crash(log)  # kill -9 after the flush: recovery starts from the flushed indexes
-    recovered = PartitionLog.open(tmp_path / "p", config(segment_bytes=300, index_interval_bytes=60), NOW,
+    recovered = open_partition(tmp_path / "p", config(segment_bytes=300, index_interval_bytes=60), NOW,
                                   files=files)
     assert (recovered.log_start_offset, recovered.log_end_offset) == (start, 60)
     assert read_all(recovered) == everything[everything.index(log.read(start, 1).data):]
 
 
 def test_index_entries_reach_the_file_at_flushes_only(tmp_path: Path) -> None:
-    log = PartitionLog.open(tmp_path, config(index_interval_bytes=50), NOW, files=DescriptorCache(8))
+    log = open_partition(tmp_path, config(index_interval_bytes=50), NOW, files=DescriptorCache(8))
     for _ in range(5):
         log.append(make_batch(2, value_size=30), NOW)
-    index = log._active.index
+    index = log.engine._active.index
     path = index.path
     assert len(index) >= 3 and (not path.exists() or path.stat().st_size == 0)
     pending = log.begin_flush()
@@ -111,7 +112,7 @@ def test_index_entries_reach_the_file_at_flushes_only(tmp_path: Path) -> None:
     log.flush()
     expected = b"".join(OFFSET_ENTRY.pack(o, p) for o, p in zip(index.offsets, index.positions, strict=True))
     assert path.read_bytes() == expected
-    log.truncate_to(4)  # drops index entries: the next flush cuts the file to match
+    log.engine.truncate_to(4)  # drops index entries: the next flush cuts the file to match
     log.flush()
     kept = b"".join(OFFSET_ENTRY.pack(o, p) for o, p in zip(index.offsets, index.positions, strict=True))
     assert path.read_bytes() == kept and len(kept) < len(expected)
@@ -119,13 +120,13 @@ def test_index_entries_reach_the_file_at_flushes_only(tmp_path: Path) -> None:
 
 def test_a_crash_before_any_flush_rebuilds_the_indexes_from_the_log(tmp_path: Path) -> None:
     files = DescriptorCache(4)
-    log = PartitionLog.open(tmp_path, config(segment_bytes=400, index_interval_bytes=50), NOW, files=files)
+    log = open_partition(tmp_path, config(segment_bytes=400, index_interval_bytes=50), NOW, files=files)
     for _ in range(12):
         log.append(make_batch(2, value_size=30), NOW)
     everything = read_all(log)
     crash(log)  # the page cache kept the log; the in-memory indexes are gone
-    recovered = PartitionLog.open(tmp_path, config(segment_bytes=400, index_interval_bytes=50), NOW, files=files)
+    recovered = open_partition(tmp_path, config(segment_bytes=400, index_interval_bytes=50), NOW, files=files)
     assert recovered.log_end_offset == 24 and read_all(recovered) == everything
-    assert len(recovered._active.index) > 0
+    assert len(recovered.engine._active.index) > 0
     for offset in range(24):
         assert headers(recovered.read(offset, 1).data)[0].next_offset > offset

@@ -55,7 +55,7 @@ def test_a_truncation_meanwhile_keeps_the_recovery_point_down(tmp_path: Path) ->
     for _ in range(5):
         log.append(make_batch(2, value_size=30), NOW)
     pending = log.begin_flush()
-    log.truncate_to(4)
+    log.engine.truncate_to(4)
     for _ in range(5):
         log.append(make_batch(2, value_size=30), NOW)  # offsets 4..13: the old 4..9 are gone
     sync_all([pending])

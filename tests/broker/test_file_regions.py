@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from rivven_kproto.broker.log.partition_log import PartitionLog
+from rivven_kproto.broker.log.partition import Partition
 from rivven_kproto.broker.log.region import ZERO_COPY_MIN_BYTES, FileRegion, locate_span
 from rivven_kproto.broker.log.span import read_span
 from rivven_kproto.codec.enums import IsolationLevel
@@ -20,7 +20,7 @@ from .log_helpers import NOW, make_batch, open_log
 UNCOMMITTED = IsolationLevel.READ_UNCOMMITTED
 
 
-def filled(tmp_path: Path, batches: int = 120, seed: int = 22) -> PartitionLog:
+def filled(tmp_path: Path, batches: int = 120, seed: int = 22) -> Partition:
     """Batches from 100 B to ~20 KiB (some below, some above the header-only walk's threshold)
     across segments of 64 KiB."""
     rng = random.Random(seed)
@@ -31,8 +31,8 @@ def filled(tmp_path: Path, batches: int = 120, seed: int = 22) -> PartitionLog:
     return log
 
 
-def span_files(log: PartitionLog, offset: int) -> tuple[list[tuple[int, int]], int]:
-    segments = log._segments  # noqa: SLF001 - the same files read_region names
+def span_files(log: Partition, offset: int) -> tuple[list[tuple[int, int]], int]:
+    segments = log.engine._segments  # noqa: SLF001 - the same files read_region names
     i = max(n for n, s in enumerate(segments) if s.base_offset <= offset)
     return [(s.descriptor, s.size) for s in segments[i:]], segments[i].index_position(offset)
 
@@ -149,10 +149,10 @@ def test_a_cold_region_is_brought_into_the_page_cache_by_the_worker(tmp_path: Pa
     for _ in range(12):
         log.append(make_batch(8, 120_000), NOW)
     log.flush()
-    for segment in log._segments:  # noqa: SLF001 - the descriptors the region duplicates
+    for segment in log.engine._segments:  # noqa: SLF001 - the descriptors the region duplicates
         os.posix_fadvise(segment.descriptor, 0, 0, os.POSIX_FADV_RANDOM)
         os.posix_fadvise(segment.descriptor, 0, 0, os.POSIX_FADV_DONTNEED)
-    first = log._segments[0]  # noqa: SLF001
+    first = log.engine._segments[0]  # noqa: SLF001
     if _cached(first.descriptor, 0, first.size):
         pytest.skip("this file system keeps the pages (tmpfs?): nothing to bring in")
     plan = log.plan_cold_read(0, 1 << 20, UNCOMMITTED, zero_copy=True)

@@ -314,7 +314,7 @@ class Node:
 
     def crash(self) -> Broker:
         for partition in self.broker.all_partitions():
-            for segment in partition._segments:
+            for segment in partition.engine._segments:
                 segment.close()
         self.broker.lock.release()  # the kernel drops the lock of a killed process
         self.broker = Broker(self.config, self.now)

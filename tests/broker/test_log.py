@@ -1,4 +1,4 @@
-"""PartitionLog on real files: appends, reads, rolls, restarts, validation and LogAppendTime."""
+"""Partition on real files: appends, reads, rolls, restarts, validation and LogAppendTime."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from rivven_kproto.broker.log.config import LogConfig
-from rivven_kproto.broker.log.partition_log import PartitionLog
+from rivven_kproto.broker.log.partition import Partition
 from rivven_kproto.broker.log.validation import RecordValidationError
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.records.batch import TIMESTAMP_TYPE_MASK, compute_crc, crc_ok, parse_header
@@ -111,7 +111,7 @@ def test_roll_by_bytes_and_lookup_after_roll_and_restart(tmp_path: Path) -> None
     log.flush()
     assert any(p.stat().st_size > 0 for p in segment_files(tmp_path, ".index"))
 
-    def check_lookups(log: PartitionLog) -> None:
+    def check_lookups(log: Partition) -> None:
         for offset in range(log.log_end_offset):
             first = headers(log.read(offset, 1).data)[0]
             assert first.base_offset <= offset < first.next_offset
@@ -280,14 +280,14 @@ def test_truncate_to(tmp_path: Path) -> None:
     for _ in range(10):
         log.append(make_batch(2, value_size=30), NOW)
     log.flush()
-    log.truncate_to(9)  # mid-batch: the batch [8, 9] goes whole
+    log.engine.truncate_to(9)  # mid-batch: the batch [8, 9] goes whole
     assert log.log_end_offset == 8 and log.recovery_point == 8
     assert headers(read_all(log))[-1].next_offset == 8
     assert log.append(make_batch(1), NOW).base_offset == 8
     log.close()
     log = open_log(tmp_path, segment_bytes=300)
     assert log.log_end_offset == 9
-    log.truncate_to(0)
+    log.engine.truncate_to(0)
     assert (log.log_end_offset, read_all(log), log.segment_base_offsets) == (0, b"", [0])
 
 

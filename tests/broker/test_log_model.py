@@ -11,7 +11,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rivven_kproto.broker.log.partition_log import PartitionLog
+from rivven_kproto.broker.log.partition import Partition
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.records.batch import parse_header
 from rivven_kproto.codec.records.records import decode_batch
@@ -72,7 +72,7 @@ class Model:
         ) else (max(self.start, next(o for o, t in records if t == top)), top)
 
 
-def _check_read(log: PartitionLog, model: Model, offset: int, max_bytes: int, upper: int | None) -> None:
+def _check_read(log: Partition, model: Model, offset: int, max_bytes: int, upper: int | None) -> None:
     if offset < model.start or offset > model.end:
         try:
             log.read(offset, max_bytes, upper_bound=upper)

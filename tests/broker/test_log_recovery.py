@@ -1,4 +1,4 @@
-"""Crash recovery, damaged indexes, retention and DeleteRecords of PartitionLog, on real files."""
+"""Crash recovery, damaged indexes, retention and DeleteRecords of Partition, on real files."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from rivven_kproto.broker.log.partition_log import PartitionLog
+from rivven_kproto.broker.log.partition import Partition
 from rivven_kproto.codec.errors import Errors, KafkaError
 
 from .log_helpers import NOW, crash, headers, make_batch, open_log, read_all, segment_files
 
 
-def _fill(log: PartitionLog, count: int, records: int = 2, value_size: int = 30) -> list[int]:
+def _fill(log: Partition, count: int, records: int = 2, value_size: int = 30) -> list[int]:
     """Append ``count`` batches; return the byte size of the log after each append."""
     sizes = []
     for i in range(count):

@@ -20,12 +20,12 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from rivven_kproto.broker.log.base import Fetched, PartitionLogBase
-from rivven_kproto.broker.log.partition_log import PartitionLog
+from rivven_kproto.broker.log.partition import Fetched, Partition
+from rivven_kproto.broker.log.partition_log import open_partition
 from rivven_kproto.broker.log.region import BatchRegion
 from rivven_kproto.broker.storage import StorageUnavailable
 from rivven_kproto.broker.storage.postgres import partition as pg_partition
-from rivven_kproto.broker.storage.postgres.partition import PgPartitionLog
+from rivven_kproto.broker.storage.postgres.partition import open_partition as open_pg_partition
 from rivven_kproto.broker.storage.postgres.store import PostgresStorage
 from rivven_kproto.codec.enums import IsolationLevel
 from rivven_kproto.codec.errors import KafkaError
@@ -55,7 +55,7 @@ def batch(rng: random.Random, ts: int, **kwargs: object) -> bytes:
     return build_batch(records, base_timestamp=ts, **kwargs)  # type: ignore[arg-type]
 
 
-def run_script(logs: list[PartitionLogBase], seed: int, steps: int = 300) -> None:
+def run_script(logs: list[Partition], seed: int, steps: int = 300) -> None:
     rng = random.Random(seed)
     sequences = {pid: 0 for pid in (1, 2, 3, 10, 11, 12)}
     sent: dict[int, list[bytes]] = {pid: [] for pid in (1, 2, 3)}
@@ -129,7 +129,7 @@ def sent(fetched: Fetched) -> Fetched:
 
 
 def assert_same_view(
-    native: PartitionLogBase, pg: PartitionLogBase, rng: random.Random, *, deleted_below: int = 0
+    native: Partition, pg: Partition, rng: random.Random, *, deleted_below: int = 0
 ) -> None:
     assert (pg.log_start_offset, pg.log_end_offset, pg.high_watermark, pg.last_stable_offset) == (
         native.log_start_offset, native.log_end_offset, native.high_watermark, native.last_stable_offset)
@@ -166,16 +166,16 @@ def test_the_postgresql_log_reads_as_the_native_log(
 ) -> None:
     monkeypatch.setattr(pg_partition, "ZERO_COPY_MIN_BYTES", 1)  # every read with data as a region
     topic_id = uuid.uuid4()
-    native = PartitionLog.open(tmp_path / "t-0", config(), NOW)
-    pg = PgPartitionLog.open(storage, topic_id, "t", 0, config(), NOW, None, new=True)
-    pg.cache_bytes = 2_000  # small: most reads go to the database
+    native = open_partition(tmp_path / "t-0", config(), NOW)
+    pg = open_pg_partition(storage, topic_id, "t", 0, config(), NOW, None, new=True)
+    pg.engine.cache_bytes = 2_000  # small: most reads go to the database
     run_script([native, pg], seed)
     native.flush()
     pg.flush()
     rng = random.Random(seed)
     assert_same_view(native, pg, rng)
 
-    reopened = PgPartitionLog.open(storage, topic_id, "t", 0, config(), NOW, None, new=False)
+    reopened = open_pg_partition(storage, topic_id, "t", 0, config(), NOW, None, new=False)
     assert_same_view(native, reopened, rng)
     assert reopened.producers.aborted == native.producers.aborted
     assert {pid: (e.epoch, e.last_seq) for pid, e in reopened.producers.producers.items()} == {
@@ -183,7 +183,7 @@ def test_the_postgresql_log_reads_as_the_native_log(
 
     middle = (native.log_start_offset + native.log_end_offset) // 2
     assert reopened.delete_records(middle) == native.delete_records(middle) == middle
-    again = PgPartitionLog.open(storage, topic_id, "t", 0, config(), NOW, None, new=False)
+    again = open_pg_partition(storage, topic_id, "t", 0, config(), NOW, None, new=False)
     assert_same_view(native, again, rng, deleted_below=middle)
 
 
@@ -192,8 +192,8 @@ def test_a_partition_end_moved_by_another_writer_is_refused(storage: PostgresSto
     its batches are never acknowledged)."""
     topic_id = uuid.uuid4()
     rng = random.Random(7)
-    first = PgPartitionLog.open(storage, topic_id, "t", 0, config(), NOW, None, new=True)
-    second = PgPartitionLog.open(storage, topic_id, "t", 0, config(), NOW, None, new=True)
+    first = open_pg_partition(storage, topic_id, "t", 0, config(), NOW, None, new=True)
+    second = open_pg_partition(storage, topic_id, "t", 0, config(), NOW, None, new=True)
     first.append(batch(rng, NOW), NOW)
     first.flush()
     second.append(batch(rng, NOW), NOW)
@@ -207,10 +207,10 @@ def test_opening_a_partition_fences_the_broker_that_led_it(storage: PostgresStor
     leader's commits are refused, even ones that continue exactly where the log ends."""
     topic_id = uuid.uuid4()
     rng = random.Random(9)
-    old_leader = PgPartitionLog.open(storage, topic_id, "t", 0, config(), NOW, None, new=True)
+    old_leader = open_pg_partition(storage, topic_id, "t", 0, config(), NOW, None, new=True)
     old_leader.append(batch(rng, NOW), NOW)
     old_leader.flush()
-    new_leader = PgPartitionLog.open(storage, topic_id, "t", 0, config(), NOW, None, new=False)
+    new_leader = open_pg_partition(storage, topic_id, "t", 0, config(), NOW, None, new=False)
     assert new_leader.log_end_offset == old_leader.log_end_offset
     old_leader.append(batch(rng, NOW), NOW)
     old_leader.flush()
@@ -218,7 +218,7 @@ def test_opening_a_partition_fences_the_broker_that_led_it(storage: PostgresStor
     new_leader.append(batch(rng, NOW), NOW)
     new_leader.flush()
     assert not new_leader.fenced and new_leader.high_watermark == new_leader.log_end_offset
-    reopened = PgPartitionLog.open(storage, topic_id, "t", 0, config(), NOW, None, new=False)
+    reopened = open_pg_partition(storage, topic_id, "t", 0, config(), NOW, None, new=False)
     assert reopened.log_end_offset == new_leader.log_end_offset
     assert reopened.read(0, 1 << 20).data == new_leader.read(0, 1 << 20).data
 
@@ -229,7 +229,7 @@ def test_a_commit_the_database_cannot_take_is_kept_for_the_next(
     """A failed commit (the server crashed) leaves the batches pending: not visible, not lost; a
     later commit, once the server is back, writes them (and what was appended meanwhile)."""
     rng = random.Random(8)
-    pg = PgPartitionLog.open(storage, uuid.uuid4(), "t", 0, config(), NOW, None, new=True)
+    pg = open_pg_partition(storage, uuid.uuid4(), "t", 0, config(), NOW, None, new=True)
     pg.append(batch(rng, NOW), NOW)
     pending = pg.begin_flush()
     postgres_server.stop("immediate")
@@ -248,7 +248,7 @@ def test_a_commit_the_database_cannot_take_is_kept_for_the_next(
         except StorageUnavailable:
             time.sleep(0.2)
     assert pg.high_watermark == pg.log_end_offset
-    reopened = PgPartitionLog.open(storage, pg.key[0], "t", 0, config(), NOW, None, new=False)
+    reopened = open_pg_partition(storage, pg.engine.key[0], "t", 0, config(), NOW, None, new=False)
     assert reopened.read(0, 1 << 20).data == pg.read(0, 1 << 20).data
     assert len(list(iter_headers(reopened.read(0, 1 << 20).data))) == 2
 
@@ -257,7 +257,7 @@ def test_retention_by_time_and_by_size(storage: PostgresStorage) -> None:
     """Kafka's retention rules over batches: the oldest go while wholly older than retention.ms,
     and while the partition keeps at least retention.bytes without them; never uncommitted ones."""
     rng = random.Random(9)
-    pg = PgPartitionLog.open(storage, uuid.uuid4(), "t", 0, config(retention_ms=1000), NOW, None, new=True)
+    pg = open_pg_partition(storage, uuid.uuid4(), "t", 0, config(retention_ms=1000), NOW, None, new=True)
     for i in range(10):
         pg.append(build_batch([Record(0, 0, None, b"x" * 100)], base_timestamp=NOW + i * 1000), NOW)
     pg.flush()
@@ -270,22 +270,22 @@ def test_retention_by_time_and_by_size(storage: PostgresStorage) -> None:
     assert pg.log_start_offset == 10  # everything committed is expired; the pending batch stays
     pg.flush()
     size_before = pg.size_bytes
-    sized = PgPartitionLog.open(storage, pg.key[0], "t", 0, config(retention_bytes=0), NOW, None, new=False)
+    sized = open_pg_partition(storage, pg.engine.key[0], "t", 0, config(retention_bytes=0), NOW, None, new=False)
     assert sized.log_start_offset == 10 and sized.size_bytes == size_before
     sized.apply_retention(NOW)
     assert sized.log_start_offset == 11 and sized.size_bytes == 0
-    kept = PgPartitionLog.open(storage, uuid.uuid4(), "t", 1, config(retention_bytes=250), NOW, None, new=True)
+    kept = open_pg_partition(storage, uuid.uuid4(), "t", 1, config(retention_bytes=250), NOW, None, new=True)
     for _ in range(5):
         kept.append(batch(rng, NOW), NOW)
     kept.flush()
-    sizes = [len(b.data) for b in kept._cache]
+    sizes = [len(b.data) for b in kept.engine._cache]
     kept.apply_retention(NOW)
     expected_drop = 0  # Kafka: drop the oldest while what remains is still at least retention.bytes
     while expected_drop < len(sizes) and sum(sizes[expected_drop + 1:]) >= 250:
         expected_drop += 1
     assert expected_drop > 0 and kept.log_start_offset > 0
     assert kept.size_bytes == sum(sizes[expected_drop:]) >= 250
-    reopened = PgPartitionLog.open(storage, kept.key[0], "t", 1, config(), NOW, None, new=False)
+    reopened = open_pg_partition(storage, kept.engine.key[0], "t", 1, config(), NOW, None, new=False)
     assert reopened.log_start_offset == kept.log_start_offset and reopened.size_bytes == kept.size_bytes
 
 
@@ -327,7 +327,7 @@ def _plain() -> bytes:
 def test_a_transaction_ends_in_the_last_stable_offset_once_its_marker_is_committed(storage: PostgresStorage) -> None:
     """A marker appended but not committed could still be lost with the broker (and the
     transaction then be aborted): until its commit, read_committed readers do not pass it."""
-    pg = PgPartitionLog.open(storage, uuid.uuid4(), "t", 0, config(), NOW, None, new=True)
+    pg = open_pg_partition(storage, uuid.uuid4(), "t", 0, config(), NOW, None, new=True)
     pg.append(_plain(), NOW)
     pg.append(_txn_batch(7, 0, 0), NOW)  # offsets 1-2
     pg.flush()
@@ -339,7 +339,7 @@ def test_a_transaction_ends_in_the_last_stable_offset_once_its_marker_is_committ
 
 
 def test_a_commit_decided_elsewhere_moves_the_last_stable_offset_before_the_marker(storage: PostgresStorage) -> None:
-    pg = PgPartitionLog.open(storage, uuid.uuid4(), "t", 0, config(), NOW, None, new=True)
+    pg = open_pg_partition(storage, uuid.uuid4(), "t", 0, config(), NOW, None, new=True)
     pg.append(_txn_batch(7, 3, 0), NOW)  # offsets 0-1
     pg.append(_plain(), NOW)  # offset 2
     pg.flush()
@@ -367,8 +367,8 @@ def test_a_located_fetch_whose_rows_are_deleted_before_it_is_sent_says_so(storag
     """A Fetch located in the database (a region read as it is sent): rows deleted meanwhile
     (DeleteRecords, retention) raise ExternalBytesGone for the server to close the connection,
     never a frame shorter or other than its size prefix promised."""
-    pg = PgPartitionLog.open(storage, uuid.uuid4(), "t", 0, config(), NOW, None, new=True)
-    pg.cache_bytes = 0  # every read below the cache: from the database
+    pg = open_pg_partition(storage, uuid.uuid4(), "t", 0, config(), NOW, None, new=True)
+    pg.engine.cache_bytes = 0  # every read below the cache: from the database
     for i in range(20):
         pg.append(build_batch([Record(0, 0, None, bytes([65 + i]) * 4000)], base_timestamp=NOW), NOW)
     pg.flush()

@@ -19,7 +19,7 @@ from pathlib import Path
 from psycopg import pq
 from psycopg_pool import ConnectionPool
 
-from rivven_kproto.broker.storage.postgres.partition import PgPartitionLog
+from rivven_kproto.broker.storage.postgres.partition import open_partition as open_pg_partition
 from rivven_kproto.broker.storage.postgres.store import PostgresStorage
 from rivven_kproto.codec.records.records import Record, build_batch
 
@@ -62,7 +62,7 @@ def test_a_round_of_many_logs_costs_two_round_trips(postgres_url: str) -> None:
     rng = random.Random(3)
     with holding_a_shard(postgres_url) as (storage, held), traced(storage, postgres_url) as trace:
         topic_id = uuid.uuid4()
-        logs = [PgPartitionLog.open(storage, topic_id, "t", i, config(), NOW, None, new=True)
+        logs = [open_pg_partition(storage, topic_id, "t", i, config(), NOW, None, new=True)
                 for i in range(PARTITIONS)]
         txn_log = storage.coordinator_log(f"txn/{held}", None, held)  # type: ignore[arg-type]
         txn_log.open()
@@ -103,11 +103,11 @@ def test_a_refused_partition_leaves_the_rest_of_the_round_committed(postgres_url
     rng = random.Random(4)
     with holding_a_shard(postgres_url) as (storage, _):
         topic_id = uuid.uuid4()
-        logs = [PgPartitionLog.open(storage, topic_id, "t", i, config(), NOW, None, new=True) for i in range(3)]
+        logs = [open_pg_partition(storage, topic_id, "t", i, config(), NOW, None, new=True) for i in range(3)]
         for log_ in logs:
             log_.append(a_batch(rng), NOW)
             log_.flush()
-        PgPartitionLog.open(storage, topic_id, "t", 1, config(), NOW, None, new=False)  # claims partition 1
+        open_pg_partition(storage, topic_id, "t", 1, config(), NOW, None, new=False)  # claims partition 1
         for log_ in logs:
             log_.append(a_batch(rng), NOW)
         items = [log_.begin_flush() for log_ in logs]

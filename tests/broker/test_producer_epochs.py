@@ -19,7 +19,7 @@ import xxhash
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rivven_kproto.broker.log.partition_log import PartitionLog
+from rivven_kproto.broker.log.partition import Partition
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.records.batch import iter_headers
 from rivven_kproto.codec.records.records import Record, build_batch, decode_batch
@@ -39,7 +39,7 @@ def batch(seq: int, count: int = 1, *, pid: int = PID, epoch: int = 0, txn: bool
     )
 
 
-def values_at(log: PartitionLog) -> dict[int, bytes]:
+def values_at(log: Partition) -> dict[int, bytes]:
     """Offset -> value of every data record in the log (control batches skipped)."""
     data = log.read(log.log_start_offset, 1 << 30).data
     found: dict[int, bytes] = {}
@@ -52,7 +52,7 @@ def values_at(log: PartitionLog) -> dict[int, bytes]:
     return found
 
 
-def reopen(log: PartitionLog, path: Path, how: str) -> PartitionLog:
+def reopen(log: Partition, path: Path, how: str) -> Partition:
     if how == "clean":
         log.close()
     elif how == "crash":

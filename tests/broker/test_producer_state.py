@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from rivven_kproto.broker.durable.files import read_offset
 from rivven_kproto.broker.durable.work import BlockingWork, run_all
-from rivven_kproto.broker.log.partition_log import PartitionLog
+from rivven_kproto.broker.log.partition import Partition
 from rivven_kproto.broker.log.producer_state import INT32_MAX, ProducerStateManager, in_sequence
 from rivven_kproto.broker.producer_ids import ProducerIdAllocator
 from rivven_kproto.codec.errors import Errors, KafkaError
@@ -27,7 +27,7 @@ def batch(seq: int, count: int = 2, *, pid: int = PID, epoch: int = 0) -> bytes:
     return build_batch(records, base_timestamp=NOW, producer_id=pid, producer_epoch=epoch, base_sequence=seq)
 
 
-def error_of(log: PartitionLog, data: bytes) -> Errors:
+def error_of(log: Partition, data: bytes) -> Errors:
     with pytest.raises(KafkaError) as info:
         log.append(data, NOW)
     return info.value.error

@@ -13,7 +13,7 @@ import xxhash
 
 from rivven_kproto.broker.durable.log import DurableLog, scan
 from rivven_kproto.broker.durable.work import BlockingWork
-from rivven_kproto.broker.log.partition_log import PartitionLog
+from rivven_kproto.broker.log.partition import Partition as PartitionOfLog
 from rivven_kproto.broker.log.producer_state import AbortedTxn
 from rivven_kproto.broker.producer_ids import ProducerIdAllocator
 from rivven_kproto.broker.txn import coordinator as coordinator_module
@@ -695,7 +695,7 @@ def txn_batch(pid: int, seq: int, count: int = 2, *, epoch: int = 0, transaction
 A, B, C = 500, 501, 502
 
 
-def build_mixed(log: PartitionLog) -> None:
+def build_mixed(log: PartitionOfLog) -> None:
     """0-1 plain, 2-3 A, 4 plain, 5-6 B, 7-8 A, 9 A-commit, 10-11 B, 12 B-abort, 13-14 C (open)."""
     log.append(make_batch(2), NOW)
     log.append(txn_batch(A, 0), NOW)
@@ -708,7 +708,7 @@ def build_mixed(log: PartitionLog) -> None:
     log.append(txn_batch(C, 0), NOW)
 
 
-def check_mixed(log: PartitionLog) -> None:
+def check_mixed(log: PartitionOfLog) -> None:
     assert log.log_end_offset == 15
     assert log.last_stable_offset == 13
     assert log.producers.aborted == [AbortedTxn(B, 5, 12)]

@@ -100,13 +100,13 @@ async def test_a_roll_leaves_its_producer_snapshot_to_the_flusher(tmp_path: Path
     for _ in range(6):
         partition.append(make_batch(3, 40), NOW)
     assert len(partition.segment_base_offsets) > 1
-    assert not list(partition.directory.glob("*.snapshot"))  # queued, not written on the loop
+    assert not list(partition.engine.directory.glob("*.snapshot"))  # queued, not written on the loop
     assert on_loop_thread == [] and len(broker.work) > 0
     async with trio.open_nursery() as nursery:
         nursery.start_soon(durability.run)
         await durability.sync()
         nursery.cancel_scope.cancel()
-    assert list(partition.directory.glob("*.snapshot"))
+    assert list(partition.engine.directory.glob("*.snapshot"))
     assert not any(on_loop_thread) and len(broker.work) == 0
     broker.close()
 

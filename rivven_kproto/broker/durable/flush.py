@@ -1,11 +1,11 @@
 """An fsync split in three so that the slow middle can leave the event loop's thread.
 
-``PartitionLog.begin_flush()`` (or ``DurableLog.begin_sync()``) runs where the log lives and
+``Partition.begin_flush()`` (or ``DurableLog.begin_sync()``) runs where the log lives and
 captures what must reach the disk: duplicated descriptors of the files written since the last
 flush, the log end offset they cover and the recovery-point checkpoint to write once they are
 synced. ``sync_all()`` may run on any thread: it only fsyncs and closes those duplicates and
 writes the checkpoint, so the log can append, roll, retain or close meanwhile (a duplicate keeps
-even a deleted file's inode alive). ``PartitionLog.finish_flush()`` then advances the in-memory
+even a deleted file's inode alive). ``Partition.finish_flush()`` then advances the in-memory
 recovery point, back on the log's thread. Data appended after ``begin_flush()`` may or may not be
 synced; it is only counted as durable by a later flush. A file whose descriptor the log closed
 meanwhile (``log/descriptor_cache.py``) is synced by its path instead, and index entries kept in

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from rivven_kproto.broker.log.base import PartitionLogBase
+    from rivven_kproto.broker.log.partition import Partition
 
-Waiting = tuple["PartitionLogBase", int, int]  # the partition, the epoch of the batches, first offset
+Waiting = tuple["Partition", int, int]  # the partition, the epoch of the batches, first offset
 Lookup = Callable[[list[int]], dict[int, int]]  # producer ids -> epoch of a committed decision
 
 
@@ -41,7 +41,7 @@ class DecisionLookup:
 
 
 def plan_decision_lookup(
-    reads: Iterable[tuple[PartitionLogBase, int]], lookup: Lookup, decided_here: Callable[[int, int], bool]
+    reads: Iterable[tuple[Partition, int]], lookup: Lookup, decided_here: Callable[[int, int], bool]
 ) -> DecisionLookup | None:
     """The lookup for reads (partition, offset) at read_committed, or None when no read waits for a
     decision made elsewhere (``decided_here(producer id, epoch)``: this broker's coordinator holds

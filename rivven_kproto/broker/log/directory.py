@@ -1,13 +1,14 @@
 """A partition directory on disk: creating it, finding its segments, recovering them, removing it.
 
-``PartitionLog.open`` uses these at start-up and when a topic is created; ``remove_deleted`` runs
-when the broker opens, finishing deletions a crash interrupted (see ``PartitionLog.delete``).
+``NativeEngineLog.open`` uses these at start-up and when a topic is created; ``remove_deleted`` runs
+when the broker opens, finishing deletions a crash interrupted (see ``NativeEngineLog.delete``).
 """
 
 from __future__ import annotations
 
 import logging
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 from rivven_kproto.broker.durable import files as checkpoint
@@ -16,6 +17,25 @@ from rivven_kproto.broker.log.segment import LOG_SUFFIX, Segment
 logger = logging.getLogger(__name__)
 
 DELETED_SUFFIX = "-deleted"  # a deleted partition's directory, renamed until its files are removed
+
+
+def dropped_when_deleted(job: Callable[[], None], deleted: Callable[[], bool], name: str) -> Callable[[], None]:
+    """``job`` (a checkpoint, snapshot or segment deletion in partition ``name``'s directory),
+    unless the partition is ``deleted`` first: then it is dropped quietly, also when the directory
+    goes while it runs (DeleteRecords answered, DeleteTopics a millisecond later)."""
+
+    def guarded() -> None:
+        if deleted():
+            logger.debug("dropped a queued file job of deleted partition %s", name)
+            return
+        try:
+            job()
+        except FileNotFoundError:
+            if not deleted():
+                raise
+            logger.debug("dropped a file job of %s: the partition was deleted meanwhile", name)
+
+    return guarded
 
 
 def remove_deleted(data_dir: Path) -> None:

@@ -15,6 +15,9 @@ log never fsyncs on its own: the server's flusher calls ``begin_flush``/``finish
 fsync on a worker thread. Other file work a state change causes (the producer snapshot at a roll,
 checkpoints and segment deletions of retention and DeleteRecords, a deleted partition's files) goes
 to ``work`` (see ``durable/work.py``), which the server runs in order off the event loop.
+
+``NativeEngineLog`` is the engine (an ``engine.EngineLog``); the rules are the ``Partition`` holding
+it, which ``open_partition`` builds.
 """
 
 from __future__ import annotations
@@ -31,28 +34,29 @@ from pathlib import Path
 from rivven_kproto.broker.durable import files as checkpoint
 from rivven_kproto.broker.durable.flush import PendingFlush
 from rivven_kproto.broker.durable.work import BlockingWork, submit
-from rivven_kproto.broker.log.base import (  # noqa: F401 (re-exported: the log's public types)
-    LEADER_EPOCH,
-    NO_LEADER_EPOCH,
-    AppendInfo,
-    Batches,
-    Fetched,
-    PartitionLogBase,
-    ReadResult,
-    check_leader_epoch,
-    exact_record,
-)
 from rivven_kproto.broker.log.config import LogConfig
 from rivven_kproto.broker.log.descriptor_cache import DescriptorCache, shared_cache
 from rivven_kproto.broker.log.directory import (
     DELETED_SUFFIX,
+    dropped_when_deleted,
     is_segment_name,
     load_segments,
     make_directory,
     remove_strays,
 )
+from rivven_kproto.broker.log.engine import Batches, EngineLog, ReadResult, visible_end
+from rivven_kproto.broker.log.partition import (  # noqa: F401 (re-exported: the log's public types)
+    LEADER_EPOCH,
+    NO_LEADER_EPOCH,
+    AppendInfo,
+    Fetched,
+    Partition,
+    check_leader_epoch,
+    exact_record,
+)
 from rivven_kproto.broker.log.producer_state import (
     ProducerStateManager,
+    replay,
     store_snapshot,
 )
 from rivven_kproto.broker.log.region import ZERO_COPY_MIN_BYTES, FileRegion, locate_span
@@ -71,19 +75,33 @@ REBUILD_CHUNK_BYTES = 8 * 1024 * 1024
 LARGE_READ_BYTES = 256 * 1024
 
 
-class PartitionLog(PartitionLogBase):
-    """Append, read, search, retain and recover the batches of one partition directory."""
+def open_partition(
+    directory: Path, config: LogConfig, now_ms: int, work: BlockingWork | None = None,
+    files: DescriptorCache | None = None,
+) -> Partition:
+    """The partition in ``directory``: a ``Partition`` holding a :meth:`NativeEngineLog.open`."""
+    producers = ProducerStateManager(directory)
+    engine: EngineLog = NativeEngineLog.open(directory, config, now_ms, producers, work, files)
+    return Partition(engine, producers)
+
+
+class NativeEngineLog:
+    """Store, read, search, retain and recover the batches of one partition directory."""
 
     def __init__(
         self, directory: Path, config: LogConfig, segments: list[Segment], now_ms: int,
-        files: DescriptorCache | None = None,
+        producers: ProducerStateManager, files: DescriptorCache | None = None,
     ) -> None:
-        super().__init__(directory.name, config, ProducerStateManager(directory), now_ms)
+        self.name = directory.name  # "<topic>-<partition>", for messages
+        self.config = config
+        # The partition's producer table: rebuilt at open and truncation, snapshotted at rolls.
+        self.producers = producers
+        self.last_flush_ms = now_ms
         self.directory = directory
         self.files = files if files is not None else shared_cache()
         self._segments = segments
         self._bases = [segment.base_offset for segment in segments]
-        self._log_start_offset = segments[0].base_offset
+        self.log_start_offset = segments[0].base_offset  # persisted in LOG_START_FILE
         self._recovery_point = 0
         self._dir_dirty = False
         self._truncations = 0
@@ -97,9 +115,9 @@ class PartitionLog(PartitionLogBase):
 
     @classmethod
     def open(
-        cls, directory: Path, config: LogConfig, now_ms: int, work: BlockingWork | None = None,
-        files: DescriptorCache | None = None,
-    ) -> PartitionLog:
+        cls, directory: Path, config: LogConfig, now_ms: int, producers: ProducerStateManager,
+        work: BlockingWork | None = None, files: DescriptorCache | None = None,
+    ) -> NativeEngineLog:
         """Open (creating if needed) the log in ``directory``, recovering it after a crash.
 
         Opening does its file work at once; later file work goes to ``work`` when given. Segment
@@ -110,7 +128,7 @@ class PartitionLog(PartitionLogBase):
         # partitions costs no fsync per partition on the event loop.
         parent_unsynced = make_directory(directory, sync_parent=work is None)
         if parent_unsynced:
-            return cls._new(directory, config, now_ms, work, files)
+            return cls._new(directory, config, now_ms, producers, work, files)
         remove_strays(directory)
         clean = checkpoint.remove_marker(directory / MARKER_FILE)
         recovery_point = checkpoint.read_offset(directory / RECOVERY_POINT_FILE) or 0
@@ -125,7 +143,7 @@ class PartitionLog(PartitionLogBase):
         segments, recovered = load_segments(segments, first_dirty, recovery_point)
         for sealed in segments[:-1]:
             sealed.write_indexes()  # rebuilt ones: later flushes only cover the active segment
-        log = cls(directory, config, segments, now_ms, files)
+        log = cls(directory, config, segments, now_ms, producers, files)
         log._dir_dirty = created
         log._recovery_point = min(recovery_point, log.log_end_offset)
         # Without a checkpoint the start is the first segment's base, so nothing needs writing.
@@ -149,11 +167,13 @@ class PartitionLog(PartitionLogBase):
 
     @classmethod
     def _new(
-        cls, directory: Path, config: LogConfig, now_ms: int, work: BlockingWork | None, files: DescriptorCache
-    ) -> PartitionLog:
+        cls, directory: Path, config: LogConfig, now_ms: int, producers: ProducerStateManager,
+        work: BlockingWork | None, files: DescriptorCache,
+    ) -> NativeEngineLog:
         """A log in a directory just created: nothing to look for, load or recover (CreateTopics of
         10,000 partitions opens 10,000 of these on the event loop)."""
-        log = cls(directory, config, [Segment(directory, 0, config.index_interval_bytes, now_ms, files)], now_ms, files)
+        segments = [Segment(directory, 0, config.index_interval_bytes, now_ms, files)]
+        log = cls(directory, config, segments, now_ms, producers, files)
         log._dir_dirty = True
         log._checkpoint_missing = True
         log._parent_unsynced = work is not None
@@ -174,6 +194,16 @@ class PartitionLog(PartitionLogBase):
     @property
     def recovery_point(self) -> int:
         return self._recovery_point
+
+    @property
+    def high_watermark(self) -> int:
+        """One node, nothing to replicate: everything appended is committed."""
+        return self._segments[-1].next_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The first offset of the earliest open transaction, or the high watermark."""
+        return self.producers.last_stable_offset(self._segments[-1].next_offset)
 
     @property
     def size_bytes(self) -> int:
@@ -202,17 +232,26 @@ class PartitionLog(PartitionLogBase):
             logger.exception("append to %s failed", self.directory)
             raise KafkaError(Errors.KAFKA_STORAGE_ERROR, str(exc)) from exc
 
+    def marker_appended(self, producer_id: int, txn_first_offset: int | None, offset: int) -> None:
+        """Nothing to track: a marker counts once appended (this process writes all of them)."""
+
+    def undecided_transactions(self, offset: int) -> list[tuple[int, int, int]]:
+        return []  # every marker of this log is written by this process
+
+    def learn_committed(self, producer_id: int, epoch: int, first_offset: int) -> None:
+        return None  # never asked: ``undecided_transactions`` names none
+
     def _rebuild_producer_state(self) -> None:
         """Newest snapshot, then the batch headers written after it (records are not decoded)."""
         end = self.log_end_offset
         loaded = self.producers.load_latest_snapshot(end)
-        self.producers.forget_aborted_before(self._log_start_offset)
-        offset = max(loaded if loaded is not None else 0, self._log_start_offset)
+        self.producers.forget_aborted_before(self.log_start_offset)
+        offset = max(loaded if loaded is not None else 0, self.log_start_offset)
         while offset < end:
             data = self.read(offset, REBUILD_CHUNK_BYTES).data
             if not data:
                 break
-            offset = self._replay(data, offset)
+            offset = replay(self.producers, data, offset)
 
     def _maybe_roll(
         self, size: int, first_offset: int, last_offset: int, max_timestamp: int, now_ms: int
@@ -242,7 +281,7 @@ class PartitionLog(PartitionLogBase):
     def _readable_range(self, offset: int) -> tuple[int, int]:
         """(log start, log end) when ``offset`` lies within them, else OFFSET_OUT_OF_RANGE."""
         self.check_open()
-        start, end = self._log_start_offset, self.log_end_offset
+        start, end = self.log_start_offset, self.log_end_offset
         if offset < start or offset > end:
             raise KafkaError(
                 Errors.OFFSET_OUT_OF_RANGE,
@@ -294,8 +333,8 @@ class PartitionLog(PartitionLogBase):
         catching up: ``LARGE_READ_BYTES`` or more to copy; with ``zero_copy`` nothing is copied,
         so only the sealed case). None: read it inline."""
         self.check_open()
-        upper_bound = self.visible_end(isolation)
-        if not self._log_start_offset <= offset < upper_bound:
+        upper_bound = visible_end(self, isolation)
+        if not self.log_start_offset <= offset < upper_bound:
             return None
         i = bisect.bisect_right(self._bases, offset) - 1
         first = self._segments[i]
@@ -316,6 +355,9 @@ class PartitionLog(PartitionLogBase):
             raise
         return ColdRead(offset, max_bytes, upper_bound, scan_from, files, zero_copy)
 
+    def plan_offset_lookup(self, timestamp: int) -> Callable[[], tuple[int, int] | None] | None:
+        return None  # the indexes answer inline
+
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record whose timestamp >= ``timestamp``.
 
@@ -323,12 +365,12 @@ class PartitionLog(PartitionLogBase):
         """
         self.check_open()
         for segment in self._segments:
-            if segment.next_offset <= self._log_start_offset:
+            if segment.next_offset <= self.log_start_offset:
                 continue
-            found = segment.find_timestamp(timestamp, self._log_start_offset)
+            found = segment.find_timestamp(timestamp, self.log_start_offset)
             if found is not None:
                 return self._exact_record(found[0], lambda ts: ts >= timestamp) or (
-                    max(found[0], self._log_start_offset),
+                    max(found[0], self.log_start_offset),
                     found[1],
                 )
         return None
@@ -339,7 +381,7 @@ class PartitionLog(PartitionLogBase):
         best: tuple[int, int] | None = None
         for segment in self._segments:
             if segment.offset_of_max_timestamp >= 0 and (best is None or segment.max_timestamp > best[1]):
-                best = max(segment.offset_of_max_timestamp, self._log_start_offset), segment.max_timestamp
+                best = max(segment.offset_of_max_timestamp, self.log_start_offset), segment.max_timestamp
         if best is None:
             return None
         target = best[1]
@@ -351,7 +393,7 @@ class PartitionLog(PartitionLogBase):
         Only ListOffsets by timestamp comes here (never produce or fetch), so decoding the one
         batch is affordable and gives Kafka's record-exact answer.
         """
-        return exact_record(self.read(max(batch_offset, self._log_start_offset), 1).data, self._log_start_offset, wanted)
+        return exact_record(self.read(max(batch_offset, self.log_start_offset), 1).data, self.log_start_offset, wanted)
 
     # -- retention and DeleteRecords -------------------------------------------------------------
 
@@ -361,9 +403,7 @@ class PartitionLog(PartitionLogBase):
         deleted = 0
         retention_ms = self.config.retention_ms
         if retention_ms >= 0:
-            deleted += self._delete_oldest(
-                lambda segment: now_ms - _largest_timestamp(segment) > retention_ms
-            )
+            deleted += self._delete_oldest(lambda segment: now_ms - segment.retention_timestamp() > retention_ms)
         if self.config.retention_bytes >= 0:
             excess = self.size_bytes - self.config.retention_bytes
 
@@ -375,13 +415,13 @@ class PartitionLog(PartitionLogBase):
                 return True
 
             deleted += self._delete_oldest(over_limit)
-        deleted += self._delete_oldest(lambda segment: segment.next_offset <= self._log_start_offset)
-        self.producers.aborted = [a for a in self.producers.aborted if a.last_offset >= self._log_start_offset]
+        deleted += self._delete_oldest(lambda segment: segment.next_offset <= self.log_start_offset)
+        self.producers.aborted = [a for a in self.producers.aborted if a.last_offset >= self.log_start_offset]
         return deleted
 
     def advance_log_start(self, offset: int) -> None:
         self._set_log_start_offset(offset)
-        self._delete_oldest(lambda segment: segment.next_offset <= self._log_start_offset)
+        self._delete_oldest(lambda segment: segment.next_offset <= self.log_start_offset)
 
     def _delete_oldest(self, predicate: Callable[[Segment], bool]) -> int:
         """Delete segments from the oldest while ``predicate(segment)`` holds, never the active one."""
@@ -393,7 +433,7 @@ class PartitionLog(PartitionLogBase):
         if not doomed:
             return 0
         # Persist the new start first: a crash then leaves a segment to delete again, never a gap.
-        new_start = max(self._log_start_offset, self._segments[len(doomed)].base_offset)
+        new_start = max(self.log_start_offset, self._segments[len(doomed)].base_offset)
         self._set_log_start_offset(new_start, persist=False)
         path = self.directory / LOG_START_FILE
 
@@ -409,7 +449,7 @@ class PartitionLog(PartitionLogBase):
         return len(doomed)
 
     def _set_log_start_offset(self, offset: int, *, persist: bool = True) -> None:
-        self._log_start_offset = offset
+        self.log_start_offset = offset
         self.producers.forget_aborted_before(offset)
         if persist:
             path = self.directory / LOG_START_FILE
@@ -423,21 +463,21 @@ class PartitionLog(PartitionLogBase):
         self.check_open()
         if offset >= self.log_end_offset:
             return
-        if offset < self._log_start_offset:
+        if offset < self.log_start_offset:
             self._truncate_fully(offset)
             return
         while len(self._segments) > 1 and self._segments[-1].base_offset >= offset:
             self._segments.pop().delete()
             self._bases.pop()
         self._active.truncate_to_offset(offset)
-        if self._log_start_offset > self.log_end_offset:
+        if self.log_start_offset > self.log_end_offset:
             self._set_log_start_offset(self.log_end_offset)
         self._lower_recovery_point()
         self._reset_producer_state()
 
     def _reset_producer_state(self) -> None:
         """After a truncation the producer table must forget the batches that are gone."""
-        self.producers = ProducerStateManager(self.directory)
+        self.producers.reset()
         self._rebuild_producer_state()
 
     def _truncate_fully(self, offset: int) -> None:
@@ -524,7 +564,7 @@ class PartitionLog(PartitionLogBase):
 
     def _submit(self, job: Callable[[], None]) -> None:
         """Queue blocking file work in this partition's directory (dropped once it is deleted)."""
-        submit(self.work, _dropped_when_deleted(self, job))
+        submit(self.work, dropped_when_deleted(job, lambda: self._deleted, self.name))
 
     def delete(self) -> None:
         """Remove the partition directory and everything in it (DeleteTopics).
@@ -541,28 +581,3 @@ class PartitionLog(PartitionLogBase):
             return
         submit(self.work, lambda: shutil.rmtree(doomed, ignore_errors=True))
 
-
-def _dropped_when_deleted(log: PartitionLog, job: Callable[[], None]) -> Callable[[], None]:
-    """``job`` (a checkpoint, snapshot or segment deletion in the partition's directory), unless
-    the partition is deleted first: then it is dropped quietly, also when the directory goes while
-    it runs (DeleteRecords answered, DeleteTopics a millisecond later)."""
-
-    def guarded() -> None:
-        if log._deleted:
-            logger.debug("dropped a queued file job of deleted partition %s", log.name)
-            return
-        try:
-            job()
-        except FileNotFoundError:
-            if not log._deleted:
-                raise
-            logger.debug("dropped a file job of %s: the partition was deleted meanwhile", log.name)
-
-    return guarded
-
-
-def _largest_timestamp(segment: Segment) -> int:
-    """Kafka's retention clock: the newest batch timestamp, else the file's modification time."""
-    if segment.offset_of_max_timestamp >= 0 and segment.max_timestamp >= 0:
-        return segment.max_timestamp
-    return segment.last_modified_ms()

@@ -57,7 +57,9 @@ from pathlib import Path
 import xxhash
 
 from rivven_kproto.codec.errors import Errors, KafkaError
-from rivven_kproto.codec.records.batch import NO_PRODUCER_ID, BatchHeader
+from rivven_kproto.codec.records.batch import NO_PRODUCER_ID, BatchHeader, iter_headers
+from rivven_kproto.codec.records.control import ControlType, parse_control_record
+from rivven_kproto.codec.records.records import decode_batch
 
 from ..durable.files import write_atomic
 
@@ -158,6 +160,15 @@ class ProducerStateManager:
         # Producer id -> the transactional id its coordinator confirmed for the transaction open
         # here: a batch naming the producer under another transactional id is asked about again.
         self.verified_ids: dict[int, str] = {}
+
+    def reset(self) -> None:
+        """Forget everything (a truncated log rebuilds the table from what it still holds); the
+        object stays, so the partition and its engine keep sharing it."""
+        self.producers.clear()
+        self.duplicates = 0
+        self.aborted.clear()
+        self.verification_guards.clear()
+        self.verified_ids.clear()
 
     # -- the append path ----------------------------------------------------------------------
 
@@ -403,3 +414,29 @@ def store_snapshot(directory: Path, offset: int, data: bytes) -> None:
         return
     for old in snapshot_offsets(directory)[:-SNAPSHOTS_KEPT]:
         snapshot_path(directory, old).unlink(missing_ok=True)
+
+
+def replay(producers: ProducerStateManager, data: bytes, after: int) -> int:
+    """Rebuild producer state from stored batches (headers; control records decoded) that end
+    after ``after``, as an engine does when it opens a log; returns the offset after the last
+    batch seen."""
+    last = after
+    for position, header in iter_headers(data):
+        last = header.next_offset
+        if header.next_offset <= after:
+            continue
+        if header.is_control:
+            replay_marker(producers, data, position, header)
+        else:
+            producers.update((header,))
+    return last
+
+
+def replay_marker(producers: ProducerStateManager, data: bytes, position: int, header: BatchHeader) -> None:
+    """Apply a stored control batch: a transaction marker ends its producer's transaction."""
+    try:
+        record = decode_batch(data, position, verify_crc=False).records[0]
+        kind, _ = parse_control_record(record)
+    except (ValueError, IndexError):
+        return  # a control record of a kind that is not a transaction marker
+    producers.complete_txn(header.producer_id, header.producer_epoch, header.base_offset, kind == ControlType.COMMIT)

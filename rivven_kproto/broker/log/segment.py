@@ -399,6 +399,12 @@ class Segment:
     def last_modified_ms(self) -> int:
         return os.stat(self.log_path).st_mtime_ns // 1_000_000
 
+    def retention_timestamp(self) -> int:
+        """Kafka's retention clock: the newest batch timestamp, else the file's modification time."""
+        if self.offset_of_max_timestamp >= 0 and self.max_timestamp >= 0:
+            return self.max_timestamp
+        return self.last_modified_ms()
+
     def close(self) -> None:
         self._file.close()
 

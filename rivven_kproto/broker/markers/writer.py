@@ -23,7 +23,7 @@ from ..coordinator_shards import (
     complete_producer,
 )
 from ..faults import fault_point
-from ..log.base import PartitionLogBase
+from ..log.partition import Partition
 from .remote import RemoteMarker, RemoteMarkers
 
 log = logging.getLogger(__name__)
@@ -34,14 +34,14 @@ COORDINATOR_EPOCH = 0  # the coordinator epoch markers carry: a shard's coordina
 class LedTopic(Protocol):
     """A topic as the marker writer sees it: its partitions' logs, None where another broker leads."""
 
-    partitions: list[PartitionLogBase | None]
+    partitions: list[Partition | None]
 
 
 class MarkerWriter:
     """The broker's marker writer: its topics, coordinator shards and the remote markers it asks for."""
 
     def __init__(self, topics: Mapping[str, LedTopic], shards: Mapping[int, CoordinatorShard],
-                 shard_of: Callable[[str], int], unflushed: set[PartitionLogBase]) -> None:
+                 shard_of: Callable[[str], int], unflushed: set[Partition]) -> None:
         self.topics = topics
         self.shards = shards
         self.shard_of = shard_of

@@ -19,8 +19,8 @@ from typing import Any, Protocol
 from ..durable.flush import FlushItem
 from ..durable.log import DurableLog
 from ..durable.work import BlockingWork, Document
-from ..log.base import PartitionLogBase
 from ..log.config import LogConfig
+from ..log.partition import Partition
 from ..membership import AloneMembership, ClusterMembership
 from ..producer_ids import BlockSource
 from .errors import CoordinationLost, DatabaseInUse, StorageConflict, StorageError, StorageUnavailable
@@ -54,7 +54,8 @@ class Storage(Protocol):
 
     def open_partition(
         self, topic_id: Any, topic: str, index: int, config: LogConfig, now_ms: int, work: BlockingWork, *, new: bool
-    ) -> PartitionLogBase: ...
+    ) -> Partition:
+        """The partition: a ``Partition`` holding this engine's ``EngineLog`` (``open_partition``)."""
 
     def discard_partition(self, topic_id: Any, topic: str, index: int) -> None:
         """Remove what a partition that failed to open (a topic being created) left behind."""

@@ -17,7 +17,8 @@ from ..file_modes import make_private_dir
 from ..log.config import LogConfig
 from ..log.descriptor_cache import DescriptorCache
 from ..log.directory import DELETED_SUFFIX, remove_deleted
-from ..log.partition_log import PartitionLog
+from ..log.partition import Partition
+from ..log.partition_log import open_partition
 from ..producer_ids import FileBlocks
 
 
@@ -59,8 +60,8 @@ class NativeStorage:
 
     def open_partition(
         self, topic_id: Any, topic: str, index: int, config: LogConfig, now_ms: int, work: BlockingWork, *, new: bool
-    ) -> PartitionLog:
-        return PartitionLog.open(self.data_dir / f"{topic}-{index}", config, now_ms, work, self.files)
+    ) -> Partition:
+        return open_partition(self.data_dir / f"{topic}-{index}", config, now_ms, work, self.files)
 
     def discard_partition(self, topic_id: Any, topic: str, index: int) -> None:
         """What a partition that failed to open left behind goes, as a deleted one's does."""

@@ -38,7 +38,7 @@ import trio
 
 from rivven_kproto.codec.schema import REQUESTS, Request, Response, Versions
 
-from ..context import NoResponse, PartitionLog, Redispatch, RequestContext
+from ..context import NoResponse, Partition, Redispatch, RequestContext
 from ..delayed import Pending
 from ..routes import Route
 from . import (
@@ -157,7 +157,7 @@ _MODULES: list[ModuleType] = [
 Reply = Response | Pending | NoResponse | Redispatch
 Handle = Callable[[RequestContext, Any, int], Reply]
 Prepare = Callable[[RequestContext, Any, trio.CapacityLimiter], Awaitable[None]]
-OnFenced = Callable[[Any, list[PartitionLog]], Response | NoResponse]  # (response, the moved logs) -> the response to send
+OnFenced = Callable[[Any, list[Partition]], Response | NoResponse]  # (response, the moved logs) -> the response to send
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from rivven_kproto.broker.log.base import PartitionLogBase
+from rivven_kproto.broker.log.partition import Partition
 from rivven_kproto.broker.log.producer_state import AbortedTxn
 from rivven_kproto.broker.security.authorization_rules import Check
 from rivven_kproto.broker.share import (
@@ -190,7 +190,7 @@ def acquire(ctx: RequestContext, coordinator: SharePartitions, group_id: str, me
 
 
 def _acquire_partition(coordinator: SharePartitions, group_id: str, member_id: str, topic: str, index: int,
-                       partition: PartitionLogBase, budget: int, byte_budget: int, now_ms: int,
+                       partition: Partition, budget: int, byte_budget: int, now_ms: int,
                        delivery: Delivery, exact: bool) -> tuple[SharePartition | None, list[bytes]]:
     config = coordinator.config_of(group_id)
     current = coordinator.current(group_id, topic, index)
@@ -237,7 +237,7 @@ def _note_shares(ctx: RequestContext, staged: Mapping[Key, SharePartition]) -> N
             continue
 
 
-def _start_offset(config: ShareConfig, partition: PartitionLogBase, now_ms: int) -> int:
+def _start_offset(config: ShareConfig, partition: Partition, now_ms: int) -> int:
     """Where a new share-partition starts (share.auto.offset.reset): the log start, the log end,
     or (by_duration) the first record stamped at or after now minus the duration, found as
     ListOffsets by timestamp finds it, and the log end when no record is that recent (Kafka 4.2).
@@ -262,7 +262,7 @@ def _deliverable(header: BatchHeader, aborted: list[AbortedTxn], read_committed:
                    for a in aborted)
 
 
-def _read_range(partition: PartitionLogBase, first: int, last: int) -> list[tuple[BatchHeader, bytes]]:
+def _read_range(partition: Partition, first: int, last: int) -> list[tuple[BatchHeader, bytes]]:
     """The batches holding offsets [first, last] (whole, as stored)."""
     out: list[tuple[BatchHeader, bytes]] = []
     offset = first

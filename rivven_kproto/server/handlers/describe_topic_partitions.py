@@ -13,7 +13,7 @@ listed topic carries its authorized operations. One node: each partition is led 
 
 from __future__ import annotations
 
-from rivven_kproto.broker.log.partition_log import LEADER_EPOCH
+from rivven_kproto.broker.log.partition import LEADER_EPOCH
 from rivven_kproto.broker.security.acls import ResourceType
 from rivven_kproto.broker.security.authorization_rules import rule
 from rivven_kproto.broker.topics import INTERNAL_TOPICS, validate_topic_name

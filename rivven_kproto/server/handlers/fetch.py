@@ -19,14 +19,14 @@ shared database, ``prepare`` first reads the commit decisions of the open transa
 partition back (``learn_decisions``), so a commit shows on every partition at once.
 
 Zero-copy: on a client connection (``ctx.zero_copy``) a partition's batches may come back as a
-:class:`BatchRegion` instead of bytes (``PartitionLog.read_region``): the encoder leaves a hole of
+:class:`BatchRegion` instead of bytes (``Partition.read_region``): the encoder leaves a hole of
 its size and the server fills it with ``os.sendfile`` (plaintext) or reads it a chunk at a time
 (TLS), never holding the whole response in memory. The batches, budgets, upper bounds and
 aborted transactions are those of the bytes path; only where the bytes come from differs. A
 response that is not sent (a long-poll that goes on waiting) releases its regions.
 
 Cold and large reads: ``prepare`` reads on a worker thread the partitions whose fetch offset lies
-in a sealed segment, or that may copy 256 KiB or more (``PartitionLog.plan_cold_read``), so a
+in a sealed segment, or that may copy 256 KiB or more (``Partition.plan_cold_read``), so a
 consumer catching up never makes the event loop wait for the disk or a big copy; ``fetch`` then
 cuts those reads to the response's budget. Small reads of the active segment (the tail, where
 consumers that keep up read) stay on the loop.
@@ -39,8 +39,7 @@ import logging
 import trio
 
 from rivven_kproto.broker.broker import Broker
-from rivven_kproto.broker.log.base import ColdReadPlan, check_leader_epoch
-from rivven_kproto.broker.log.base import PartitionLogBase as PartitionLog
+from rivven_kproto.broker.log.partition import ColdReadPlan, Partition, check_leader_epoch
 from rivven_kproto.broker.log.region import BatchRegion
 from rivven_kproto.broker.security.authorization_rules import rule
 from rivven_kproto.codec.enums import IsolationLevel
@@ -81,7 +80,7 @@ async def prepare(ctx: RequestContext, request: FetchRequest, limiter: trio.Capa
     at read_committed, first learn the commit decisions the partitions wait for (``learn_decisions``)."""
     isolation = _isolation(request)
     budget = min(max(request.max_bytes, 0), ctx.config.fetch_max_bytes)
-    reads: list[tuple[str, FetchPartition, PartitionLog]] = []
+    reads: list[tuple[str, FetchPartition, Partition]] = []
     for topic in request.topics:
         if not may_read(ctx, request, topic.topic):
             continue
@@ -225,7 +224,7 @@ def _read_partition(
     zero_copy: bool = False,
 ) -> PartitionData:
     """Read one partition; every failure becomes the partition's error code, never an exception."""
-    partition: PartitionLog | None = None
+    partition: Partition | None = None
     cold = prefetched[1] if prefetched is not None and prefetched[0] == wanted.fetch_offset else None
     if prefetched is not None and cold is None and isinstance(prefetched[1], BatchRegion):
         prefetched[1].release()

@@ -19,8 +19,7 @@ from collections.abc import Callable, Iterator
 
 import trio
 
-from rivven_kproto.broker.log.base import PartitionLogBase
-from rivven_kproto.broker.log.partition_log import LEADER_EPOCH, check_leader_epoch
+from rivven_kproto.broker.log.partition import LEADER_EPOCH, Partition, check_leader_epoch
 from rivven_kproto.broker.security.authorization_rules import rule
 from rivven_kproto.codec.enums import (
     EARLIEST,
@@ -85,7 +84,7 @@ async def prepare(ctx: RequestContext, request: ListOffsetsRequest, limiter: tri
     ctx.looked_up.update((key, result) for (key, _), result in zip(planned, results, strict=True))
 
 
-def _partitions(ctx: RequestContext, topics: list[ListOffsetsTopic]) -> Iterator[tuple[PartitionLogBase, int]]:
+def _partitions(ctx: RequestContext, topics: list[ListOffsetsTopic]) -> Iterator[tuple[Partition, int]]:
     for topic in topics:
         for wanted in topic.partitions:
             try:

@@ -33,7 +33,7 @@ from typing import cast
 import trio
 
 from rivven_kproto.broker.broker import Topic
-from rivven_kproto.broker.log.partition_log import LEADER_EPOCH
+from rivven_kproto.broker.log.partition import LEADER_EPOCH
 from rivven_kproto.broker.security.acls import CLUSTER_NAME, ResourceType
 from rivven_kproto.broker.security.authorization_rules import rule
 from rivven_kproto.broker.topics import INTERNAL_TOPICS, validate_topic_name

@@ -50,7 +50,7 @@ from rivven_kproto.codec.messages.produce import (
 from rivven_kproto.codec.records.batch import BatchFormatError, BatchHeader, iter_headers, parse_header
 from rivven_kproto.codec.records.scan import COMPILED
 
-from ..context import NoResponse, PartitionKey, PartitionLog, RequestContext
+from ..context import NoResponse, Partition, PartitionKey, RequestContext
 from ..delayed import Pending, after_claims_checked
 from ..log_limits import RateLimitedLog
 from ..routes import Leader, Shape
@@ -143,7 +143,7 @@ def handle(ctx: RequestContext, request: ProduceRequest, version: int) -> Produc
     return _checked_first(ctx, response, doubts) if doubts else response
 
 
-def _sequence_doubts(ctx: RequestContext, response: ProduceResponse) -> dict[PartitionKey, PartitionLog]:
+def _sequence_doubts(ctx: RequestContext, response: ProduceResponse) -> dict[PartitionKey, Partition]:
     """On a cluster, the partitions answered OUT_OF_ORDER_SEQUENCE_NUMBER, with the log that
     answered: that log's producer state may be stale, another broker having claimed the partition
     and written the producer's next batches before this one's heartbeat let go of it."""
@@ -160,7 +160,7 @@ def _sequence_doubts(ctx: RequestContext, response: ProduceResponse) -> dict[Par
     return doubts
 
 
-def _checked_first(ctx: RequestContext, response: ProduceResponse, doubts: dict[PartitionKey, PartitionLog]) -> Pending:
+def _checked_first(ctx: RequestContext, response: ProduceResponse, doubts: dict[PartitionKey, Partition]) -> Pending:
     """OUT_OF_ORDER_SEQUENCE_NUMBER is fatal to an idempotent producer (verify-eos seed 77: a
     broker checked a batch against the state it had before another broker led the partition), so
     on a cluster it waits until a heartbeat that started after the request checked these
@@ -182,7 +182,7 @@ def _checked_first(ctx: RequestContext, response: ProduceResponse, doubts: dict[
     return after_claims_checked(ctx.broker, doubts, ctx.now_ms, settled)
 
 
-def _still_led(ctx: RequestContext, topic: str, index: int, answered_by: PartitionLog) -> bool:
+def _still_led(ctx: RequestContext, topic: str, index: int, answered_by: Partition) -> bool:
     try:
         current = ctx.broker.partition(topic, index)
     except KafkaError:
@@ -231,7 +231,7 @@ def _refuse_all(request: ProduceRequest, error: Errors) -> ProduceResponse:
     )
 
 
-def on_fenced(response: ProduceResponse, fenced: list[PartitionLog]) -> ProduceResponse:
+def on_fenced(response: ProduceResponse, fenced: list[Partition]) -> ProduceResponse:
     """Partitions another broker claimed before this request's batch was committed: the commit
     left them out (nothing of theirs was written), so they answer NOT_LEADER_OR_FOLLOWER, as Kafka
     answers a produce whose leader changed while it waited for acks; the other partitions' answers
@@ -352,7 +352,7 @@ def _join_transaction(
 
 
 def _check_verdict(
-    ctx: RequestContext, version: int, topic: str, partition: int, header: BatchHeader, log_: PartitionLog
+    ctx: RequestContext, version: int, topic: str, partition: int, header: BatchHeader, log_: Partition
 ) -> None:
     """A leader that does not coordinate: the coordinator's verdict on this producer's first
     transactional batch here (asked for before the handler ran), still valid if no marker of the

@@ -12,13 +12,13 @@ import logging
 
 import psycopg
 
-from rivven_kproto.broker.log.base import PartitionLogBase
+from rivven_kproto.broker.log.partition import Partition
 
 from ...cluster import Node
 from ...membership import Pulse
 from ..errors import StorageUnavailable
 from .leases import HEARTBEAT_S
-from .partition import PgPartitionLog
+from .partition import PgEngineLog
 from .registry import (
     COORDINATOR,
     SERVING,
@@ -77,10 +77,10 @@ class PgMembership:
                      bytes(row[0]) if row else None, {str(name): str(digest) for name, digest in digests}, owners,
                      tuple(Node(n, h, p) for n, h, p in departed))
 
-    def claims_lost(self, logs: list[PartitionLogBase]) -> list[PartitionLogBase]:
+    def claims_lost(self, logs: list[Partition]) -> list[Partition]:
         """Worker thread, after this broker's claims may have lapsed (a pause, the database away):
         the partitions whose row another log claimed since these opened (one query for all)."""
-        ours = [log_ for log_ in logs if isinstance(log_, PgPartitionLog)]
+        ours = [(log_, log_.engine) for log_ in logs if isinstance(log_.engine, PgEngineLog)]
         if not ours:
             return []
         try:
@@ -89,12 +89,12 @@ class PgMembership:
                     "SELECT c.topic_id, c.partition FROM unnest(%s::uuid[], %s::int[], %s::uuid[])"
                     " AS c(topic_id, partition, writer) JOIN kproto_partitions p USING (topic_id, partition)"
                     " WHERE p.writer <> c.writer",
-                    ([log_.key[0] for log_ in ours], [log_.key[1] for log_ in ours], [log_.writer for log_ in ours]),
+                    ([e.key[0] for _, e in ours], [e.key[1] for _, e in ours], [e.writer for _, e in ours]),
                 ).fetchall()
         except psycopg.Error as exc:
             raise StorageUnavailable(f"claims check: {exc}") from exc
         lost = {(topic_id, int(index)) for topic_id, index in rows}
-        return [log_ for log_ in ours if log_.key in lost]
+        return [log_ for log_, engine in ours if engine.key in lost]
 
     def acknowledge_catalog(self, digest: str) -> None:
         """Worker thread: this broker applied the catalog with this digest."""

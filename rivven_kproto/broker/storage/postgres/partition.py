@@ -1,8 +1,8 @@
 """A partition log kept in PostgreSQL: one row per batch, the producer's bytes as written.
 
 The partition rules (validation, offsets, the idempotence and transaction checks, markers, the
-consumer's view) are ``PartitionLogBase``'s, as for the native log. What differs is where batches
-go: an append is stamped and applied in memory on the event loop (so the producer-state checks see
+consumer's view) are ``Partition``'s, as for the native log: ``open_partition`` builds a
+``Partition`` holding a ``PgEngineLog`` (an ``EngineLog``). What differs is where batches go: an append is stamped and applied in memory on the event loop (so the producer-state checks see
 every earlier batch), kept in ``_pending``, and written by the server's flusher in one database
 transaction with the round's other writes (``begin_flush`` / ``PostgresStorage.commit``). A
 produce is answered only after that commit, so the database holds everything acknowledged and a
@@ -33,10 +33,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rivven_kproto.broker.durable.work import BlockingWork, submit
-from rivven_kproto.broker.log.base import PartitionLogBase
 from rivven_kproto.broker.log.config import LogConfig
-from rivven_kproto.broker.log.engine import Batches, ReadResult
-from rivven_kproto.broker.log.producer_state import ProducerStateManager
+from rivven_kproto.broker.log.engine import Batches, EngineLog, ReadResult, Refused, visible_end
+from rivven_kproto.broker.log.partition import Partition
+from rivven_kproto.broker.log.producer_state import ProducerStateManager, replay_marker
 from rivven_kproto.broker.log.region import ZERO_COPY_MIN_BYTES, HeldBatches
 from rivven_kproto.codec.enums import MAX_TIMESTAMP, IsolationLevel
 from rivven_kproto.codec.errors import Errors, KafkaError
@@ -94,13 +94,29 @@ class PgColdRead:
         pass
 
 
-class PgPartitionLog(PartitionLogBase):
+def open_partition(
+    storage: PgEngine, topic_id: uuid.UUID, topic: str, index: int, config: LogConfig, now_ms: int,
+    work: BlockingWork | None, *, new: bool,
+) -> Partition:
+    """A partition kept in the database: a ``Partition`` holding a :class:`PgEngineLog`."""
+    producers = ProducerStateManager(Path(f"{topic}-{index}"))
+    engine: EngineLog = PgEngineLog.open(storage, topic_id, topic, index, config, now_ms, work, producers, new=new)
+    return Partition(engine, producers)
+
+
+class PgEngineLog:
+    """One partition's batches in PostgreSQL (an ``EngineLog``; ``Partition`` holds it)."""
+
     def __init__(
         self, storage: PgEngine, topic_id: uuid.UUID, topic: str, index: int, config: LogConfig, now_ms: int,
-        work: BlockingWork | None,
+        work: BlockingWork | None, producers: ProducerStateManager,
     ) -> None:
-        name = f"{topic}-{index}"
-        super().__init__(name, config, ProducerStateManager(Path(name)), now_ms)
+        self.name = f"{topic}-{index}"
+        self.config = config
+        # The partition's producer table: replayed here at load; the stable offset reads it.
+        self.producers = producers
+        self.last_flush_ms = now_ms
+        self._log_start_offset = 0
         self.storage = storage
         self.key = (topic_id, index)
         self.writer = uuid.uuid4()  # tells this log's own retried commit from another writer's
@@ -124,10 +140,10 @@ class PgPartitionLog(PartitionLogBase):
     @classmethod
     def open(
         cls, storage: PgEngine, topic_id: uuid.UUID, topic: str, index: int, config: LogConfig, now_ms: int,
-        work: BlockingWork | None, *, new: bool,
-    ) -> PgPartitionLog:
+        work: BlockingWork | None, producers: ProducerStateManager, *, new: bool,
+    ) -> PgEngineLog:
         """A partition of a topic just created starts empty; an existing one is loaded (start-up)."""
-        partition = cls(storage, topic_id, topic, index, config, now_ms, work)
+        partition = cls(storage, topic_id, topic, index, config, now_ms, work, producers)
         if not new:
             partition._load()
         return partition
@@ -152,7 +168,7 @@ class PgPartitionLog(PartitionLogBase):
             for (data,) in cursor:
                 header = parse_header(data)  # a data batch's row gives its header only
                 if header.is_control:
-                    self._replay_marker(bytes(data), 0, header)
+                    replay_marker(self.producers, bytes(data), 0, header)
                 else:
                     self.producers.update((header,))
         self.producers.forget_aborted_before(self._log_start_offset)
@@ -202,17 +218,11 @@ class PgPartitionLog(PartitionLogBase):
         if entry is not None and entry.epoch == epoch and entry.txn_first_offset == first_offset:
             self._decided[producer_id] = first_offset
 
-    def append_marker(
-        self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int, now_ms: int
-    ) -> int:
-        entry = self.producers.producers.get(producer_id)
-        first = entry.txn_first_offset if entry is not None else None
-        offset = super().append_marker(producer_id, producer_epoch, commit, coordinator_epoch, now_ms)
-        # Held back until committed, unless the commit is known decided (then it stays passed).
+    def marker_appended(self, producer_id: int, txn_first_offset: int | None, offset: int) -> None:
+        """Held back until committed, unless the commit is known decided (then it stays passed)."""
         decided = self._decided.pop(producer_id, None)
-        if first is not None and decided != first:
-            self._unsynced_markers.append((offset, first))
-        return offset
+        if txn_first_offset is not None and decided != txn_first_offset:
+            self._unsynced_markers.append((offset, txn_first_offset))
 
     @property
     def size_bytes(self) -> int:
@@ -267,7 +277,7 @@ class PgPartitionLog(PartitionLogBase):
         """Reads below the cache go to the database on a worker thread."""
         self.check_open()
         self._take_retained()
-        upper_bound = self.visible_end(isolation)
+        upper_bound = visible_end(self, isolation)
         if not self._log_start_offset <= offset < upper_bound:
             return None
         if self._cache and offset >= self._cache_bases[0]:
@@ -382,21 +392,21 @@ class PgPartitionLog(PartitionLogBase):
 
         return PgCommit(end_offset=after, items=pending, stage=stage)
 
-    def finish_flush(self, pending: PgCommit, now_ms: int | None = None) -> None:
+    def finish_flush(self, pending: PgCommit, now_ms: int | None = None) -> Refused:
+        """Apply a round's outcome; refused (another broker leads it now): closed, nothing more is
+        written or served here, and the producer ids of the dropped markers are returned."""
         if self._closed:
-            return
+            return None
         if pending.fenced:
-            self.fenced = True  # another broker leads it now: nothing more is written or served here
             self._closed = True
             # Refused: this commit's rows, and those appended while it was on its way (a marker of a
             # transaction that ended meanwhile among them). Their coordinators are told.
             dropped = [batch.row for batch in [*pending.items, *self._pending] if batch.row is not None]
-            self.lost_markers = frozenset(int(row[5]) for row in dropped if int(row[8]) & CONTROL_MASK)  # type: ignore[call-overload]
             self._pending = []
-            return
+            return frozenset(int(row[5]) for row in dropped if int(row[8]) & CONTROL_MASK)  # type: ignore[call-overload]
         if not pending.synced:
             self._pending = pending.items + self._pending  # written again by the next round
-            return
+            return None
         for batch in pending.items:
             batch.row = None
         self._committed_end = max(self._committed_end, pending.end_offset)
@@ -405,6 +415,7 @@ class PgPartitionLog(PartitionLogBase):
         if now_ms is not None:
             self.last_flush_ms = now_ms
         self._trim_cache()
+        return None
 
     def _trim_cache(self) -> None:
         drop = 0
@@ -417,19 +428,21 @@ class PgPartitionLog(PartitionLogBase):
             del self._cache[:drop]
             del self._cache_bases[:drop]
 
-    def flush(self, now_ms: int | None = None) -> None:
+    def flush(self, now_ms: int | None = None) -> Refused:
         """Commit now, on this thread (loading, closing, offline tools)."""
         pending = self.begin_flush()
         try:
             self.storage.commit([pending])
         finally:
-            self.finish_flush(pending, now_ms)
+            refused = self.finish_flush(pending, now_ms)
+        return refused
 
-    def close(self) -> None:
+    def close(self) -> Refused:
         if self._closed:
-            return
-        self.flush()
+            return None
+        refused = self.flush()
         self._closed = True
+        return refused
 
     def delete(self) -> None:
         """DeleteTopics: the rows go with a job (the topic id is never reused)."""

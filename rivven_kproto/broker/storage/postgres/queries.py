@@ -11,7 +11,7 @@ import logging
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 
-from rivven_kproto.broker.log.base import exact_record
+from rivven_kproto.broker.log.partition import exact_record
 from rivven_kproto.codec.enums import MAX_TIMESTAMP
 
 from .pool import PgPool

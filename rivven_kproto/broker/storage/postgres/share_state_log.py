@@ -62,7 +62,7 @@ class PgShareStateLog(PgDurableLog):
                  work: BlockingWork | None = None, partition: Any = None) -> None:
         super().__init__(storage, share_log_name(topic_id, index), work)
         self.key = (topic_id, index)
-        self.writer = writer  # the leader's partition log (``PgPartitionLog.writer``)
+        self.writer = writer  # the leader's partition log (``PgEngineLog.writer``)
         self.partition = partition  # that log: fenced here when a write of this log is refused
 
     @property

@@ -22,12 +22,13 @@ import psycopg
 from rivven_kproto.broker.durable.flush import FlushItem
 from rivven_kproto.broker.durable.work import BlockingWork, Document, submit
 from rivven_kproto.broker.log.config import LogConfig
+from rivven_kproto.broker.log.partition import Partition
 
 from ..errors import StorageConflict, StorageUnavailable
 from .commit import PgCommit, commit_round, pg_items
 from .coordinator_log import PgDurableLog
 from .leases import SHARD_LOCK_CLASS, PgLeases
-from .partition import PgPartitionLog
+from .partition import open_partition
 from .pool import POOL_SIZE, PgPool, unavailable_on_error
 from .queries import PgQueries
 from .registry import (
@@ -150,8 +151,9 @@ class PostgresStorage:
 
     def share_state_log(self, partition: Any, work: BlockingWork) -> PgShareStateLog:
         """The share-partition state log of a partition this broker leads (``share_state_log.py``)."""
-        topic_id, index = partition.key
-        return PgShareStateLog(self, topic_id, index, partition.writer, work, partition)
+        engine = partition.engine  # a ``PgEngineLog``: its row and the claim it holds on it
+        topic_id, index = engine.key
+        return PgShareStateLog(self, topic_id, index, engine.writer, work, partition)
 
     def producer_id_blocks(self) -> PgBlocks:
         return PgBlocks(self.pool)
@@ -168,8 +170,8 @@ class PostgresStorage:
     def open_partition(
         self, topic_id: uuid.UUID, topic: str, index: int, config: LogConfig, now_ms: int, work: BlockingWork, *,
         new: bool,
-    ) -> PgPartitionLog:
-        return PgPartitionLog.open(self, topic_id, topic, index, config, now_ms, work, new=new)
+    ) -> Partition:
+        return open_partition(self, topic_id, topic, index, config, now_ms, work, new=new)
 
     def discard_partition(self, topic_id: uuid.UUID, topic: str, index: int) -> None:
         """A new partition keeps nothing outside memory until its first commit."""

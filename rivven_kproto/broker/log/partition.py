@@ -1,22 +1,29 @@
-"""The rules of one topic-partition's log that do not depend on where its batches are stored.
+"""One topic-partition: the rules of its log that do not depend on where its batches are stored.
 
-Validation, offset assignment, the idempotent producer's checks, transaction markers and the last
-stable offset, and a consumer's view of the log are the same whichever engine keeps the bytes: the
-native segment files (``partition_log.PartitionLog``) or PostgreSQL rows
-(``broker.storage.postgres.partition``). An engine implements the storage primitives at the end:
-the members of ``engine.EngineLog``, the typed protocol of what the engines differ in.
+Validation, offset assignment, the idempotent producer's checks, transaction markers, and a
+consumer's view of the log are the same whichever engine keeps the bytes, so there is one
+``Partition`` class and it holds its engine (``engine.EngineLog``: the native segment files,
+``partition_log.NativeEngineLog``, or PostgreSQL rows, ``broker.storage.postgres.partition``)
+instead of being subclassed by it. Each engine module has an ``open_partition`` factory that builds
+the engine and the partition around it.
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from rivven_kproto.broker.durable.flush import FlushItem
 from rivven_kproto.broker.log.config import LogConfig
-from rivven_kproto.broker.log.engine import Batches, ColdReadPlan, ReadResult  # noqa: F401 (re-exported)
+from rivven_kproto.broker.log.engine import (  # noqa: F401 (Batches re-exported)
+    Batches,
+    ColdReadPlan,
+    EngineLog,
+    ReadResult,
+    Refused,
+    visible_end,
+)
 from rivven_kproto.broker.log.producer_state import AbortedTxn, BatchMeta, ProducerStateManager
 from rivven_kproto.broker.log.region import BatchRegion
 from rivven_kproto.broker.log.segment import MAX_RELATIVE_OFFSET
@@ -31,7 +38,7 @@ from rivven_kproto.broker.log.validation import (
 from rivven_kproto.codec.enums import IsolationLevel
 from rivven_kproto.codec.errors import Errors, KafkaError
 from rivven_kproto.codec.records.batch import BatchHeader, iter_headers
-from rivven_kproto.codec.records.control import ControlType, build_control_batch, parse_control_record
+from rivven_kproto.codec.records.control import ControlType, build_control_batch
 from rivven_kproto.codec.records.records import decode_batch
 
 LEADER_EPOCH = 0  # one leader epoch: a partition's leader never changes
@@ -90,16 +97,16 @@ def exact_record(data: bytes, log_start: int, wanted: Callable[[int], bool]) -> 
     return None
 
 
-class PartitionLogBase(ABC):
-    """Append, mark and read one partition; the engine stores and reads the bytes (its abstract
-    methods: a subclass that lacks one cannot be made)."""
+class Partition:
+    """Append, mark and read one partition by Kafka's rules; ``engine`` stores and reads the bytes.
 
-    def __init__(self, name: str, config: LogConfig, producers: ProducerStateManager, now_ms: int) -> None:
-        self.name = name  # "<topic>-<partition>", for messages
-        self.config = config
+    One class for every engine: an engine is held, never subclassed (#38). ``producers`` is shared
+    with the engine, which rebuilds it when it opens the log and snapshots it."""
+
+    def __init__(self, engine: EngineLog, producers: ProducerStateManager) -> None:
+        self.engine = engine
+        self.name = engine.name  # "<topic>-<partition>", for messages
         self.producers = producers
-        self._log_start_offset = 0
-        self.last_flush_ms = now_ms
         # Since this process opened the log (for the metrics): client records and bytes appended
         # (duplicates not counted), and transaction markers written.
         self.appended_messages = 0
@@ -111,112 +118,127 @@ class PartitionLogBase(ABC):
         # the log was fenced first: their coordinators must write them again, at the new leader.
         self.lost_markers: frozenset[int] = frozenset()
 
-    # -- what an engine provides -----------------------------------------------------------------
+    @property
+    def config(self) -> LogConfig:
+        return self.engine.config
+
+    @config.setter
+    def config(self, config: LogConfig) -> None:
+        self.engine.config = config  # the engine's retention and segment sizes follow the topic's
+
+    # -- the engine's state, as the broker and server read it -------------------------------------
 
     @property
-    @abstractmethod
+    def log_start_offset(self) -> int:
+        return self.engine.log_start_offset
+
+    @property
     def log_end_offset(self) -> int:
         """The next offset to assign."""
+        return self.engine.log_end_offset
 
-    @abstractmethod
+    @property
+    def recovery_point(self) -> int:
+        """Offsets below it are durable (the engine's last completed flush)."""
+        return self.engine.recovery_point
+
+    @property
+    def unflushed_messages(self) -> int:
+        """Offsets appended since the last flush (Kafka's ``flush.messages`` counter)."""
+        engine = self.engine
+        return engine.log_end_offset - engine.recovery_point
+
+    @property
+    def last_flush_ms(self) -> int:
+        return self.engine.last_flush_ms
+
+    @property
+    def closed(self) -> bool:
+        return self.engine.closed
+
+    @property
+    def size_bytes(self) -> int:
+        return self.engine.size_bytes
+
+    @property
+    def segment_base_offsets(self) -> list[int]:
+        return self.engine.segment_base_offsets
+
+    @property
+    def high_watermark(self) -> int:
+        """Committed offsets end here (one native node, nothing to replicate: all appended)."""
+        return self.engine.high_watermark
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The first offset of the earliest open transaction, or the high watermark."""
+        return self.engine.last_stable_offset
+
+    def visible_end(self, isolation: IsolationLevel) -> int:
+        """Where a consumer's view ends: the last stable offset for read_committed, else the HW."""
+        return visible_end(self.engine, isolation)
+
     def check_open(self) -> None:
-        ...
+        self.engine.check_open()
 
-    @abstractmethod
-    def write_batches(self, buf: bytes | bytearray, batches: Batches, max_timestamp: int, now_ms: int) -> None:
-        """Store validated, stamped batches at the log end (raise KafkaError to refuse)."""
+    # -- reads, lookups and upkeep the engine does alone ------------------------------------------
 
-    @abstractmethod
     def read(
         self, offset: int, max_bytes: int, *, upper_bound: int | None = None, min_one_batch: bool = True
     ) -> ReadResult:
-        ...
+        return self.engine.read(offset, max_bytes, upper_bound=upper_bound, min_one_batch=min_one_batch)
 
-    @abstractmethod
-    def advance_log_start(self, offset: int) -> None:
-        """Hide (and eventually delete) the offsets below ``offset``."""
+    def read_region(
+        self, offset: int, max_bytes: int, *, upper_bound: int, min_one_batch: bool
+    ) -> BatchRegion | None:
+        """What :meth:`read` would return, as a region the server may ``sendfile`` (None: copy)."""
+        return self.engine.read_region(offset, max_bytes, upper_bound=upper_bound, min_one_batch=min_one_batch)
 
-    @property
-    @abstractmethod
-    def closed(self) -> bool:
-        ...
-
-    @property
-    @abstractmethod
-    def size_bytes(self) -> int:
-        ...
-
-    @property
-    @abstractmethod
-    def segment_base_offsets(self) -> list[int]:
-        ...
-
-    @abstractmethod
     def plan_cold_read(
         self, offset: int, max_bytes: int, isolation: IsolationLevel, *, zero_copy: bool = False
     ) -> ColdReadPlan | None:
         """A Fetch read worth a worker thread, or None to read inline (``zero_copy``: the plan
         may return a :class:`BatchRegion`, see :meth:`read_region`)."""
+        return self.engine.plan_cold_read(offset, max_bytes, isolation, zero_copy=zero_copy)
 
-    def read_region(
-        self, offset: int, max_bytes: int, *, upper_bound: int, min_one_batch: bool
-    ) -> BatchRegion | None:
-        """What :meth:`read` would return, as a region of files the server may ``sendfile``;
-        None when the engine has no files or the read is too small to gain from it."""
-        return None
-
-    @abstractmethod
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
-        ...
+        return self.engine.offset_for_timestamp(timestamp)
 
-    @abstractmethod
     def max_timestamp_offset(self) -> tuple[int, int] | None:
-        ...
+        return self.engine.max_timestamp_offset()
 
     def plan_offset_lookup(self, timestamp: int) -> Callable[[], tuple[int, int] | None] | None:
         """ListOffsets by ``timestamp`` (or -3, the largest) as a function for a worker thread,
         or None when the lookup is cheap enough to run inline (the native log's indexes)."""
-        return None
+        return self.engine.plan_offset_lookup(timestamp)
 
-    @abstractmethod
     def apply_retention(self, now_ms: int) -> int:
-        ...
+        return self.engine.apply_retention(now_ms)
 
-    @abstractmethod
     def begin_flush(self) -> FlushItem:
         """Capture what the flusher must make durable (``PendingFlush`` or a database commit)."""
+        return self.engine.begin_flush()
 
-    @abstractmethod
     def finish_flush(self, pending: Any, now_ms: int | None = None) -> None:
         """Back on the loop: apply the outcome of the item this log's ``begin_flush`` returned."""
+        self._refused(self.engine.finish_flush(pending, now_ms))
 
-    @abstractmethod
     def flush(self, now_ms: int | None = None) -> None:
-        ...
+        self._refused(self.engine.flush(now_ms))
 
-    @abstractmethod
     def close(self) -> None:
-        ...
+        self._refused(self.engine.close())
 
-    @abstractmethod
     def delete(self) -> None:
-        ...
+        self.engine.delete()
 
-    # -- shared rules ----------------------------------------------------------------------------
+    def _refused(self, refused: Refused) -> None:
+        """The engine's writes were refused (another broker claimed the log): fenced from now on."""
+        if refused is not None:
+            self.fenced = True
+            self.lost_markers = refused
 
-    @property
-    def log_start_offset(self) -> int:
-        return self._log_start_offset
-
-    @property
-    def unflushed_messages(self) -> int:
-        """Offsets appended since the last flush (Kafka's ``flush.messages`` counter)."""
-        return self.log_end_offset - self.recovery_point
-
-    @property
-    @abstractmethod
-    def recovery_point(self) -> int:
-        """Offsets below it are durable (the engine's last completed flush)."""
+    # -- the rules -------------------------------------------------------------------------------
 
     def append(
         self,
@@ -234,14 +256,16 @@ class PartitionLogBase(ABC):
         writers (control batches allowed, records not walked). Client batches have every record
         walked, here or earlier off the event loop (``record_check`` for exactly this ``data``).
         """
-        self.check_open()
-        batches = validate_batches(data, self.config, from_client=from_client)
+        engine = self.engine
+        engine.check_open()
+        config = engine.config
+        batches = validate_batches(data, config, from_client=from_client)
         max_timestamps = None
         if from_client:
-            if record_check is None or record_check.data is not data or record_check.config is not self.config:
-                record_check = validate_records(data, batches, self.config, f" {self.name}")
+            if record_check is None or record_check.data is not data or record_check.config is not config:
+                record_check = validate_records(data, batches, config, f" {self.name}")
             max_timestamps = record_check.max_timestamps
-        log_append_time = now_ms if self.config.log_append_time else -1
+        log_append_time = now_ms if config.log_append_time else -1
         if from_client:
             for _, header in batches:
                 duplicate = self.producers.check(header)
@@ -253,14 +277,14 @@ class PartitionLogBase(ABC):
             batches = stamp_batches(
                 stamped,
                 batches,
-                self.log_end_offset,
-                log_append_time_ms=now_ms if self.config.log_append_time else None,
+                engine.log_end_offset,
+                log_append_time_ms=now_ms if config.log_append_time else None,
                 leader_epoch=LEADER_EPOCH,
                 max_timestamps=max_timestamps,
             )
             buf = stamped
         else:
-            check_offsets(batches, self.log_end_offset)
+            check_offsets(batches, engine.log_end_offset)
         headers = tuple(header for _, header in batches)
         if headers[-1].last_offset - headers[0].base_offset > MAX_RELATIVE_OFFSET:
             raise KafkaError(Errors.INVALID_RECORD, "the batches span more offsets than a segment can index")
@@ -268,7 +292,7 @@ class PartitionLogBase(ABC):
         for header in headers:
             if header.max_timestamp > max_timestamp:
                 max_timestamp, offset_of_max = header.max_timestamp, header.base_offset
-        self.write_batches(buf, batches, max_timestamp, now_ms)
+        engine.write_batches(buf, batches, max_timestamp, now_ms)
         self.producers.update(headers)
         if from_client:
             self.appended_messages += headers[-1].last_offset - headers[0].base_offset + 1
@@ -277,7 +301,7 @@ class PartitionLogBase(ABC):
             base_offset=headers[0].base_offset,
             last_offset=headers[-1].last_offset,
             log_append_time=log_append_time,
-            log_start_offset=self._log_start_offset,
+            log_start_offset=engine.log_start_offset,
             max_timestamp=max_timestamp,
             offset_of_max_timestamp=offset_of_max,
             batches=headers,
@@ -290,35 +314,13 @@ class PartitionLogBase(ABC):
             base_offset=original.first_offset,
             last_offset=original.last_offset,
             log_append_time=-1,
-            log_start_offset=self._log_start_offset,
+            log_start_offset=self.engine.log_start_offset,
             max_timestamp=original.timestamp,
             offset_of_max_timestamp=original.first_offset,
             batches=(header,),
             size=0,
             duplicate=True,
         )
-
-    def _replay(self, data: bytes, after: int) -> int:
-        """Rebuild producer state from stored batches (headers; control records decoded) that end
-        after ``after``; returns the offset after the last batch seen."""
-        last = after
-        for position, header in iter_headers(data):
-            last = header.next_offset
-            if header.next_offset <= after:
-                continue
-            if header.is_control:
-                self._replay_marker(data, position, header)
-            else:
-                self.producers.update((header,))
-        return last
-
-    def _replay_marker(self, data: bytes, position: int, header: BatchHeader) -> None:
-        try:
-            record = decode_batch(data, position, verify_crc=False).records[0]
-            kind, _ = parse_control_record(record)
-        except (ValueError, IndexError):
-            return  # a control record of a kind that is not a transaction marker
-        self.producers.complete_txn(header.producer_id, header.producer_epoch, header.base_offset, kind == ControlType.COMMIT)
 
     # -- transactions ----------------------------------------------------------------------------
 
@@ -339,34 +341,22 @@ class PartitionLogBase(ABC):
             coordinator_epoch=coordinator_epoch,
             timestamp=now_ms,
         )
+        first = known.txn_first_offset if known is not None else None
         info = self.append(marker, now_ms, from_client=False)
         self.markers_written += 1
         self.producers.complete_txn(producer_id, producer_epoch, info.base_offset, commit)
+        self.engine.marker_appended(producer_id, first, info.base_offset)
         return info.base_offset
 
     def undecided_transactions(self, offset: int) -> list[tuple[int, int, int]]:
         """Open transactions holding back what a read_committed read at ``offset`` sees that a
         coordinator elsewhere may have decided to commit: (producer id, epoch, first offset).
-        None here: this process writes every marker of its logs (PostgreSQL's log has some)."""
-        return []
+        None on the native log: this process writes every marker of its logs."""
+        return self.engine.undecided_transactions(offset)
 
     def learn_committed(self, producer_id: int, epoch: int, first_offset: int) -> None:
         """The open transaction (as ``undecided_transactions`` named it) is decided committed."""
-        return None  # an engine whose markers are all written locally never waits for a decision
-
-    @property
-    def high_watermark(self) -> int:
-        """One node, nothing to replicate: everything appended is committed."""
-        return self.log_end_offset
-
-    @property
-    def last_stable_offset(self) -> int:
-        """The first offset of the earliest open transaction, or the high watermark."""
-        return self.producers.last_stable_offset(self.high_watermark)
-
-    def visible_end(self, isolation: IsolationLevel) -> int:
-        """Where a consumer's view ends: the last stable offset for read_committed, else the HW."""
-        return self.last_stable_offset if isolation == IsolationLevel.READ_COMMITTED else self.high_watermark
+        self.engine.learn_committed(producer_id, epoch, first_offset)
 
     def fetch(
         self, offset: int, max_bytes: int, isolation: IsolationLevel, *, min_one_batch: bool,
@@ -379,24 +369,25 @@ class PartitionLogBase(ABC):
         budget, below an earlier, so lower or equal, visible end); cut to ``max_bytes`` here.
         ``zero_copy``: the data may be a :class:`BatchRegion` (the caller sends it unchanged and
         releases it); the same batches as the bytes, either way."""
-        high_watermark, last_stable = self.high_watermark, self.last_stable_offset
+        engine = self.engine
+        high_watermark, last_stable = engine.high_watermark, engine.last_stable_offset
         data: bytes | BatchRegion = b""
         try:
-            if prefetched is not None and offset >= self._log_start_offset:
+            if prefetched is not None and offset >= engine.log_start_offset:
                 if isinstance(prefetched, BatchRegion):
                     data = prefetched if prefetched.cut(max_bytes, min_one_batch) else b""
                 else:
                     data = whole_batches(prefetched, max_bytes, min_one_batch)
-                log_start = self._log_start_offset
+                log_start = engine.log_start_offset
             else:
                 region = None
-                upper_bound = self.visible_end(isolation)
+                upper_bound = last_stable if isolation == IsolationLevel.READ_COMMITTED else high_watermark
                 if zero_copy:
-                    region = self.read_region(offset, max_bytes, upper_bound=upper_bound, min_one_batch=min_one_batch)
+                    region = engine.read_region(offset, max_bytes, upper_bound=upper_bound, min_one_batch=min_one_batch)
                 if region is not None:
-                    data, log_start = region, self._log_start_offset
+                    data, log_start = region, engine.log_start_offset
                 else:
-                    result = self.read(offset, max_bytes, upper_bound=upper_bound, min_one_batch=min_one_batch)
+                    result = engine.read(offset, max_bytes, upper_bound=upper_bound, min_one_batch=min_one_batch)
                     data, log_start = result.data, result.log_start_offset
         finally:
             if isinstance(prefetched, BatchRegion) and data is not prefetched:
@@ -415,8 +406,9 @@ class PartitionLogBase(ABC):
     def delete_records(self, before_offset: int, *, high_watermark: int | None = None) -> int:
         """DeleteRecords: hide offsets below ``before_offset`` (-1: the high watermark); returns
         the new log start offset (the response's low watermark)."""
-        self.check_open()
-        limit = self.log_end_offset if high_watermark is None else high_watermark
+        engine = self.engine
+        engine.check_open()
+        limit = engine.log_end_offset if high_watermark is None else high_watermark
         if before_offset == -1:
             before_offset = limit
         if before_offset < 0 or before_offset > limit:
@@ -424,6 +416,6 @@ class PartitionLogBase(ABC):
                 Errors.OFFSET_OUT_OF_RANGE,
                 f"cannot delete records before {before_offset}: the limit is {limit}",
             )
-        if before_offset > self._log_start_offset:
-            self.advance_log_start(before_offset)
-        return self._log_start_offset
+        if before_offset > engine.log_start_offset:
+            engine.advance_log_start(before_offset)
+        return engine.log_start_offset

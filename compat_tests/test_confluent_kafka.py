@@ -17,7 +17,7 @@ from confluent_kafka.admin import (
     NewTopic,
 )
 
-from rivven_kproto.broker.log.partition_log import DELETED_SUFFIX
+from rivven_kproto.broker.log.native_engine import DELETED_SUFFIX
 from rivven_kproto.codec.errors import Errors
 
 from .broker_process import BrokerProcess

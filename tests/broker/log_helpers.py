@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from rivven_kproto.broker.log.config import LogConfig
+from rivven_kproto.broker.log.native_engine import open_partition
 from rivven_kproto.broker.log.partition import Partition
-from rivven_kproto.broker.log.partition_log import open_partition
 from rivven_kproto.codec.records.batch import BatchHeader, iter_headers
 from rivven_kproto.codec.records.records import Record, build_batch
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rivven_kproto.broker.log.partition_log import LARGE_READ_BYTES
+from rivven_kproto.broker.log.native_engine import LARGE_READ_BYTES
 from rivven_kproto.broker.log.span import whole_batches
 from rivven_kproto.codec.enums import IsolationLevel
 from rivven_kproto.codec.errors import KafkaError

@@ -12,8 +12,8 @@ from pathlib import Path
 from rivven_kproto.broker.durable.flush import sync_all
 from rivven_kproto.broker.log.descriptor_cache import DescriptorCache
 from rivven_kproto.broker.log.index import OFFSET_ENTRY
+from rivven_kproto.broker.log.native_engine import open_partition
 from rivven_kproto.broker.log.partition import Partition
-from rivven_kproto.broker.log.partition_log import open_partition
 
 from .log_helpers import NOW, config, crash, headers, make_batch, read_all
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import rivven_kproto
 from rivven_kproto.broker.log import partition as partition_module
 from rivven_kproto.broker.log.engine import EngineLog
+from rivven_kproto.broker.log.native_engine import NativeEngineLog
 from rivven_kproto.broker.log.partition import Partition
-from rivven_kproto.broker.log.partition_log import NativeEngineLog
 from rivven_kproto.broker.storage.postgres.partition import PgEngineLog
 from rivven_kproto.broker.storage.postgres.partition import open_partition as open_pg_partition
 from rivven_kproto.broker.storage.postgres.store import PostgresStorage

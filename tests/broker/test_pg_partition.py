@@ -20,8 +20,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from rivven_kproto.broker.log.native_engine import open_partition
 from rivven_kproto.broker.log.partition import Fetched, Partition
-from rivven_kproto.broker.log.partition_log import open_partition
 from rivven_kproto.broker.log.region import BatchRegion
 from rivven_kproto.broker.storage import StorageUnavailable
 from rivven_kproto.broker.storage.postgres import partition as pg_partition

@@ -4,7 +4,7 @@ The partition's rules (validation, offsets, the idempotent producer, transaction
 consumer's view; ``partition.Partition``) are the same for every engine. A ``Partition`` holds its
 engine as ``engine: EngineLog`` and reaches the stored batches only through these members, so an
 engine is any plain class that has them (no base class to inherit): the native segment files
-(``partition_log.NativeEngineLog``) and PostgreSQL rows
+(``native_engine.NativeEngineLog``) and PostgreSQL rows
 (``broker.storage.postgres.partition.PgEngineLog``) both do, checked by mypy where each
 factory hands its engine to a ``Partition`` and by ``tests/broker/test_engine_protocol.py``.
 

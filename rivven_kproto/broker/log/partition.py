@@ -3,7 +3,7 @@
 Validation, offset assignment, the idempotent producer's checks, transaction markers, and a
 consumer's view of the log are the same whichever engine keeps the bytes, so there is one
 ``Partition`` class and it holds its engine (``engine.EngineLog``: the native segment files,
-``partition_log.NativeEngineLog``, or PostgreSQL rows, ``broker.storage.postgres.partition``)
+``native_engine.NativeEngineLog``, or PostgreSQL rows, ``broker.storage.postgres.partition``)
 instead of being subclassed by it. Each engine module has an ``open_partition`` factory that builds
 the engine and the partition around it.
 """

@@ -17,8 +17,8 @@ from ..file_modes import make_private_dir
 from ..log.config import LogConfig
 from ..log.descriptor_cache import DescriptorCache
 from ..log.directory import DELETED_SUFFIX, remove_deleted
+from ..log.native_engine import open_partition
 from ..log.partition import Partition
-from ..log.partition_log import open_partition
 from ..producer_ids import FileBlocks
 
 

@@ -151,6 +151,11 @@ class ProducerStateManager:
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
+        self.reset()
+
+    def reset(self) -> None:
+        """An empty table: at creation, and when a truncated log rebuilds it from what it still
+        holds (the object stays, so the partition and its engine keep sharing it)."""
         self.producers: dict[int, ProducerEntry] = {}
         self.duplicates = 0
         self.aborted: list[AbortedTxn] = []
@@ -160,15 +165,6 @@ class ProducerStateManager:
         # Producer id -> the transactional id its coordinator confirmed for the transaction open
         # here: a batch naming the producer under another transactional id is asked about again.
         self.verified_ids: dict[int, str] = {}
-
-    def reset(self) -> None:
-        """Forget everything (a truncated log rebuilds the table from what it still holds); the
-        object stays, so the partition and its engine keep sharing it."""
-        self.producers.clear()
-        self.duplicates = 0
-        self.aborted.clear()
-        self.verification_guards.clear()
-        self.verified_ids.clear()
 
     # -- the append path ----------------------------------------------------------------------
 

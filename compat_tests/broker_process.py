@@ -13,8 +13,11 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 READY = re.compile(r"listening on [\d.]+:(\d+) advertised as")
 OTHER_LISTENER = re.compile(r"listener \w+ \(\w+\) listening on")
@@ -137,6 +140,17 @@ class BrokerProcess:
 
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
+
+
+def module_broker(tmp_path_factory: pytest.TempPathFactory, name: str,
+                  env: dict[str, str] | None = None) -> Iterator[BrokerProcess]:
+    """The body of a test module's broker fixture (``yield from`` it): a broker started in a fresh
+    directory, stopped at the end and its clean exit checked (its log tail shown if not)."""
+    base: Path = tmp_path_factory.mktemp(name)
+    process = BrokerProcess(base / "data", base / "broker.log", env=env).start()
+    yield process
+    if process.alive():
+        assert process.stop() == 0, process.log_text()[-4000:]
 
 
 def server_certificate(base: Path) -> tuple[Any, Path, Path]:

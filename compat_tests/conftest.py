@@ -4,20 +4,15 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from .broker_process import BrokerProcess
+from .broker_process import BrokerProcess, module_broker
 
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    base: Path = tmp_path_factory.mktemp("broker")
-    process = BrokerProcess(base / "data", base / "broker.log").start()
-    yield process
-    if process.alive():
-        assert process.stop() == 0, process.log_text()[-4000:]
+    yield from module_broker(tmp_path_factory, "broker")
 
 
 @pytest.fixture

@@ -30,7 +30,7 @@ from rivven_kproto.codec.messages.consumer_group_describe import (
 )
 
 from . import raw_client
-from .broker_process import BrokerProcess
+from .broker_process import BrokerProcess, module_broker
 from .test_cli import ok
 from .test_eos import run_pipeline
 from .txn_helpers import create_topics
@@ -44,11 +44,7 @@ BROKER_ENV = {
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    base: Path = tmp_path_factory.mktemp("kip848")
-    process = BrokerProcess(base / "data", base / "broker.log", env=BROKER_ENV).start()
-    yield process
-    if process.alive():
-        assert process.stop() == 0, process.log_text()[-4000:]
+    yield from module_broker(tmp_path_factory, "kip848", BROKER_ENV)
 
 
 @pytest.fixture

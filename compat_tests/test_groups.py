@@ -33,7 +33,7 @@ from rivven_kproto.codec.messages.join_group import (
 from rivven_kproto.codec.messages.sync_group import SyncGroupRequest, SyncGroupRequestAssignment
 
 from . import raw_client
-from .broker_process import BrokerProcess
+from .broker_process import BrokerProcess, module_broker
 from .test_eos import BROKER_ENV
 
 MEMBER_SCRIPT = Path(__file__).parent / "group_member.py"
@@ -160,11 +160,7 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     """This module's broker starts a group's first rebalance at once (no
     ``group.initial.rebalance.delay.ms``): the waits here are for the split, whichever generation
     makes it."""
-    base: Path = tmp_path_factory.mktemp("broker")
-    process = BrokerProcess(base / "data", base / "broker.log", env={"KPROTO_GROUP_INITIAL_REBALANCE_DELAY_MS": "0"}).start()
-    yield process
-    if process.alive():
-        assert process.stop() == 0, process.log_text()[-4000:]
+    yield from module_broker(tmp_path_factory, "broker", {"KPROTO_GROUP_INITIAL_REBALANCE_DELAY_MS": "0"})
 
 
 @pytest.fixture

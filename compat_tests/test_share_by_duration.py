@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
 
-from .broker_process import BrokerProcess
+from .broker_process import BrokerProcess, module_broker
 from .test_share_group_admin import describe_offsets
 from .test_share_groups import SENTINEL, TIMEOUT_S, consumer, fresh, has_sentinel, poll_until, values
 from .txn_helpers import create_topics, wait_for
@@ -33,11 +32,7 @@ BROKER_ENV = {
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    base: Path = tmp_path_factory.mktemp("share-by-duration")
-    process = BrokerProcess(base / "data", base / "broker.log", env=BROKER_ENV).start()
-    yield process
-    if process.alive():
-        assert process.stop() == 0, process.log_text()[-4000:]
+    yield from module_broker(tmp_path_factory, "share-by-duration", BROKER_ENV)
 
 
 def produce_stamped(bootstrap: str, topic: str, stamped: list[tuple[bytes, int]]) -> None:

@@ -9,7 +9,6 @@ aborted transaction's records, does so only through its own configs. Every wait 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Producer
@@ -22,7 +21,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from .broker_process import BrokerProcess
+from .broker_process import BrokerProcess, module_broker
 from .test_cli import failed, kproto, ok
 from .test_share_groups import SENTINEL, TIMEOUT_S, consumer, fresh, has_sentinel, poll_until, produce, values
 from .txn_helpers import create_topics
@@ -32,11 +31,7 @@ BROKER_ENV = {"KPROTO_GROUP_SHARE_HEARTBEAT_INTERVAL_MS": "200"}  # fast assignm
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    base: Path = tmp_path_factory.mktemp("share-configs")
-    process = BrokerProcess(base / "data", base / "broker.log", env=BROKER_ENV).start()
-    yield process
-    if process.alive():
-        assert process.stop() == 0, process.log_text()[-4000:]
+    yield from module_broker(tmp_path_factory, "share-configs", BROKER_ENV)
 
 
 def set_group_configs(bootstrap: str, group: str, **configs: str | None) -> None:

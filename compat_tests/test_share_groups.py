@@ -26,7 +26,7 @@ from rivven_kproto.codec.messages.share_group_describe import (
 )
 
 from . import raw_client
-from .broker_process import BrokerProcess
+from .broker_process import BrokerProcess, module_broker
 from .txn_helpers import create_topics
 
 TIMEOUT_S = 30
@@ -40,11 +40,7 @@ BROKER_ENV = {
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    base: Path = tmp_path_factory.mktemp("share")
-    process = BrokerProcess(base / "data", base / "broker.log", env=BROKER_ENV).start()
-    yield process
-    if process.alive():
-        assert process.stop() == 0, process.log_text()[-4000:]
+    yield from module_broker(tmp_path_factory, "share", BROKER_ENV)
 
 
 def fresh(prefix: str) -> str:

@@ -61,6 +61,8 @@ def goals(summary: dict[str, Any], peer: str | None,
         return float(value) if value is not None else None
 
     out += share_goals(results or {})
+    if peer:
+        out += round_three_goals(summary, results or {}, peer)
     throughput = ("produce-1p", "produce-8p", "consume-uncommitted", "consume-committed")
     for name in throughput:
         ratio = summary.get(name, {}).get("vs_peer", {}).get("median")
@@ -100,6 +102,81 @@ def goals(summary: dict[str, Any], peer: str | None,
             ours_peak, peer_peak = max(a for a, _ in peaks), max(b for _, b in peaks)  # type: ignore[type-var]
             out.append(("peak RSS <= 2x peer", f"{ours_peak:.0f} vs {peer_peak:.0f} MiB",
                         ours_peak <= 2 * peer_peak))  # type: ignore[operator]
+    return out
+
+
+# Issue #40 (performance round three): the consume goals against the null broker, the peer's best
+# round and an absolute rate; the transactional goals against the peer's CPU and latency and the
+# null broker's ceiling; the contended workloads against their own calm rate.
+CONSUME_VS_NULL, CONSUME_RATE = 0.9, 1_000_000
+TXN_ONE_VS_NULL, TXN_16_VS_PEER, TXN_16_VS_NULL = 0.95, 1.5, 0.85
+CONTENDED_SHARE = 0.9
+
+
+def _transactions(summary: dict[str, Any], workload: str, broker: str) -> float | None:
+    """Transactions a workload ran: its own count, or its messages at 10 per transaction."""
+    figures = summary.get(workload, {}).get(broker, {})
+    if figures.get("transactions"):
+        return float(figures["transactions"])
+    return float(figures["messages"]) / 10 if figures.get("messages") else None
+
+
+def round_three_goals(summary: dict[str, Any], results: dict[str, list[dict[str, Any]]],
+                      peer: str) -> list[tuple[str, str, bool | None]]:
+    """(goal, measured, met) for issue #40's goals, from one run's rounds; a goal whose workload
+    did not run is left out."""
+    out: list[tuple[str, str, bool | None]] = []
+
+    def median(workload: str, broker: str, key: str) -> float | None:
+        value = summary.get(workload, {}).get(broker, {}).get(key)
+        return float(value) if value is not None else None
+
+    def ratio_to_null(workload: str) -> float | None:
+        value = summary.get(workload, {}).get("vs_null", {}).get("median")
+        return float(value) if value is not None else None
+
+    for name in ("consume-uncommitted", "consume-committed"):
+        ours_rounds, peer_rounds = _values(results.get(OURS, []), name, "msgs_per_s"), _values(results.get(peer, []), name, "msgs_per_s")
+        if not ours_rounds:
+            continue
+        limit = ratio_to_null(name)
+        if limit is not None:
+            out.append((f"#40 {name}: >= {CONSUME_VS_NULL}x the null broker (median of the rounds' ratios)",
+                        f"{limit}x", limit >= CONSUME_VS_NULL))
+        if peer_rounds:
+            best = max(ours_rounds) / max(peer_rounds)
+            out.append((f"#40 {name}: best round >= 1.0x the peer's best round",
+                        f"{max(ours_rounds):,.0f} vs {max(peer_rounds):,.0f} msg/s ({best:.2f}x)", best >= 1.0))
+        rate = _median(ours_rounds) or 0.0
+        out.append((f"#40 {name}: >= {CONSUME_RATE:,} msg/s (median)", f"{rate:,.0f} msg/s", rate >= CONSUME_RATE))
+    for name in ("transactions", "transactions-16p", "transactions-offsets"):
+        ours_cpu, peer_cpu = median(name, OURS, "broker_cpu_s"), median(name, peer, "broker_cpu_s")
+        ours_txn, peer_txn = _transactions(summary, name, OURS), _transactions(summary, name, peer)
+        if ours_cpu is not None and peer_cpu and ours_txn and peer_txn:
+            ours_per, peer_per = 1000 * ours_cpu / ours_txn, 1000 * peer_cpu / peer_txn
+            out.append((f"#40 {name}: broker CPU per transaction <= 1.0x the peer's",
+                        f"{ours_per:.2f} vs {peer_per:.2f} ms ({ours_per / peer_per:.2f}x)", ours_per <= peer_per))
+        ours_p99, peer_p99 = median(name, OURS, "p99_ms"), median(name, peer, "p99_ms")
+        if ours_p99 is not None and peer_p99 is not None:
+            out.append((f"#40 {name}: commit p99 <= the peer's", f"{ours_p99:.2f} vs {peer_p99:.2f} ms",
+                        ours_p99 <= peer_p99))
+    one = ratio_to_null("transactions")
+    if one is not None:
+        out.append((f"#40 transactions: >= {TXN_ONE_VS_NULL}x the null broker", f"{one}x", one >= TXN_ONE_VS_NULL))
+    sixteen_peer = summary.get("transactions-16p", {}).get("vs_peer", {}).get("median")
+    if sixteen_peer is not None:
+        out.append((f"#40 transactions-16p: >= {TXN_16_VS_PEER}x the peer", f"{sixteen_peer}x",
+                    sixteen_peer >= TXN_16_VS_PEER))
+    sixteen_null = ratio_to_null("transactions-16p")
+    if sixteen_null is not None:
+        out.append((f"#40 transactions-16p: >= {TXN_16_VS_NULL}x the null broker", f"{sixteen_null}x",
+                    sixteen_null >= TXN_16_VS_NULL))
+    for base, contended, key in (("produce-8p", "produce-8p-contended", "msgs_per_s"),
+                                 ("transactions", "transactions-contended", "txn_per_s")):
+        calm, busy = median(base, OURS, key), median(contended, OURS, key)
+        if calm and busy is not None:
+            out.append((f"#40 {contended}: keeps >= {CONTENDED_SHARE} of its calm rate", f"{busy / calm:.2f}",
+                        busy / calm >= CONTENDED_SHARE))
     return out
 
 

@@ -21,6 +21,7 @@ import logging
 import os
 import platform
 import pstats
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -71,7 +72,20 @@ def machine() -> dict[str, Any]:
     except ImportError:
         pass
     return {"date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "cpus": os.cpu_count(),
-            "platform": platform.platform(), "versions": versions}
+            "platform": platform.platform(), "versions": versions, "commit": commit(),
+            "load_average": [round(x, 2) for x in os.getloadavg()]}
+
+
+def commit() -> str | None:
+    """The checkout's commit, with ``-dirty`` when files differ from it; None outside git."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True,
+                              cwd=Path(__file__).parent, timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                               text=True, cwd=Path(__file__).parent, timeout=10, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return f"{head}-dirty" if dirty else head
 
 
 def top_functions(profile_dir: Path, out: Path, limit: int = 30) -> str:

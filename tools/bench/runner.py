@@ -41,6 +41,7 @@ class Settings:
     latency_seconds: float = 10.0
     connections: int = 200
     rounds: int = 3
+    incompressible: bool = False  # produce-8p: random bytes per message (tools.bench.scaling --incompressible)
 
 
 class Serving(Protocol):
@@ -57,7 +58,8 @@ def workload(name: str, running: Serving, s: Settings) -> Callable[[], w.Figures
     tls, sasl = running.secured.get("SSL"), running.secured.get("SASL_SSL")
     table: dict[str, Callable[[], w.Figures]] = {
         "produce-1p": lambda: w.produce(bootstrap, "bench-1p", n, 1),
-        "produce-8p": lambda: w.produce(bootstrap, CONSUMED_TOPIC, n, CONSUMED_PARTITIONS),
+        "produce-8p": lambda: w.produce(bootstrap, CONSUMED_TOPIC, n, CONSUMED_PARTITIONS,
+                                        incompressible=s.incompressible),
         # The produce workload wrote n messages plus one warm-up message per partition.
         "consume-uncommitted": lambda: w.consume(bootstrap, CONSUMED_TOPIC, n + CONSUMED_PARTITIONS,
                                                  CONSUMED_PARTITIONS, "read_uncommitted"),

@@ -240,7 +240,7 @@ def run_all(counts: list[int], settings: Settings, txn_budget_s: float) -> dict[
 KEYS = ("msgs_per_s", "txn_per_s", "transactions", "p50_ms", "p99_ms", "broker_cpu_s", "pg_cpu_s", "client_cpu_s",
         "cores_brokers", "cores_pg", "cores_client", "cores_busy", "seconds", "cpu_ms_per_msg", "cpu_ms_per_txn",
         "broker_cpu_ms_per_txn", "pg_cpu_ms_per_txn", "db_commits_per_msg", "statements_per_msg",
-        "wal_bytes_per_msg", "db_commits_per_txn", "statements_per_txn", "wal_bytes_per_txn", "db_rows_per_txn")
+        "wal_bytes_per_msg", "db_rows_per_msg", "db_commits_per_txn", "statements_per_txn", "wal_bytes_per_txn", "db_rows_per_txn")
 
 
 def summarize(rounds: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, dict[str, float]]]:
@@ -324,13 +324,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--transactions", type=int, default=300, help="of 10 messages each, per point")
     parser.add_argument("--transaction-seconds", type=float, default=20.0,
                         help="at most this long per transactions point (fewer transactions if slower)")
+    parser.add_argument("--incompressible", action="store_true",
+                        help="produce-8p sends random bytes (by default one repeated byte, which PostgreSQL compresses)")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results"), help="where scaling.png goes")
     parser.add_argument("--json", type=Path,
                         default=Path(f"benchmarks/results/{dt.date.today().isoformat()}-scaling.json"))
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
     counts = [int(x) for x in args.brokers.split(",") if x]
-    settings = Settings(messages=args.messages, transactions=args.transactions, rounds=args.rounds)
+    settings = Settings(messages=args.messages, transactions=args.transactions, rounds=args.rounds,
+                        incompressible=args.incompressible)
     started, load_before = time.monotonic(), os.getloadavg()
     rounds = run_all(counts, settings, args.transaction_seconds)
     summary = summarize(rounds)

@@ -7,6 +7,7 @@ CPU and memory around it. Every loop is bounded by a message count and a deadlin
 from __future__ import annotations
 
 import io
+import os
 import socket
 import struct
 import threading
@@ -101,12 +102,15 @@ def create_topic(bootstrap: str, topic: str, partitions: int, config: dict[str, 
 
 
 def _produce_all(producer: Producer, topic: str, count: int, partitions: int, value: bytes,
-                 failures: list[Any]) -> None:
+                 failures: list[Any], pool: bytes | None = None) -> None:
+    """``count`` messages of ``value``, or (``pool``) each its own ``len(value)`` bytes of the pool."""
     deadline = time.monotonic() + DEADLINE_S
+    size = len(value)
     for i in range(count):
+        payload = value if pool is None else pool[i * size:(i + 1) * size]
         while True:
             try:
-                producer.produce(topic, value, partition=i % partitions)
+                producer.produce(topic, payload, partition=i % partitions)
                 break
             except BufferError:
                 producer.poll(0.005)
@@ -128,9 +132,12 @@ def _warm_up(producer: Producer, topic: str, partitions: int) -> None:
 
 
 def produce(bootstrap: str, topic: str, count: int, partitions: int, size: int = 100,
-            client: dict[str, str] | None = None, topic_config: dict[str, str] | None = None) -> Figures:
+            client: dict[str, str] | None = None, topic_config: dict[str, str] | None = None,
+            incompressible: bool = False) -> Figures:
     """acks=all, idempotent, linger.ms=5, 1 MiB batches; ``client``: settings over the defaults (a
-    secured listener's address and security properties). The topic is created over ``bootstrap``."""
+    secured listener's address and security properties). The topic is created over ``bootstrap``.
+    ``incompressible``: every message its own random bytes (the default repeats one byte, which
+    PostgreSQL's TOAST compresses to almost nothing)."""
     create_topic(bootstrap, topic, partitions, topic_config)
     failures: list[Any] = []
     producer = Producer({
@@ -140,8 +147,9 @@ def produce(bootstrap: str, topic: str, count: int, partitions: int, size: int =
         **(client or {}),
     })
     _warm_up(producer, topic, partitions)
+    pool = os.urandom(count * size) if incompressible else None
     start = time.perf_counter()
-    _produce_all(producer, topic, count, partitions, b"v" * size, failures)
+    _produce_all(producer, topic, count, partitions, b"v" * size, failures, pool)
     return Figures(count, time.perf_counter() - start, count * size)
 
 

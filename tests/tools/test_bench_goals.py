@@ -50,3 +50,14 @@ def test_each_goal_missed_on_its_own_figure() -> None:
     assert "#40 transactions: >= 0.95x the null broker" in missed
     assert "#40 transactions-16p: >= 0.85x the null broker" in missed
     assert "#40 produce-8p-contended: keeps >= 0.9 of its calm rate" in missed
+
+
+def test_postgresql_goals_are_shares_of_the_native_log() -> None:
+    native = [{"transactions": {"msgs_per_s": 4000.0, "txn_per_s": 400.0, "p99_ms": 3.0}, "idle": {"rss_mib": 50.0}}] * 3
+    slow = [{"transactions": {"msgs_per_s": 1000.0, "txn_per_s": 100.0, "p99_ms": 12.0}, "idle": {"rss_mib": 50.0}}] * 3
+    fast = [{"transactions": {"msgs_per_s": 3000.0, "txn_per_s": 300.0, "p99_ms": 5.0}, "idle": {"rss_mib": 50.0}}] * 3
+    for pg, met in ((slow, False), (fast, True)):
+        results = {report.OURS: native, report.PG_PEER: pg}
+        goals = report.goals(report.summarize(results, report.PG_PEER), report.PG_PEER, results)
+        assert [ok for _, _, ok in goals] == [met, met], goals
+        assert goals[0][1] == ("0.25x" if not met else "0.75x")

@@ -8,6 +8,7 @@ from typing import Any
 OURS = "rivven_kproto"
 NULL = "null"
 ACL_PEER = "rivven_kproto-acl"  # ours with an authorizer and 1,000 ACLs (``--peer acl``)
+PG_PEER = "rivven_kproto-pg"  # ours on the PostgreSQL engine (``--peer postgresql``)
 # "No slowdown beyond noise": the authorized run's median rate at least this share of the plain
 # run's, or within the plain run's own spread (its slowest round against its median) when that is
 # wider, as it is on a busy machine.
@@ -55,6 +56,8 @@ def goals(summary: dict[str, Any], peer: str | None,
     out: list[tuple[str, str, bool | None]] = []
     if peer == ACL_PEER:
         return acl_goals(results or {})
+    if peer == PG_PEER:
+        return postgresql_goals(summary)
 
     def get(workload: str, broker: str, key: str) -> float | None:
         value = summary.get(workload, {}).get(broker, {}).get(key)
@@ -177,6 +180,29 @@ def round_three_goals(summary: dict[str, Any], results: dict[str, list[dict[str,
         if calm and busy is not None:
             out.append((f"#40 {contended}: keeps >= {CONTENDED_SHARE} of its calm rate", f"{busy / calm:.2f}",
                         busy / calm >= CONTENDED_SHARE))
+    return out
+
+
+# Issue #40 part 4: the PostgreSQL engine against the native log in the same run.
+PG_TXN_SHARE, PG_PRODUCE_SHARE, PG_P99_FACTOR = 0.6, 0.8, 2.0
+
+
+def postgresql_goals(summary: dict[str, Any]) -> list[tuple[str, str, bool | None]]:
+    """(goal, measured, met): the PostgreSQL engine's rates as a share of the native log's (medians
+    of the per-round ratios) and its commit p99 against the native log's."""
+    out: list[tuple[str, str, bool | None]] = []
+    for name, share in (("produce-1p", PG_PRODUCE_SHARE), ("produce-8p", PG_PRODUCE_SHARE),
+                        ("transactions", PG_TXN_SHARE), ("transactions-16p", PG_TXN_SHARE)):
+        row = summary.get(name, {})
+        ratio = row.get("vs_peer", {}).get("median")
+        if ratio:
+            pg_share = 1 / ratio  # vs_peer is native / PostgreSQL per round: take the median's inverse
+            out.append((f"#40 {name}: PostgreSQL >= {share}x the native log", f"{pg_share:.2f}x", pg_share >= share))
+        native_p99, pg_p99 = (row.get(b, {}).get("p99_ms") for b in (OURS, PG_PEER))
+        if native_p99 and pg_p99 is not None:
+            out.append((f"#40 {name}: PostgreSQL commit p99 <= {PG_P99_FACTOR:g}x the native log's",
+                        f"{pg_p99:.1f} vs {native_p99:.1f} ms ({pg_p99 / native_p99:.1f}x)",
+                        pg_p99 <= PG_P99_FACTOR * native_p99))
     return out
 
 

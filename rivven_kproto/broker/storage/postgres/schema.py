@@ -93,7 +93,7 @@ MIGRATIONS: list[str] = [
     # 6: record batches are compressed with lz4, not pglz. A batch of uncompressed records repeats
     # its few bytes of record framing, so pglz does not give up early, compresses the whole batch
     # and throws the result away (under its 25% minimum): 60% of the server's CPU on a produce of
-    # random 100-byte values (README, "A cluster on PostgreSQL, on paper"). A server built without lz4 (or
+    # random 100-byte values (docs/benchmarks.rst, "The PostgreSQL engine"). A server built without lz4 (or
     # older than PostgreSQL 14) stores batches uncompressed, as Kafka stores what producers send.
     """
     DO $$

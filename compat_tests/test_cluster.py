@@ -233,8 +233,9 @@ def test_a_producer_on_a_follower_auto_creates_a_topic(cluster: dict[int, Broker
     # librdkafka asks any broker it is connected to by then: mostly the follower it was
     # bootstrapped at, which asks the controller; sometimes the controller itself.
     logs = {node: broker.log_text() for node, broker in cluster.items()}
+    said = {node: [line for line in text.splitlines() if "cl-auto" in line] for node, text in logs.items()}
     assert (any("auto-created topic cl-auto on the controller (node 1)" in logs[node] for node in (2, 3))
-            or "auto-created topic cl-auto for client" in logs[1]), "no broker logged the auto-creation"
+            or "auto-created topic cl-auto for client" in logs[1]), f"no broker logged the auto-creation: {said}"
     assert wait_for(lambda: all_see(cluster, set(NODES), "cl-auto"), TIMEOUT_S)
     # The follower's part, whoever librdkafka asked: a Metadata request that may create a topic,
     # sent to the follower itself.

@@ -98,11 +98,16 @@ class PostgresServer:
         """A standby becomes a primary (``pg_ctl promote``), waiting until it accepts writes."""
         self._run("pg_ctl", "-D", str(self.data_dir), "-w", "-t", "90", "promote")
 
+    def postmaster_pid(self) -> int:
+        """The running server's postmaster (first line of ``postmaster.pid``); OSError or
+        ValueError when it is not running."""
+        return int((self.data_dir / "postmaster.pid").read_text().split("\n", 1)[0])
+
     def kill(self) -> None:
         """SIGKILL the postmaster and its children, as if the machine died (no shutdown, no WAL flush
         beyond what was already written)."""
         try:
-            pid = int((self.data_dir / "postmaster.pid").read_text().split("\n", 1)[0])
+            pid = self.postmaster_pid()
             command = Path(f"/proc/{pid}/cmdline").read_bytes()
         except (OSError, ValueError):
             return

@@ -34,8 +34,9 @@ from typing import Any
 
 import psycopg
 
-from rivven_kproto.testing.postgres import PostgresServer, temporary_postgres
+from rivven_kproto.testing.postgres import DATABASE, USER, PostgresServer, temporary_postgres
 
+from . import pg_stats
 from .__main__ import machine
 from .procstats import tree_cpu_s
 from .report import render_plain
@@ -61,13 +62,7 @@ TPS = re.compile(r"tps = ([0-9.]+)")
 def counters(url: str) -> tuple[int, int]:
     """(transaction ids handed out, WAL insert position in bytes) of the whole server."""
     with psycopg.connect(url, autocommit=True) as conn:
-        xid, wal = conn.execute("SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint,"
-                                " (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint").fetchone() or (0, 0)
-    return int(xid), int(wal)
-
-
-def server_pid(server: PostgresServer) -> int:
-    return int((server.data_dir / "postmaster.pid").read_text().split("\n", 1)[0])
+        return pg_stats.position(conn)
 
 
 def run_point(server: PostgresServer, name: str, clients: int, seconds: float, work: Path) -> dict[str, Any]:
@@ -79,9 +74,8 @@ def run_point(server: PostgresServer, name: str, clients: int, seconds: float, w
         conn.execute("CHECKPOINT")  # every point starts without a pending checkpoint's writes
     command = [str(server.bin_dir / "pgbench"), "-n", "-M", "prepared", "-f", str(path), "-c", str(clients),
                "-j", str(min(clients, 2)), "-T", str(max(1, round(seconds))), "-h", "127.0.0.1",
-               "-p", str(server.port), "-U", server.url.split("//", 1)[1].split("@", 1)[0],
-               server.url.rsplit("/", 1)[1]]
-    pid = server_pid(server)
+               "-p", str(server.port), "-U", USER, DATABASE]
+    pid = server.postmaster_pid()
     xid0, wal0 = counters(server.url)
     cpu0, began = tree_cpu_s(pid), time.monotonic()
     done = subprocess.run(command, capture_output=True, text=True, timeout=seconds + 120)

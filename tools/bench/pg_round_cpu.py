@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     results: dict[str, dict[str, float]] = {}
     with temporary_postgres() as server:
-        postmaster = int((server.data_dir / "postmaster.pid").read_text().split()[0])
+        postmaster = server.postmaster_pid()
         with psycopg.connect(server.url, autocommit=True) as setup:
             schema.migrate(setup)
         with psycopg.connect(server.url) as conn:

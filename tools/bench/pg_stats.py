@@ -31,20 +31,27 @@ def enable(server: Any) -> None:
         conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
 
 
+def position(conn: psycopg.Connection) -> tuple[int, int]:
+    """(transaction ids handed out, one per writing transaction; the WAL insert position in bytes)
+    of the whole server: both exact, where pg_stat_database and pg_stat_wal lag by up to a second."""
+    xid, wal = conn.execute("SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint,"
+                            " (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint").fetchone() or (0, 0)
+    return int(xid or 0), int(wal or 0)
+
+
 def snapshot(url: str) -> dict[str, Any]:
     """Counters of the whole server now (every database: the brokers' is created per point)."""
     with psycopg.connect(url, autocommit=True) as conn:
-        # pg_stat_database and pg_stat_wal lag by up to a second (and pg_stat_statements misses a
-        # COMMIT sent in a pipeline): the transaction ids handed out (one per writing
-        # transaction), the statements' rows and the WAL position are exact.
-        commits, rows = conn.execute(
-            "SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint, coalesce(sum(rows) FILTER"
-            " (WHERE query ~* '^\\s*(INSERT|UPDATE|DELETE|WITH)'), 0)::bigint FROM pg_stat_statements").fetchone() or (0, 0)
-        (wal,) = conn.execute("SELECT pg_current_wal_insert_lsn() - '0/0'::pg_lsn").fetchone() or (0,)
+        # pg_stat_statements misses a COMMIT sent in a pipeline: the transaction ids handed out,
+        # the statements' rows and the WAL position are exact.
+        commits, wal = position(conn)
+        (rows,) = conn.execute(
+            "SELECT coalesce(sum(rows) FILTER (WHERE query ~* '^\\s*(INSERT|UPDATE|DELETE|WITH)'), 0)::bigint"
+            " FROM pg_stat_statements").fetchone() or (0,)
         by_query: dict[str, int] = dict(conn.execute(
             "SELECT left(regexp_replace(query, '\\s+', ' ', 'g'), 90), sum(calls)::bigint FROM pg_stat_statements"
             " WHERE query NOT LIKE '%%pg_stat%%' GROUP BY 1").fetchall())
-    return {"commits": int(commits or 0), "rows": int(rows or 0), "wal_bytes": int(wal or 0), "by_query": by_query}
+    return {"commits": commits, "rows": int(rows or 0), "wal_bytes": wal, "by_query": by_query}
 
 
 def cost(before: dict[str, Any], after: dict[str, Any], messages: int, transactions: int | None) -> dict[str, Any]:

@@ -35,6 +35,7 @@ ROWS = (
     ("transactions", "txn_per_s", "txn/s"), ("transactions-16p", "txn_per_s", "txn/s"),
 )
 
+
 def _rate(value: float | None) -> str:
     return "" if value is None else f"{value:,.0f}"
 

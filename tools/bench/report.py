@@ -60,8 +60,7 @@ def goals(summary: dict[str, Any], peer: str | None,
         return postgresql_goals(summary)
 
     def get(workload: str, broker: str, key: str) -> float | None:
-        value = summary.get(workload, {}).get(broker, {}).get(key)
-        return float(value) if value is not None else None
+        return _figure(summary, workload, broker, key)
 
     out += share_goals(results or {})
     if peer:
@@ -116,6 +115,12 @@ TXN_ONE_VS_NULL, TXN_16_VS_PEER, TXN_16_VS_NULL = 0.95, 1.5, 0.85
 CONTENDED_SHARE = 0.9
 
 
+def _figure(summary: dict[str, Any], workload: str, broker: str, key: str) -> float | None:
+    """One median of the summary (or a ratio's, with ``broker`` "vs_peer"/"vs_null"), if measured."""
+    value = summary.get(workload, {}).get(broker, {}).get(key)
+    return float(value) if value is not None else None
+
+
 def _transactions(summary: dict[str, Any], workload: str, broker: str) -> float | None:
     """Transactions a workload ran: its own count, or its messages at 10 per transaction."""
     figures = summary.get(workload, {}).get(broker, {})
@@ -131,12 +136,10 @@ def round_three_goals(summary: dict[str, Any], results: dict[str, list[dict[str,
     out: list[tuple[str, str, bool | None]] = []
 
     def median(workload: str, broker: str, key: str) -> float | None:
-        value = summary.get(workload, {}).get(broker, {}).get(key)
-        return float(value) if value is not None else None
+        return _figure(summary, workload, broker, key)
 
     def ratio_to_null(workload: str) -> float | None:
-        value = summary.get(workload, {}).get("vs_null", {}).get("median")
-        return float(value) if value is not None else None
+        return _figure(summary, workload, "vs_null", "median")
 
     for name in ("consume-uncommitted", "consume-committed"):
         ours_rounds, peer_rounds = _values(results.get(OURS, []), name, "msgs_per_s"), _values(results.get(peer, []), name, "msgs_per_s")
@@ -166,7 +169,7 @@ def round_three_goals(summary: dict[str, Any], results: dict[str, list[dict[str,
     one = ratio_to_null("transactions")
     if one is not None:
         out.append((f"#40 transactions: >= {TXN_ONE_VS_NULL}x the null broker", f"{one}x", one >= TXN_ONE_VS_NULL))
-    sixteen_peer = summary.get("transactions-16p", {}).get("vs_peer", {}).get("median")
+    sixteen_peer = _figure(summary, "transactions-16p", "vs_peer", "median")
     if sixteen_peer is not None:
         out.append((f"#40 transactions-16p: >= {TXN_16_VS_PEER}x the peer", f"{sixteen_peer}x",
                     sixteen_peer >= TXN_16_VS_PEER))

@@ -224,7 +224,7 @@ def run_all(counts: list[int], settings: Settings, txn_budget_s: float) -> dict[
     rounds: dict[str, list[dict[str, Any]]] = {NATIVE: [], **{pg_name(n): [] for n in counts}}
     with temporary_postgres() as server:
         pg_stats.enable(server)
-        postmaster = int((server.data_dir / "postmaster.pid").read_text().split()[0])
+        postmaster = server.postmaster_pid()
         for round_ in range(settings.rounds):
             log.info("round %d: native", round_ + 1)
             rounds[NATIVE].append(run_point([brokers.ours()], round_, settings, None, txn_budget_s))
